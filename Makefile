@@ -1,0 +1,113 @@
+# Build, boot and test the kernel. `make help` lists the targets.
+#
+#   make run        build, then boot to the serial console in this terminal
+#   make test       every test (host unit tests, hosted pmc tests, QEMU boots)
+#   make CC=clang   the same with clang (gcc is the default)
+
+CC      ?= gcc
+ifeq ($(origin CC),default)
+CC      := gcc
+endif
+LD      := ld
+NASM    := nasm
+OBJCOPY := objcopy
+QEMU    := qemu-system-x86_64
+
+BUILD   := build
+OBJ     := $(BUILD)/obj-$(notdir $(CC))
+KERNEL  := $(BUILD)/kernel.elf
+ISO     := $(BUILD)/os.iso
+
+# Kernel command line for `make run` (see kernel/cmdline.c for the options).
+CMDLINE ?=
+SMP     ?= 4
+MEM     ?= 512M
+
+KCFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
+	-mno-red-zone -mcmodel=kernel -mgeneral-regs-only -mno-sse -mno-mmx \
+	-fno-stack-protector -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+	-fno-strict-aliasing -fno-builtin -nostdlib -Ikernel -MD -MP
+ifeq ($(notdir $(CC)),clang)
+KCFLAGS += --target=x86_64-unknown-none-elf
+else
+KCFLAGS += -fno-tree-loop-distribute-patterns # keep memset's loop from becoming a memset call
+endif
+KLDFLAGS := -nostdlib -z max-page-size=0x1000 -z noexecstack --no-warn-rwx-segments -T linker.ld
+
+KSRC_C   := $(shell find kernel -name '*.c' -not -path 'kernel/pmc/*' | sort)
+KSRC_ASM := boot/entry.asm kernel/arch/x86/vectors.asm kernel/arch/x86/trampoline_blob.asm
+KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
+
+.PHONY: all iso run run-gui test test-host test-qemu debug clean deps help compile_commands.json
+all: $(KERNEL)
+
+help:
+	@sed -n 's/^#   //p' Makefile
+
+deps:
+	@scripts/deps.sh
+
+$(OBJ)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(KCFLAGS) -c $< -o $@
+
+$(OBJ)/%.o: %.asm
+	@mkdir -p $(@D)
+	$(NASM) -f elf64 -g -F dwarf -I$(BUILD)/ -MD $(@:.o=.d) $< -o $@
+
+# The AP trampoline runs at a fixed low address: assembled flat, then embedded.
+$(BUILD)/trampoline.bin: boot/trampoline.asm
+	@mkdir -p $(@D)
+	$(NASM) -f bin $< -o $@
+$(OBJ)/kernel/arch/x86/trampoline_blob.o: $(BUILD)/trampoline.bin
+
+$(KERNEL): $(KOBJ) linker.ld
+	$(LD) $(KLDFLAGS) -o $@ $(KOBJ)
+
+# An ISO whose GRUB passes $(1) as the kernel command line.
+define make_iso
+	@rm -rf $(2).d && mkdir -p $(2).d/boot/grub
+	@cp $(KERNEL) $(2).d/boot/kernel.elf
+	@printf 'set timeout=0\nset default=0\nserial --unit=0 --speed=115200\nterminal_output console\nmenuentry "os" {\n  multiboot2 /boot/kernel.elf %s\n  boot\n}\n' "$(1)" > $(2).d/boot/grub/grub.cfg
+	@grub-mkrescue -o $(2) --install-modules="multiboot2 normal iso9660 biosdisk configfile" \
+		--fonts= --locales= --themes= --compress=xz $(2).d >/dev/null 2>&1
+	@rm -rf $(2).d
+endef
+
+# Test ISOs: build/tests/NAME.iso boots with test=NAME.
+$(BUILD)/tests/%.iso: $(KERNEL)
+	@mkdir -p $(@D)
+	$(call make_iso,test=$*,$@)
+
+iso: $(ISO)
+$(ISO): $(KERNEL)
+	$(call make_iso,$(CMDLINE),$@)
+	@echo "iso: $@"
+
+QEMU_COMMON := -machine pc -boot d -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04
+
+run: deps $(ISO)
+	@echo "run: quit with Ctrl-A then X (the QEMU monitor is Ctrl-A then C)"
+	@$(QEMU) $(QEMU_COMMON) $$(scripts/accel.sh) -smp $(SMP) -m $(MEM) -cdrom $(ISO) \
+		-nographic -serial mon:stdio; status=$$?; [ $$status -eq 0 ] || [ $$status -eq 33 ] || echo "qemu exited with $$status"
+
+run-gui: deps $(ISO)
+	$(QEMU) $(QEMU_COMMON) $$(scripts/accel.sh) -smp $(SMP) -m $(MEM) -cdrom $(ISO) -serial stdio
+
+debug: deps $(ISO)
+	@echo "debug: QEMU waits for gdb on :1234. In another terminal:"
+	@echo "  gdb $(KERNEL) -ex 'target remote :1234' -ex 'break kmain' -ex continue"
+	$(QEMU) $(QEMU_COMMON) -cpu max -smp $(SMP) -m $(MEM) -cdrom $(ISO) -nographic -serial mon:stdio -s -S
+
+test: deps
+	@tests/run
+
+compile_commands.json:
+	@scripts/compile_commands.sh "$(CC)" "$(KCFLAGS)" $(KSRC_C) > $@
+	@echo "wrote $@"
+
+clean:
+	rm -rf $(BUILD) compile_commands.json
+
+-include tests/pmc/pmc.mk
+-include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

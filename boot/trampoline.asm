@@ -1,0 +1,88 @@
+; AP trampoline: a started processor begins here in 16-bit real mode and leaves
+; in 64-bit mode on its own stack in ap_entry (smp.c).
+;
+; smp.c copies this blob to physical TRAMPOLINE_ADDR (a page below 1 MiB: the
+; SIPI vector is the page number) and fills the parameter block before each
+; SIPI. Steps:
+;   16-bit: load a temporary GDT, set CR0.PE, far jump to 32-bit code
+;   32-bit: PAE, CR3 = the boot page tables (they identity-map this page),
+;           EFER.LME (and NXE), CR0.PG, far jump to 64-bit code
+;   64-bit: jump to the higher-half ap_entry with RSP = the CPU's stack
+;
+; Parameter block, at fixed offsets (struct trampoline_params in smp.c
+; _Static_asserts them):
+;   +0x08  u64  cr3      physical address of the boot PML4 (< 4 GiB)
+;   +0x10  u64  stack    top of this CPU's kernel stack (virtual)
+;   +0x18  u64  entry    ap_entry (virtual)
+;   +0x20  u64  cpu      struct cpu * (virtual), first argument of entry
+;   +0x28  u32  efer     EFER bits to set (LME, NXE)
+
+%define TRAMPOLINE_ADDR 0x8000
+
+bits 16
+org TRAMPOLINE_ADDR
+
+start:
+    jmp short real_mode
+    align 8
+params:
+p_cr3:   dq 0
+p_stack: dq 0
+p_entry: dq 0
+p_cpu:   dq 0
+p_efer:  dd 0
+         dd 0
+
+real_mode:
+    cli
+    cld
+    xor ax, ax
+    mov ds, ax
+    lgdt [gdt_ptr]
+    mov eax, cr0
+    or eax, 1                           ; PE
+    mov cr0, eax
+    jmp 0x08:protected_mode
+
+bits 32
+protected_mode:
+    mov ax, 0x10
+    mov ds, ax
+    mov es, ax
+    mov ss, ax
+    mov eax, cr4
+    or eax, 1 << 5                      ; PAE
+    mov cr4, eax
+    mov eax, [p_cr3]
+    mov cr3, eax
+    mov ecx, 0xC0000080                 ; EFER
+    rdmsr
+    or eax, [p_efer]
+    wrmsr
+    mov eax, cr0
+    or eax, (1 << 31) | (1 << 16)       ; PG, WP
+    mov cr0, eax
+    jmp 0x18:long_mode
+
+bits 64
+long_mode:
+    xor eax, eax
+    mov ds, ax
+    mov es, ax
+    mov ss, ax
+    mov rsp, [p_stack]
+    mov rdi, [p_cpu]
+    xor ebp, ebp
+    push 0                              ; a zero return address ends backtraces
+    jmp [p_entry]
+
+align 8
+gdt:
+    dq 0
+    dq 0x00CF9A000000FFFF                ; 0x08: 32-bit code
+    dq 0x00CF92000000FFFF                ; 0x10: data
+    dq 0x00AF9A000000FFFF                ; 0x18: 64-bit code
+gdt_end:
+gdt_ptr:
+    dw gdt_end - gdt - 1
+    dd gdt

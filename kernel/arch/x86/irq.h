@@ -1,0 +1,15 @@
+// Interrupt dispatch table: one handler per vector, registered at init.
+#pragma once
+#include "arch/x86/trapframe.h"
+
+typedef void (*irq_handler_t)(struct trapframe *tf);
+
+// Install handler for vector (32..255). The handler runs with interrupts off and
+// must not sleep; it does not send EOI (the dispatcher does, for LAPIC vectors).
+void irq_register(unsigned vector, irq_handler_t handler);
+
+// Route legacy ISA IRQ isa_irq through the IOAPIC to VEC_IRQ_BASE + isa_irq on the boot CPU.
+void irq_route_isa(unsigned isa_irq, irq_handler_t handler);
+
+// Counters: spurious LAPIC interrupts and interrupts at unregistered vectors.
+extern uint64_t irq_spurious_count, irq_unhandled_count;

@@ -1,0 +1,85 @@
+// trap(): every interrupt and exception arrives here from vectors.asm.
+//
+// Exceptions (0-31) in the kernel are fatal unless a fault fixup covers the
+// faulting instruction; NMIs stop this CPU when another one panicked.
+// Everything else goes through the dispatch table to its handler, then EOI.
+#include "arch/x86/cpu.h"
+#include "arch/x86/irq.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/vectors.h"
+#include "panic.h"
+#include "percpu.h"
+#include "trap.h"
+
+static const char *const exception_names[32] = {
+    [0] = "divide error", [1] = "debug", [2] = "NMI", [3] = "breakpoint",
+    [4] = "overflow", [5] = "bound range", [6] = "invalid opcode", [7] = "device not available",
+    [8] = "double fault", [10] = "invalid TSS", [11] = "segment not present",
+    [12] = "stack fault", [13] = "general protection", [14] = "page fault",
+    [16] = "x87 error", [17] = "alignment check", [18] = "machine check",
+    [19] = "SIMD error", [20] = "virtualization", [21] = "control protection",
+};
+
+const char *exception_name(unsigned vector)
+{
+    const char *n = vector < 32 ? exception_names[vector] : NULL;
+    return n ? n : "reserved exception";
+}
+
+static irq_handler_t handlers[256];
+uint64_t irq_spurious_count, irq_unhandled_count;
+trap_hook_t trap_user_exception_hook; // process.c installs it; NULL until then
+
+void irq_register(unsigned vector, irq_handler_t handler)
+{
+    handlers[vector] = handler;
+}
+
+void trap(struct trapframe *tf)
+{
+    if (tf->vector == 2) { // NMI: the panic stop signal; touch no per-CPU state
+        if (panicked)
+            halt_forever();
+        return;
+    }
+    if (tf->vector < 32) {
+        if (tf_from_user(tf) && trap_user_exception_hook) {
+            trap_user_exception_hook(tf);
+            return;
+        }
+        if (fault_fixup(tf))
+            return;
+        panic_trap(tf, exception_name((unsigned)tf->vector));
+    }
+    struct cpu *c = this_cpu();
+    c->irq_nesting++;
+    if (tf->vector == VEC_SPURIOUS) {
+        irq_spurious_count++; // no EOI for a spurious interrupt
+    } else {
+        irq_handler_t h = handlers[tf->vector];
+        if (h)
+            h(tf);
+        else
+            irq_unhandled_count++;
+        lapic_eoi();
+    }
+    c->irq_nesting--;
+}
+
+// Fault fixups: code that may fault on purpose (copying from user memory)
+// registers {faulting instruction, where to resume} in the .fixup_table section.
+struct fixup {
+    uint64_t insn, resume;
+};
+extern const struct fixup __fixup_start[], __fixup_end[];
+
+bool fault_fixup(struct trapframe *tf)
+{
+    for (const struct fixup *f = __fixup_start; f < __fixup_end; f++) {
+        if (f->insn == tf->rip) {
+            tf->rip = f->resume;
+            return true;
+        }
+    }
+    return false;
+}

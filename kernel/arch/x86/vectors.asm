@@ -1,0 +1,87 @@
+; The 256 interrupt entry stubs and the common path to trap() (trap.c).
+;
+; Each stub makes the frame uniform (a zero error code where the CPU pushes
+; none), pushes its vector number and jumps to isr_common, which saves the
+; general registers in struct trapframe order (trapframe.h), switches GS to
+; the kernel's per-CPU base when the interrupt came from ring 3, and calls
+; trap(frame).
+
+%define TF_VECTOR_OFFSET 120            ; _Static_assert'ed in trapframe.h
+%define TF_CS_OFFSET     144
+
+section .text
+extern trap
+
+%macro STUB 1
+align 16
+isr_stub_%1:
+%if %1 = 8 || (%1 >= 10 && %1 <= 14) || %1 = 17 || %1 = 21 || %1 = 29 || %1 = 30
+%else
+    push 0                              ; no error code from the CPU
+%endif
+    push %1
+    jmp isr_common
+%endmacro
+
+%assign v 0
+%rep 256
+    STUB v
+%assign v v + 1
+%endrep
+
+isr_common:
+    test qword [rsp + TF_CS_OFFSET - TF_VECTOR_OFFSET], 3
+    jz .from_kernel_in
+    swapgs
+.from_kernel_in:
+    push rax
+    push rbx
+    push rcx
+    push rdx
+    push rsi
+    push rdi
+    push rbp
+    push r8
+    push r9
+    push r10
+    push r11
+    push r12
+    push r13
+    push r14
+    push r15
+    mov rdi, rsp
+    cld
+    call trap
+global trap_return
+trap_return:
+    pop r15
+    pop r14
+    pop r13
+    pop r12
+    pop r11
+    pop r10
+    pop r9
+    pop r8
+    pop rbp
+    pop rdi
+    pop rsi
+    pop rdx
+    pop rcx
+    pop rbx
+    pop rax
+    test qword [rsp + TF_CS_OFFSET - TF_VECTOR_OFFSET], 3
+    jz .from_kernel_out
+    swapgs
+.from_kernel_out:
+    add rsp, 16                         ; vector and error code
+    iretq
+
+section .rodata
+global isr_stubs
+align 8
+isr_stubs:
+%assign v 0
+%rep 256
+    dq isr_stub_ %+ v
+%assign v v + 1
+%endrep

@@ -1,0 +1,57 @@
+// Console output to serial and VGA, and a small input ring fed by interrupts.
+#include "console.h"
+#include "arch/x86/serial.h"
+#include "arch/x86/vga.h"
+#include "spinlock.h"
+
+static struct spinlock console_lock = SPINLOCK_INIT("console");
+static volatile bool panicking;
+
+void console_init(void)
+{
+    serial_init();
+    vga_init();
+}
+
+void console_write(const char *s, size_t n)
+{
+    uint64_t flags = 0;
+    if (!panicking)
+        flags = spin_lock_irqsave(&console_lock);
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\n')
+            serial_putc('\r');
+        serial_putc(s[i]);
+        vga_putc(s[i]);
+    }
+    if (!panicking)
+        spin_unlock_irqrestore(&console_lock, flags);
+}
+
+void console_panic(void)
+{
+    panicking = true;
+}
+
+#define INPUT_SIZE 256
+static struct spinlock input_lock = SPINLOCK_INIT("console input");
+static char input[INPUT_SIZE];
+static unsigned input_head, input_tail; // head: next to read; tail: next to write
+
+void console_input(char c)
+{
+    uint64_t flags = spin_lock_irqsave(&input_lock);
+    if (input_tail - input_head < INPUT_SIZE) // full: drop the byte
+        input[input_tail++ % INPUT_SIZE] = c;
+    spin_unlock_irqrestore(&input_lock, flags);
+}
+
+int console_getc(void)
+{
+    int c = -1;
+    uint64_t flags = spin_lock_irqsave(&input_lock);
+    if (input_head != input_tail)
+        c = (uint8_t)input[input_head++ % INPUT_SIZE];
+    spin_unlock_irqrestore(&input_lock, flags);
+    return c;
+}

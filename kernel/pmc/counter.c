@@ -1,0 +1,102 @@
+// Counter descriptions, per-CPU counter state, and period arithmetic.
+#include "pmc/counter.h"
+#include "heap.h"
+
+struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
+unsigned pmc_ncounters;
+struct pmc_counter *pmc_state;
+uint64_t pmc_source_interval[ProfileSourceCount];
+
+void pmc_counters_reset(void)
+{
+    kfree(pmc_state);
+    pmc_state = NULL;
+    pmc_ncounters = 0;
+    __builtin_memset(pmc_hw, 0, sizeof(pmc_hw));
+}
+
+void pmc_counter_add(const struct pmc_counter_hw *hw)
+{
+    if (pmc_ncounters < PMC_MAX_COUNTERS)
+        pmc_hw[pmc_ncounters++] = *hw;
+}
+
+size_t pmc_counters_bytes(void)
+{
+    return (size_t)pmc_ncounters * MAX_CPUS * sizeof(struct pmc_counter);
+}
+
+// Sized for MAX_CPUS, not ncpus: seed 000 allows for every possible processor.
+bool pmc_counters_alloc(void)
+{
+    pmc_state = kzalloc(pmc_counters_bytes());
+    return pmc_state != NULL;
+}
+
+static bool counter_free(unsigned cpu, int i)
+{
+    return pmc_counter(cpu, (unsigned)i)->period == 0;
+}
+
+static int fixed_index(int fixed)
+{
+    if (fixed < 0)
+        return -1;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if (pmc_hw[i].kind == PMC_COUNTER_FIXED && pmc_hw[i].number == fixed)
+            return (int)i;
+    return -1;
+}
+
+int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, bool general_ok,
+                      uint64_t interval)
+{
+    int pick = fixed_index(fixed);
+    if (pick >= 0 && !counter_free(cpu, pick))
+        pick = -1;
+    for (unsigned i = 0; pick < 0 && general_ok && i < pmc_ncounters; i++)
+        if (pmc_hw[i].kind == PMC_COUNTER_GENERAL && counter_free(cpu, (int)i))
+            pick = (int)i;
+    if (pick < 0)
+        return -1;
+    struct pmc_counter *c = pmc_counter(cpu, (unsigned)pick);
+    c->period = pmc_period_clamp(interval, pmc_hw[pick].max_period);
+    c->source = source;
+    c->stopped = 0;
+    return pick;
+}
+
+int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source)
+{
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        struct pmc_counter *c = pmc_counter(cpu, i);
+        if (c->period != 0 && c->source == (unsigned)source)
+            return (int)i;
+    }
+    return -1;
+}
+
+int pmc_counter_preferred(int fixed, bool general_ok)
+{
+    int pick = fixed_index(fixed);
+    for (unsigned i = 0; pick < 0 && general_ok && i < pmc_ncounters; i++)
+        if (pmc_hw[i].kind == PMC_COUNTER_GENERAL)
+            pick = (int)i;
+    return pick;
+}
+
+uint64_t pmc_period_clamp(uint64_t interval, uint64_t max_period)
+{
+    if (interval < PMC_MIN_INTERVAL)
+        return PMC_MIN_INTERVAL;
+    return interval > max_period ? max_period : interval;
+}
+
+uint64_t pmc_reload_value(const struct pmc_counter_hw *hw, const struct pmc_counter *c,
+                          uint64_t now, uint64_t *lost)
+{
+    uint64_t period = c->period;
+    uint64_t past = pmc_counter_wrapped(hw, now) ? now : 0; // events since the wrap
+    *lost = past / period;
+    return pmc_arm_value(hw, period - past % period);
+}

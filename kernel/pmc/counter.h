@@ -1,0 +1,79 @@
+// The hardware counters of the chosen interface, their per-CPU state, and the
+// period arithmetic every interface shares.
+//
+// An interface describes its counters once at boot (pmc_counter_add); the
+// description is the same on every CPU. Each CPU then owns one struct
+// pmc_counter per counter, touched only by that CPU with interrupts off (from
+// smp_call_all or the PMI), so no lock is needed.
+#pragma once
+#include "abi.h"
+#include "param.h"
+#include "pmc/pmc_param.h"
+#include "pmc/profile_source.h"
+#include "types.h"
+
+struct pmc_counter_hw {
+    enum pmc_counter_kind kind; // PMC_COUNTER_FIXED or PMC_COUNTER_GENERAL
+    uint8_t number;             // PMCn / PERF_CTRn / FIXED_CTRn
+    uint8_t status_bit;         // bit in the global ctrl/status registers
+    uint32_t ctl_msr;           // PERFEVTSELn / PERF_CTLn; 0 for fixed counters
+    uint32_t ctr_msr;           // the counter as written (IA32_A_PMCn when full-width)
+    uint64_t mask;              // 2^width - 1
+    uint64_t max_period;        // largest period a write can load
+};
+
+// One counter on one CPU. Seed 000: 8 bytes per counter per processor.
+struct pmc_counter {
+    uint64_t period : 48; // events per sample; 0 = counter free
+    uint64_t source : 8;  // KPROFILE_SOURCE counted
+    uint64_t stopped : 1; // throttled or reset by the PMI: still owned, not counting
+    uint64_t unused : 7;
+};
+_Static_assert(sizeof(struct pmc_counter) == 8, "seed 000: 8 bytes per counter per processor");
+
+extern struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
+extern unsigned pmc_ncounters;
+extern struct pmc_counter *pmc_state; // [MAX_CPUS][pmc_ncounters], NULL before allocation
+
+// Interval each PMC source is started with (events); SetInterval stores here.
+extern uint64_t pmc_source_interval[ProfileSourceCount];
+
+void pmc_counters_reset(void);                      // forget counters and free the state
+void pmc_counter_add(const struct pmc_counter_hw *hw); // describe the next counter
+bool pmc_counters_alloc(void);                      // state for MAX_CPUS; false if no memory
+size_t pmc_counters_bytes(void);                    // what pmc_counters_alloc asks for
+
+static inline struct pmc_counter *pmc_counter(unsigned cpu, unsigned i)
+{
+    return &pmc_state[cpu * pmc_ncounters + i];
+}
+
+// Claim a free counter on cpu for source with the given period: the fixed
+// counter `fixed` if it exists and is free, else a free GP counter when
+// general_ok. Returns the counter index or -1.
+int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, bool general_ok,
+                      uint64_t interval);
+int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source); // owned counter or -1
+// The counter a source would use on an idle CPU (for the max interval), or -1.
+int pmc_counter_preferred(int fixed, bool general_ok);
+
+uint64_t pmc_period_clamp(uint64_t interval, uint64_t max_period);
+
+// Value that makes counter hw overflow after `left` more events.
+static inline uint64_t pmc_arm_value(const struct pmc_counter_hw *hw, uint64_t left)
+{
+    return (0 - left) & hw->mask;
+}
+
+// True when a counter armed with a negative value has since passed zero:
+// its top bit (width - 1) is clear.
+static inline bool pmc_counter_wrapped(const struct pmc_counter_hw *hw, uint64_t value)
+{
+    return (value & (hw->mask ^ (hw->mask >> 1))) == 0;
+}
+
+// Value to reload after an overflow, given the counter's current value: the
+// events already counted past zero are charged to the next period so that
+// samples == events / period exactly. *lost gets whole periods skipped.
+uint64_t pmc_reload_value(const struct pmc_counter_hw *hw, const struct pmc_counter *c,
+                          uint64_t now, uint64_t *lost);

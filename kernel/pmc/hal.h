@@ -1,0 +1,77 @@
+// The HAL's profile functions: the face the profile-object layer calls.
+//
+// NT names and information classes (seed 001), with two departures: start and
+// stop return an NTSTATUS and a reason instead of VOID, and HalQueryProfileSource
+// answers seed 001's "future work" (names, default/min/max interval, counter kind,
+// why a source is unsupported).
+//
+// Start, stop and HalSetProfileInterval run a function on every CPU through
+// smp_call_all: call them with interrupts enabled and no spinlock held. Calls
+// that overlap another start/stop get STATUS_DEVICE_BUSY.
+#pragma once
+#include "abi.h"
+#include "pmc/profile_source.h"
+#include "types.h"
+
+// Information classes, with NT's values.
+typedef enum {
+    HalProfileSourceInterval = 0,         // HAL_PROFILE_SOURCE_INTERVAL
+    HalProfileSourceInterruptHandler = 1, // HAL_PROFILE_INTERRUPT_HANDLER
+} HAL_SET_INFORMATION_CLASS;
+
+typedef enum {
+    HalProfileSourceInformation = 1, // HAL_PROFILE_SOURCE_INFORMATION
+} HAL_QUERY_INFORMATION_CLASS;
+
+typedef struct {
+    KPROFILE_SOURCE ProfileSource;
+    uint64_t Interval; // in: wanted; out: what the HAL will use
+} HAL_PROFILE_SOURCE_INTERVAL;
+
+typedef struct {
+    KPROFILE_SOURCE ProfileSource; // in
+    bool Supported;                // out
+    uint32_t Interval;             // out: current interval, saturated to 32 bits
+} HAL_PROFILE_SOURCE_INFORMATION;
+
+// Called for every sample, in interrupt context with interrupts off: the source,
+// the interrupted instruction pointer, whether it was user mode, and the CPU.
+// It must not sleep, allocate or take a lock that is held with interrupts on.
+typedef void (*HAL_PROFILE_INTERRUPT_HANDLER)(KPROFILE_SOURCE source, uint64_t ip, bool user,
+                                              unsigned cpu);
+
+// Start or stop counting source on every CPU. *reason (if reason is not NULL)
+// gets a static string saying why on failure, "" on success:
+//   STATUS_INVALID_PARAMETER      unknown source
+//   STATUS_NOT_SUPPORTED          unsupported here (the reason says why)
+//   STATUS_INSUFFICIENT_RESOURCES "no free counter"
+//   STATUS_PROFILING_NOT_STOPPED  already started
+//   STATUS_PROFILING_NOT_STARTED  stop of a source that is not started
+//   STATUS_DEVICE_BUSY            another start/stop is in progress
+NTSTATUS HalStartProfileInterrupt(KPROFILE_SOURCE source, const char **reason);
+NTSTATUS HalStopProfileInterrupt(KPROFILE_SOURCE source, const char **reason);
+
+// ProfileTime interval in 100 ns units, clamped to [1,221, 10,000,000]; returns
+// the interval now in force. A running ProfileTime is reprogrammed on every CPU.
+uint64_t HalSetProfileInterval(uint64_t interval);
+
+NTSTATUS HalSetSystemInformation(HAL_SET_INFORMATION_CLASS cls, uint32_t size, void *buffer);
+NTSTATUS HalQuerySystemInformation(HAL_QUERY_INFORMATION_CLASS cls, uint32_t size, void *buffer,
+                                   uint32_t *returned);
+
+// Everything known about one source.
+struct hal_profile_source_details {
+    KPROFILE_SOURCE source;
+    const char *name;             // "ProfileTime"
+    const char *description;      // "Time"
+    bool supported;
+    const char *reason;           // why not ("" when supported)
+    enum pmc_counter_kind kind;   // timer, fixed or general
+    bool started;
+    uint64_t interval;            // current; 100 ns for ProfileTime, events otherwise
+    uint64_t default_interval, min_interval, max_interval;
+    uint64_t throttled;           // times the PMI stopped it on a CPU for exceeding the rate
+};
+
+// STATUS_INVALID_PARAMETER for an unknown source or NULL out.
+NTSTATUS HalQueryProfileSource(KPROFILE_SOURCE source, struct hal_profile_source_details *out);

@@ -1,0 +1,75 @@
+// The private HalpProfileInterface: one ops structure per profile interface.
+//
+// The HAL face (hal_profile.c) and the PMI handler (pmi.c) call the chosen
+// interface through halp_profile_interface; the interfaces are emon.c (Intel
+// architectural perfmon), amd64.c and nopmu.c. ProfileTime is not a counter and
+// never reaches these ops (profile_time.c handles it).
+//
+// Every op except Setup runs on the current CPU with interrupts off: the HAL
+// calls them through smp_call_all, the PMI from its handler.
+#pragma once
+#include "abi.h"
+#include "pmc/counter.h"
+#include "pmc/hal.h"
+#include "pmc/profile_source.h"
+#include "types.h"
+
+struct pmc_caps;
+
+// CheckOverflowStatus's answer: the counters that overflowed and their sources.
+struct overflow_status {
+    uint32_t Number;                            // overflowed counters found
+    uint64_t Mask;                              // status bits to acknowledge (0: none kept)
+    uint8_t Counter[PMC_MAX_COUNTERS];          // which counters, lowest first
+    KPROFILE_SOURCE Source[PMC_MAX_COUNTERS];   // what each counted
+};
+
+// QueryInformation's answer for one source (the HAL validates buffers once).
+struct pmc_source_query {
+    bool supported;
+    const char *reason;         // why not, when !supported
+    enum pmc_counter_kind kind; // counter the source would use on an idle CPU
+    uint64_t max_interval;      // largest interval that counter can load
+};
+
+struct halp_profile_interface {
+    const char *name; // "emon", "amd64" or "none", as the boot line prints it
+
+    // Boot CPU, once, before the others: describe the counters (pmc_counter_add).
+    void (*Setup)(const struct pmc_caps *caps);
+
+    // Seed 001's six operations.
+    NTSTATUS (*InitializeProfiling)(void); // every CPU: registers to a known idle state
+    NTSTATUS (*EnableMonitoring)(KPROFILE_SOURCE source);
+    void (*DisableMonitoring)(KPROFILE_SOURCE source);
+    NTSTATUS (*SetInterval)(KPROFILE_SOURCE source, uint64_t *interval); // in: wanted, out: actual
+    void (*CheckOverflowStatus)(struct overflow_status *status);
+    void (*QueryInformation)(KPROFILE_SOURCE source, struct pmc_source_query *q);
+
+    // Steps of the PMI handler (pmi.c). NULL in the no-PMU interface.
+    void (*FreezeCounters)(void);                   // stop all counting (global ctrl 0)
+    void (*ReloadCounter)(unsigned i, uint64_t *lost); // re-arm counter i for its next period
+    void (*StopCounter)(unsigned i);                // throttle: stop, keep ownership
+    void (*AcknowledgeOverflow)(uint64_t mask);     // write-1-to-clear the status bits
+    void (*ThawCounters)(void);                     // restart the owned, unstopped counters
+};
+
+extern const struct halp_profile_interface emon_profile_interface;
+extern const struct halp_profile_interface amd64_profile_interface;
+extern const struct halp_profile_interface nopmu_profile_interface;
+
+// The interface in use; nopmu until pmc_init chooses.
+extern const struct halp_profile_interface *halp_profile_interface;
+
+// The callback registered with HalProfileSourceInterruptHandler (NULL: none).
+extern HAL_PROFILE_INTERRUPT_HANDLER halp_profile_handler;
+
+// Why the no-PMU interface was chosen, without the hypervisor suffix; every PMC
+// source reports "no PMU: <this>".
+extern char nopmu_reason[96];
+
+// ProfileTime on the LAPIC timer (profile_time.c).
+extern uint64_t profile_time_interval; // 100 ns units
+uint64_t profile_time_clamp(uint64_t interval);
+void profile_time_start(void);          // every CPU, via smp_call_all
+void profile_time_stop(void);

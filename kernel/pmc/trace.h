@@ -1,0 +1,100 @@
+// `pmc trace`: a per-CPU ring of what the HAL did to the hardware.
+//
+// Every PMU register access of the interfaces goes through pmc_rdmsr/pmc_wrmsr
+// (and LVTPC writes through pmc_lapic_write); HAL steps are recorded with
+// PMC_TRACE_STEP. Off by default, and then each costs one predictable branch.
+// Records are raw (register number and value) and decoded into text when read.
+#pragma once
+#include "abi.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/msr.h"
+#include "types.h"
+
+enum pmc_trace_kind {
+    PMC_TRACE_RDMSR = 1,
+    PMC_TRACE_WRMSR,
+    PMC_TRACE_LAPIC,  // write of a LAPIC register (reg = MMIO offset)
+    PMC_TRACE_STEP,   // a HAL step (reg = enum pmc_trace_step)
+};
+
+// HAL steps, named in trace.c's step table.
+enum pmc_trace_step {
+    PMC_STEP_INIT,          // pmc_init: value = CPU count
+    PMC_STEP_INITIALIZE,    // InitializeProfiling on this CPU
+    PMC_STEP_START,         // HalStartProfileInterrupt
+    PMC_STEP_STOP,          // HalStopProfileInterrupt
+    PMC_STEP_ENABLE,        // EnableMonitoring: value = counter index
+    PMC_STEP_NO_COUNTER,    // EnableMonitoring found no free counter
+    PMC_STEP_DISABLE,       // DisableMonitoring: value = counter index
+    PMC_STEP_SET_INTERVAL,  // value = interval in force
+    PMC_STEP_PMI,           // PMI entry
+    PMC_STEP_SPURIOUS,      // PMI with nothing overflowed
+    PMC_STEP_SAMPLE,        // value = interrupted IP
+    PMC_STEP_THROTTLE,      // source stopped on this CPU: too many samples
+    PMC_STEP_STUCK,         // overflow kept recurring: counters reset
+    PMC_STEP_COUNT
+};
+
+#define PMC_TRACE_NO_SOURCE 0xFF
+
+struct pmc_trace_record {
+    uint64_t time_ns;  // clock_ns() when recorded
+    uint64_t value;    // MSR/LAPIC value, or the step's argument
+    uint32_t reg;      // MSR number, LAPIC offset or step
+    uint8_t kind;      // enum pmc_trace_kind
+    uint8_t cpu;
+    uint8_t source;    // KPROFILE_SOURCE of a step, PMC_TRACE_NO_SOURCE otherwise
+    uint8_t unused;
+};
+
+extern bool pmc_trace_on;
+
+void pmc_trace_record(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, unsigned source);
+
+static inline uint64_t pmc_rdmsr(uint32_t msr)
+{
+    uint64_t v = rdmsr(msr);
+    if (__builtin_expect(pmc_trace_on, 0))
+        pmc_trace_record(PMC_TRACE_RDMSR, msr, v, PMC_TRACE_NO_SOURCE);
+    return v;
+}
+
+static inline void pmc_wrmsr(uint32_t msr, uint64_t value)
+{
+    if (__builtin_expect(pmc_trace_on, 0))
+        pmc_trace_record(PMC_TRACE_WRMSR, msr, value, PMC_TRACE_NO_SOURCE);
+    wrmsr(msr, value);
+}
+
+static inline void pmc_lapic_write(uint32_t reg, uint32_t value)
+{
+    if (__builtin_expect(pmc_trace_on, 0))
+        pmc_trace_record(PMC_TRACE_LAPIC, reg, value, PMC_TRACE_NO_SOURCE);
+    lapic_write(reg, value);
+}
+
+#define PMC_TRACE_STEP(step, source, value)                                       \
+    do {                                                                          \
+        if (__builtin_expect(pmc_trace_on, 0))                                    \
+            pmc_trace_record(PMC_TRACE_STEP, (step), (value), (unsigned)(source)); \
+    } while (0)
+
+// Turn tracing on (allocating the rings the first time: STATUS_NO_MEMORY if that
+// fails) or off. Rings are kept while off so a reader never races a free.
+NTSTATUS pmc_trace_enable(void);
+void pmc_trace_disable(void);
+void pmc_trace_clear(void);
+void pmc_trace_free(void); // only when no CPU can be tracing (shutdown, tests)
+
+// Copy up to max records of cpu, oldest first; returns how many. Records being
+// written by cpu meanwhile may be torn: stop tracing for an exact copy.
+size_t pmc_trace_read(unsigned cpu, struct pmc_trace_record *out, size_t max);
+uint64_t pmc_trace_dropped(unsigned cpu); // records overwritten before being read
+
+// One record as a line of text, e.g.
+// "wrmsr IA32_PERFEVTSEL0 = 0x0053003c (event 0x3c umask 0x00 USR OS INT EN)".
+// Returns the length snprintf would; the line has no newline.
+int pmc_trace_format(const struct pmc_trace_record *r, char *buf, size_t size);
+
+// Name of an MSR the pmc code touches ("IA32_PMC1"), NULL if not a PMU MSR.
+const char *pmc_msr_name(uint32_t msr, char *buf, size_t size);

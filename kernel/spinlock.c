@@ -1,0 +1,32 @@
+// Test-and-test-and-set spinlocks with the interrupt flag saved and restored.
+#include "spinlock.h"
+#include "panic.h"
+#include "percpu.h"
+
+uint64_t spin_lock_irqsave(struct spinlock *l)
+{
+    uint64_t flags = irq_save();
+    if (spin_holding(l))
+        panic("spinlock %s: recursive acquire", l->name);
+    while (__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE)) {
+        while (READ_ONCE(l->locked))
+            cpu_relax();
+    }
+    l->owner_cpu = (int)cpu_id();
+    return flags;
+}
+
+void spin_unlock_irqrestore(struct spinlock *l, uint64_t flags)
+{
+    if (!spin_holding(l))
+        panic("spinlock %s: release by a CPU that does not hold it", l->name);
+    l->owner_cpu = -1;
+    __atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+    irq_restore(flags);
+}
+
+// Only meaningful with interrupts off (the answer cannot change under us then).
+bool spin_holding(struct spinlock *l)
+{
+    return READ_ONCE(l->locked) && l->owner_cpu == (int)cpu_id();
+}

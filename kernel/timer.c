@@ -1,0 +1,131 @@
+// Per-CPU periodic timers on one LAPIC timer (see timer.h for the contract).
+#include "timer.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/cpuid.h"
+#include "arch/x86/irq.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/vectors.h"
+#include "clock.h"
+#include "panic.h"
+#include "percpu.h"
+
+#define MAX_CATCHUP 1000 // periods delivered late in one interrupt before skipping ahead
+
+struct periodic {
+    uint64_t period;   // TSC ticks
+    uint64_t deadline; // absolute TSC of the next expiry
+    uint64_t count;    // expiries since start, delivered or skipped
+    uint64_t skipped;  // expiries dropped because the CPU fell too far behind
+    timer_fn fn;
+    void *arg;
+    bool active;
+};
+
+struct timer_cpu {
+    struct periodic slot[TIMER_SLOTS];
+} __attribute__((aligned(64)));
+
+static struct timer_cpu timers[MAX_CPUS];
+static bool tsc_deadline;
+static uint64_t lapic_per_tsc; // LAPIC counts per TSC tick, 32.32 fixed point
+
+// Arm the LAPIC timer for the earliest active deadline (or stop it).
+static void arm(struct timer_cpu *t)
+{
+    uint64_t next = UINT64_MAX;
+    for (int i = 0; i < TIMER_SLOTS; i++)
+        if (t->slot[i].active && t->slot[i].deadline < next)
+            next = t->slot[i].deadline;
+    if (next == UINT64_MAX) {
+        if (tsc_deadline)
+            wrmsr(MSR_IA32_TSC_DEADLINE, 0);
+        else
+            lapic_write(LAPIC_TIMER_INIT, 0);
+        return;
+    }
+    if (tsc_deadline) {
+        wrmsr(MSR_IA32_TSC_DEADLINE, next);
+        return;
+    }
+    uint64_t now = rdtsc();
+    uint64_t delta = next > now ? next - now : 0;
+    // Round up: firing early costs an extra interrupt, firing late costs accuracy.
+    uint64_t count = (uint64_t)(((unsigned __int128)delta * lapic_per_tsc) >> 32) + 1;
+    lapic_write(LAPIC_TIMER_INIT, (uint32_t)MIN(count, 0xFFFFFFFFull));
+}
+
+static void timer_irq(struct trapframe *tf)
+{
+    struct timer_cpu *t = &timers[cpu_id()];
+    uint64_t now = rdtsc();
+    for (int i = 0; i < TIMER_SLOTS; i++) {
+        struct periodic *p = &t->slot[i];
+        for (int n = 0; p->active && p->deadline <= now; n++) {
+            if (n == MAX_CATCHUP) { // hopelessly behind: count the rest, do not replay them
+                uint64_t behind = (now - p->deadline) / p->period + 1;
+                p->skipped += behind;
+                p->count += behind;
+                p->deadline += behind * p->period;
+                break;
+            }
+            p->deadline += p->period;
+            p->count++;
+            p->fn(tf, p->arg);
+        }
+    }
+    arm(t);
+}
+
+void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn, void *arg)
+{
+    assert(slot < TIMER_SLOTS && period_ns >= 1000 && !irq_enabled());
+    struct timer_cpu *t = &timers[cpu_id()];
+    struct periodic *p = &t->slot[slot];
+    p->period = MAX(ns_to_tsc(period_ns), 1ull);
+    p->deadline = rdtsc() + p->period;
+    p->count = p->skipped = 0;
+    p->fn = fn;
+    p->arg = arg;
+    p->active = true;
+    arm(t);
+}
+
+void timer_periodic_stop(enum timer_slot slot)
+{
+    assert(slot < TIMER_SLOTS && !irq_enabled());
+    struct timer_cpu *t = &timers[cpu_id()];
+    t->slot[slot].active = false;
+    arm(t);
+}
+
+uint64_t timer_periodic_count(enum timer_slot slot)
+{
+    return READ_ONCE(timers[cpu_id()].slot[slot].count);
+}
+
+static void sched_tick(struct trapframe *tf, void *arg)
+{
+    UNUSED(tf);
+    UNUSED(arg);
+    this_cpu()->ticks++;
+}
+
+void timer_init_cpu(void)
+{
+    if (cpu_id() == 0) {
+        tsc_deadline = cpuid(1, 0).ecx & CPUID1_ECX_TSC_DEADLINE;
+        lapic_per_tsc = (lapic_timer_hz << 32) / tsc_hz; // clock.c keeps lapic_timer_hz < 2^32
+        irq_register(VEC_TIMER, timer_irq);
+    }
+    if (tsc_deadline) {
+        lapic_write(LAPIC_LVT_TIMER, LVT_TIMER_TSC_DEADLINE | VEC_TIMER);
+        __asm__ volatile("mfence" ::: "memory"); // LVT write before the first deadline
+    } else {
+        lapic_write(LAPIC_TIMER_DIV, 0xB); // divide by 1, as calibrated
+        lapic_write(LAPIC_LVT_TIMER, LVT_TIMER_ONESHOT | VEC_TIMER);
+    }
+    uint64_t f = irq_save();
+    timer_periodic_start(TIMER_SLOT_SCHED, 1000000000ull / SCHED_TICK_HZ, sched_tick, NULL);
+    irq_restore(f);
+}

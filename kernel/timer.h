@@ -1,0 +1,28 @@
+// Per-CPU periodic timers multiplexed on the one LAPIC timer of each CPU.
+//
+// Each CPU has TIMER_SLOTS periodic users (the scheduler tick, ProfileTime, ...)
+// with independent periods. Deadlines are absolute TSC values advanced by exactly
+// one period per expiry, so over any run a user sees floor(elapsed/period) ticks
+// no matter how the others are set. The LAPIC timer is armed one-shot (or in
+// TSC-deadline mode when the CPU has it) for the earliest deadline.
+#pragma once
+#include "arch/x86/trapframe.h"
+#include "types.h"
+
+enum timer_slot {
+    TIMER_SLOT_SCHED = 0,   // scheduler tick, SCHED_TICK_HZ
+    TIMER_SLOT_PROFILE = 1, // ProfileTime (pmc)
+    TIMER_SLOT_TEST = 2,    // self-tests
+};
+
+typedef void (*timer_fn)(struct trapframe *tf, void *arg);
+
+// Start (or restart with a new period) the periodic timer in slot on the current
+// CPU. Call with interrupts off (e.g. from smp_call_all). period_ns >= 1000.
+void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn, void *arg);
+void timer_periodic_stop(enum timer_slot slot);
+
+// Number of expiries delivered in slot on the current CPU since its start.
+uint64_t timer_periodic_count(enum timer_slot slot);
+
+void timer_init_cpu(void); // per CPU: start the LAPIC timer machinery and the sched tick
