@@ -74,10 +74,10 @@ define make_iso
 	@rm -rf $(2).d
 endef
 
-# Test ISOs: build/tests/NAME.iso boots with test=NAME.
+# Test ISOs: build/tests/NAME.iso boots with test=NAME; build/tests/NAME+opt.iso adds opt.
 $(BUILD)/tests/%.iso: $(KERNEL)
 	@mkdir -p $(@D)
-	$(call make_iso,test=$*,$@)
+	$(call make_iso,test=$(subst +, ,$*),$@)
 
 iso: $(ISO)
 $(ISO): $(KERNEL)
@@ -109,5 +109,6 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD) compile_commands.json
 
+include tests/host/host.mk
 -include tests/pmc/pmc.mk
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -148,6 +148,7 @@ long_mode_low:
 
 section .text
 extern kmain
+global long_mode_high:function
 long_mode_high:
     xor eax, eax
     mov ss, ax

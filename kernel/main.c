@@ -58,7 +58,7 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     gdt_init_cpu(&cpus[0]);                         // GDT, TSS and IST stacks
     kprintf("mem: %lu MiB usable, %lu pages free\n", pmm_usable_count() * PAGE_SIZE >> 20,
             pmm_free_count());
-    acpi_init(boot_info.rsdp, boot_info.rsdp_version); // MADT: CPUs, IOAPICs, overrides
+    acpi_init(boot_info.rsdp, cmdline_has("noacpi") ? 0 : boot_info.rsdp_version); // MADT
     pic_disable();                                  // 8259s remapped and masked
     lapic_init_bsp();                               // xAPIC or x2APIC
     lapic_init_cpu();

@@ -24,10 +24,15 @@ static void print_address(uint64_t a)
 }
 
 // Walk saved frame pointers: [rbp] is the caller's rbp, [rbp+8] the return address.
-static void backtrace(uint64_t rip, uint64_t rbp)
+// A trap on a function's first instruction has no frame yet: its return
+// address is still on top of the stack (rsp), and rbp is the caller's.
+static void backtrace(uint64_t rip, uint64_t rbp, uint64_t rsp)
 {
     kprintf("backtrace:\n");
     print_address(rip);
+    uint64_t off;
+    if (rsp && ksym_lookup(rip, &off) && off == 0 && rsp >= DIRECT_MAP_BASE && !(rsp & 7))
+        print_address(*(const uint64_t *)rsp - 1);
     for (int depth = 0; depth < 32 && rbp; depth++) {
         if (rbp < DIRECT_MAP_BASE || (rbp & 7))
             break; // not a kernel stack address: stop rather than fault
@@ -78,7 +83,7 @@ void panic(const char *fmt, ...)
     kprintf("registers: rsp %016lx rbp %016lx rflags %016lx\n", rsp, rbp, read_rflags());
     kprintf("           cr0 %016lx cr2 %016lx cr3 %016lx cr4 %016lx\n", read_cr0(), read_cr2(),
             read_cr3(), read_cr4());
-    backtrace((uint64_t)__builtin_return_address(0), *(uint64_t *)rbp);
+    backtrace((uint64_t)__builtin_return_address(0), *(uint64_t *)rbp, 0);
     panic_end();
 }
 
@@ -95,6 +100,6 @@ void panic_trap(struct trapframe *tf, const char *what)
     kprintf("  rip %016lx cs %04lx rflags %016lx ss %04lx\n", tf->rip, tf->cs, tf->rflags, tf->ss);
     kprintf("  cr0 %016lx cr2 %016lx cr3 %016lx cr4 %016lx\n", read_cr0(), read_cr2(), read_cr3(),
             read_cr4());
-    backtrace(tf->rip, tf->rbp);
+    backtrace(tf->rip, tf->rbp, tf->rsp);
     panic_end();
 }

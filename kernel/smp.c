@@ -77,6 +77,8 @@ void smp_boot_aps(void)
     if (cmdline_has("nosmp"))
         ncpus = 1;
     size_t size = (size_t)(__ap_trampoline_end - __ap_trampoline_start);
+    if (size > PAGE_SIZE || (uint8_t)__ap_trampoline_start[0] != 0xEB) // jmp short real_mode
+        panic("smp: the embedded AP trampoline is malformed (%zu bytes)", size);
     uint8_t *page = phys_to_virt(TRAMPOLINE_ADDR);
     memcpy(page, __ap_trampoline_start, size);
     struct trampoline_params *params = (void *)(page + TRAMPOLINE_PARAMS_OFFSET);

@@ -1,0 +1,15 @@
+# Host unit tests: pure kernel code compiled for the host with ASan and UBSan,
+# once with gcc and once with clang. Included by the top Makefile.
+HOST_TEST_SRC := tests/host/hosted.c tests/host/test_kprintf.c tests/host/test_pmm.c \
+	tests/host/test_multiboot2.c tests/host/test_acpi.c tests/host/test_cmdline.c \
+	kernel/kprintf.c kernel/pmm.c kernel/multiboot2.c kernel/acpi.c kernel/cmdline.c
+HOST_TEST_CFLAGS := -std=gnu11 -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=all -DKERNEL_HOSTED -iquote kernel -iquote tests/host
+
+build/tests/host/unit-%: $(HOST_TEST_SRC) $(wildcard kernel/*.h tests/host/*.h)
+	@mkdir -p $(@D)
+	$* $(HOST_TEST_CFLAGS) $(HOST_TEST_SRC) -o $@
+
+.PHONY: test-host
+test-host: build/tests/host/unit-gcc build/tests/host/unit-clang
+	@build/tests/host/unit-gcc && build/tests/host/unit-clang

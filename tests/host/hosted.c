@@ -1,0 +1,53 @@
+// Host stand-ins for the few kernel facilities the tested files call, and main().
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "kprintf.h"
+
+int harness_failures, harness_count;
+jmp_buf harness_panic_jmp;
+bool harness_expect_panic;
+char harness_panic_msg[256];
+
+unsigned cpu_id(void) { return 0; }
+uint64_t irq_save(void) { return 0; }
+void irq_restore(uint64_t flags) { (void)flags; }
+uint32_t lapic_boot_id(void) { return 0; }
+
+void panic(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(harness_panic_msg, sizeof harness_panic_msg, fmt, ap);
+    va_end(ap);
+    if (harness_expect_panic)
+        longjmp(harness_panic_jmp, 1);
+    fprintf(stderr, "unexpected panic: %s\n", harness_panic_msg);
+    abort();
+}
+
+int kprintf(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    printf("# kprintf: %s", buf);
+    return n;
+}
+
+int main(void)
+{
+    printf("KTAP version 1\n");
+    test_kprintf();
+    test_pmm();
+    test_multiboot2();
+    test_acpi();
+    test_cmdline();
+    printf("# host unit tests: %d passed, %d failed\n", harness_count - harness_failures,
+           harness_failures);
+    return harness_failures ? 1 : 0;
+}
