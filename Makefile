@@ -2,6 +2,8 @@
 #
 #   make run        build, then boot to the serial console in this terminal
 #   make test       every test (host unit tests, hosted pmc tests, QEMU boots)
+#   make bench      benchmark figures (boot time against a bare multiboot2 kernel)
+#   make debug      QEMU waiting for gdb
 #   make CC=clang   the same with clang (gcc is the default)
 
 CC      ?= gcc
@@ -38,7 +40,7 @@ KSRC_C   := $(shell find kernel -name '*.c' -not -path 'kernel/pmc/*' | sort)
 KSRC_ASM := boot/entry.asm kernel/arch/x86/vectors.asm kernel/arch/x86/trampoline_blob.asm
 KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 
-.PHONY: all iso run run-gui test test-host test-qemu debug clean deps help compile_commands.json
+.PHONY: all iso run run-gui test bench debug clean deps help compile_commands.json
 all: $(KERNEL)
 
 help:
@@ -86,13 +88,13 @@ $(ISO): $(KERNEL)
 
 QEMU_COMMON := -machine pc -boot d -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04
 
-run: deps $(ISO)
+run: deps $(ISO) $(BUILD)/tests/probe.iso
 	@echo "run: quit with Ctrl-A then X (the QEMU monitor is Ctrl-A then C)"
-	@$(QEMU) $(QEMU_COMMON) $$(scripts/accel.sh) -smp $(SMP) -m $(MEM) -cdrom $(ISO) \
+	@$(QEMU) $(QEMU_COMMON) $$(scripts/accel.sh $(BUILD)/tests/probe.iso) -smp $(SMP) -m $(MEM) -cdrom $(ISO) \
 		-nographic -serial mon:stdio; status=$$?; [ $$status -eq 0 ] || [ $$status -eq 33 ] || echo "qemu exited with $$status"
 
-run-gui: deps $(ISO)
-	$(QEMU) $(QEMU_COMMON) $$(scripts/accel.sh) -smp $(SMP) -m $(MEM) -cdrom $(ISO) -serial stdio
+run-gui: deps $(ISO) $(BUILD)/tests/probe.iso
+	$(QEMU) $(QEMU_COMMON) $$(scripts/accel.sh $(BUILD)/tests/probe.iso) -smp $(SMP) -m $(MEM) -cdrom $(ISO) -serial stdio
 
 debug: deps $(ISO)
 	@echo "debug: QEMU waits for gdb on :1234. In another terminal:"
@@ -101,6 +103,18 @@ debug: deps $(ISO)
 
 test: deps
 	@tests/run
+
+# Benchmarks print figures; they do not pass or fail (tests/bench/bench.py).
+$(BUILD)/bench/hello.iso: tests/bench/hello.asm tests/bench/hello.ld
+	@mkdir -p $(@D)/iso/boot/grub
+	$(NASM) -f elf32 $< -o $(@D)/hello.o
+	$(LD) -m elf_i386 -T tests/bench/hello.ld -o $(@D)/iso/boot/hello.elf $(@D)/hello.o
+	@printf 'set timeout=0\nset default=0\nmenuentry "hello" {\n  multiboot2 /boot/hello.elf\n  boot\n}\n' > $(@D)/iso/boot/grub/grub.cfg
+	@grub-mkrescue -o $@ --install-modules="multiboot2 normal iso9660 biosdisk configfile" \
+		--fonts= --locales= --themes= --compress=xz $(@D)/iso >/dev/null 2>&1
+
+bench: deps $(ISO) $(BUILD)/bench/hello.iso
+	@tests/bench/bench.py
 
 compile_commands.json:
 	@scripts/compile_commands.sh "$(CC)" "$(KCFLAGS)" $(KSRC_C) > $@

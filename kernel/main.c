@@ -81,9 +81,15 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     char test[32];
     if (cmdline_get("test", test, sizeof test))
         selftest_run(test);                         // test mode: never returns
-    kprintf("kernel: ready\n");
-    for (;;)
+    kprintf("kernel: ready; typing echoes (interrupt-driven input)\n");
+    for (;;) { // until processes arrive, the boot CPU just echoes the console
+        int c;
+        while ((c = console_getc()) >= 0) {
+            char ch = (char)c;
+            console_write(&ch, 1);
+        }
         hlt();
+    }
 }
 
 // Each AP arrives here from smp.c's ap_entry, on the kernel page tables.
