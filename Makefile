@@ -37,7 +37,7 @@ endif
 KLDFLAGS := -nostdlib -z max-page-size=0x1000 -z noexecstack --no-warn-rwx-segments -T linker.ld
 
 KSRC_C   := $(shell find kernel -name '*.c' -not -path 'kernel/pmc/*' | sort)
-KSRC_ASM := boot/entry.asm kernel/arch/x86/vectors.asm kernel/arch/x86/trampoline_blob.asm
+KSRC_ASM := boot/entry.asm $(shell find kernel -name '*.asm' -not -path 'kernel/pmc/*' | sort)
 KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 
 .PHONY: all iso run run-gui test bench debug clean deps help compile_commands.json

@@ -19,6 +19,10 @@ typedef int32_t NTSTATUS;
 #define STATUS_INVALID_HANDLE          ((NTSTATUS)0xC0000008)
 #define STATUS_INVALID_PARAMETER       ((NTSTATUS)0xC000000D)
 #define STATUS_NO_MEMORY               ((NTSTATUS)0xC0000017)
+#define STATUS_OBJECT_NAME_NOT_FOUND   ((NTSTATUS)0xC0000034)
+#define STATUS_INVALID_IMAGE_FORMAT    ((NTSTATUS)0xC000007B)
+#define STATUS_PROCESS_IS_TERMINATING  ((NTSTATUS)0xC000010A)
+#define STATUS_INVALID_SYSTEM_SERVICE  ((NTSTATUS)0xC000001C)
 #define STATUS_ACCESS_DENIED           ((NTSTATUS)0xC0000022)
 #define STATUS_BUFFER_TOO_SMALL        ((NTSTATUS)0xC0000023)
 #define STATUS_PRIVILEGE_NOT_HELD      ((NTSTATUS)0xC0000061)
@@ -66,3 +70,145 @@ typedef enum _KPROFILE_SOURCE {
     ProfileBranchMispredictsRetired = 0x1F,
     ProfileSourceCount = 0x20 // one past the last source this kernel knows
 } KPROFILE_SOURCE;
+
+// ---------------------------------------------------------------------------
+// System calls.
+//
+// Calling convention (x86-64 `syscall`):
+//   rax  the system-call number (SYSCALL_LIST below)
+//   rdi, rsi, rdx, r10, r8, r9   arguments 1-6 (r10 replaces rcx, which
+//        `syscall` overwrites with the return address)
+//   arguments 7 and up stay where a C caller put them: on the user stack at
+//        [rsp + 8], [rsp + 16], ... as seen at the `syscall` instruction (the
+//        user stubs are leaf functions that do not touch the stack)
+//   rax  the result: an NTSTATUS unless the list says otherwise
+//   rcx, r11 are clobbered; every other register is preserved.
+// Every pointer argument is checked: a bad, kernel or unmapped pointer gives
+// STATUS_ACCESS_VIOLATION, never a kernel fault.
+// ---------------------------------------------------------------------------
+
+typedef void *HANDLE;
+typedef uint64_t KAFFINITY;
+
+// X(number, name, argument count). One list: the kernel's dispatch table and
+// the user-mode stubs are both generated from it.
+#define SYSCALL_LIST(X) \
+    X(0, SysExit, 1)               /* void (int status): ends the calling process */ \
+    X(1, SysWrite, 3)              /* (int fd, const void *buf, size_t len): fd 1, 2 = console */ \
+    X(2, SysRead, 4)               /* (int fd, void *buf, size_t len, size_t *got): fd 0, blocks for >= 1 byte */ \
+    X(3, SysSpawn, 4)              /* (const char *path, const char *const *argv, uint32_t flags, HANDLE *process) */ \
+    X(4, SysResume, 1)             /* (HANDLE process): start a SPAWN_SUSPENDED process */ \
+    X(5, SysWait, 2)               /* (HANDLE process, int *exit_status): until it exits */ \
+    X(6, SysKill, 1)               /* (uint32_t pid) */ \
+    X(7, SysGetPid, 0)             /* returns the caller's pid (not an NTSTATUS) */ \
+    X(8, SysMap, 3)                /* (void **addr, size_t size, uint32_t prot): anonymous zeroed memory; *addr NULL = anywhere */ \
+    X(9, SysUnmap, 2)              /* (void *addr, size_t size) */ \
+    X(10, SysYield, 0)             \
+    X(11, SysSleep, 1)             /* (uint64_t milliseconds) */ \
+    X(12, SysClock, 1)             /* (struct sys_clock *out) */ \
+    X(13, SysProcessList, 3)       /* (struct sys_process_info *buf, uint32_t max, uint32_t *count) */ \
+    X(14, SysInfo, 1)              /* (struct sys_info *out) */ \
+    X(15, NtClose, 1)              /* (HANDLE) */ \
+    X(16, SysPowerOff, 0)          /* ACPI soft-off; needs the privilege */ \
+    X(17, SysOpenProcess, 2)       /* (uint32_t pid, HANDLE *process) */ \
+    X(18, SysFileRead, 5)          /* (const char *name, uint64_t offset, void *buf, size_t len, size_t *got): ramdisk */ \
+    X(19, SysFileList, 3)          /* (char *buf, size_t len, size_t *needed): ramdisk names, one per line */ \
+    X(20, SysCpuInfo, 3)           /* (struct sys_cpu_info *buf, uint32_t max, uint32_t *count) */ \
+    X(21, NtCreateProfile, 9)      \
+    X(22, NtCreateProfileEx, 10)   \
+    X(23, NtStartProfile, 1)       \
+    X(24, NtStopProfile, 1)        \
+    X(25, NtQueryIntervalProfile, 2) \
+    X(26, NtSetIntervalProfile, 2) \
+    X(27, SysProfileSources, 3)    /* (struct sys_profile_source *buf, uint32_t max, uint32_t *count) */ \
+    X(28, SysProfileStats, 2)      /* (HANDLE profile, struct sys_profile_stats *out) */ \
+    X(29, SysPmcTrace, 4)          /* (uint32_t op, void *buf, size_t len, size_t *got) */ \
+    X(30, SysPmcInfo, 3)           /* (char *buf, size_t len, size_t *got): text */ \
+    X(31, SysSelfCheck, 1)         /* (struct sys_self_check *out): counters for leak checks */
+
+enum {
+#define SYSCALL_ENUM(num, name, nargs) SYS_##name = num,
+    SYSCALL_LIST(SYSCALL_ENUM)
+#undef SYSCALL_ENUM
+    SYSCALL_COUNT
+};
+
+// SysSpawn flags.
+#define SPAWN_SUSPENDED  0x1 // created but not run until SysResume (a profiler attaches first)
+#define SPAWN_PRIVILEGED 0x2 // grant the system-profile privilege (caller must hold it)
+
+// SysMap protection.
+#define PROT_READ  0x1
+#define PROT_WRITE 0x2
+#define PROT_EXEC  0x4
+
+#define PROCESS_NAME_MAX 32
+#define MAX_ARGS 32         // argv entries
+#define MAX_ARG_BYTES 4096  // all argv strings together
+
+struct sys_clock {
+    uint64_t ns;     // monotonic nanoseconds since boot
+    uint64_t tsc;    // time-stamp counter
+    uint64_t tsc_hz; // its frequency
+};
+
+enum process_state { PROC_SUSPENDED = 1, PROC_RUNNABLE = 2, PROC_RUNNING = 3, PROC_SLEEPING = 4, PROC_ZOMBIE = 5 };
+
+struct sys_process_info {
+    uint32_t pid, parent;
+    uint32_t state;       // enum process_state
+    uint32_t privileged;  // holds the system-profile privilege
+    uint32_t cpu;         // last CPU it ran on
+    uint32_t threads;
+    uint64_t pages;       // user pages mapped
+    uint64_t cpu_ns;      // time on CPU
+    char name[PROCESS_NAME_MAX];
+};
+
+struct sys_info {
+    uint32_t ncpus;
+    uint32_t nprocesses;
+    uint64_t free_pages, total_pages;
+    uint64_t heap_bytes;
+    uint64_t uptime_ns;
+    uint64_t tsc_hz;
+};
+
+struct sys_cpu_info {
+    uint32_t id, apic_id;
+    uint32_t online;
+    uint32_t current_pid;  // 0 when idle
+    uint64_t ticks;        // scheduler ticks
+    uint64_t idle_ns, busy_ns;
+};
+
+// Counters that must return to their baseline when nothing leaks.
+struct sys_self_check {
+    uint64_t free_pages;
+    uint64_t heap_bytes;
+    uint64_t live_processes;
+    uint64_t live_objects;   // handles' kernel objects (processes, profiles)
+    uint64_t pinned_pages;
+};
+
+// SysProfileSources: one row per KPROFILE_SOURCE.
+enum profile_counter_kind { COUNTER_TIMER = 0, COUNTER_FIXED = 1, COUNTER_GENERAL = 2, COUNTER_NONE = 3 };
+
+struct sys_profile_source {
+    uint32_t source;       // KPROFILE_SOURCE
+    uint32_t supported;
+    uint32_t kind;         // enum profile_counter_kind
+    uint32_t reserved;
+    uint64_t interval, default_interval, min_interval, max_interval;
+    char name[40];         // e.g. "ProfileTime"
+    char units[16];        // "100ns" for ProfileTime, "events" otherwise
+    char reason[64];       // why it is unsupported ("" when supported)
+};
+
+// SysProfileStats: what happened to one profile's samples.
+struct sys_profile_stats {
+    uint64_t delivered;    // samples of this profile's source on its CPUs and process
+    uint64_t in_range;     // counted in a bucket
+    uint64_t out_of_range; // outside [RangeBase, RangeBase + RangeSize)
+    uint64_t throttled;    // dropped by storm throttling
+};

@@ -2,6 +2,7 @@
 #include "console.h"
 #include "arch/x86/serial.h"
 #include "arch/x86/vga.h"
+#include "sched.h"
 #include "spinlock.h"
 
 static struct spinlock console_lock = SPINLOCK_INIT("console");
@@ -33,25 +34,35 @@ void console_panic(void)
     panicking = true;
 }
 
-#define INPUT_SIZE 256
+#define INPUT_SIZE 4096
 static struct spinlock input_lock = SPINLOCK_INIT("console input");
 static char input[INPUT_SIZE];
 static unsigned input_head, input_tail; // head: next to read; tail: next to write
+volatile bool console_has_input;
 
 void console_input(char c)
 {
     uint64_t flags = spin_lock_irqsave(&input_lock);
     if (input_tail - input_head < INPUT_SIZE) // full: drop the byte
         input[input_tail++ % INPUT_SIZE] = c;
+    console_has_input = true;
     spin_unlock_irqrestore(&input_lock, flags);
+    wakeup((const void *)&console_has_input);
+}
+
+size_t console_read(char *buf, size_t len)
+{
+    size_t n = 0;
+    uint64_t flags = spin_lock_irqsave(&input_lock);
+    while (n < len && input_head != input_tail)
+        buf[n++] = input[input_head++ % INPUT_SIZE];
+    console_has_input = input_head != input_tail;
+    spin_unlock_irqrestore(&input_lock, flags);
+    return n;
 }
 
 int console_getc(void)
 {
-    int c = -1;
-    uint64_t flags = spin_lock_irqsave(&input_lock);
-    if (input_head != input_tail)
-        c = (uint8_t)input[input_head++ % INPUT_SIZE];
-    spin_unlock_irqrestore(&input_lock, flags);
-    return c;
+    char c;
+    return console_read(&c, 1) ? (uint8_t)c : -1;
 }

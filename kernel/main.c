@@ -21,6 +21,13 @@
 #include "panic.h"
 #include "percpu.h"
 #include "pmm.h"
+#include "process.h"
+#include "ramdisk.h"
+#include "sched.h"
+#include "syscall.h"
+#include "uaccess.h"
+#include "qemu.h"
+#include "string.h"
 #include "selftest.h"
 #include "smp.h"
 #include "timer.h"
@@ -30,6 +37,8 @@
 
 extern char boot_stack_top[];
 void smp_init_ipis(void);
+static void start_init(void);
+void init_exited(uint32_t pid, int status);
 
 static void cpu_online(struct cpu *c)
 {
@@ -68,28 +77,67 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     ioapic_init();                                  // every IOAPIC input masked
     clock_calibrate();                              // TSC and LAPIC timer frequencies
     smp_init_ipis();                                // cross-CPU call vector
+    sched_init_cpu();                               // this code becomes CPU 0's idle thread
+    syscall_init_cpu();                             // syscall/sysret MSRs
+    uaccess_init_cpu();                             // SMEP, SMAP
     timer_init_cpu();                               // per-CPU timer, scheduler tick
     cpu_online(&cpus[0]);
     sti();
     serial_enable_irq();                            // console input
     keyboard_init();
     smp_boot_aps();                                 // every other CPU: "smp: N CPUs online"
+    ramdisk_init();                                 // GRUB modules are the files
+    process_init();                                 // ring-3 faults kill processes
     uint64_t init_ns = clock_ns();
     kprintf("boot: kernel init took %lu.%03lu ms (TSC)\n", init_ns / 1000000,
             init_ns / 1000 % 1000);
 
     char test[32];
-    if (cmdline_get("test", test, sizeof test))
-        selftest_run(test);                         // test mode: never returns
-    kprintf("kernel: ready; typing echoes (interrupt-driven input)\n");
-    for (;;) { // until processes arrive, the boot CPU just echoes the console
-        int c;
-        while ((c = console_getc()) >= 0) {
-            char ch = (char)c;
-            console_write(&ch, 1);
-        }
-        hlt();
+    if (cmdline_get("test", test, sizeof test) && strcmp(test, "init") != 0)
+        selftest_run(test);                         // kernel self-test: never returns
+    start_init();                                   // the first process (the shell)
+    sched_idle();
+}
+
+// The first process: init=PROG (default sh), privileged. With test=init the
+// machine stops when it exits, with its exit status as the verdict.
+static char init_line[128] = "sh";
+static uint32_t init_pid;
+
+static void start_init(void)
+{
+    cmdline_get("init", init_line, sizeof init_line);
+    char line[sizeof init_line];
+    memcpy(line, init_line, sizeof line);
+    const char *argv[MAX_ARGS + 1];
+    int argc = 0;
+    for (char *p = line; *p && argc < MAX_ARGS;) { // init=a,b,c gives argv a b c
+        argv[argc++] = p;
+        while (*p && *p != ',')
+            p++;
+        if (*p)
+            *p++ = '\0';
     }
+    struct process *p;
+    NTSTATUS s = process_spawn(argv[0], argv, argc, 0, 0, true, &p);
+    if (!NT_SUCCESS(s)) {
+        kprintf("init: cannot start %s: status %#x\n", argv[0], (uint32_t)s);
+        if (cmdline_test_mode())
+            qemu_exit(QEMU_EXIT_FAILURE);
+        return;
+    }
+    init_pid = p->pid;
+    object_unref(&p->obj); // nobody waits on init through a handle
+}
+
+void init_exited(uint32_t pid, int status)
+{
+    if (pid != init_pid)
+        return;
+    kprintf("init: %s exited with status %d\n", init_line, status);
+    if (cmdline_test_mode())
+        qemu_exit(status == 0 ? QEMU_EXIT_SUCCESS : QEMU_EXIT_FAILURE);
+    start_init(); // a shell that exits comes back
 }
 
 // Each AP arrives here from smp.c's ap_entry, on the kernel page tables.
@@ -98,9 +146,10 @@ void NORETURN ap_main(struct cpu *c)
     gdt_init_cpu(c);
     idt_load();
     lapic_init_cpu();
+    sched_init_cpu();
+    syscall_init_cpu();
+    uaccess_init_cpu();
     timer_init_cpu();
     cpu_online(c);
-    sti();
-    for (;;)
-        hlt();
+    sched_idle();
 }

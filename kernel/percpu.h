@@ -23,6 +23,11 @@ struct cpu {
     struct tss *tss;
     void *gdt;
     uint8_t *stack_top;        // boot/idle stack
+    struct thread *idle;       // this CPU's idle thread (runs the boot stack)
+    struct thread *prev_dead;  // a thread that exited here, freed after the switch away
+    volatile bool need_resched;// set by the scheduler tick or a wake-up
+    volatile bool idling;      // halted in the idle loop (a wake-up sends an IPI)
+    uint64_t idle_ns, busy_ns; // time accounting (scheduler tick resolution)
 };
 
 #define CPU_SELF_OFFSET 0

@@ -30,3 +30,15 @@ bool spin_holding(struct spinlock *l)
 {
     return READ_ONCE(l->locked) && l->owner_cpu == (int)cpu_id();
 }
+
+void spin_lock(struct spinlock *l)
+{
+    if (irq_enabled())
+        panic("spinlock %s: spin_lock with interrupts on", l->name);
+    (void)spin_lock_irqsave(l);
+}
+
+void spin_unlock(struct spinlock *l)
+{
+    spin_unlock_irqrestore(l, 0); // flags 0: leave interrupts off
+}

@@ -16,3 +16,8 @@ struct spinlock {
 uint64_t spin_lock_irqsave(struct spinlock *l);
 void spin_unlock_irqrestore(struct spinlock *l, uint64_t flags);
 bool spin_holding(struct spinlock *l);
+
+// For code that already runs with interrupts off (the scheduler, interrupt
+// handlers): no flag juggling.
+void spin_lock(struct spinlock *l);
+void spin_unlock(struct spinlock *l);

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "panic.h"
 #include "percpu.h"
+#include "sched.h"
 
 #define MAX_CATCHUP 1000 // periods delivered late in one interrupt before skipping ahead
 
@@ -104,11 +105,12 @@ uint64_t timer_periodic_count(enum timer_slot slot)
     return READ_ONCE(timers[cpu_id()].slot[slot].count);
 }
 
-static void sched_tick(struct trapframe *tf, void *arg)
+static void sched_timer(struct trapframe *tf, void *arg)
 {
     UNUSED(tf);
     UNUSED(arg);
     this_cpu()->ticks++;
+    sched_tick();
 }
 
 void timer_init_cpu(void)
@@ -126,6 +128,6 @@ void timer_init_cpu(void)
         lapic_write(LAPIC_LVT_TIMER, LVT_TIMER_ONESHOT | VEC_TIMER);
     }
     uint64_t f = irq_save();
-    timer_periodic_start(TIMER_SLOT_SCHED, 1000000000ull / SCHED_TICK_HZ, sched_tick, NULL);
+    timer_periodic_start(TIMER_SLOT_SCHED, 1000000000ull / SCHED_TICK_HZ, sched_timer, NULL);
     irq_restore(f);
 }

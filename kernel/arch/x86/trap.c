@@ -9,6 +9,7 @@
 #include "arch/x86/vectors.h"
 #include "panic.h"
 #include "percpu.h"
+#include "sched.h"
 #include "trap.h"
 
 static const char *const exception_names[32] = {
@@ -64,6 +65,8 @@ void trap(struct trapframe *tf)
         lapic_eoi();
     }
     c->irq_nesting--;
+    if (tf_from_user(tf))
+        sched_user_return(tf); // preemption and kills happen only on the way to ring 3
 }
 
 // Fault fixups: code that may fault on purpose (copying from user memory)

@@ -1,0 +1,69 @@
+; The `syscall` entry: from ring 3 to syscall_dispatch (syscall.c) and back.
+;
+; On entry RCX = user RIP, R11 = user RFLAGS, RSP = the user stack, GS = the
+; user's; IF is clear (FMASK). We switch to the thread's kernel stack (per-CPU
+; kernel_rsp) and build a struct trapframe exactly like an interrupt would, so
+; the rest of the kernel sees one frame layout. The return uses sysret: the
+; frame's RIP is always a user address here.
+
+%define CPU_KERNEL_RSP_OFFSET 8         ; _Static_assert'ed in percpu.h
+%define CPU_USER_RSP_OFFSET   16
+%define SEL_UDATA 0x1B                  ; gdt.h
+%define SEL_UCODE 0x23
+%define SYSCALL_FRAME_VECTOR 0x100      ; not a real vector: marks a syscall frame
+
+section .text
+global syscall_entry:function
+extern syscall_dispatch
+
+syscall_entry:
+    swapgs
+    mov [gs:CPU_USER_RSP_OFFSET], rsp
+    mov rsp, [gs:CPU_KERNEL_RSP_OFFSET]
+    push SEL_UDATA                      ; ss
+    push qword [gs:CPU_USER_RSP_OFFSET] ; rsp
+    push r11                            ; rflags
+    push SEL_UCODE                      ; cs
+    push rcx                            ; rip
+    push 0                              ; error code
+    push SYSCALL_FRAME_VECTOR
+    push rax
+    push rbx
+    push rcx
+    push rdx
+    push rsi
+    push rdi
+    push rbp
+    push r8
+    push r9
+    push r10
+    push r11
+    push r12
+    push r13
+    push r14
+    push r15
+    mov rdi, rsp
+    xor ebp, ebp                        ; the user's frames are not the kernel's
+    call syscall_dispatch               ; returns with interrupts off
+    pop r15
+    pop r14
+    pop r13
+    pop r12
+    pop r11
+    pop r10
+    pop r9
+    pop r8
+    pop rbp
+    pop rdi
+    pop rsi
+    pop rdx
+    pop rcx
+    pop rbx
+    pop rax
+    add rsp, 16                         ; vector, error code
+    pop rcx                             ; user rip
+    add rsp, 8                          ; cs
+    pop r11                             ; user rflags
+    mov rsp, [rsp]                      ; user rsp
+    swapgs
+    o64 sysret

@@ -1,0 +1,35 @@
+; Copying between the kernel and user memory, surviving faults.
+;
+; uaccess_copy(dst, src, n) copies with one `rep movsb`. If that faults (an
+; unmapped user page), trap.c's fault_fixup finds the instruction in
+; .fixup_table and resumes at .fault, which returns 1; success returns 0. With
+; SMAP on, user pages are reachable only between stac and clac.
+
+section .text
+global uaccess_copy:function
+extern smap_enabled
+
+uaccess_copy:
+    mov rcx, rdx
+    cmp byte [rel smap_enabled], 0
+    je .copy
+    stac
+.copy:
+.insn:
+    rep movsb
+    call .clac
+    xor eax, eax
+    ret
+.fault:
+    call .clac
+    mov eax, 1
+    ret
+.clac:
+    cmp byte [rel smap_enabled], 0
+    je .done
+    clac
+.done:
+    ret
+
+section .fixup_table
+    dq .insn, .fault

@@ -1,0 +1,45 @@
+// Processes: an address space, one thread, a handle table, a privilege flag.
+//
+// A process is a kernel object. References are held by its running thread
+// (until it exits) and by handles; it stays in the process list, as a zombie
+// after exit, until the last reference goes.
+#pragma once
+#include "abi.h"
+#include "addrspace.h"
+#include "handle.h"
+#include "object.h"
+#include "sched.h"
+
+#define PROCESS_KILLED_STATUS (-1) // the exit status of a killed process
+
+struct process {
+    struct object obj;
+    uint32_t pid, parent;
+    char name[PROCESS_NAME_MAX];
+    struct addrspace as;
+    struct thread *thread;
+    struct handle_table handles;
+    bool privileged;           // holds the system-profile privilege
+    volatile bool killed;      // exit at the next return to ring 3
+    volatile bool exited;
+    bool suspended;            // created with SPAWN_SUSPENDED, not yet resumed
+    int exit_status;
+    struct process *list_next; // all processes (process_lock)
+    void *profiles;            // the profile objects attached to it (pmc, later)
+};
+
+// Create a process running the ramdisk program path with argv; suspended if
+// flags has SPAWN_SUSPENDED. On success *out holds a reference for the caller.
+NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint32_t flags,
+                       uint32_t parent, bool privileged, struct process **out);
+void process_resume(struct process *p);
+NTSTATUS process_kill(uint32_t pid);
+int process_wait(struct process *p); // until it exits; returns the exit status
+void NORETURN process_exit_current(int status);
+struct process *process_current(void);
+struct process *process_by_pid(uint32_t pid); // a new reference, or NULL
+unsigned process_list(struct sys_process_info *out, unsigned max);
+uint64_t process_live_count(void);
+void process_init(void);
+// A one-line report for a program killed by an exception.
+void process_fault(struct trapframe *tf);
