@@ -40,8 +40,15 @@ KSRC_C   := $(shell find kernel -name '*.c' -not -path 'kernel/pmc/*' | sort)
 KSRC_ASM := boot/entry.asm $(shell find kernel -name '*.asm' -not -path 'kernel/pmc/*' | sort)
 KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 
+.DEFAULT_GOAL := all
+
+# Userland (USER_PROGS), host unit tests and the hosted pmc tests.
+-include userland/userland.mk
+include tests/host/host.mk
+-include tests/pmc/pmc.mk
+
 .PHONY: all iso run run-gui test bench debug clean deps help compile_commands.json
-all: $(KERNEL)
+all: $(KERNEL) $(USER_PROGS)
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -66,23 +73,29 @@ $(OBJ)/kernel/arch/x86/trampoline_blob.o: $(BUILD)/trampoline.bin
 $(KERNEL): $(KOBJ) linker.ld
 	$(LD) $(KLDFLAGS) -o $@ $(KOBJ)
 
-# An ISO whose GRUB passes $(1) as the kernel command line.
+# An ISO whose GRUB passes $(1) as the kernel command line. Every userland
+# program is a module named after itself (the ramdisk), and so is the kernel
+# ("kernel", for symbolizing kernel samples in ring 3).
 define make_iso
-	@rm -rf $(2).d && mkdir -p $(2).d/boot/grub
+	@rm -rf $(2).d && mkdir -p $(2).d/boot/grub $(2).d/boot/bin
 	@cp $(KERNEL) $(2).d/boot/kernel.elf
-	@printf 'set timeout=0\nset default=0\nserial --unit=0 --speed=115200\nterminal_output console\nmenuentry "os" {\n  multiboot2 /boot/kernel.elf %s\n  boot\n}\n' "$(1)" > $(2).d/boot/grub/grub.cfg
+	@cp $(USER_PROGS) $(2).d/boot/bin/
+	@{ printf 'set timeout=0\nset default=0\nmenuentry "os" {\n  multiboot2 /boot/kernel.elf %s\n' "$(1)"; \
+	   printf '  module2 /boot/kernel.elf kernel\n'; \
+	   for p in $(notdir $(USER_PROGS)); do printf '  module2 /boot/bin/%s %s\n' $$p $$p; done; \
+	   printf '  boot\n}\n'; } > $(2).d/boot/grub/grub.cfg
 	@grub-mkrescue -o $(2) --install-modules="multiboot2 normal iso9660 biosdisk configfile" \
 		--fonts= --locales= --themes= --compress=xz $(2).d >/dev/null 2>&1
 	@rm -rf $(2).d
 endef
 
 # Test ISOs: build/tests/NAME.iso boots with test=NAME; build/tests/NAME+opt.iso adds opt.
-$(BUILD)/tests/%.iso: $(KERNEL)
+$(BUILD)/tests/%.iso: $(KERNEL) $(USER_PROGS)
 	@mkdir -p $(@D)
 	$(call make_iso,test=$(subst +, ,$*),$@)
 
 iso: $(ISO)
-$(ISO): $(KERNEL)
+$(ISO): $(KERNEL) $(USER_PROGS)
 	$(call make_iso,$(CMDLINE),$@)
 	@echo "iso: $@"
 
@@ -123,6 +136,4 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD) compile_commands.json
 
-include tests/host/host.mk
--include tests/pmc/pmc.mk
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
