@@ -36,8 +36,8 @@ KCFLAGS += -fno-tree-loop-distribute-patterns # keep memset's loop from becoming
 endif
 KLDFLAGS := -nostdlib -z max-page-size=0x1000 -z noexecstack --no-warn-rwx-segments -T linker.ld
 
-KSRC_C   := $(shell find kernel -name '*.c' -not -path 'kernel/pmc/*' | sort)
-KSRC_ASM := boot/entry.asm $(shell find kernel -name '*.asm' -not -path 'kernel/pmc/*' | sort)
+KSRC_C   := $(shell find kernel -name '*.c' | sort)
+KSRC_ASM := boot/entry.asm $(shell find kernel -name '*.asm' | sort)
 KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 
 .DEFAULT_GOAL := all
@@ -79,7 +79,7 @@ $(KERNEL): $(KOBJ) linker.ld
 define make_iso
 	@rm -rf $(2).d && mkdir -p $(2).d/boot/grub $(2).d/boot/bin
 	@cp $(KERNEL) $(2).d/boot/kernel.elf
-	@cp $(USER_PROGS) $(2).d/boot/bin/
+	@$(if $(USER_PROGS),cp $(USER_PROGS) $(2).d/boot/bin/,true)
 	@{ printf 'set timeout=0\nset default=0\nmenuentry "os" {\n  multiboot2 /boot/kernel.elf %s\n' "$(1)"; \
 	   printf '  module2 /boot/kernel.elf kernel\n'; \
 	   for p in $(notdir $(USER_PROGS)); do printf '  module2 /boot/bin/%s %s\n' $$p $$p; done; \
@@ -113,6 +113,9 @@ debug: deps $(ISO)
 	@echo "debug: QEMU waits for gdb on :1234. In another terminal:"
 	@echo "  gdb $(KERNEL) -ex 'target remote :1234' -ex 'break kmain' -ex continue"
 	$(QEMU) $(QEMU_COMMON) -cpu max -smp $(SMP) -m $(MEM) -cdrom $(ISO) -nographic -serial mon:stdio -s -S
+
+test-kvm: deps
+	@tests/kvm-pmc
 
 test: deps
 	@tests/run

@@ -212,3 +212,9 @@ struct sys_profile_stats {
     uint64_t out_of_range; // outside [RangeBase, RangeBase + RangeSize)
     uint64_t throttled;    // dropped by storm throttling
 };
+
+// SysPmcTrace operations (the system-profile privilege is required).
+#define PMC_TRACE_ON    1 // start recording every HAL step and PMU register access
+#define PMC_TRACE_OFF   2
+#define PMC_TRACE_CLEAR 3
+#define PMC_TRACE_READ  4 // the records of every CPU as text, one per line, oldest first

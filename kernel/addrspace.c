@@ -49,7 +49,7 @@ static bool overlaps(struct addrspace *as, uint64_t start, uint64_t end)
 
 int32_t as_map(struct addrspace *as, uint64_t va, uint64_t size, uint32_t prot)
 {
-    if (size == 0 || (va & (PAGE_SIZE - 1)) || !user_range_ok(va, size) || va < PAGE_SIZE)
+    if (size == 0 || (va & (PAGE_SIZE - 1)) || !user_range_ok(va, size) || va < USER_MIN)
         return STATUS_INVALID_PARAMETER;
     uint64_t end = va + ALIGN_UP(size, PAGE_SIZE);
     struct region *r = kmalloc(sizeof *r);

@@ -11,6 +11,7 @@
 #include "spinlock.h"
 #include "types.h"
 
+#define USER_MIN        0x0000000000010000ull // nothing is mapped below: NULL-ish pointers fault
 #define USER_BASE       0x0000000000400000ull // programs are linked here
 #define USER_MMAP_BASE  0x0000100000000000ull // SysMap without a hint starts here
 #define USER_STACK_TOP  0x00007FFFFFF00000ull

@@ -23,7 +23,7 @@ NTSTATUS elf_load(struct addrspace *as, const uint8_t *data, size_t size, uint64
             continue;
         uint64_t start = ALIGN_DOWN(p->p_vaddr, PAGE_SIZE);
         if (p->p_filesz > p->p_memsz || !in_file(p->p_offset, p->p_filesz, size) ||
-            !user_range_ok(p->p_vaddr, p->p_memsz) || start < USER_BASE)
+            !user_range_ok(p->p_vaddr, p->p_memsz) || start < USER_MIN)
             return STATUS_INVALID_IMAGE_FORMAT;
         uint64_t end = ALIGN_UP(p->p_vaddr + p->p_memsz, PAGE_SIZE);
         uint32_t prot = (p->p_flags & PF_R ? PROT_READ : 0) | (p->p_flags & PF_W ? PROT_WRITE : 0) |

@@ -7,6 +7,8 @@
 #include "arch/x86/gdt.h"
 #include "arch/x86/idt.h"
 #include "arch/x86/ioapic.h"
+#include "arch/x86/irq.h"
+#include "arch/x86/vectors.h"
 #include "arch/x86/keyboard.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/pic.h"
@@ -20,6 +22,7 @@
 #include "memlayout.h"
 #include "panic.h"
 #include "percpu.h"
+#include "pmc/pmc.h"
 #include "pmm.h"
 #include "process.h"
 #include "ramdisk.h"
@@ -86,6 +89,8 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     serial_enable_irq();                            // console input
     keyboard_init();
     smp_boot_aps();                                 // every other CPU: "smp: N CPUs online"
+    irq_register(VEC_PMI, pmc_pmi_handler);         // the performance-monitoring interrupt
+    pmc_init();                                     // "pmc: interface <emon|amd64|none>: ..."
     ramdisk_init();                                 // GRUB modules are the files
     process_init();                                 // ring-3 faults kill processes
     uint64_t init_ns = clock_ns();

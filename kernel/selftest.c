@@ -19,7 +19,7 @@
 
 static unsigned test_number, test_failures;
 
-static void check(bool ok, const char *name)
+void check(bool ok, const char *name)
 {
     test_number++;
     if (!ok)
@@ -27,7 +27,7 @@ static void check(bool ok, const char *name)
     kprintf("%sok %u %s\n", ok ? "" : "not ", test_number, name);
 }
 
-static void sleep_ms(uint64_t ms)
+void sleep_ms(uint64_t ms)
 {
     uint64_t end = clock_ns() + ms * 1000000;
     while (clock_ns() < end)
@@ -205,17 +205,40 @@ __attribute__((noinline)) int selftest_fault(void)
     return v + 1;
 }
 
+static void selftest_probe(void)
+{
+    kprintf("probe: booted\n"); // scripts/accel.sh: this accelerator runs the kernel
+}
+
+static void selftest_deliberate_fault(void)
+{
+    kprintf("selftest: touching an unmapped address on purpose\n");
+    selftest_fault();
+}
+
+static void selftest_deliberate_panic(void)
+{
+    panic("selftest: deliberate panic");
+}
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} selftests[] = {
+    { "boot", selftest_boot },         // CPUs, timers, IPIs, locks, memory
+    { "pmc", selftest_pmc },           // the HAL profile interface in this machine
+    { "probe", selftest_probe },       // does this accelerator run us at all?
+    { "fault", selftest_deliberate_fault },
+    { "panic", selftest_deliberate_panic },
+};
+
 void selftest_run(const char *name)
 {
-    if (strcmp(name, "boot") == 0) {
-        selftest_boot();
-    } else if (strcmp(name, "probe") == 0) {
-        kprintf("probe: booted\n"); // scripts/accel.sh: this accelerator runs the kernel
-    } else if (strcmp(name, "fault") == 0) {
-        kprintf("selftest: touching an unmapped address on purpose\n");
-        selftest_fault();
-    } else if (strcmp(name, "panic") == 0) {
-        panic("selftest: deliberate panic");
+    unsigned i = 0;
+    while (i < ARRAY_SIZE(selftests) && strcmp(selftests[i].name, name) != 0)
+        i++;
+    if (i < ARRAY_SIZE(selftests)) {
+        selftests[i].run();
     } else {
         kprintf("selftest: unknown test '%s'\n", name);
         test_failures = 1;

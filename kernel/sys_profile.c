@@ -1,9 +1,127 @@
-// System calls of the profiling subsystem. The NT profile-object calls arrive
-// with the profile-object layer (kernel/pmc/profile objects); until then they
-// answer STATUS_NOT_IMPLEMENTED, which every caller must handle anyway.
+// System calls of the profiling subsystem: the source list, `pmc info`,
+// `pmc trace`, and the NT profile-object calls. The latter belong to the
+// profile-object layer and answer STATUS_NOT_IMPLEMENTED until it exists.
+#include "heap.h"
+#include "kprintf.h"
+#include "percpu.h"
+#include "pmc/hal.h"
+#include "pmc/pmc.h"
+#include "pmc/trace.h"
+#include "process.h"
+#include "string.h"
 #include "syscall.h"
+#include "uaccess.h"
 
 #define STATUS(s) ((uint64_t)(uint32_t)(s))
+
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? MIN(strlen(src), cap - 1) : 0;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+uint64_t do_SysProfileSources(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    uint32_t n = 0, max = (uint32_t)a[1];
+    for (uint32_t s = 0; s < ProfileSourceCount && n < max; s++) {
+        struct hal_profile_source_details d;
+        if (!NT_SUCCESS(HalQueryProfileSource((KPROFILE_SOURCE)s, &d)))
+            continue;
+        struct sys_profile_source row = {
+            .source = s, .supported = d.supported, .kind = (uint32_t)d.kind,
+            .interval = d.interval, .default_interval = d.default_interval,
+            .min_interval = d.min_interval, .max_interval = d.max_interval,
+        };
+        copy_text(row.name, sizeof row.name, d.name);
+        copy_text(row.units, sizeof row.units, s == ProfileTime ? "100ns" : "events");
+        copy_text(row.reason, sizeof row.reason, d.supported ? "" : d.reason);
+        NTSTATUS st = copy_to_user(a[0] + n * sizeof row, &row, sizeof row);
+        if (!NT_SUCCESS(st))
+            return STATUS(st);
+        n++;
+    }
+    return STATUS(copy_to_user(a[2], &n, sizeof n));
+}
+
+// Text output into a user buffer: *got is what was written, and the status is
+// STATUS_BUFFER_TOO_SMALL when the text did not fit.
+static NTSTATUS text_out(const char *text, size_t len, uint64_t ubuf, uint64_t ulen, uint64_t ugot)
+{
+    size_t n = MIN(len, ulen);
+    NTSTATUS s = copy_to_user(ubuf, text, n);
+    if (NT_SUCCESS(s))
+        s = copy_to_user(ugot, &n, sizeof n);
+    if (NT_SUCCESS(s) && n < len)
+        s = STATUS_BUFFER_TOO_SMALL;
+    return s;
+}
+
+uint64_t do_SysPmcInfo(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    size_t cap = 16384;
+    char *buf = kmalloc(cap);
+    if (!buf)
+        return STATUS(STATUS_NO_MEMORY);
+    int len = pmc_info(buf, cap);
+    NTSTATUS s = text_out(buf, MIN((size_t)len, cap - 1), a[0], a[1], a[2]);
+    kfree(buf);
+    return STATUS(s);
+}
+
+#define TRACE_BATCH 64
+
+uint64_t do_SysPmcTrace(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    if (!process_current()->privileged)
+        return STATUS(STATUS_PRIVILEGE_NOT_HELD);
+    switch (a[0]) {
+    case PMC_TRACE_ON:
+        return STATUS(pmc_trace_enable());
+    case PMC_TRACE_OFF:
+        pmc_trace_disable();
+        return STATUS(STATUS_SUCCESS);
+    case PMC_TRACE_CLEAR:
+        pmc_trace_clear();
+        return STATUS(STATUS_SUCCESS);
+    case PMC_TRACE_READ:
+        break;
+    default:
+        return STATUS(STATUS_INVALID_PARAMETER);
+    }
+    // Drain each CPU's ring into the user buffer as text, a batch at a time.
+    struct pmc_trace_record *recs = kmalloc(TRACE_BATCH * sizeof *recs);
+    if (!recs)
+        return STATUS(STATUS_NO_MEMORY);
+    uint64_t pos = 0, cap = a[2];
+    NTSTATUS s = STATUS_SUCCESS;
+    for (unsigned cpu = 0; cpu < ncpus && NT_SUCCESS(s); cpu++) {
+        size_t n;
+        while (NT_SUCCESS(s) && (n = pmc_trace_read(cpu, recs, TRACE_BATCH)) > 0) {
+            for (size_t i = 0; i < n && NT_SUCCESS(s); i++) {
+                char line[192];
+                int len = snprintf(line, sizeof line, "cpu%u %8lu.%03lu us  ", cpu,
+                                   recs[i].time_ns / 1000, recs[i].time_ns % 1000);
+                len += pmc_trace_format(&recs[i], line + len, sizeof line - (size_t)len - 1);
+                len = MIN(len, (int)sizeof line - 2);
+                line[len++] = '\n';
+                if (pos + (uint64_t)len > cap) {
+                    s = STATUS_BUFFER_TOO_SMALL; // the rest stays lost: the ring was drained
+                    break;
+                }
+                s = copy_to_user(a[1] + pos, line, (size_t)len);
+                pos += (uint64_t)len;
+            }
+        }
+    }
+    kfree(recs);
+    NTSTATUS s2 = copy_to_user(a[3], &pos, sizeof pos);
+    return STATUS(NT_SUCCESS(s) ? s2 : s);
+}
+
 #define NOT_YET(name) \
     uint64_t do_##name(const uint64_t *a, struct trapframe *tf) \
     { \
@@ -19,6 +137,3 @@ NOT_YET(NtStopProfile)
 NOT_YET(NtQueryIntervalProfile)
 NOT_YET(NtSetIntervalProfile)
 NOT_YET(SysProfileStats)
-NOT_YET(SysProfileSources)
-NOT_YET(SysPmcTrace)
-NOT_YET(SysPmcInfo)

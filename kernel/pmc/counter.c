@@ -1,6 +1,7 @@
 // Counter descriptions, per-CPU counter state, and period arithmetic.
 #include "pmc/counter.h"
 #include "heap.h"
+#include "string.h"
 
 struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
 unsigned pmc_ncounters;
@@ -12,7 +13,7 @@ void pmc_counters_reset(void)
     kfree(pmc_state);
     pmc_state = NULL;
     pmc_ncounters = 0;
-    __builtin_memset(pmc_hw, 0, sizeof(pmc_hw));
+    memset(pmc_hw, 0, sizeof(pmc_hw));
 }
 
 void pmc_counter_add(const struct pmc_counter_hw *hw)

@@ -55,7 +55,19 @@ NTSTATUS HalStopProfileInterrupt(KPROFILE_SOURCE source, const char **reason);
 // the interval now in force. A running ProfileTime is reprogrammed on every CPU.
 uint64_t HalSetProfileInterval(uint64_t interval);
 
+// HalProfileSourceInterval: clamps the interval to what the source's counter can
+// load (PMC sources: [2, 2^31-1] with legacy writes, up to 2^47-1 otherwise),
+// writes the result back into the buffer, and applies it at the source's next
+// start (ProfileTime: at once, as HalSetProfileInterval).
+// HalProfileSourceInterruptHandler: buffer holds one HAL_PROFILE_INTERRUPT_HANDLER
+// (NULL unregisters).
+// Errors: STATUS_INVALID_INFO_CLASS, STATUS_INVALID_PARAMETER (NULL buffer, unknown
+// source), STATUS_INFO_LENGTH_MISMATCH (size != the structure), STATUS_NOT_SUPPORTED.
 NTSTATUS HalSetSystemInformation(HAL_SET_INFORMATION_CLASS cls, uint32_t size, void *buffer);
+
+// HalProfileSourceInformation: size >= the structure (else STATUS_INFO_LENGTH_MISMATCH
+// with *returned = the size needed). An unknown or unsupported source succeeds
+// with Supported = false and Interval = 0.
 NTSTATUS HalQuerySystemInformation(HAL_QUERY_INFORMATION_CLASS cls, uint32_t size, void *buffer,
                                    uint32_t *returned);
 

@@ -66,7 +66,10 @@ extern HAL_PROFILE_INTERRUPT_HANDLER halp_profile_handler;
 
 // Why the no-PMU interface was chosen, without the hypervisor suffix; every PMC
 // source reports "no PMU: <this>".
-extern char nopmu_reason[96];
+extern char nopmu_reason[128];
+
+// hal_profile.c: forget started sources and the callback (pmc_init, pmc_shutdown).
+void hal_profile_reset(void);
 
 // ProfileTime on the LAPIC timer (profile_time.c).
 extern uint64_t profile_time_interval; // 100 ns units

@@ -19,45 +19,47 @@
 #define AMD_CACHE_REFS    AMD_EVENT(0x7D, 0x07)
 #define AMD_CACHE_MISSES  AMD_EVENT(0x7E, 0x07)
 
-#define NONE_ PMC_NO_EBX_BIT
-#define NOFX_ PMC_NO_FIXED
+// A row: the WDM.H name is "Profile" + the descriptive string, by construction.
+#define ROW(desc, ebx_bit, fixed, intel, amd) {"Profile" desc, desc, ebx_bit, fixed, intel, amd}
+#define NO_BIT PMC_NO_EBX_BIT
+#define NO_FIX PMC_NO_FIXED
 
-// [source] = { name, description, EBX bit, fixed counter, Intel select, AMD select }
 const struct profile_source_desc profile_sources[ProfileSourceCount] = {
-    // ProfileTime is the LAPIC timer; seed 000 lists a select for it that is never used.
-    [ProfileTime]                 = {"ProfileTime", "Time", NONE_, NOFX_, 0x0003003C, 0},
-    [ProfileAlignmentFixup]       = {"ProfileAlignmentFixup", "AlignmentFixup", NONE_, NOFX_, 0, 0},
-    [ProfileTotalIssues]          = {"ProfileTotalIssues", "TotalIssues", 1, 0, 0x000300C0, AMD_INSTRUCTIONS},
-    [ProfilePipelineDry]          = {"ProfilePipelineDry", "PipelineDry", NONE_, NOFX_, 0, 0},
-    [ProfileLoadInstructions]     = {"ProfileLoadInstructions", "LoadInstructions", NONE_, NOFX_, 0, 0},
-    [ProfilePipelineFrozen]       = {"ProfilePipelineFrozen", "PipelineFrozen", NONE_, NOFX_, 0, 0},
-    [ProfileBranchInstructions]   = {"ProfileBranchInstructions", "BranchInstructions", 5, NOFX_, 0x000300C4, AMD_BRANCHES},
-    [ProfileTotalNonissues]       = {"ProfileTotalNonissues", "TotalNonissues", NONE_, NOFX_, 0, 0},
-    [ProfileDcacheMisses]         = {"ProfileDcacheMisses", "DcacheMisses", NONE_, NOFX_, 0, 0},
-    [ProfileIcacheMisses]         = {"ProfileIcacheMisses", "IcacheMisses", NONE_, NOFX_, 0, 0},
-    [ProfileCacheMisses]          = {"ProfileCacheMisses", "CacheMisses", 4, NOFX_, 0x0003412E, AMD_CACHE_MISSES},
-    [ProfileBranchMispredictions] = {"ProfileBranchMispredictions", "BranchMispredictions", 6, NOFX_, 0x000300C5, AMD_MISPREDICTS},
-    [ProfileStoreInstructions]    = {"ProfileStoreInstructions", "StoreInstructions", NONE_, NOFX_, 0, 0},
-    [ProfileFpInstructions]       = {"ProfileFpInstructions", "FpInstructions", NONE_, NOFX_, 0, 0},
-    [ProfileIntegerInstructions]  = {"ProfileIntegerInstructions", "IntegerInstructions", NONE_, NOFX_, 0, 0},
-    [Profile2Issue]               = {"Profile2Issue", "2Issue", NONE_, NOFX_, 0, 0},
-    [Profile3Issue]               = {"Profile3Issue", "3Issue", NONE_, NOFX_, 0, 0},
-    [Profile4Issue]               = {"Profile4Issue", "4Issue", NONE_, NOFX_, 0, 0},
-    [ProfileSpecialInstructions]  = {"ProfileSpecialInstructions", "SpecialInstructions", NONE_, NOFX_, 0, 0},
-    [ProfileTotalCycles]          = {"ProfileTotalCycles", "TotalCycles", 0, 1, 0x0003003C, AMD_CYCLES},
-    [ProfileIcacheIssues]         = {"ProfileIcacheIssues", "IcacheIssues", NONE_, NOFX_, 0, 0},
-    [ProfileDcacheAccesses]       = {"ProfileDcacheAccesses", "DcacheAccesses", NONE_, NOFX_, 0, 0},
-    [ProfileMemoryBarrierCycles]  = {"ProfileMemoryBarrierCycles", "MemoryBarrierCycles", NONE_, NOFX_, 0, 0},
-    [ProfileLoadLinkedIssues]     = {"ProfileLoadLinkedIssues", "LoadLinkedIssues", NONE_, NOFX_, 0, 0},
-    [ProfileMaximum]              = {"ProfileMaximum", "Maximum", NONE_, NOFX_, 0, 0},
+    // [source] = ROW(description, CPUID.0AH:EBX bit, fixed counter, Intel select, AMD select)
+    // ProfileTime is the LAPIC timer; seed 000 gives it a select that is never used.
+    [ProfileTime]                 = ROW("Time",                NO_BIT, NO_FIX, 0x0003003C, 0),
+    [ProfileAlignmentFixup]       = ROW("AlignmentFixup",      NO_BIT, NO_FIX, 0, 0),
+    [ProfileTotalIssues]          = ROW("TotalIssues",         1,      0,      0x000300C0, AMD_INSTRUCTIONS),
+    [ProfilePipelineDry]          = ROW("PipelineDry",         NO_BIT, NO_FIX, 0, 0),
+    [ProfileLoadInstructions]     = ROW("LoadInstructions",    NO_BIT, NO_FIX, 0, 0),
+    [ProfilePipelineFrozen]       = ROW("PipelineFrozen",      NO_BIT, NO_FIX, 0, 0),
+    [ProfileBranchInstructions]   = ROW("BranchInstructions",  5,      NO_FIX, 0x000300C4, AMD_BRANCHES),
+    [ProfileTotalNonissues]       = ROW("TotalNonissues",      NO_BIT, NO_FIX, 0, 0),
+    [ProfileDcacheMisses]         = ROW("DcacheMisses",        NO_BIT, NO_FIX, 0, 0),
+    [ProfileIcacheMisses]         = ROW("IcacheMisses",        NO_BIT, NO_FIX, 0, 0),
+    [ProfileCacheMisses]          = ROW("CacheMisses",         4,      NO_FIX, 0x0003412E, AMD_CACHE_MISSES),
+    [ProfileBranchMispredictions] = ROW("BranchMispredictions", 6,     NO_FIX, 0x000300C5, AMD_MISPREDICTS),
+    [ProfileStoreInstructions]    = ROW("StoreInstructions",   NO_BIT, NO_FIX, 0, 0),
+    [ProfileFpInstructions]       = ROW("FpInstructions",      NO_BIT, NO_FIX, 0, 0),
+    [ProfileIntegerInstructions]  = ROW("IntegerInstructions", NO_BIT, NO_FIX, 0, 0),
+    [Profile2Issue]               = ROW("2Issue",              NO_BIT, NO_FIX, 0, 0),
+    [Profile3Issue]               = ROW("3Issue",              NO_BIT, NO_FIX, 0, 0),
+    [Profile4Issue]               = ROW("4Issue",              NO_BIT, NO_FIX, 0, 0),
+    [ProfileSpecialInstructions]  = ROW("SpecialInstructions", NO_BIT, NO_FIX, 0, 0),
+    [ProfileTotalCycles]          = ROW("TotalCycles",         0,      1,      0x0003003C, AMD_CYCLES),
+    [ProfileIcacheIssues]         = ROW("IcacheIssues",        NO_BIT, NO_FIX, 0, 0),
+    [ProfileDcacheAccesses]       = ROW("DcacheAccesses",      NO_BIT, NO_FIX, 0, 0),
+    [ProfileMemoryBarrierCycles]  = ROW("MemoryBarrierCycles", NO_BIT, NO_FIX, 0, 0),
+    [ProfileLoadLinkedIssues]     = ROW("LoadLinkedIssues",    NO_BIT, NO_FIX, 0, 0),
+    [ProfileMaximum]              = ROW("Maximum",             NO_BIT, NO_FIX, 0, 0),
     // Emon-specific (seed 000), in the order of their EBX bits.
-    [ProfileUnhaltedCoreCycles]       = {"ProfileUnhaltedCoreCycles", "UnhaltedCoreCycles", 0, 1, 0x0003003C, AMD_CYCLES},
-    [ProfileInstructionRetired]       = {"ProfileInstructionRetired", "InstructionRetired", 1, 0, 0x000300C0, AMD_INSTRUCTIONS},
-    [ProfileUnhaltedReferenceCycles]  = {"ProfileUnhaltedReferenceCycles", "UnhaltedReferenceCycles", 2, 2, 0x0003013C, 0},
-    [ProfileLLCReference]             = {"ProfileLLCReference", "LLCReference", 3, NOFX_, 0x00034F2E, AMD_CACHE_REFS},
-    [ProfileLLCMisses]                = {"ProfileLLCMisses", "LLCMisses", 4, NOFX_, 0x0003412E, AMD_CACHE_MISSES},
-    [ProfileBranchInstructionRetired] = {"ProfileBranchInstructionRetired", "BranchInstructionRetired", 5, NOFX_, 0x000300C4, AMD_BRANCHES},
-    [ProfileBranchMispredictsRetired] = {"ProfileBranchMispredictsRetired", "BranchMispredictsRetired", 6, NOFX_, 0x000300C5, AMD_MISPREDICTS},
+    [ProfileUnhaltedCoreCycles]       = ROW("UnhaltedCoreCycles",       0, 1,      0x0003003C, AMD_CYCLES),
+    [ProfileInstructionRetired]       = ROW("InstructionRetired",       1, 0,      0x000300C0, AMD_INSTRUCTIONS),
+    [ProfileUnhaltedReferenceCycles]  = ROW("UnhaltedReferenceCycles",  2, 2,      0x0003013C, 0),
+    [ProfileLLCReference]             = ROW("LLCReference",             3, NO_FIX, 0x00034F2E, AMD_CACHE_REFS),
+    [ProfileLLCMisses]                = ROW("LLCMisses",                4, NO_FIX, 0x0003412E, AMD_CACHE_MISSES),
+    [ProfileBranchInstructionRetired] = ROW("BranchInstructionRetired", 5, NO_FIX, 0x000300C4, AMD_BRANCHES),
+    [ProfileBranchMispredictsRetired] = ROW("BranchMispredictsRetired", 6, NO_FIX, 0x000300C5, AMD_MISPREDICTS),
 };
 
 const struct profile_source_desc *profile_source(KPROFILE_SOURCE source)

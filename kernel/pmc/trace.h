@@ -23,9 +23,9 @@ enum pmc_trace_step {
     PMC_STEP_INITIALIZE,    // InitializeProfiling on this CPU
     PMC_STEP_START,         // HalStartProfileInterrupt
     PMC_STEP_STOP,          // HalStopProfileInterrupt
-    PMC_STEP_ENABLE,        // EnableMonitoring: value = counter index
+    PMC_STEP_ENABLE,        // EnableMonitoring: value = the counter's MSR
     PMC_STEP_NO_COUNTER,    // EnableMonitoring found no free counter
-    PMC_STEP_DISABLE,       // DisableMonitoring: value = counter index
+    PMC_STEP_DISABLE,       // DisableMonitoring: value = the counter's MSR
     PMC_STEP_SET_INTERVAL,  // value = interval in force
     PMC_STEP_PMI,           // PMI entry
     PMC_STEP_SPURIOUS,      // PMI with nothing overflowed

@@ -1,0 +1,200 @@
+// The AMD64 profile interface: PERF_CTLn/PERF_CTRn pairs, 48-bit counters.
+//
+// Four legacy pairs at K7_PERF_CTL0/CTR0, or six (PerfCtrExtCore) interleaved
+// at F15H_PERF_CTL0 + 2n. Without PerfMonV2 there is no global status: an
+// overflowed counter is one whose bit 47 has come back clear. With PerfMonV2,
+// AMD_PERF_GLOBAL_CTL gates every counter and GLOBAL_STATUS/STATUS_CLR report
+// and acknowledge overflows. AMD's LVTPC does not mask itself on delivery.
+#include "arch/x86/lapic.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/vectors.h"
+#include "percpu.h"
+#include "pmc/detect.h"
+#include "pmc/hal_interface.h"
+#include "pmc/trace.h"
+
+#define AMD_COUNTER_MASK ((1ull << 48) - 1)
+
+static struct {
+    bool v2;              // PerfMonV2 global registers
+    uint64_t status_bits; // GLOBAL_STATUS bits of our counters
+} amd;
+
+static void amd_setup(const struct pmc_caps *c)
+{
+    amd.v2 = c->amd_perfmon_v2;
+    for (unsigned i = 0; i < c->amd_counters; i++) {
+        struct pmc_counter_hw hw = {
+            .kind = PMC_COUNTER_GENERAL,
+            .number = (uint8_t)i,
+            .status_bit = (uint8_t)i,
+            .ctl_msr = c->amd_perfctr_core ? MSR_F15H_PERF_CTL0 + 2 * i : MSR_K7_PERF_CTL0 + i,
+            .ctr_msr = c->amd_perfctr_core ? MSR_F15H_PERF_CTR0 + 2 * i : MSR_K7_PERF_CTR0 + i,
+            .mask = AMD_COUNTER_MASK,
+            .max_period = AMD_COUNTER_MASK >> 1,
+        };
+        pmc_counter_add(&hw);
+    }
+    amd.status_bits = pmc_ncounters >= 64 ? ~0ull : (1ull << pmc_ncounters) - 1;
+}
+
+static bool amd_supported(KPROFILE_SOURCE source)
+{
+    return source != ProfileTime && profile_sources[source].amd_select != 0 && pmc_ncounters > 0;
+}
+
+static uint64_t enabled_mask(unsigned cpu)
+{
+    uint64_t m = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        struct pmc_counter *c = pmc_counter(cpu, i);
+        if (c->period && !c->stopped)
+            m |= 1ull << pmc_hw[i].status_bit;
+    }
+    return m;
+}
+
+static void write_global_ctl(unsigned cpu)
+{
+    if (amd.v2)
+        pmc_wrmsr(MSR_AMD_PERF_GLOBAL_CTL, enabled_mask(cpu));
+}
+
+static NTSTATUS amd_initialize(void)
+{
+    unsigned cpu = cpu_id();
+    PMC_TRACE_STEP(PMC_STEP_INITIALIZE, PMC_TRACE_NO_SOURCE, 0);
+    if (amd.v2)
+        pmc_wrmsr(MSR_AMD_PERF_GLOBAL_CTL, 0);
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        pmc_wrmsr(pmc_hw[i].ctl_msr, 0);
+        *pmc_counter(cpu, i) = (struct pmc_counter){0};
+    }
+    if (amd.v2)
+        pmc_wrmsr(MSR_AMD_PERF_GLOBAL_STATUS_CLR, amd.status_bits);
+    pmc_lapic_write(LAPIC_LVT_PMC, VEC_PMI);
+    return STATUS_SUCCESS;
+}
+
+static NTSTATUS amd_enable(KPROFILE_SOURCE source)
+{
+    unsigned cpu = cpu_id();
+    if (!amd_supported(source))
+        return STATUS_NOT_SUPPORTED;
+    if (pmc_counter_find(cpu, source) >= 0)
+        return STATUS_PROFILING_NOT_STOPPED;
+    int i = pmc_counter_claim(cpu, source, PMC_NO_FIXED, true, pmc_source_interval[source]);
+    if (i < 0) {
+        PMC_TRACE_STEP(PMC_STEP_NO_COUNTER, source, 0);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    PMC_TRACE_STEP(PMC_STEP_ENABLE, source, pmc_hw[i].ctr_msr);
+    const struct pmc_counter_hw *hw = &pmc_hw[i];
+    pmc_wrmsr(hw->ctl_msr, 0); // stopped while loaded
+    pmc_wrmsr(hw->ctr_msr, pmc_arm_value(hw, pmc_counter(cpu, (unsigned)i)->period));
+    pmc_wrmsr(hw->ctl_msr, profile_sources[source].amd_select | PERFEVTSEL_INT | PERFEVTSEL_EN);
+    write_global_ctl(cpu);
+    return STATUS_SUCCESS;
+}
+
+static void amd_stop_counter(unsigned i)
+{
+    pmc_wrmsr(pmc_hw[i].ctl_msr, 0);
+    pmc_counter(cpu_id(), i)->stopped = 1;
+}
+
+static void amd_disable(KPROFILE_SOURCE source)
+{
+    unsigned cpu = cpu_id();
+    int i = pmc_counter_find(cpu, source);
+    if (i < 0)
+        return;
+    PMC_TRACE_STEP(PMC_STEP_DISABLE, source, pmc_hw[i].ctr_msr);
+    amd_stop_counter((unsigned)i);
+    *pmc_counter(cpu, (unsigned)i) = (struct pmc_counter){0};
+    write_global_ctl(cpu);
+    if (amd.v2)
+        pmc_wrmsr(MSR_AMD_PERF_GLOBAL_STATUS_CLR, 1ull << pmc_hw[i].status_bit);
+}
+
+static NTSTATUS amd_set_interval(KPROFILE_SOURCE source, uint64_t *interval)
+{
+    if (!amd_supported(source))
+        return STATUS_NOT_SUPPORTED;
+    *interval = pmc_period_clamp(*interval, pmc_hw[0].max_period);
+    pmc_source_interval[source] = *interval;
+    PMC_TRACE_STEP(PMC_STEP_SET_INTERVAL, source, *interval);
+    return STATUS_SUCCESS;
+}
+
+static void amd_check_overflow(struct overflow_status *o)
+{
+    unsigned cpu = cpu_id();
+    uint64_t status = 0;
+    o->Number = 0;
+    o->Mask = 0;
+    if (amd.v2) {
+        status = pmc_rdmsr(MSR_AMD_PERF_GLOBAL_STATUS);
+        o->Mask = status & amd.status_bits;
+    }
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        struct pmc_counter *c = pmc_counter(cpu, i);
+        if (!c->period || c->stopped)
+            continue;
+        bool hit = amd.v2 ? (status >> i) & 1
+                          : pmc_counter_wrapped(&pmc_hw[i], pmc_rdmsr(pmc_hw[i].ctr_msr));
+        if (hit) {
+            o->Counter[o->Number] = (uint8_t)i;
+            o->Source[o->Number] = (KPROFILE_SOURCE)c->source;
+            o->Number++;
+        }
+    }
+}
+
+static void amd_query(KPROFILE_SOURCE source, struct pmc_source_query *q)
+{
+    q->supported = amd_supported(source);
+    q->reason = q->supported ? "" : "no AMD event for this source";
+    q->kind = q->supported ? PMC_COUNTER_GENERAL : PMC_COUNTER_NONE;
+    q->max_interval = q->supported ? pmc_hw[0].max_period : 0;
+}
+
+static void amd_freeze(void)
+{
+    if (amd.v2)
+        pmc_wrmsr(MSR_AMD_PERF_GLOBAL_CTL, 0);
+}
+
+static void amd_reload(unsigned i, uint64_t *lost)
+{
+    const struct pmc_counter_hw *hw = &pmc_hw[i];
+    const struct pmc_counter *c = pmc_counter(cpu_id(), i);
+    pmc_wrmsr(hw->ctr_msr, pmc_reload_value(hw, c, pmc_rdmsr(hw->ctr_msr), lost));
+}
+
+static void amd_ack(uint64_t mask)
+{
+    if (amd.v2 && mask)
+        pmc_wrmsr(MSR_AMD_PERF_GLOBAL_STATUS_CLR, mask);
+}
+
+static void amd_thaw(void)
+{
+    write_global_ctl(cpu_id());
+}
+
+const struct halp_profile_interface amd64_profile_interface = {
+    .name = "amd64",
+    .Setup = amd_setup,
+    .InitializeProfiling = amd_initialize,
+    .EnableMonitoring = amd_enable,
+    .DisableMonitoring = amd_disable,
+    .SetInterval = amd_set_interval,
+    .CheckOverflowStatus = amd_check_overflow,
+    .QueryInformation = amd_query,
+    .FreezeCounters = amd_freeze,
+    .ReloadCounter = amd_reload,
+    .StopCounter = amd_stop_counter,
+    .AcknowledgeOverflow = amd_ack,
+    .ThawCounters = amd_thaw,
+};

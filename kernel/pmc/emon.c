@@ -1,0 +1,290 @@
+// The Emon profile interface: Intel architectural performance monitoring,
+// versions 1 to 5 (CPUID.0AH; seeds 000 and 004).
+//
+// GP counters are IA32_PMCn with IA32_PERFEVTSELn, loaded through the
+// full-width aliases IA32_A_PMCn when IA32_PERF_CAPABILITIES allows (otherwise
+// a write sets bits 31:0 and sign-extends bit 31, so periods stop at 2^31 - 1).
+// From version 2 the fixed counters count instructions, core cycles and
+// reference cycles, and IA32_PERF_GLOBAL_CTRL/STATUS/OVF_CTRL gate and report
+// every counter. Version 1 has no global registers: an overflowed counter is
+// one whose top bit has come back clear.
+#include "arch/x86/lapic.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/vectors.h"
+#include "kprintf.h"
+#include "percpu.h"
+#include "pmc/detect.h"
+#include "pmc/hal_interface.h"
+#include "pmc/trace.h"
+
+#define FIXED_ENABLE (FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR | FIXED_CTR_CTRL_PMI)
+
+static struct {
+    unsigned version;
+    bool has_fixed;       // IA32_FIXED_CTR_CTRL exists
+    uint64_t status_bits; // GLOBAL_STATUS bits of the counters in pmc_hw
+    char reason[ProfileSourceCount][64]; // why each source is unsupported; "" = supported
+} emon;
+
+static uint64_t width_mask(unsigned width)
+{
+    return width >= 64 ? ~0ull : (1ull << width) - 1;
+}
+
+// Why seed 000's rule rejects source, or "" when it is supported.
+static void gate_source(const struct pmc_caps *c, KPROFILE_SOURCE s)
+{
+    const struct profile_source_desc *d = &profile_sources[s];
+    char *why = emon.reason[s];
+    size_t n = sizeof(emon.reason[s]);
+    if (s == ProfileTime)
+        snprintf(why, n, "counted by the timer, not a PMC");
+    else if (d->ebx_bit == PMC_NO_EBX_BIT || d->intel_select == 0)
+        snprintf(why, n, "no architectural event");
+    else if ((unsigned)d->ebx_bit >= c->ebx_length)
+        snprintf(why, n, "CPUID.0AH:EBX bit %d beyond EAX[31:24] = %u", d->ebx_bit, c->ebx_length);
+    else if (!pmc_ebx_event_available(c, d->ebx_bit))
+        snprintf(why, n, "CPUID.0AH:EBX bit %d set: event unavailable", d->ebx_bit);
+    else
+        why[0] = '\0';
+}
+
+static void emon_setup(const struct pmc_caps *c)
+{
+    emon.version = c->version;
+    unsigned ngp = MIN(c->gp_counters, PMC_MAX_GP_INTEL);
+    uint64_t mask = width_mask(c->gp_width);
+    uint64_t legacy_max = MIN(mask >> 1, 0x7FFFFFFFull); // bit 31 sign-extends
+    for (unsigned i = 0; i < ngp; i++) {
+        struct pmc_counter_hw hw = {
+            .kind = PMC_COUNTER_GENERAL,
+            .number = (uint8_t)i,
+            .status_bit = (uint8_t)i,
+            .ctl_msr = MSR_IA32_PERFEVTSEL0 + i,
+            .ctr_msr = (c->full_width ? MSR_IA32_A_PMC0 : MSR_IA32_PMC0) + i,
+            .mask = mask,
+            .max_period = c->full_width ? mask >> 1 : legacy_max,
+        };
+        pmc_counter_add(&hw);
+    }
+    emon.has_fixed = c->version >= 2 && c->fixed_counters > 0 && c->fixed_width > 0;
+    uint64_t fmask = width_mask(c->fixed_width);
+    for (unsigned f = 0; emon.has_fixed && f < 3; f++) { // CTR3 (topdown slots) unused
+        if (!(c->fixed_present & (1u << f)))
+            continue;
+        struct pmc_counter_hw hw = {
+            .kind = PMC_COUNTER_FIXED,
+            .number = (uint8_t)f,
+            .status_bit = (uint8_t)(PERF_GLOBAL_FIXED_SHIFT + f),
+            .ctr_msr = MSR_IA32_FIXED_CTR0 + f,
+            .mask = fmask,
+            .max_period = c->full_width ? fmask >> 1 : MIN(fmask >> 1, 0x7FFFFFFFull),
+        };
+        pmc_counter_add(&hw);
+    }
+    emon.status_bits = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        emon.status_bits |= 1ull << pmc_hw[i].status_bit;
+    for (unsigned s = 0; s < ProfileSourceCount; s++)
+        gate_source(c, (KPROFILE_SOURCE)s);
+}
+
+// GLOBAL_CTRL bits of the counters this CPU owns and has not stopped.
+static uint64_t enabled_mask(unsigned cpu)
+{
+    uint64_t m = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        struct pmc_counter *c = pmc_counter(cpu, i);
+        if (c->period && !c->stopped)
+            m |= 1ull << pmc_hw[i].status_bit;
+    }
+    return m;
+}
+
+static void write_global_ctrl(unsigned cpu)
+{
+    if (emon.version >= 2)
+        pmc_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, enabled_mask(cpu));
+}
+
+// Seed 000: every declared event select starts at zero.
+static NTSTATUS emon_initialize(void)
+{
+    unsigned cpu = cpu_id();
+    PMC_TRACE_STEP(PMC_STEP_INITIALIZE, PMC_TRACE_NO_SOURCE, 0);
+    if (emon.version >= 2)
+        pmc_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    if (emon.has_fixed)
+        pmc_wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0);
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        if (pmc_hw[i].kind == PMC_COUNTER_GENERAL)
+            pmc_wrmsr(pmc_hw[i].ctl_msr, 0);
+        *pmc_counter(cpu, i) = (struct pmc_counter){0};
+    }
+    if (emon.version >= 2)
+        pmc_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, emon.status_bits);
+    pmc_lapic_write(LAPIC_LVT_PMC, VEC_PMI);
+    return STATUS_SUCCESS;
+}
+
+// Load counter i with its period and let it count and interrupt. The counter is
+// stopped while it is written (seed 004: clear EN before writing IA32_PMCx).
+static void arm_counter(unsigned i, uint64_t value)
+{
+    const struct pmc_counter_hw *hw = &pmc_hw[i];
+    struct pmc_counter *c = pmc_counter(cpu_id(), i);
+    if (hw->kind == PMC_COUNTER_FIXED) {
+        unsigned shift = 4 * hw->number;
+        uint64_t ctrl = pmc_rdmsr(MSR_IA32_FIXED_CTR_CTRL) & ~(0xFull << shift);
+        pmc_wrmsr(MSR_IA32_FIXED_CTR_CTRL, ctrl);
+        pmc_wrmsr(hw->ctr_msr, value);
+        pmc_wrmsr(MSR_IA32_FIXED_CTR_CTRL, ctrl | (FIXED_ENABLE << shift));
+    } else {
+        pmc_wrmsr(hw->ctl_msr, 0);
+        pmc_wrmsr(hw->ctr_msr, value);
+        pmc_wrmsr(hw->ctl_msr, profile_sources[c->source].intel_select | PERFEVTSEL_INT |
+                                   PERFEVTSEL_EN);
+    }
+}
+
+static NTSTATUS emon_enable(KPROFILE_SOURCE source)
+{
+    unsigned cpu = cpu_id();
+    if (emon.reason[source][0])
+        return STATUS_NOT_SUPPORTED;
+    if (pmc_counter_find(cpu, source) >= 0)
+        return STATUS_PROFILING_NOT_STOPPED;
+    int i = pmc_counter_claim(cpu, source, profile_sources[source].intel_fixed, true,
+                              pmc_source_interval[source]);
+    if (i < 0) {
+        PMC_TRACE_STEP(PMC_STEP_NO_COUNTER, source, 0);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    PMC_TRACE_STEP(PMC_STEP_ENABLE, source, pmc_hw[i].ctr_msr);
+    arm_counter((unsigned)i, pmc_arm_value(&pmc_hw[i], pmc_counter(cpu, (unsigned)i)->period));
+    write_global_ctrl(cpu);
+    return STATUS_SUCCESS;
+}
+
+// Stop counter i counting and interrupting; the caller decides who owns it.
+static void emon_stop_counter(unsigned i)
+{
+    const struct pmc_counter_hw *hw = &pmc_hw[i];
+    if (hw->kind == PMC_COUNTER_FIXED) {
+        uint64_t ctrl = pmc_rdmsr(MSR_IA32_FIXED_CTR_CTRL);
+        pmc_wrmsr(MSR_IA32_FIXED_CTR_CTRL, ctrl & ~(0xFull << (4 * hw->number)));
+    } else {
+        pmc_wrmsr(hw->ctl_msr, 0);
+    }
+    pmc_counter(cpu_id(), i)->stopped = 1;
+}
+
+static void emon_disable(KPROFILE_SOURCE source)
+{
+    unsigned cpu = cpu_id();
+    int i = pmc_counter_find(cpu, source);
+    if (i < 0)
+        return;
+    PMC_TRACE_STEP(PMC_STEP_DISABLE, source, pmc_hw[i].ctr_msr);
+    emon_stop_counter((unsigned)i);
+    *pmc_counter(cpu, (unsigned)i) = (struct pmc_counter){0};
+    write_global_ctrl(cpu);
+    if (emon.version >= 2) // drop an overflow that raced with the stop
+        pmc_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1ull << pmc_hw[i].status_bit);
+}
+
+static NTSTATUS emon_set_interval(KPROFILE_SOURCE source, uint64_t *interval)
+{
+    if (emon.reason[source][0])
+        return STATUS_NOT_SUPPORTED;
+    int i = pmc_counter_preferred(profile_sources[source].intel_fixed, true);
+    if (i < 0)
+        return STATUS_NOT_SUPPORTED;
+    *interval = pmc_period_clamp(*interval, pmc_hw[i].max_period);
+    pmc_source_interval[source] = *interval;
+    PMC_TRACE_STEP(PMC_STEP_SET_INTERVAL, source, *interval);
+    return STATUS_SUCCESS;
+}
+
+static void add_overflow(struct overflow_status *o, unsigned i, const struct pmc_counter *c)
+{
+    o->Counter[o->Number] = (uint8_t)i;
+    o->Source[o->Number] = (KPROFILE_SOURCE)c->source;
+    o->Number++;
+}
+
+static void emon_check_overflow(struct overflow_status *o)
+{
+    unsigned cpu = cpu_id();
+    o->Number = 0;
+    o->Mask = 0;
+    if (emon.version >= 2) {
+        uint64_t status = pmc_rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+        o->Mask = status & emon.status_bits;
+        for (unsigned i = 0; i < pmc_ncounters; i++) {
+            struct pmc_counter *c = pmc_counter(cpu, i);
+            if ((status >> pmc_hw[i].status_bit) & 1 && c->period && !c->stopped)
+                add_overflow(o, i, c);
+        }
+        return;
+    }
+    for (unsigned i = 0; i < pmc_ncounters; i++) { // version 1: the top bit
+        struct pmc_counter *c = pmc_counter(cpu, i);
+        if (c->period && !c->stopped &&
+            pmc_counter_wrapped(&pmc_hw[i], pmc_rdmsr(pmc_hw[i].ctr_msr)))
+            add_overflow(o, i, c);
+    }
+}
+
+static void emon_query(KPROFILE_SOURCE source, struct pmc_source_query *q)
+{
+    int i = pmc_counter_preferred(profile_sources[source].intel_fixed, true);
+    q->supported = emon.reason[source][0] == '\0' && i >= 0;
+    q->reason = emon.reason[source][0] ? emon.reason[source] : i < 0 ? "no counter" : "";
+    q->kind = i >= 0 ? pmc_hw[i].kind : PMC_COUNTER_NONE;
+    q->max_interval = i >= 0 ? pmc_hw[i].max_period : 0;
+}
+
+static void emon_freeze(void)
+{
+    if (emon.version >= 2)
+        pmc_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+}
+
+static void emon_reload(unsigned i, uint64_t *lost)
+{
+    const struct pmc_counter_hw *hw = &pmc_hw[i];
+    const struct pmc_counter *c = pmc_counter(cpu_id(), i);
+    uint64_t value = pmc_reload_value(hw, c, pmc_rdmsr(hw->ctr_msr), lost);
+    if (emon.version >= 2) // frozen by GLOBAL_CTRL = 0: write in place
+        pmc_wrmsr(hw->ctr_msr, value);
+    else
+        arm_counter(i, value);
+}
+
+static void emon_ack(uint64_t mask)
+{
+    if (emon.version >= 2 && mask)
+        pmc_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, mask);
+}
+
+static void emon_thaw(void)
+{
+    write_global_ctrl(cpu_id());
+}
+
+const struct halp_profile_interface emon_profile_interface = {
+    .name = "emon",
+    .Setup = emon_setup,
+    .InitializeProfiling = emon_initialize,
+    .EnableMonitoring = emon_enable,
+    .DisableMonitoring = emon_disable,
+    .SetInterval = emon_set_interval,
+    .CheckOverflowStatus = emon_check_overflow,
+    .QueryInformation = emon_query,
+    .FreezeCounters = emon_freeze,
+    .ReloadCounter = emon_reload,
+    .StopCounter = emon_stop_counter,
+    .AcknowledgeOverflow = emon_ack,
+    .ThawCounters = emon_thaw,
+};

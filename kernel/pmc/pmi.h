@@ -1,0 +1,17 @@
+// Statistics of the performance-monitoring interrupt handler (pmi.c).
+#pragma once
+#include "abi.h"
+#include "types.h"
+
+struct pmc_pmi_stats {
+    uint64_t pmis;      // PMIs taken
+    uint64_t samples;   // counter overflows reported to the profile callback
+    uint64_t spurious;  // PMIs with nothing overflowed (counted and ignored)
+    uint64_t lost;      // whole periods that passed while no PMI could be taken
+    uint64_t throttled; // sources stopped here for exceeding PMC_MAX_SAMPLE_RATE
+    uint64_t stuck;     // PMIs that gave up after PMC_PMI_MAX_LOOPS and reset the counters
+};
+
+void pmc_pmi_stats(unsigned cpu, struct pmc_pmi_stats *out);
+uint64_t pmc_pmi_throttled(KPROFILE_SOURCE source); // stops of source, all CPUs
+void pmc_pmi_reset(void);                            // zero everything (pmc_init)

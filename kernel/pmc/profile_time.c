@@ -1,0 +1,50 @@
+// ProfileTime: a periodic timer slot on every CPU's LAPIC timer, independent of
+// the scheduler tick (timer.h multiplexes the two), that samples the
+// interrupted instruction pointer.
+#include "percpu.h"
+#include "pmc/hal_interface.h"
+#include "pmc/trace.h"
+#include "smp.h"
+#include "timer.h"
+
+uint64_t profile_time_interval = PROFILE_TIME_DEFAULT;
+
+uint64_t profile_time_clamp(uint64_t interval)
+{
+    if (interval < PROFILE_TIME_MIN)
+        return PROFILE_TIME_MIN;
+    return interval > PROFILE_TIME_MAX ? PROFILE_TIME_MAX : interval;
+}
+
+static void profile_time_tick(struct trapframe *tf, void *arg)
+{
+    UNUSED(arg);
+    HAL_PROFILE_INTERRUPT_HANDLER handler = READ_ONCE(halp_profile_handler);
+    PMC_TRACE_STEP(PMC_STEP_SAMPLE, ProfileTime, tf->rip);
+    if (handler)
+        handler(ProfileTime, tf->rip, tf_from_user(tf), cpu_id());
+}
+
+static void start_on_cpu(void *arg)
+{
+    uint64_t interval = *(const uint64_t *)arg;
+    timer_periodic_start(TIMER_SLOT_PROFILE, interval * 100, profile_time_tick, NULL);
+}
+
+static void stop_on_cpu(void *arg)
+{
+    UNUSED(arg);
+    timer_periodic_stop(TIMER_SLOT_PROFILE);
+}
+
+// (Re)start the timer on every CPU at the current interval.
+void profile_time_start(void)
+{
+    uint64_t interval = READ_ONCE(profile_time_interval);
+    smp_call_all(start_on_cpu, &interval);
+}
+
+void profile_time_stop(void)
+{
+    smp_call_all(stop_on_cpu, NULL);
+}

@@ -1,0 +1,337 @@
+// `pmc trace`: per-CPU rings of raw records, decoded into text when read.
+#include "pmc/trace.h"
+#include "arch/x86/cpu.h"
+#include "clock.h"
+#include "heap.h"
+#include "kprintf.h"
+#include "percpu.h"
+#include "pmc/pmc_param.h"
+#include "pmc/profile_source.h"
+
+struct trace_ring {
+    uint64_t written; // records ever written; the newest is at (written - 1) % size
+    struct pmc_trace_record rec[PMC_TRACE_RECORDS];
+};
+
+bool pmc_trace_on;
+static struct trace_ring *rings;
+static unsigned nrings;
+
+// Appends with interrupts off, so a PMI cannot interleave with a HAL step on
+// the same CPU; each CPU writes only its own ring.
+void pmc_trace_record(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, unsigned source)
+{
+    unsigned cpu = cpu_id();
+    if (cpu >= nrings)
+        return;
+    uint64_t flags = irq_save();
+    struct trace_ring *r = &rings[cpu];
+    struct pmc_trace_record *t = &r->rec[r->written % PMC_TRACE_RECORDS];
+    t->time_ns = clock_ns();
+    t->value = value;
+    t->reg = reg;
+    t->kind = (uint8_t)kind;
+    t->cpu = (uint8_t)cpu;
+    t->source = (uint8_t)source;
+    t->unused = 0;
+    r->written++;
+    irq_restore(flags);
+}
+
+NTSTATUS pmc_trace_enable(void)
+{
+    if (rings == NULL) {
+        unsigned n = ncpus ? ncpus : 1;
+        rings = kzalloc(n * sizeof(*rings));
+        if (rings == NULL)
+            return STATUS_NO_MEMORY;
+        nrings = n;
+    }
+    WRITE_ONCE(pmc_trace_on, true);
+    return STATUS_SUCCESS;
+}
+
+void pmc_trace_disable(void)
+{
+    WRITE_ONCE(pmc_trace_on, false);
+}
+
+void pmc_trace_clear(void)
+{
+    for (unsigned i = 0; i < nrings; i++)
+        WRITE_ONCE(rings[i].written, 0);
+}
+
+void pmc_trace_free(void)
+{
+    pmc_trace_on = false;
+    kfree(rings);
+    rings = NULL;
+    nrings = 0;
+}
+
+size_t pmc_trace_read(unsigned cpu, struct pmc_trace_record *out, size_t max)
+{
+    if (cpu >= nrings)
+        return 0;
+    const struct trace_ring *r = &rings[cpu];
+    uint64_t end = READ_ONCE(r->written);
+    uint64_t n = end < PMC_TRACE_RECORDS ? end : PMC_TRACE_RECORDS;
+    if (n > max)
+        n = max;
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = r->rec[(end - n + i) % PMC_TRACE_RECORDS];
+    return (size_t)n;
+}
+
+uint64_t pmc_trace_dropped(unsigned cpu)
+{
+    if (cpu >= nrings)
+        return 0;
+    uint64_t w = READ_ONCE(rings[cpu].written);
+    return w > PMC_TRACE_RECORDS ? w - PMC_TRACE_RECORDS : 0;
+}
+
+// ---- Decoding ----
+
+enum decoder { DEC_PLAIN, DEC_COUNTER, DEC_EVTSEL, DEC_AMD_CTL, DEC_FIXED_CTRL, DEC_GLOBAL,
+               DEC_AMD_GLOBAL, DEC_CAPABILITIES };
+
+// Every PMU MSR the pmc code touches: count registers at base + stride * i.
+static const struct msr_range {
+    uint32_t base;
+    uint8_t count, stride;
+    const char *name; // numbered when count > 1
+    enum decoder decoder;
+} pmu_msrs[] = {
+    {MSR_IA32_PMC0, 8, 1, "IA32_PMC", DEC_COUNTER},
+    {MSR_IA32_A_PMC0, 8, 1, "IA32_A_PMC", DEC_COUNTER},
+    {MSR_IA32_PERFEVTSEL0, 8, 1, "IA32_PERFEVTSEL", DEC_EVTSEL},
+    {MSR_IA32_FIXED_CTR0, 4, 1, "IA32_FIXED_CTR", DEC_COUNTER},
+    {MSR_IA32_FIXED_CTR_CTRL, 1, 1, "IA32_FIXED_CTR_CTRL", DEC_FIXED_CTRL},
+    {MSR_IA32_PERF_GLOBAL_STATUS, 1, 1, "IA32_PERF_GLOBAL_STATUS", DEC_GLOBAL},
+    {MSR_IA32_PERF_GLOBAL_CTRL, 1, 1, "IA32_PERF_GLOBAL_CTRL", DEC_GLOBAL},
+    {MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1, 1, "IA32_PERF_GLOBAL_OVF_CTRL", DEC_GLOBAL},
+    {MSR_IA32_PERF_CAPABILITIES, 1, 1, "IA32_PERF_CAPABILITIES", DEC_CAPABILITIES},
+    {MSR_K7_PERF_CTL0, 4, 1, "K7_PERF_CTL", DEC_AMD_CTL},
+    {MSR_K7_PERF_CTR0, 4, 1, "K7_PERF_CTR", DEC_COUNTER},
+    {MSR_F15H_PERF_CTL0, 6, 2, "F15H_PERF_CTL", DEC_AMD_CTL},
+    {MSR_F15H_PERF_CTR0, 6, 2, "F15H_PERF_CTR", DEC_COUNTER},
+    {MSR_AMD_PERF_GLOBAL_STATUS, 1, 1, "AMD_PERF_GLOBAL_STATUS", DEC_AMD_GLOBAL},
+    {MSR_AMD_PERF_GLOBAL_CTL, 1, 1, "AMD_PERF_GLOBAL_CTL", DEC_AMD_GLOBAL},
+    {MSR_AMD_PERF_GLOBAL_STATUS_CLR, 1, 1, "AMD_PERF_GLOBAL_STATUS_CLR", DEC_AMD_GLOBAL},
+};
+
+static const struct msr_range *find_msr(uint32_t msr, unsigned *index)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(pmu_msrs); i++) {
+        const struct msr_range *m = &pmu_msrs[i];
+        if (msr < m->base || (msr - m->base) % m->stride != 0)
+            continue;
+        if ((msr - m->base) / m->stride < m->count) {
+            *index = (msr - m->base) / m->stride;
+            return m;
+        }
+    }
+    return NULL;
+}
+
+const char *pmc_msr_name(uint32_t msr, char *buf, size_t size)
+{
+    unsigned i;
+    const struct msr_range *m = find_msr(msr, &i);
+    if (m == NULL)
+        return NULL;
+    if (m->count == 1)
+        snprintf(buf, size, "%s", m->name);
+    else
+        snprintf(buf, size, "%s%u", m->name, i);
+    return buf;
+}
+
+// Appending formatter: keeps the snprintf convention of returning the full length.
+struct out {
+    char *buf;
+    size_t size;
+    int len;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t at = (size_t)o->len < o->size ? (size_t)o->len : o->size;
+    int n = o->buf ? vsnprintf(o->buf + at, o->size - at, fmt, ap) : vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len += n;
+}
+
+static void decode_evtsel(struct out *o, uint64_t v, bool amd)
+{
+    static const struct { uint64_t bit; const char *name; } flags[] = {
+        {PERFEVTSEL_USR, "USR"}, {PERFEVTSEL_OS, "OS"}, {PERFEVTSEL_EDGE, "EDGE"},
+        {PERFEVTSEL_PC, "PC"},   {PERFEVTSEL_INT, "INT"}, {PERFEVTSEL_ANY, "ANY"},
+        {PERFEVTSEL_EN, "EN"},   {PERFEVTSEL_INV, "INV"},
+    };
+    if (v == 0) {
+        put(o, " (off)");
+        return;
+    }
+    unsigned event = (unsigned)(v & PERFEVTSEL_EVENT_MASK);
+    if (amd)
+        event |= (unsigned)((v >> AMD_PERF_CTL_EVENT_HI_SHIFT) & 0xF) << 8;
+    put(o, " (event 0x%02x umask 0x%02x", event, (unsigned)(v >> PERFEVTSEL_UMASK_SHIFT) & 0xFF);
+    for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
+        if (v & flags[i].bit)
+            put(o, " %s", flags[i].name);
+    if ((v >> PERFEVTSEL_CMASK_SHIFT) & 0xFF)
+        put(o, " cmask %u", (unsigned)(v >> PERFEVTSEL_CMASK_SHIFT) & 0xFF);
+    put(o, ")");
+}
+
+static void decode_fixed_ctrl(struct out *o, uint64_t v)
+{
+    put(o, " (");
+    const char *sep = "";
+    for (unsigned i = 0; i < 4; i++) {
+        unsigned f = (unsigned)(v >> (4 * i)) & 0xF;
+        if (f == 0)
+            continue;
+        put(o, "%sFIXED%u%s%s%s%s", sep, i, f & FIXED_CTR_CTRL_OS ? " OS" : "",
+            f & FIXED_CTR_CTRL_USR ? " USR" : "", f & FIXED_CTR_CTRL_ANY ? " ANY" : "",
+            f & FIXED_CTR_CTRL_PMI ? " PMI" : "");
+        sep = ", ";
+    }
+    put(o, "%s)", *sep ? "" : "all off");
+}
+
+static void decode_global(struct out *o, uint64_t v, bool amd)
+{
+    put(o, " (");
+    const char *sep = "";
+    for (unsigned b = 0; b < 64; b++) {
+        if (!(v & (1ull << b)))
+            continue;
+        if (amd)
+            put(o, "%sCTR%u", sep, b);
+        else if (b < PERF_GLOBAL_FIXED_SHIFT)
+            put(o, "%sPMC%u", sep, b);
+        else if (b < PERF_GLOBAL_FIXED_SHIFT + 4)
+            put(o, "%sFIXED%u", sep, b - PERF_GLOBAL_FIXED_SHIFT);
+        else
+            put(o, "%sbit%u", sep, b);
+        sep = " ";
+    }
+    put(o, "%s)", *sep ? "" : "none");
+}
+
+// Counters hold -left while armed: show how many events remain to the overflow.
+static void decode_counter(struct out *o, uint64_t v)
+{
+    if (v < (1ull << 31)) {
+        put(o, " (%lu)", (unsigned long)v);
+        return;
+    }
+    unsigned top = 63 - (unsigned)__builtin_clzll(v);
+    uint64_t span = top == 63 ? 0 : 1ull << (top + 1); // 0 stands for 2^64
+    put(o, " (%lu to overflow)", (unsigned long)(span - v));
+}
+
+static void decode_msr(struct out *o, const struct pmc_trace_record *r)
+{
+    char name[32];
+    unsigned index;
+    const struct msr_range *m = find_msr(r->reg, &index);
+    const char *op = r->kind == PMC_TRACE_RDMSR ? "rdmsr" : "wrmsr";
+    if (m == NULL) {
+        put(o, "%s 0x%08x = 0x%08lx", op, r->reg, (unsigned long)r->value);
+        return;
+    }
+    put(o, "%s %s = 0x%08lx", op, pmc_msr_name(r->reg, name, sizeof(name)),
+        (unsigned long)r->value);
+    switch (m->decoder) {
+    case DEC_COUNTER: decode_counter(o, r->value); break;
+    case DEC_EVTSEL: decode_evtsel(o, r->value, false); break;
+    case DEC_AMD_CTL: decode_evtsel(o, r->value, true); break;
+    case DEC_FIXED_CTRL: decode_fixed_ctrl(o, r->value); break;
+    case DEC_GLOBAL: decode_global(o, r->value, false); break;
+    case DEC_AMD_GLOBAL: decode_global(o, r->value, true); break;
+    case DEC_CAPABILITIES:
+        put(o, " (%s)", r->value & PERF_CAPABILITIES_FW_WRITE ? "FW_WRITE" : "no FW_WRITE");
+        break;
+    case DEC_PLAIN: break;
+    }
+}
+
+static void decode_lapic(struct out *o, const struct pmc_trace_record *r)
+{
+    uint32_t v = (uint32_t)r->value;
+    if (r->reg != LAPIC_LVT_PMC) {
+        put(o, "lapic_write 0x%03x = 0x%08x", r->reg, v);
+        return;
+    }
+    put(o, "lapic_write LVTPC = 0x%08x (vector 0x%02x %s%s)", v, v & 0xFF,
+        (v & (7u << 8)) == LVT_DELIVERY_NMI ? "NMI" : "fixed", v & LVT_MASKED ? " masked" : "");
+}
+
+// HAL steps: what each is called and how its value is shown.
+enum step_arg { ARG_NONE, ARG_DEC, ARG_HEX, ARG_MSR };
+static const struct {
+    const char *name;
+    const char *arg; // label before the value
+    enum step_arg format;
+} steps[PMC_STEP_COUNT] = {
+    [PMC_STEP_INIT] = {"pmc_init", "cpus", ARG_DEC},
+    [PMC_STEP_INITIALIZE] = {"InitializeProfiling", NULL, ARG_NONE},
+    [PMC_STEP_START] = {"HalStartProfileInterrupt", NULL, ARG_NONE},
+    [PMC_STEP_STOP] = {"HalStopProfileInterrupt", NULL, ARG_NONE},
+    [PMC_STEP_ENABLE] = {"EnableMonitoring", "on", ARG_MSR},
+    [PMC_STEP_NO_COUNTER] = {"EnableMonitoring: no free counter", NULL, ARG_NONE},
+    [PMC_STEP_DISABLE] = {"DisableMonitoring", "on", ARG_MSR},
+    [PMC_STEP_SET_INTERVAL] = {"SetInterval", "interval", ARG_DEC},
+    [PMC_STEP_PMI] = {"PMI", NULL, ARG_NONE},
+    [PMC_STEP_SPURIOUS] = {"PMI spurious: nothing overflowed", NULL, ARG_NONE},
+    [PMC_STEP_SAMPLE] = {"sample", "ip", ARG_HEX},
+    [PMC_STEP_THROTTLE] = {"throttled: stopped on this CPU", "samples in window", ARG_DEC},
+    [PMC_STEP_STUCK] = {"PMI stuck: counters reset", "loops", ARG_DEC},
+};
+
+static void decode_step(struct out *o, const struct pmc_trace_record *r)
+{
+    char name[32];
+    if (r->reg >= PMC_STEP_COUNT) {
+        put(o, "step %u", r->reg);
+        return;
+    }
+    put(o, "%s", steps[r->reg].name);
+    if (r->source != PMC_TRACE_NO_SOURCE)
+        put(o, " %s", profile_source_name((KPROFILE_SOURCE)r->source));
+    switch (steps[r->reg].format) {
+    case ARG_NONE: break;
+    case ARG_DEC: put(o, " %s %lu", steps[r->reg].arg, (unsigned long)r->value); break;
+    case ARG_HEX: put(o, " %s 0x%lx", steps[r->reg].arg, (unsigned long)r->value); break;
+    case ARG_MSR:
+        if (pmc_msr_name((uint32_t)r->value, name, sizeof(name)))
+            put(o, " %s %s", steps[r->reg].arg, name);
+        else
+            put(o, " %s MSR 0x%x", steps[r->reg].arg, (unsigned)r->value);
+        break;
+    }
+}
+
+int pmc_trace_format(const struct pmc_trace_record *r, char *buf, size_t size)
+{
+    struct out o = {buf, size, 0};
+    if (size)
+        buf[0] = '\0';
+    switch (r->kind) {
+    case PMC_TRACE_RDMSR:
+    case PMC_TRACE_WRMSR: decode_msr(&o, r); break;
+    case PMC_TRACE_LAPIC: decode_lapic(&o, r); break;
+    case PMC_TRACE_STEP: decode_step(&o, r); break;
+    default: put(&o, "record kind %u", r->kind); break;
+    }
+    return o.len;
+}

@@ -1,0 +1,99 @@
+// A register-level model of N x86 CPUs' performance-monitoring units, and host
+// versions of everything kernel/pmc calls (cpuid, rdmsr/wrmsr, the LAPIC,
+// cpu_id, smp_call_all, the periodic timers, the heap, kprintf, clock_ns).
+//
+// The test drives events ("retire N events of kind E at IP X on CPU c"); the
+// model advances the counters that select E, sets overflow status, and delivers
+// PMIs by calling the real pmc_pmi_handler through a model LVTPC that masks
+// itself on Intel. MSRs a machine does not have raise a #GP: a failed check.
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "timer.h"
+
+#define MODEL_MAX_CPUS 8
+
+enum model_vendor { MODEL_INTEL, MODEL_AMD, MODEL_OTHER };
+
+// Events the model can retire.
+enum model_event {
+    EV_CORE_CYCLES,
+    EV_INSTRUCTIONS,
+    EV_REF_CYCLES,
+    EV_LLC_REFS,
+    EV_LLC_MISSES,
+    EV_BRANCHES,
+    EV_BRANCH_MISSES,
+    EV_SLOTS,
+    EV_COUNT
+};
+
+struct model_config {
+    const char *name;
+    enum model_vendor vendor;
+    const char *vendor_id;   // CPUID.0 string; default from vendor
+    unsigned ncpus;
+    const char *hypervisor;  // CPUID.40000000H signature, NULL = bare metal
+    unsigned max_leaf;       // CPUID.0:EAX; 0 = default for the vendor
+    // Intel CPUID.0AH
+    unsigned version, gp, gp_width, ebx_length, fixed, fixed_width;
+    uint32_t ebx;            // bit set = event unavailable
+    uint32_t fixed_ecx;      // v5: fixed-counter bitmap
+    bool pdcm, full_width;
+    // AMD
+    bool perfctr_core, perfmon_v2;
+    unsigned v2_counters;
+    // Behaviour
+    bool pmu_ignored;        // TCG: PMU MSRs read 0 and ignore writes
+    unsigned skid;           // events retired between an overflow and its PMI
+    bool sticky_status;      // overflow status cannot be cleared (a stuck PMU)
+};
+
+extern const struct model_config MODEL_INTEL_V1, MODEL_INTEL_KVM_V2, MODEL_INTEL_V4,
+    MODEL_INTEL_V5, MODEL_AMD_LEGACY, MODEL_AMD_EXT, MODEL_AMD_V2, MODEL_TCG_INTEL,
+    MODEL_TCG_AMD, MODEL_VIA;
+
+// A new machine: every register at its reset value, heap/console/time cleared.
+void model_reset(const struct model_config *cfg);
+const struct model_config *model_config(void);
+
+// Retire n events of kind ev at ip on cpu (user or kernel mode).
+void model_retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bool user);
+// Send the PMI vector to cpu with nothing overflowed (a self-IPI).
+void model_raise_pmi(unsigned cpu, uint64_t ip);
+
+// Registers, without side effects or #GP.
+uint64_t model_gp_ctl(unsigned cpu, unsigned i);     // PERFEVTSELi / PERF_CTLi
+uint64_t model_gp_ctr(unsigned cpu, unsigned i);     // PMCi / PERF_CTRi (masked to width)
+uint64_t model_fixed_ctr(unsigned cpu, unsigned i);
+uint64_t model_fixed_ctrl(unsigned cpu);
+uint64_t model_global_ctrl(unsigned cpu);
+uint64_t model_global_status(unsigned cpu);
+uint32_t model_lvtpc(unsigned cpu);
+void model_set_lvtpc(unsigned cpu, uint32_t v);
+uint64_t model_pmis_delivered(unsigned cpu);
+uint64_t model_pmis_lost(unsigned cpu);              // raised while LVTPC was masked
+uint64_t model_lvtpc_masked_after_pmi(unsigned cpu); // PMIs after which LVTPC stayed masked
+unsigned model_gp_faults(void);
+unsigned model_msr_writes(void);                     // every wrmsr so far
+
+// The periodic-timer fake.
+struct model_timer {
+    bool running;
+    uint64_t period_ns;
+    timer_fn fn;
+    void *arg;
+    unsigned starts;
+};
+const struct model_timer *model_timer(unsigned cpu, enum timer_slot slot);
+void model_timer_fire(unsigned cpu, enum timer_slot slot, uint64_t ip, bool user);
+
+// Time, heap, console.
+void model_set_time(uint64_t ns);
+void model_advance_time(uint64_t ns);
+void model_fail_alloc_after(int n); // the allocation after n more succeeds fails; -1: never
+size_t model_heap_in_use(void);
+const char *model_console(void);
+void model_console_clear(void);
+unsigned model_smp_calls(void);

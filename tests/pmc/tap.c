@@ -1,0 +1,88 @@
+// TAP output for the hosted pmc tests.
+#include "tap.h"
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static unsigned tap_n, tap_failed;
+
+static bool report(bool cond, const char *fmt, va_list ap)
+{
+    tap_n++;
+    printf("%sok %u - ", cond ? "" : "not ", tap_n);
+    vprintf(fmt, ap);
+    printf("\n");
+    if (!cond)
+        tap_failed++;
+    fflush(stdout);
+    return cond;
+}
+
+bool tap_ok(bool cond, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(cond, fmt, ap);
+    va_end(ap);
+    return cond;
+}
+
+bool tap_eq(uint64_t got, uint64_t want, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(got == want, fmt, ap);
+    va_end(ap);
+    if (got != want)
+        printf("#   got  %" PRIu64 " (0x%" PRIx64 ")\n#   want %" PRIu64 " (0x%" PRIx64 ")\n", got,
+               got, want, want);
+    return got == want;
+}
+
+bool tap_streq(const char *got, const char *want, const char *fmt, ...)
+{
+    bool cond = got && want && strcmp(got, want) == 0;
+    va_list ap;
+    va_start(ap, fmt);
+    report(cond, fmt, ap);
+    va_end(ap);
+    if (!cond)
+        printf("#   got  \"%s\"\n#   want \"%s\"\n", got ? got : "(null)", want ? want : "(null)");
+    return cond;
+}
+
+bool tap_contains(const char *haystack, const char *needle, const char *fmt, ...)
+{
+    bool cond = haystack && needle && strstr(haystack, needle) != NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    report(cond, fmt, ap);
+    va_end(ap);
+    if (!cond)
+        printf("#   missing \"%s\" in:\n#   %s\n", needle ? needle : "(null)",
+               haystack ? haystack : "(null)");
+    return cond;
+}
+
+void tap_diag(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("# ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
+
+void tap_section(const char *name)
+{
+    printf("# --- %s\n", name);
+}
+
+int tap_finish(void)
+{
+    printf("1..%u\n", tap_n);
+    printf("%u passed, %u failed\n", tap_n - tap_failed, tap_failed);
+    return tap_failed ? 1 : 0;
+}

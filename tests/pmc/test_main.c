@@ -1,0 +1,17 @@
+// The hosted pmc tests: the real kernel/pmc sources against the PMU model.
+#include <stdio.h>
+#include "tests.h"
+
+int main(void)
+{
+    printf("TAP version 13\n");
+    test_source();
+    test_detect();
+    test_emon();
+    test_amd();
+    test_pmi();
+    test_hal();
+    test_time();
+    test_trace();
+    return tap_finish();
+}

@@ -1,0 +1,157 @@
+// The KPROFILE_SOURCE table against seed 000 and WDM.H, and seed 000's gating
+// rule for every EBX combination and EBX length.
+#include <stdio.h>
+#include <string.h>
+#include "tests.h"
+
+// WDM.H's names for 0x00-0x18 (the issue's list), written out independently.
+static const char *const wdm_names[] = {
+    "ProfileTime", "ProfileAlignmentFixup", "ProfileTotalIssues", "ProfilePipelineDry",
+    "ProfileLoadInstructions", "ProfilePipelineFrozen", "ProfileBranchInstructions",
+    "ProfileTotalNonissues", "ProfileDcacheMisses", "ProfileIcacheMisses", "ProfileCacheMisses",
+    "ProfileBranchMispredictions", "ProfileStoreInstructions", "ProfileFpInstructions",
+    "ProfileIntegerInstructions", "Profile2Issue", "Profile3Issue", "Profile4Issue",
+    "ProfileSpecialInstructions", "ProfileTotalCycles", "ProfileIcacheIssues",
+    "ProfileDcacheAccesses", "ProfileMemoryBarrierCycles", "ProfileLoadLinkedIssues",
+    "ProfileMaximum", "ProfileUnhaltedCoreCycles", "ProfileInstructionRetired",
+    "ProfileUnhaltedReferenceCycles", "ProfileLLCReference", "ProfileLLCMisses",
+    "ProfileBranchInstructionRetired", "ProfileBranchMispredictsRetired",
+};
+
+// Seed 000's table, copied from the seed: value, EBX bit, select.
+static const struct { unsigned value; int bit; uint32_t select; } seed[] = {
+    {0x02, 1, 0x000300C0}, {0x06, 5, 0x000300C4}, {0x0A, 4, 0x0003412E},
+    {0x0B, 6, 0x000300C5}, {0x13, 0, 0x0003003C}, {0x19, 0, 0x0003003C},
+    {0x1A, 1, 0x000300C0}, {0x1B, 2, 0x0003013C}, {0x1C, 3, 0x00034F2E},
+    {0x1D, 4, 0x0003412E}, {0x1E, 5, 0x000300C4}, {0x1F, 6, 0x000300C5},
+};
+
+static int seed_bit(unsigned s)
+{
+    for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++)
+        if (seed[i].value == s)
+            return seed[i].bit;
+    return -1;
+}
+
+static void check_table(void)
+{
+    tap_section("profile source table");
+    _Static_assert(sizeof(wdm_names) / sizeof(wdm_names[0]) == ProfileSourceCount, "32 names");
+    unsigned bad_names = 0, bad_desc = 0;
+    for (unsigned s = 0; s < ProfileSourceCount; s++) {
+        const struct profile_source_desc *d = profile_source((KPROFILE_SOURCE)s);
+        char want[64];
+        snprintf(want, sizeof(want), "Profile%s", d->description);
+        if (strcmp(d->name, wdm_names[s]) != 0) {
+            bad_names++;
+            tap_diag("source 0x%02x is %s, want %s", s, d->name, wdm_names[s]);
+        }
+        if (strcmp(d->name, want) != 0)
+            bad_desc++;
+    }
+    tap_eq(bad_names, 0, "every source 0x00-0x1F has its WDM.H / seed 000 name");
+    tap_eq(bad_desc, 0, "every name is \"Profile\" + its descriptive string");
+    tap_streq(profile_source(ProfileTime)->description, "Time", "ProfileTime's description is Time");
+    tap_ok(profile_source(ProfileSourceCount) == NULL, "profile_source(0x20) is NULL");
+    tap_streq(profile_source_name((KPROFILE_SOURCE)99), "Profile?", "name of an unknown source");
+
+    for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++) {
+        const struct profile_source_desc *d = profile_source((KPROFILE_SOURCE)seed[i].value);
+        tap_ok(d->ebx_bit == seed[i].bit && d->intel_select == seed[i].select,
+               "seed 000 row 0x%02x %s: EBX bit %d select 0x%08X", seed[i].value, d->name,
+               seed[i].bit, seed[i].select);
+    }
+    tap_eq(profile_source(ProfileTime)->intel_select, 0x0003003C, "seed 000's ProfileTime select");
+    unsigned extra = 0;
+    for (unsigned s = 0; s < ProfileSourceCount; s++) {
+        const struct profile_source_desc *d = profile_source((KPROFILE_SOURCE)s);
+        if (seed_bit(s) < 0 && (d->ebx_bit != PMC_NO_EBX_BIT || (s && d->intel_select)))
+            extra++;
+    }
+    tap_eq(extra, 0, "no Intel event for sources outside seed 000's table");
+
+    static const struct { unsigned s; int fixed; } fixed[] = {
+        {ProfileTotalIssues, 0}, {ProfileInstructionRetired, 0}, {ProfileTotalCycles, 1},
+        {ProfileUnhaltedCoreCycles, 1}, {ProfileUnhaltedReferenceCycles, 2},
+    };
+    unsigned fixed_ok = 0, fixed_total = 0;
+    for (unsigned s = 0; s < ProfileSourceCount; s++) {
+        int want = PMC_NO_FIXED;
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+            if (fixed[i].s == s)
+                want = fixed[i].fixed;
+        fixed_total++;
+        fixed_ok += profile_source((KPROFILE_SOURCE)s)->intel_fixed == want;
+    }
+    tap_eq(fixed_ok, fixed_total, "fixed counters: instructions -> CTR0, core cycles -> CTR1, "
+                                  "reference cycles -> CTR2, nothing else");
+
+    // AMD: event 12 bits (7:0 + 35:32) and unit mask.
+    static const struct { unsigned s; unsigned event, umask; } amd[] = {
+        {ProfileTotalIssues, 0xC0, 0}, {ProfileBranchInstructions, 0xC2, 0},
+        {ProfileCacheMisses, 0x7E, 7}, {ProfileBranchMispredictions, 0xC3, 0},
+        {ProfileTotalCycles, 0x76, 0}, {ProfileUnhaltedCoreCycles, 0x76, 0},
+        {ProfileInstructionRetired, 0xC0, 0}, {ProfileLLCReference, 0x7D, 7},
+        {ProfileLLCMisses, 0x7E, 7}, {ProfileBranchInstructionRetired, 0xC2, 0},
+        {ProfileBranchMispredictsRetired, 0xC3, 0},
+    };
+    for (size_t i = 0; i < sizeof(amd) / sizeof(amd[0]); i++) {
+        uint64_t v = profile_source((KPROFILE_SOURCE)amd[i].s)->amd_select;
+        unsigned ev = (unsigned)(v & 0xFF) | (unsigned)((v >> 32) & 0xF) << 8;
+        tap_ok(ev == amd[i].event && ((v >> 8) & 0xFF) == amd[i].umask && (v & 0x30000) == 0x30000,
+               "AMD event of %s is 0x%02x/0x%02x USR|OS", src(amd[i].s), amd[i].event, amd[i].umask);
+    }
+    tap_eq(profile_source(ProfileUnhaltedReferenceCycles)->amd_select, 0,
+           "no AMD event for reference cycles");
+    tap_streq(pmc_counter_kind_name(PMC_COUNTER_FIXED), "fixed", "counter kind names");
+}
+
+// Seed 000: a PMC source is supported iff its EBX bit is < EAX[31:24] and clear.
+static void check_gating(void)
+{
+    tap_section("seed 000 gating: every EBX combination x EBX length 0..8");
+    struct model_config m = MODEL_INTEL_KVM_V2;
+    m.name = "gating";
+    m.ncpus = 1;
+    for (unsigned len = 0; len <= 8; len++) {
+        unsigned mismatches = 0, checked = 0;
+        for (uint32_t ebx = 0; ebx < 128; ebx++) {
+            m.ebx_length = len;
+            m.ebx = ebx;
+            boot(&m);
+            for (unsigned s = 1; s < ProfileSourceCount; s++) {
+                int bit = seed_bit(s);
+                bool want = bit >= 0 && (unsigned)bit < len && !(ebx & (1u << bit));
+                bool got = supported((KPROFILE_SOURCE)s);
+                checked++;
+                if (got != want && mismatches++ < 3)
+                    tap_diag("len %u ebx 0x%02x: %s supported=%d, want %d", len, ebx, src(s), got,
+                             want);
+            }
+            if (!supported(ProfileTime))
+                mismatches++;
+        }
+        tap_ok(mismatches == 0 && checked == 128 * 31,
+               "EBX length %u: support of all 31 PMC sources for all 128 EBX values", len);
+    }
+
+    struct hal_profile_source_details d;
+    m.ebx_length = 4;
+    m.ebx = 1u << 1;
+    boot(&m);
+    HalQueryProfileSource(ProfileInstructionRetired, &d);
+    tap_contains(d.reason, "EBX bit 1 set", "reason names the set EBX bit");
+    HalQueryProfileSource(ProfileLLCMisses, &d);
+    tap_contains(d.reason, "EBX bit 4 beyond EAX[31:24] = 4", "reason names the EBX length");
+    HalQueryProfileSource(ProfileDcacheMisses, &d);
+    tap_contains(d.reason, "no architectural event", "reason for a source without an event");
+    tap_ok(supported(ProfileLLCReference), "bit 3 < length 4 and clear: LLCReference supported");
+    finish("gating");
+}
+
+void test_source(void)
+{
+    check_table();
+    check_gating();
+}
