@@ -89,10 +89,11 @@ define make_iso
 	@rm -rf $(2).d
 endef
 
-# Test ISOs: build/tests/NAME.iso boots with test=NAME; build/tests/NAME+opt.iso adds opt.
+# Test ISOs: build/tests/NAME.iso boots with test=NAME; build/tests/NAME+opt~val.iso
+# adds opt=val (make reads "=" in a target as an assignment).
 $(BUILD)/tests/%.iso: $(KERNEL) $(USER_PROGS)
 	@mkdir -p $(@D)
-	$(call make_iso,test=$(subst +, ,$*),$@)
+	$(call make_iso,test=$(subst ~,=,$(subst +, ,$*)),$@)
 
 iso: $(ISO)
 $(ISO): $(KERNEL) $(USER_PROGS)

@@ -96,7 +96,7 @@ typedef uint64_t KAFFINITY;
     X(0, SysExit, 1)               /* void (int status): ends the calling process */ \
     X(1, SysWrite, 3)              /* (int fd, const void *buf, size_t len): fd 1, 2 = console */ \
     X(2, SysRead, 4)               /* (int fd, void *buf, size_t len, size_t *got): fd 0, blocks for >= 1 byte */ \
-    X(3, SysSpawn, 4)              /* (const char *path, const char *const *argv, uint32_t flags, HANDLE *process) */ \
+    X(3, SysSpawn, 4)              /* (const char *path, const char *const *argv, uint32_t flags, HANDLE *process): argv NULL-terminated, required */ \
     X(4, SysResume, 1)             /* (HANDLE process): start a SPAWN_SUSPENDED process */ \
     X(5, SysWait, 2)               /* (HANDLE process, int *exit_status): until it exits */ \
     X(6, SysKill, 1)               /* (uint32_t pid) */ \
@@ -184,7 +184,7 @@ struct sys_cpu_info {
 
 // Counters that must return to their baseline when nothing leaks.
 struct sys_self_check {
-    uint64_t free_pages;
+    uint64_t free_pages;     // free page frames, counting empty heap slabs kept for reuse
     uint64_t heap_bytes;
     uint64_t live_processes;
     uint64_t live_objects;   // handles' kernel objects (processes, profiles)

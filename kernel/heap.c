@@ -37,6 +37,7 @@ _Static_assert(sizeof(struct page_header) <= HEADER, "slab header");
 static struct spinlock heap_lock = SPINLOCK_INIT("heap");
 static struct page_header *partial[NCLASSES];
 static size_t bytes_in_use;
+static size_t empty_slabs; // slab pages kept with no object in use
 
 static unsigned size_class(size_t size)
 {
@@ -117,7 +118,10 @@ void *kmalloc(size_t size)
             return NULL;
         }
         list_push(h);
+        empty_slabs++;
     }
+    if (h->inuse == 0)
+        empty_slabs--;
     struct free_obj *o = h->free;
     h->free = o->next;
     if (++h->inuse == h->capacity)
@@ -162,6 +166,8 @@ void kfree(void *p)
     if (release) {
         list_remove(h);
         h->magic = 0;
+    } else if (h->inuse == 0) {
+        empty_slabs++;
     }
     spin_unlock_irqrestore(&heap_lock, flags);
     if (release)
@@ -171,4 +177,9 @@ void kfree(void *p)
 size_t heap_bytes_in_use(void)
 {
     return READ_ONCE(bytes_in_use);
+}
+
+size_t heap_empty_pages(void)
+{
+    return READ_ONCE(empty_slabs);
 }

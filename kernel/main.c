@@ -4,6 +4,7 @@
 // (identity + direct map of the first 4 GiB + the kernel image), interrupts off.
 #include "acpi.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/fpu.h"
 #include "arch/x86/gdt.h"
 #include "arch/x86/idt.h"
 #include "arch/x86/ioapic.h"
@@ -83,6 +84,7 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     sched_init_cpu();                               // this code becomes CPU 0's idle thread
     syscall_init_cpu();                             // syscall/sysret MSRs
     uaccess_init_cpu();                             // SMEP, SMAP
+    fpu_init_cpu();                                 // SSE for ring 3
     timer_init_cpu();                               // per-CPU timer, scheduler tick
     cpu_online(&cpus[0]);
     sti();
@@ -154,6 +156,7 @@ void NORETURN ap_main(struct cpu *c)
     sched_init_cpu();
     syscall_init_cpu();
     uaccess_init_cpu();
+    fpu_init_cpu();
     timer_init_cpu();
     cpu_online(c);
     sched_idle();

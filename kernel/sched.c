@@ -1,6 +1,7 @@
 // The scheduler: one run queue, round-robin, per-CPU idle threads.
 #include "sched.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/fpu.h"
 #include "arch/x86/gdt.h"
 #include "arch/x86/irq.h"
 #include "arch/x86/lapic.h"
@@ -98,6 +99,10 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
         // Idle never keeps a process's tables loaded: they may be freed under it.
         write_cr3(kernel_cr3);
     }
+    if (cur->proc && cur->state != T_DEAD)
+        fpu_save(cur->fpu);
+    if (next->proc)
+        fpu_restore(next->fpu);
     switch_context(&cur->ctx_rsp, next->ctx_rsp);
 }
 
@@ -179,6 +184,7 @@ struct thread *thread_create_user(struct process *p, const struct trapframe *tf)
     t->kstack = stack;
     t->kstack_top = ALIGN_DOWN((uint64_t)stack + KSTACK_SIZE, 16);
     t->proc = p;
+    fpu_init_state(t->fpu);
     // Stack, top down: the trap frame thread_start returns through, then the
     // six callee-saved registers and the return address switch_context pops.
     struct trapframe *frame = (struct trapframe *)(t->kstack_top - sizeof *frame);

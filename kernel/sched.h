@@ -16,6 +16,7 @@ struct process;
 enum thread_state { T_RUNNABLE = 1, T_RUNNING, T_SLEEPING, T_DEAD };
 
 struct thread {
+    uint8_t fpu[512] __attribute__((aligned(16))); // ring-3 x87/SSE registers (fpu.h)
     uint64_t ctx_rsp;          // saved kernel stack pointer while switched out
     uint8_t *kstack;           // kmalloc'd kernel stack (NULL for idle threads)
     uint64_t kstack_top;

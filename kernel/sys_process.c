@@ -22,20 +22,17 @@ uint64_t do_SysExit(const uint64_t *a, struct trapframe *tf)
 }
 
 // Copy argv (a NULL-terminated array of user strings) into one kernel block.
-static NTSTATUS copy_argv(uint64_t uargv, const char *path, char **block, const char **argv, int *argc)
+static NTSTATUS copy_argv(uint64_t uargv, char **block, const char **argv, int *argc)
 {
+    if (!uargv)
+        return STATUS_ACCESS_VIOLATION; // argv is required, argv[0] included
     char *buf = kmalloc(MAX_ARG_BYTES);
     if (!buf)
         return STATUS_NO_MEMORY;
     size_t used = 0;
     int n = 0;
     NTSTATUS s = STATUS_SUCCESS;
-    if (!uargv) { // no argv: the program gets its path as argv[0]
-        size_t len = strlen(path) + 1;
-        memcpy(buf, path, len);
-        argv[n++] = buf;
-    }
-    for (; uargv && NT_SUCCESS(s); n++) {
+    for (; NT_SUCCESS(s); n++) {
         uint64_t ptr;
         s = copy_from_user(&ptr, uargv + (uint64_t)n * 8, 8);
         if (!NT_SUCCESS(s) || !ptr)
@@ -79,7 +76,7 @@ uint64_t do_SysSpawn(const uint64_t *a, struct trapframe *tf)
     s = copy_to_user(a[3], &h, sizeof h);
     if (!NT_SUCCESS(s))
         return STATUS(s);
-    s = copy_argv(a[1], path, &block, argv, &argc);
+    s = copy_argv(a[1], &block, argv, &argc);
     if (!NT_SUCCESS(s))
         return STATUS(s);
     struct process *child;

@@ -110,7 +110,7 @@ uint64_t do_SysSelfCheck(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
     struct sys_self_check c = {
-        .free_pages = pmm_free_count(),
+        .free_pages = pmm_free_count() + heap_empty_pages(),
         .heap_bytes = heap_bytes_in_use(),
         .live_processes = process_live_count(),
         .live_objects = object_live_count(),

@@ -1,0 +1,307 @@
+// sh: the interactive shell. Reads a line, splits it into words, and runs a
+// builtin from the table below or a program from the ramdisk.
+//
+// Adding a command means adding one row to `builtins` (a `profile` builtin
+// would go there, or be a program of its own and need nothing here).
+#include <clock.h>
+#include <process.h>
+#include <readline.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syscall.h>
+
+#define LINE_SIZE 512
+
+struct builtin {
+    const char *name;
+    const char *usage; // for help
+    int (*run)(int argc, char **argv, uint32_t flags); // flags: SPAWN_* for what it starts
+};
+
+static const struct builtin *find_builtin(const char *name);
+static int run_command(int argc, char **argv, uint32_t flags);
+
+// ---------------------------------------------------------------------------
+// Splitting a line into words: blanks separate, '...' and "..." group
+// (quotes may sit inside a word: a"b c"d is the word "ab cd"). No escapes,
+// no variables. The words are written back into line itself.
+
+static int tokenize(char *line, char **argv, int max)
+{
+    int argc = 0;
+    char *in = line, *out = line;
+    for (;;) {
+        while (*in == ' ' || *in == '\t')
+            in++;
+        if (!*in)
+            break;
+        if (argc == max - 1) {
+            fprintf(stderr, "sh: too many words (at most %d)\n", max - 1);
+            return -1;
+        }
+        argv[argc++] = out;
+        while (*in && *in != ' ' && *in != '\t') {
+            if (*in == '\'' || *in == '"') {
+                char quote = *in++;
+                while (*in && *in != quote)
+                    *out++ = *in++;
+                if (!*in) {
+                    fprintf(stderr, "sh: unterminated %c\n", quote);
+                    return -1;
+                }
+                in++;
+            } else {
+                *out++ = *in++;
+            }
+        }
+        if (*in)
+            in++; // the blank that ended the word; out never passes in
+        *out++ = '\0';
+    }
+    argv[argc] = NULL;
+    return argc;
+}
+
+// ---------------------------------------------------------------------------
+// Builtins. Each returns the command's status (0 for success).
+
+static int cmd_help(int argc, char **argv, uint32_t flags);
+
+static const char *state_name(uint32_t state)
+{
+    static const char *const names[] = {
+        [PROC_SUSPENDED] = "suspended", [PROC_RUNNABLE] = "runnable", [PROC_RUNNING] = "running",
+        [PROC_SLEEPING] = "sleeping",   [PROC_ZOMBIE] = "zombie",
+    };
+    if (state < sizeof names / sizeof names[0] && names[state])
+        return names[state];
+    return "?";
+}
+
+static int cmd_ps(int argc, char **argv, uint32_t flags)
+{
+    (void)argc, (void)argv, (void)flags;
+    uint32_t max = 64, count = 0;
+    struct sys_process_info *list = NULL;
+    for (;;) {
+        free(list);
+        list = calloc(max, sizeof *list);
+        if (!list) {
+            fprintf(stderr, "ps: out of memory\n");
+            return 1;
+        }
+        NTSTATUS s = SysProcessList(list, max, &count);
+        if (NT_SUCCESS(s) && count <= max)
+            break;
+        if (s != STATUS_BUFFER_TOO_SMALL && s != STATUS_BUFFER_OVERFLOW && !NT_SUCCESS(s)) {
+            fprintf(stderr, "ps: %s\n", nt_status_name(s));
+            free(list);
+            return 1;
+        }
+        if (max >= 4096)
+            break; // show the first ones rather than grow for ever
+        max *= 2;
+    }
+    if (count > max)
+        count = max;
+    printf("  PID  PPID STATE      CPU  PAGES      CPU-MS PRIV NAME\n");
+    for (uint32_t i = 0; i < count; i++) {
+        struct sys_process_info *p = &list[i];
+        printf("%5u %5u %-10s %3u %6lu %11lu %-4s %.*s\n", p->pid, p->parent, state_name(p->state),
+               p->cpu, p->pages, p->cpu_ns / 1000000, p->privileged ? "yes" : "", PROCESS_NAME_MAX,
+               p->name);
+    }
+    free(list);
+    return 0;
+}
+
+static int cmd_cpus(int argc, char **argv, uint32_t flags)
+{
+    (void)argc, (void)argv, (void)flags;
+    struct sys_cpu_info cpus[256];
+    uint32_t count = 0;
+    NTSTATUS s = SysCpuInfo(cpus, sizeof cpus / sizeof cpus[0], &count);
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "cpus: %s\n", nt_status_name(s));
+        return 1;
+    }
+    if (count > sizeof cpus / sizeof cpus[0])
+        count = sizeof cpus / sizeof cpus[0];
+    for (uint32_t i = 0; i < count; i++) {
+        struct sys_cpu_info *c = &cpus[i];
+        uint64_t total = c->idle_ns + c->busy_ns;
+        unsigned busy = total ? (unsigned)(c->busy_ns * 100 / total) : 0;
+        printf("cpu %u: apic %u, %s, ", c->id, c->apic_id, c->online ? "online" : "offline");
+        if (c->current_pid)
+            printf("running pid %u, ", c->current_pid);
+        else
+            printf("idle, ");
+        printf("%lu ticks, busy %u%%\n", c->ticks, busy);
+    }
+    return 0;
+}
+
+static int cmd_mem(int argc, char **argv, uint32_t flags)
+{
+    (void)argc, (void)argv, (void)flags;
+    struct sys_info info;
+    NTSTATUS s = SysInfo(&info);
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "mem: %s\n", nt_status_name(s));
+        return 1;
+    }
+    printf("free pages %lu of %lu (%lu MiB free of %lu MiB), kernel heap %lu bytes\n",
+           info.free_pages, info.total_pages, info.free_pages / 256, info.total_pages / 256,
+           info.heap_bytes);
+    return 0;
+}
+
+static int cmd_time(int argc, char **argv, uint32_t flags)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: time CMD [ARGS]\n");
+        return 2;
+    }
+    struct sys_clock start, end;
+    NTSTATUS s = SysClock(&start);
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "time: %s\n", nt_status_name(s));
+        return 1;
+    }
+    int status = run_command(argc - 1, argv + 1, flags);
+    SysClock(&end);
+    uint64_t us = (end.ns - start.ns) / 1000;
+    fprintf(stderr, "time: %lu.%03lu ms, %lu TSC cycles\n", us / 1000, us % 1000, end.tsc - start.tsc);
+    return status;
+}
+
+static int cmd_sudo(int argc, char **argv, uint32_t flags)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: sudo CMD [ARGS]\n");
+        return 2;
+    }
+    return run_command(argc - 1, argv + 1, flags | SPAWN_PRIVILEGED);
+}
+
+static int cmd_kill(int argc, char **argv, uint32_t flags)
+{
+    (void)flags;
+    if (argc != 2) {
+        fprintf(stderr, "usage: kill PID\n");
+        return 2;
+    }
+    char *end;
+    unsigned long pid = strtoul(argv[1], &end, 10);
+    if (*end || end == argv[1] || pid > UINT32_MAX) {
+        fprintf(stderr, "kill: %s: not a pid\n", argv[1]);
+        return 2;
+    }
+    NTSTATUS s = SysKill((uint32_t)pid);
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "kill: %lu: %s\n", pid, nt_status_name(s));
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_poweroff(int argc, char **argv, uint32_t flags)
+{
+    (void)argc, (void)argv, (void)flags;
+    fflush(NULL);
+    NTSTATUS s = SysPowerOff(); // returns only when refused
+    fprintf(stderr, "poweroff: %s\n", nt_status_name(s));
+    return 1;
+}
+
+static int cmd_exit(int argc, char **argv, uint32_t flags)
+{
+    (void)flags;
+    exit(argc > 1 ? atoi(argv[1]) : 0);
+}
+
+static const struct builtin builtins[] = {
+    { "help", "help                 this list and the programs in the ramdisk", cmd_help },
+    { "ps", "ps                   processes: pid, parent, state, cpu, pages", cmd_ps },
+    { "cpus", "cpus                 one line per CPU", cmd_cpus },
+    { "mem", "mem                  free and total pages, kernel heap", cmd_mem },
+    { "time", "time CMD [ARGS]      run CMD, then print elapsed ms and TSC cycles", cmd_time },
+    { "sudo", "sudo CMD [ARGS]      run CMD with the system-profile privilege", cmd_sudo },
+    { "kill", "kill PID             kill a process", cmd_kill },
+    { "poweroff", "poweroff             switch the machine off (ACPI)", cmd_poweroff },
+    { "exit", "exit [STATUS]        leave the shell", cmd_exit },
+};
+
+static int cmd_help(int argc, char **argv, uint32_t flags)
+{
+    (void)argc, (void)argv, (void)flags;
+    printf("builtins:\n");
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        printf("  %s\n", builtins[i].usage);
+    char *list = program_list();
+    if (list) {
+        printf("programs:\n ");
+        for (char *p = list; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        printf(" %s\n", list);
+        free(list);
+    }
+    printf("line editing: backspace, ctrl-U (kill line), ctrl-C, up/down (history)\n");
+    return 0;
+}
+
+static const struct builtin *find_builtin(const char *name)
+{
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        if (strcmp(builtins[i].name, name) == 0)
+            return &builtins[i];
+    return NULL;
+}
+
+// ---------------------------------------------------------------------------
+// Running a command: a builtin, or a program from the ramdisk.
+
+static int run_program_verbose(int argc, char **argv, uint32_t flags)
+{
+    (void)argc;
+    int status = 0;
+    NTSTATUS s = run_program(argv[0], (const char *const *)argv, flags, &status);
+    if (!NT_SUCCESS(s)) {
+        if (s == STATUS_OBJECT_NAME_NOT_FOUND || !program_exists(argv[0]))
+            fprintf(stderr, "sh: %s: command not found\n", argv[0]);
+        else
+            fprintf(stderr, "sh: %s: %s\n", argv[0], nt_status_name(s));
+        return 127;
+    }
+    if (status == EXIT_STATUS_KILLED)
+        fprintf(stderr, "[exit status %d: killed]\n", status);
+    else if (status != 0)
+        fprintf(stderr, "[exit status %d]\n", status);
+    return status;
+}
+
+static int run_command(int argc, char **argv, uint32_t flags)
+{
+    const struct builtin *b = find_builtin(argv[0]);
+    if (b)
+        return b->run(argc, argv, flags);
+    return run_program_verbose(argc, argv, flags);
+}
+
+int main(void)
+{
+    static char line[LINE_SIZE];
+    char *argv[MAX_ARGS + 1];
+    printf("sh: type help for the commands\n");
+    for (;;) {
+        if (readline("sh$ ", line, sizeof line) < 0) {
+            fprintf(stderr, "sh: cannot read the console\n");
+            return 1;
+        }
+        int argc = tokenize(line, argv, MAX_ARGS + 1);
+        if (argc > 0)
+            run_command(argc, argv, 0);
+    }
+}

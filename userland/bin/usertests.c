@@ -1,0 +1,1289 @@
+// usertests: the system-call and process tests, run from the shell or by
+// `make test`.
+//
+// Every test runs in a child process of its own (`usertests --child NAME`),
+// so a test that crashes, hangs or corrupts memory takes only itself down.
+// The driver prints one KTAP line per test, counts the kernel's free pages,
+// heap bytes, processes and objects before and after the whole suite (a leak
+// is a failure of its own), and ends with "usertests: N passed, N failed".
+//
+// `usertests NAME...` runs only the tests whose names contain one of the NAMEs.
+//
+// Inside a child, EXPECT() prints a "# test:line: ..." diagnostic and marks
+// the test failed; the child's exit status is the verdict. Fault tests expect
+// the kernel to kill the child instead (exit status EXIT_STATUS_KILLED).
+#include <clock.h>
+#include <process.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syscall.h>
+
+#define PAGE 4096
+#define TEST_TIMEOUT_MS 30000   // a child still running after this is killed: "timeout"
+#define CONCURRENT 64           // processes in concurrent_processes
+
+// Addresses no user pointer may reach.
+#define KERNEL_DIRECT_MAP 0xffff800000000000ull  // all RAM, mapped for the kernel
+#define KERNEL_IMAGE      0xffffffff80100000ull  // the kernel's code
+#define NON_CANONICAL     0x0000800000000000ull  // first address past the user half
+
+static const char *self = "usertests"; // our path in the ramdisk (argv[0])
+
+// ---------------------------------------------------------------------------
+// Checking, inside a test child.
+
+static const char *test_name = "?";
+static int failures;
+
+static void failf(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void failf(int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("# %s:%d: ", test_name, line);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    failures++;
+}
+
+#define EXPECT(cond, ...) \
+    do { \
+        if (!(cond)) \
+            failf(__LINE__, __VA_ARGS__); \
+    } while (0)
+
+#define EXPECT_STATUS(call, want) \
+    do { \
+        NTSTATUS got_ = (call); \
+        if (got_ != (want)) \
+            failf(__LINE__, "%s: %s, expected %s", #call, nt_status_name(got_), nt_status_name(want)); \
+    } while (0)
+
+#define EXPECT_FAILS(call) \
+    do { \
+        NTSTATUS got_ = (call); \
+        if (NT_SUCCESS(got_)) \
+            failf(__LINE__, "%s: %s, expected a failure", #call, nt_status_name(got_)); \
+    } while (0)
+
+// The child's last words when a fault it provoked did not kill it.
+static _Noreturn void survived(const char *what)
+{
+    printf("# %s: still alive after %s\n", test_name, what);
+    exit(0);
+}
+
+// ---------------------------------------------------------------------------
+// Processes.
+
+static struct sys_process_info plist[256];
+
+// Fills plist; returns how many entries are valid (0 when the call fails;
+// a list longer than plist may come back as a warning with plist full).
+static uint32_t list_processes(void)
+{
+    uint32_t count = 0;
+    NTSTATUS s = SysProcessList(plist, sizeof plist / sizeof plist[0], &count);
+    if (!NT_SUCCESS(s) && s != STATUS_BUFFER_OVERFLOW)
+        return 0;
+    return count < sizeof plist / sizeof plist[0] ? count : sizeof plist / sizeof plist[0];
+}
+
+static struct sys_process_info *find_process(uint32_t pid)
+{
+    uint32_t n = list_processes();
+    for (uint32_t i = 0; i < n; i++)
+        if (plist[i].pid == pid)
+            return &plist[i];
+    return NULL;
+}
+
+// SysSpawn returns a handle, not a pid: the newest live child is the one just
+// spawned (callers have at most one child that is not yet a zombie). 0 when
+// it cannot be found.
+static uint32_t newest_child(void)
+{
+    uint32_t me = SysGetPid(), pid = 0, n = list_processes();
+    for (uint32_t i = 0; i < n; i++)
+        if (plist[i].parent == me && plist[i].state != PROC_ZOMBIE && plist[i].pid > pid)
+            pid = plist[i].pid;
+    return pid;
+}
+
+static NTSTATUS spawn(uint32_t flags, HANDLE *h, const char *helper, const char *arg)
+{
+    const char *argv[] = { self, "--child", helper, arg, NULL };
+    return SysSpawn(self, argv, flags, h);
+}
+
+// Runs a helper (see the helpers table) to its end; its exit status, or
+// -1000 when it could not be run.
+static int run_helper(const char *helper, const char *arg)
+{
+    const char *argv[] = { self, "--child", helper, arg, NULL };
+    int status = 0;
+    NTSTATUS s = run_program(self, argv, 0, &status);
+    if (!NT_SUCCESS(s)) {
+        printf("# %s: running helper %s: %s\n", test_name, helper, nt_status_name(s));
+        return -1000;
+    }
+    return status;
+}
+
+// ---------------------------------------------------------------------------
+// Helpers: what a test's own children run (`usertests --child HELPER ARG`).
+
+static int helper_exit(const char *arg) { return atoi(arg); }
+
+static _Noreturn int helper_spin(const char *arg)
+{
+    (void)arg;
+    for (;;)
+        __asm__ volatile("pause");
+}
+
+static int helper_sleep(const char *arg)
+{
+    SysSleep(strtoul(arg, NULL, 0));
+    return 0;
+}
+
+static const char *const passed_args[] = { "one", "two words", "", "last" };
+
+// argv should be: self --child args one "two words" "" last
+static int helper_args_check(int argc, char **argv)
+{
+    int n = sizeof passed_args / sizeof passed_args[0];
+    if (argc != 3 + n || argv[argc] != NULL)
+        return 1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(argv[3 + i], passed_args[i]) != 0)
+            return 2 + i;
+    return 0;
+}
+
+static unsigned count_primes(unsigned below)
+{
+    unsigned count = 0;
+    for (unsigned n = 2; n < below; n++) {
+        unsigned d = 2;
+        while (d * d <= n && n % d)
+            d++;
+        count += d * d > n;
+    }
+    return count;
+}
+
+// One of the concurrent processes: its global must stay its own while the
+// others run (separate address spaces), and its result reaches the parent.
+static volatile unsigned identity;
+
+static int work_result(unsigned i) { return (int)((i * 7 + count_primes(3000)) % 200); }
+
+static int helper_work(const char *arg)
+{
+    unsigned me = (unsigned)atoi(arg);
+    identity = me;
+    SysYield();
+    int r = work_result(me);
+    SysYield();
+    return identity == me ? r : 255;
+}
+
+// Exit 0 when our privilege flag is arg ("0" or "1").
+static int helper_priv(const char *arg)
+{
+    struct sys_process_info *p = find_process(SysGetPid());
+    return p && p->privileged == (uint32_t)atoi(arg) ? 0 : 1;
+}
+
+static const struct helper {
+    const char *name;
+    int (*run)(const char *arg);
+} helpers[] = {
+    { "exit", helper_exit },   { "spin", helper_spin }, { "sleep", helper_sleep },
+    { "work", helper_work },   { "priv", helper_priv },
+};
+
+// ---------------------------------------------------------------------------
+// Tests of processes.
+
+static void test_exit_status(void)
+{
+    static const char *const codes[] = { "0", "1", "42", "255", "1000", "-2" };
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        int got = run_helper("exit", codes[i]);
+        EXPECT(got == atoi(codes[i]), "exit %s: status %d", codes[i], got);
+    }
+}
+
+static void test_spawn_args(void)
+{
+    const char *argv[] = { self, "--child", "args", passed_args[0], passed_args[1], passed_args[2],
+                           passed_args[3], NULL };
+    int status = -1000;
+    EXPECT_STATUS(run_program(self, argv, 0, &status), STATUS_SUCCESS);
+    EXPECT(status == 0, "the child saw different arguments (status %d)", status);
+}
+
+static void test_spawn_limits(void)
+{
+    HANDLE h;
+    const char *argv[MAX_ARGS + 2];
+    const char *exit0[] = { self, "--child", "exit", "0", NULL };
+    EXPECT_FAILS(SysSpawn("no-such-program", exit0, 0, &h));
+    EXPECT_FAILS(SysSpawn("", exit0, 0, &h));
+
+    // Exactly MAX_ARGS entries: accepted (the helper ignores the extras).
+    for (int i = 0; i < MAX_ARGS; i++)
+        argv[i] = i < 4 ? exit0[i] : "x";
+    argv[MAX_ARGS] = NULL;
+    int status = -1000;
+    EXPECT_STATUS(run_program(self, argv, 0, &status), STATUS_SUCCESS);
+    EXPECT(status == 0, "MAX_ARGS arguments: status %d", status);
+
+    // One more: refused.
+    argv[MAX_ARGS] = "x";
+    argv[MAX_ARGS + 1] = NULL;
+    NTSTATUS s = SysSpawn(self, argv, 0, &h);
+    EXPECT(!NT_SUCCESS(s), "MAX_ARGS + 1 arguments: %s", nt_status_name(s));
+    if (NT_SUCCESS(s))
+        SysWait(h, &status), NtClose(h);
+
+    // More than MAX_ARG_BYTES of strings: refused.
+    static char big[MAX_ARG_BYTES + 1];
+    memset(big, 'a', MAX_ARG_BYTES);
+    const char *huge[] = { self, "--child", "exit", "0", big, NULL };
+    s = SysSpawn(self, huge, 0, &h);
+    EXPECT(!NT_SUCCESS(s), "MAX_ARG_BYTES + 1 bytes of arguments: %s", nt_status_name(s));
+    if (NT_SUCCESS(s))
+        SysWait(h, &status), NtClose(h);
+}
+
+static void test_getpid(void)
+{
+    uint32_t pid = SysGetPid();
+    EXPECT(pid != 0, "pid 0");
+    EXPECT(SysGetPid() == pid, "pid changed");
+    struct sys_process_info *p = find_process(pid);
+    EXPECT(p != NULL, "pid %u is not in the process list", pid);
+    if (p) {
+        EXPECT(strncmp(p->name, "usertests", PROCESS_NAME_MAX) == 0, "name \"%.32s\"", p->name);
+        EXPECT(p->state == PROC_RUNNING, "state %u while running", p->state);
+        EXPECT(p->parent != 0 && p->parent != pid, "parent %u", p->parent);
+        EXPECT(p->pages > 0, "0 pages mapped");
+    }
+    HANDLE h = NULL;
+    EXPECT_STATUS(SysOpenProcess(pid, &h), STATUS_SUCCESS);
+    EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
+    EXPECT_STATUS(NtClose(h), STATUS_INVALID_HANDLE);
+    EXPECT_FAILS(SysOpenProcess(0x7ffffff0, &h));
+}
+
+// Spawns a helper, finds its pid, kills it and checks how it ended.
+static void spawn_and_kill(const char *helper, const char *arg, uint32_t flags)
+{
+    HANDLE h;
+    NTSTATUS s = spawn(flags, &h, helper, arg);
+    EXPECT(NT_SUCCESS(s), "spawn %s: %s", helper, nt_status_name(s));
+    if (!NT_SUCCESS(s))
+        return;
+    uint32_t pid = newest_child();
+    EXPECT(pid != 0, "cannot find the child's pid in the process list");
+    if (!pid) {
+        NtClose(h);
+        return;
+    }
+    SysSleep(50); // let it get going (or, suspended, stay put)
+    uint64_t start = clock_ns();
+    EXPECT_STATUS(SysKill(pid), STATUS_SUCCESS);
+    int status = 0;
+    EXPECT_STATUS(SysWait(h, &status), STATUS_SUCCESS);
+    EXPECT(status == EXIT_STATUS_KILLED, "%s: exit status %d, expected %d", helper, status,
+           EXIT_STATUS_KILLED);
+    EXPECT(clock_ns() - start < 5000000000ull, "the kill took over 5 s");
+    EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
+}
+
+static void test_kill_spinning(void) { spawn_and_kill("spin", "", 0); }
+static void test_kill_sleeping(void) { spawn_and_kill("sleep", "100000", 0); }
+static void test_kill_suspended(void) { spawn_and_kill("exit", "0", SPAWN_SUSPENDED); }
+
+static void test_kill_bad_pid(void)
+{
+    EXPECT_FAILS(SysKill(0));
+    EXPECT_FAILS(SysKill(0x7ffffff0));
+    EXPECT_FAILS(SysKill(UINT32_MAX));
+}
+
+static void test_suspended_resume(void)
+{
+    HANDLE h;
+    NTSTATUS s = spawn(SPAWN_SUSPENDED, &h, "exit", "7");
+    EXPECT(NT_SUCCESS(s), "spawn: %s", nt_status_name(s));
+    if (!NT_SUCCESS(s))
+        return;
+    uint32_t pid = newest_child();
+    struct sys_process_info *p = find_process(pid);
+    EXPECT(p && p->state == PROC_SUSPENDED, "state %u just after a suspended spawn", p ? p->state : 0);
+    SysSleep(100);
+    p = find_process(pid);
+    EXPECT(p && p->state == PROC_SUSPENDED, "state %u 100 ms later", p ? p->state : 0);
+    EXPECT_STATUS(SysResume(h), STATUS_SUCCESS);
+    int status = 0;
+    EXPECT_STATUS(SysWait(h, &status), STATUS_SUCCESS);
+    EXPECT(status == 7, "exit status %d, expected 7", status);
+    EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
+}
+
+// Closing the only handle of a running child must neither stop it nor leak
+// it (the leak check after the suite sees the latter).
+static void test_close_before_exit(void)
+{
+    HANDLE h;
+    NTSTATUS s = spawn(0, &h, "sleep", "100");
+    EXPECT(NT_SUCCESS(s), "spawn: %s", nt_status_name(s));
+    if (!NT_SUCCESS(s))
+        return;
+    uint32_t pid = newest_child();
+    EXPECT(pid != 0, "cannot find the child's pid in the process list");
+    EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
+    uint64_t deadline = clock_ns() + 5000000000ull;
+    struct sys_process_info *p;
+    while ((p = find_process(pid)) && p->state != PROC_ZOMBIE && clock_ns() < deadline)
+        SysSleep(20);
+    EXPECT(!p || p->state == PROC_ZOMBIE, "the child did not finish in 5 s");
+}
+
+static void test_concurrent_processes(void)
+{
+    HANDLE h[CONCURRENT];
+    int spawned[CONCURRENT] = { 0 };
+    char arg[CONCURRENT][8];
+    for (int i = 0; i < CONCURRENT; i++) {
+        snprintf(arg[i], sizeof arg[i], "%d", i);
+        NTSTATUS s = spawn(0, &h[i], "work", arg[i]);
+        spawned[i] = NT_SUCCESS(s);
+        EXPECT(spawned[i], "spawn %d: %s", i, nt_status_name(s));
+    }
+    for (int i = 0; i < CONCURRENT; i++) {
+        if (!spawned[i])
+            continue;
+        int status = -1000;
+        EXPECT_STATUS(SysWait(h[i], &status), STATUS_SUCCESS);
+        EXPECT(status == work_result((unsigned)i), "process %d: status %d, expected %d", i, status,
+               work_result((unsigned)i));
+        EXPECT_STATUS(NtClose(h[i]), STATUS_SUCCESS);
+    }
+}
+
+static void test_privilege_denied(void)
+{
+    struct sys_process_info *p = find_process(SysGetPid());
+    EXPECT(p && !p->privileged, "a child spawned without SPAWN_PRIVILEGED holds the privilege");
+    if (!p || p->privileged)
+        return; // do not call SysPowerOff with the privilege
+    HANDLE h;
+    const char *argv[] = { self, "--child", "exit", "0", NULL };
+    EXPECT_STATUS(SysSpawn(self, argv, SPAWN_PRIVILEGED, &h), STATUS_PRIVILEGE_NOT_HELD);
+    EXPECT_STATUS(SysPowerOff(), STATUS_PRIVILEGE_NOT_HELD);
+}
+
+// Spawned with SPAWN_PRIVILEGED (when the driver holds it, else skipped).
+static void test_privilege_granted(void)
+{
+    struct sys_process_info *p = find_process(SysGetPid());
+    EXPECT(p && p->privileged, "spawned with SPAWN_PRIVILEGED but not privileged");
+    const char *argv1[] = { self, "--child", "priv", "1", NULL };
+    const char *argv0[] = { self, "--child", "priv", "0", NULL };
+    int status = -1000;
+    EXPECT_STATUS(run_program(self, argv1, SPAWN_PRIVILEGED, &status), STATUS_SUCCESS);
+    EXPECT(status == 0, "a privileged spawn gave an unprivileged child");
+    status = -1000;
+    EXPECT_STATUS(run_program(self, argv0, 0, &status), STATUS_SUCCESS);
+    EXPECT(status == 0, "the privilege was inherited without SPAWN_PRIVILEGED");
+}
+
+// ---------------------------------------------------------------------------
+// Tests of memory.
+
+static void *map_pages(size_t pages, uint32_t prot)
+{
+    void *p = NULL;
+    NTSTATUS s = SysMap(&p, pages * PAGE, prot);
+    EXPECT(NT_SUCCESS(s), "SysMap(%lu pages): %s", pages, nt_status_name(s));
+    return NT_SUCCESS(s) ? p : NULL;
+}
+
+static void test_map_unmap(void)
+{
+    uint8_t *p = map_pages(4, PROT_READ | PROT_WRITE);
+    if (!p)
+        return;
+    EXPECT((uintptr_t)p % PAGE == 0, "mapping at %p is not page aligned", (void *)p);
+    EXPECT((uintptr_t)p < NON_CANONICAL, "mapping at %p is outside the user half", (void *)p);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < 4 * PAGE; i++)
+        nonzero += p[i] != 0;
+    EXPECT(nonzero == 0, "%lu bytes of a new mapping are not zero", nonzero);
+    for (size_t i = 0; i < 4 * PAGE; i++)
+        p[i] = (uint8_t)(i * 7);
+    size_t wrong = 0;
+    for (size_t i = 0; i < 4 * PAGE; i++)
+        wrong += p[i] != (uint8_t)(i * 7);
+    EXPECT(wrong == 0, "%lu bytes read back wrong", wrong);
+
+    // Unmapping the middle leaves both ends usable.
+    EXPECT_STATUS(SysUnmap(p + PAGE, 2 * PAGE), STATUS_SUCCESS);
+    EXPECT(p[0] == 0 && p[3 * PAGE + 1] == (uint8_t)((3 * PAGE + 1) * 7), "the ends changed");
+    p[0] = 1, p[3 * PAGE] = 2;
+    EXPECT_STATUS(SysUnmap(p, PAGE), STATUS_SUCCESS);
+    EXPECT_STATUS(SysUnmap(p + 3 * PAGE, PAGE), STATUS_SUCCESS);
+
+    // A chosen address, then addresses that are not ours to choose.
+    void *want = (void *)0x50000000;
+    void *at = want;
+    EXPECT_STATUS(SysMap(&at, PAGE, PROT_READ | PROT_WRITE), STATUS_SUCCESS);
+    EXPECT(at == want, "asked for %p, got %p", want, at);
+    if (at == want) {
+        *(volatile uint64_t *)at = 42;
+        EXPECT_STATUS(SysUnmap(at, PAGE), STATUS_SUCCESS);
+    }
+    static const uint64_t kernel_addrs[] = { KERNEL_DIRECT_MAP, KERNEL_IMAGE, NON_CANONICAL,
+                                             NON_CANONICAL - PAGE };
+    for (size_t i = 0; i < sizeof kernel_addrs / sizeof kernel_addrs[0]; i++) {
+        at = (void *)(uintptr_t)kernel_addrs[i];
+        size_t len = kernel_addrs[i] == NON_CANONICAL - PAGE ? 2 * PAGE : PAGE;
+        NTSTATUS s = SysMap(&at, len, PROT_READ | PROT_WRITE);
+        EXPECT(!NT_SUCCESS(s), "SysMap at %p, %lu bytes: %s", (void *)(uintptr_t)kernel_addrs[i],
+               len, nt_status_name(s));
+        EXPECT_FAILS(SysUnmap((void *)(uintptr_t)kernel_addrs[i], PAGE));
+    }
+    at = NULL;
+    NTSTATUS s = SysMap(&at, (size_t)1 << 46, PROT_READ | PROT_WRITE); // 64 TiB
+    EXPECT(!NT_SUCCESS(s), "a 64 TiB mapping: %s", nt_status_name(s));
+    if (NT_SUCCESS(s))
+        SysUnmap(at, (size_t)1 << 46);
+}
+
+// Mapping and unmapping repeatedly returns every page (after one round for
+// page tables the kernel may keep).
+static void test_map_no_leak(void)
+{
+    struct sys_self_check before, after;
+    for (int round = 0; round < 101; round++) {
+        if (round == 1)
+            SysSelfCheck(&before);
+        uint8_t *p = map_pages(16, PROT_READ | PROT_WRITE);
+        if (!p)
+            return;
+        for (int i = 0; i < 16; i++)
+            p[i * PAGE] = 1;
+        EXPECT_STATUS(SysUnmap(p, 16 * PAGE), STATUS_SUCCESS);
+    }
+    SysSelfCheck(&after);
+    EXPECT(after.free_pages == before.free_pages, "free pages %lu before 100 map/unmap rounds, %lu after",
+           before.free_pages, after.free_pages);
+}
+
+static void test_malloc_stress(void)
+{
+    enum { SLOTS = 200, ROUNDS = 4000 };
+    static uint8_t *slot[SLOTS];
+    static size_t size[SLOTS];
+    uint64_t seed = 0x2545F4914F6CDD1Dull;
+    for (int round = 0; round < ROUNDS; round++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        int i = (int)(seed % SLOTS);
+        if (slot[i]) { // check its contents, then free or resize it
+            size_t bad = 0;
+            for (size_t k = 0; k < size[i]; k++)
+                bad += slot[i][k] != (uint8_t)(i + k);
+            EXPECT(bad == 0, "block %d (%lu bytes): %lu bytes overwritten", i, size[i], bad);
+            if (seed & 0x100) {
+                free(slot[i]);
+                slot[i] = NULL;
+                continue;
+            }
+        }
+        size_t n = (seed >> 20) % 2000 + 1;
+        if ((seed >> 40) % 50 == 0)
+            n = 64 * 1024 + (seed >> 8) % (200 * 1024); // now and then a large one
+        uint8_t *p = slot[i] ? realloc(slot[i], n) : malloc(n);
+        EXPECT(p != NULL, "allocating %lu bytes failed", n);
+        if (!p)
+            return;
+        EXPECT((uintptr_t)p % 16 == 0, "%p is not 16-byte aligned", (void *)p);
+        size_t keep = slot[i] && size[i] < n ? size[i] : slot[i] ? n : 0;
+        for (size_t k = 0; k < keep; k++) // realloc kept the old contents?
+            if (p[k] != (uint8_t)(i + k)) {
+                failf(__LINE__, "realloc lost byte %lu of block %d", k, i);
+                break;
+            }
+        for (size_t k = 0; k < n; k++)
+            p[k] = (uint8_t)(i + k);
+        slot[i] = p;
+        size[i] = n;
+    }
+    for (int i = 0; i < SLOTS; i++)
+        free(slot[i]);
+    struct malloc_stats st;
+    malloc_stats(&st);
+    EXPECT(st.allocations == 0 && st.bytes_in_use == 0, "after freeing everything: %lu allocations, %lu bytes",
+           st.allocations, st.bytes_in_use);
+    EXPECT(st.bytes_mapped <= 256 * 1024, "after freeing everything %lu bytes are still mapped",
+           st.bytes_mapped);
+    void *big = calloc((size_t)1 << 62, 8);
+    EXPECT(big == NULL, "calloc overflow returned %p", big);
+}
+
+// ---------------------------------------------------------------------------
+// Tests of the machine, the clock, files and the console.
+
+static void test_clock_sleep(void)
+{
+    struct sys_clock a, b;
+    EXPECT_STATUS(SysClock(&a), STATUS_SUCCESS);
+    EXPECT_STATUS(SysSleep(50), STATUS_SUCCESS);
+    EXPECT_STATUS(SysClock(&b), STATUS_SUCCESS);
+    uint64_t ms = (b.ns - a.ns) / 1000000;
+    EXPECT(b.ns > a.ns && ms >= 49 && ms < 5000, "SysSleep(50) took %lu ms", ms);
+    EXPECT(b.tsc > a.tsc, "the TSC did not advance");
+    EXPECT(a.tsc_hz > 0, "tsc_hz is 0");
+    EXPECT_STATUS(SysYield(), STATUS_SUCCESS);
+    EXPECT_STATUS(SysSleep(0), STATUS_SUCCESS);
+}
+
+static void test_system_info(void)
+{
+    struct sys_info info;
+    EXPECT_STATUS(SysInfo(&info), STATUS_SUCCESS);
+    EXPECT(info.ncpus >= 1, "%u CPUs", info.ncpus);
+    EXPECT(info.total_pages > 0 && info.free_pages <= info.total_pages, "free pages %lu of %lu",
+           info.free_pages, info.total_pages);
+    EXPECT(info.nprocesses >= 2, "%u processes, but the driver and this one run", info.nprocesses);
+    EXPECT(info.tsc_hz > 0, "tsc_hz is 0");
+    static struct sys_cpu_info cpus[256];
+    uint32_t count = 0;
+    EXPECT_STATUS(SysCpuInfo(cpus, 256, &count), STATUS_SUCCESS);
+    EXPECT(count == info.ncpus, "SysCpuInfo: %u CPUs, SysInfo: %u", count, info.ncpus);
+    for (uint32_t i = 0; i < count && i < 256; i++)
+        EXPECT(cpus[i].online && cpus[i].id < count, "cpu row %u: id %u online %u", i, cpus[i].id,
+               cpus[i].online);
+    struct sys_self_check sc;
+    EXPECT_STATUS(SysSelfCheck(&sc), STATUS_SUCCESS);
+    EXPECT(sc.live_processes >= 2, "%lu live processes", sc.live_processes);
+}
+
+// A call given room for n rows must not write the row after them.
+static void test_buffer_bounds(void)
+{
+    static struct sys_process_info procs[2];
+    static struct sys_cpu_info cpus[2];
+    static struct sys_profile_source sources[2];
+    static char text[16 + 8];
+    memset(procs, 0xA5, sizeof procs);
+    memset(cpus, 0xA5, sizeof cpus);
+    memset(sources, 0xA5, sizeof sources);
+    memset(text, 0xA5, sizeof text);
+    uint32_t count;
+    size_t got;
+    SysProcessList(procs, 1, &count); // the driver and us: two processes, room for one
+    SysCpuInfo(cpus, 1, &count);
+    SysProfileSources(sources, 1, &count);
+    SysFileList(text, 16, &got);
+    size_t untouched = 0;
+    for (size_t i = 0; i < sizeof procs[1]; i++)
+        untouched += ((uint8_t *)&procs[1])[i] == 0xA5;
+    EXPECT(untouched == sizeof procs[1], "SysProcessList wrote past max");
+    untouched = 0;
+    for (size_t i = 0; i < sizeof cpus[1]; i++)
+        untouched += ((uint8_t *)&cpus[1])[i] == 0xA5;
+    EXPECT(untouched == sizeof cpus[1], "SysCpuInfo wrote past max");
+    untouched = 0;
+    for (size_t i = 0; i < sizeof sources[1]; i++)
+        untouched += ((uint8_t *)&sources[1])[i] == 0xA5;
+    EXPECT(untouched == sizeof sources[1], "SysProfileSources wrote past max");
+    untouched = 0;
+    for (size_t i = 16; i < sizeof text; i++)
+        untouched += (uint8_t)text[i] == 0xA5;
+    EXPECT(untouched == sizeof text - 16, "SysFileList wrote past len");
+    // A list longer than the buffer says how much it needs.
+    NTSTATUS s = SysFileList(text, 4, &got);
+    EXPECT(!NT_SUCCESS(s) && got > 4, "SysFileList(len 4): %s, needed %lu", nt_status_name(s), got);
+}
+
+static void test_files(void)
+{
+    char *list = program_list();
+    EXPECT(list != NULL, "SysFileList failed");
+    EXPECT(program_exists("usertests") && program_exists("sh"), "usertests or sh missing from:\n%s",
+           list ? list : "");
+    free(list);
+    char buf[8] = { 0 };
+    size_t got = 0;
+    EXPECT_STATUS(SysFileRead("usertests", 0, buf, 4, &got), STATUS_SUCCESS);
+    EXPECT(got == 4 && memcmp(buf, "\177ELF", 4) == 0, "usertests does not start with \\177ELF");
+    got = 99;
+    NTSTATUS s = SysFileRead("usertests", (uint64_t)1 << 40, buf, 4, &got);
+    EXPECT(!NT_SUCCESS(s) || got == 0, "reading past the end: %s, got %lu", nt_status_name(s), got);
+    EXPECT_FAILS(SysFileRead("no-such-file", 0, buf, 4, &got));
+}
+
+static void test_console(void)
+{
+    EXPECT_STATUS(SysWrite(1, "", 0), STATUS_SUCCESS);
+    EXPECT_STATUS(SysWrite(1, "# console: SysWrite works\n", 26), STATUS_SUCCESS);
+    EXPECT_FAILS(SysWrite(7, "x", 1));
+    EXPECT_FAILS(SysWrite(-1, "x", 1));
+    char c;
+    size_t got;
+    EXPECT_FAILS(SysRead(7, &c, 1, &got)); // must fail at once, not wait for input
+}
+
+// ---------------------------------------------------------------------------
+// Handles.
+
+static const uintptr_t bad_handles[] = { 0, 0x1234, 0x7fffffff, (uintptr_t)-2, KERNEL_DIRECT_MAP };
+
+static void test_bad_handles(void)
+{
+    static ULONG buckets[4096];
+    HANDLE prof;
+    struct sys_profile_stats st;
+    int status;
+    for (size_t i = 0; i < sizeof bad_handles / sizeof bad_handles[0]; i++) {
+        HANDLE h = (HANDLE)bad_handles[i];
+        EXPECT_STATUS(NtClose(h), STATUS_INVALID_HANDLE);
+        EXPECT_STATUS(SysResume(h), STATUS_INVALID_HANDLE);
+        EXPECT_STATUS(SysWait(h, &status), STATUS_INVALID_HANDLE);
+        EXPECT_STATUS(NtStartProfile(h), STATUS_INVALID_HANDLE);
+        EXPECT_STATUS(NtStopProfile(h), STATUS_INVALID_HANDLE);
+        EXPECT_STATUS(SysProfileStats(h, &st), STATUS_INVALID_HANDLE);
+        if (h) // a NULL process means "every process" to NtCreateProfile
+            EXPECT_STATUS(NtCreateProfile(&prof, h, (void *)0x400000, 0x10000, 4, buckets,
+                                          sizeof buckets, ProfileTime, 1),
+                          STATUS_INVALID_HANDLE);
+    }
+}
+
+// Profile handles: right type, right order of operations, closed once.
+static void test_profile_handles(void)
+{
+    static ULONG buckets[4096]; // 64 KiB range / 16-byte buckets
+    HANDLE proc = NULL, prof = NULL;
+    EXPECT_STATUS(SysOpenProcess(SysGetPid(), &proc), STATUS_SUCCESS);
+    NTSTATUS s = NtCreateProfile(&prof, proc, (void *)0x400000, 0x10000, 4, buckets, sizeof buckets,
+                                 ProfileTime, 1);
+    EXPECT(NT_SUCCESS(s), "NtCreateProfile: %s", nt_status_name(s));
+    if (NT_SUCCESS(s)) {
+        struct sys_profile_stats st;
+        int status;
+        EXPECT_STATUS(SysProfileStats(prof, &st), STATUS_SUCCESS);
+        EXPECT_STATUS(NtStopProfile(prof), STATUS_PROFILING_NOT_STARTED);
+        EXPECT_STATUS(NtStartProfile(prof), STATUS_SUCCESS);
+        EXPECT_STATUS(NtStartProfile(prof), STATUS_PROFILING_NOT_STOPPED);
+        EXPECT_STATUS(NtStopProfile(prof), STATUS_SUCCESS);
+        EXPECT_STATUS(SysWait(prof, &status), STATUS_INVALID_HANDLE); // a profile is not a process
+        EXPECT_STATUS(NtStartProfile(proc), STATUS_INVALID_HANDLE);   // nor a process a profile
+        EXPECT_STATUS(NtClose(prof), STATUS_SUCCESS);
+        EXPECT_STATUS(NtClose(prof), STATUS_INVALID_HANDLE);
+        EXPECT_STATUS(NtStartProfile(prof), STATUS_INVALID_HANDLE);
+    }
+    // A range that wraps around the address space.
+    s = NtCreateProfile(&prof, proc, (void *)~(uintptr_t)0xFFF, 0x2000, 4, buckets, sizeof buckets,
+                        ProfileTime, 1);
+    EXPECT(!NT_SUCCESS(s), "a wrapping range: %s", nt_status_name(s));
+    if (NT_SUCCESS(s))
+        NtClose(prof);
+    EXPECT_STATUS(NtClose(proc), STATUS_SUCCESS);
+}
+
+// ---------------------------------------------------------------------------
+// Bad pointers: every system call that takes a pointer, given each bad one.
+
+// Valid arguments for the calls' other parameters, set up by test_bad_pointers.
+static HANDLE valid_self, valid_child, valid_profile;
+static ULONG profile_buf[4096];
+static char scratch[256];
+static size_t scratch_got;
+static uint32_t scratch_count;
+static const char *exit0_argv[] = { "usertests", "--child", "exit", "0", NULL };
+
+static NTSTATUS via_write(void *p) { return SysWrite(1, p, 16); }
+static NTSTATUS via_read_buf(void *p) { return SysRead(0, p, 16, &scratch_got); }
+static NTSTATUS via_read_got(void *p) { return SysRead(0, scratch, 16, p); }
+// A call that should have failed but made a process or a profile: undo it,
+// so one kernel bug shows as one failure rather than as a leak too.
+// (h is a pointer: the call that fills it is an argument evaluated first.)
+static NTSTATUS reap(NTSTATUS s, HANDLE *h, int is_process)
+{
+    int status;
+    if (NT_SUCCESS(s) && is_process)
+        SysWait(*h, &status);
+    if (NT_SUCCESS(s))
+        NtClose(*h);
+    return s;
+}
+
+static NTSTATUS via_spawn_path(void *p) { HANDLE h = NULL; return reap(SysSpawn(p, exit0_argv, 0, &h), &h, 1); }
+static NTSTATUS via_spawn_argv(void *p) { HANDLE h = NULL; return reap(SysSpawn(self, p, 0, &h), &h, 1); }
+static NTSTATUS via_spawn_arg(void *p)
+{
+    const char *argv[] = { self, "--child", p, NULL };
+    HANDLE h = NULL;
+    return reap(SysSpawn(self, argv, 0, &h), &h, 1);
+}
+static NTSTATUS via_spawn_handle(void *p) { return SysSpawn(self, exit0_argv, 0, p); }
+static NTSTATUS via_wait(void *p) { return SysWait(valid_child, p); }
+static NTSTATUS via_map(void *p) { return SysMap(p, PAGE, PROT_READ | PROT_WRITE); }
+static NTSTATUS via_clock(void *p) { return SysClock(p); }
+static NTSTATUS via_plist_buf(void *p) { return SysProcessList(p, 4, &scratch_count); }
+static NTSTATUS via_plist_count(void *p) { return SysProcessList((void *)plist, 4, p); }
+static NTSTATUS via_info(void *p) { return SysInfo(p); }
+static NTSTATUS via_open(void *p) { return SysOpenProcess(SysGetPid(), p); }
+static NTSTATUS via_fread_name(void *p) { return SysFileRead(p, 0, scratch, 16, &scratch_got); }
+static NTSTATUS via_fread_buf(void *p) { return SysFileRead(self, 0, p, 16, &scratch_got); }
+static NTSTATUS via_fread_got(void *p) { return SysFileRead(self, 0, scratch, 16, p); }
+static NTSTATUS via_flist_buf(void *p) { return SysFileList(p, 4096, &scratch_got); }
+static NTSTATUS via_flist_needed(void *p) { return SysFileList(scratch, sizeof scratch, p); }
+static NTSTATUS via_cpus_buf(void *p) { return SysCpuInfo(p, 4, &scratch_count); }
+static NTSTATUS via_cpus_count(void *p) { return SysCpuInfo((void *)plist, 4, p); }
+static NTSTATUS via_profile_handle(void *p)
+{
+    return NtCreateProfile(p, valid_self, (void *)0x400000, 0x10000, 4, profile_buf,
+                           sizeof profile_buf, ProfileTime, 1);
+}
+static NTSTATUS via_profile_buffer(void *p)
+{
+    HANDLE h = NULL;
+    return reap(NtCreateProfile(&h, valid_self, (void *)0x400000, 0x10000, 4, p, sizeof profile_buf,
+                                ProfileTime, 1),
+                &h, 0);
+}
+static NTSTATUS via_profile_ex_handle(void *p)
+{
+    GROUP_AFFINITY g = { .Mask = 1 };
+    return NtCreateProfileEx(p, valid_self, (void *)0x400000, 0x10000, 4, profile_buf,
+                             sizeof profile_buf, ProfileTime, 1, &g);
+}
+static NTSTATUS via_profile_ex_buffer(void *p)
+{
+    GROUP_AFFINITY g = { .Mask = 1 };
+    HANDLE h = NULL;
+    return reap(NtCreateProfileEx(&h, valid_self, (void *)0x400000, 0x10000, 4, p, sizeof profile_buf,
+                                  ProfileTime, 1, &g),
+                &h, 0);
+}
+static NTSTATUS via_profile_ex_groups(void *p)
+{
+    HANDLE h = NULL;
+    return reap(NtCreateProfileEx(&h, valid_self, (void *)0x400000, 0x10000, 4, profile_buf,
+                                  sizeof profile_buf, ProfileTime, 1, p),
+                &h, 0);
+}
+static NTSTATUS via_query_interval(void *p) { return NtQueryIntervalProfile(ProfileTime, p); }
+static NTSTATUS via_sources_buf(void *p) { return SysProfileSources(p, 4, &scratch_count); }
+static NTSTATUS via_sources_count(void *p)
+{
+    static struct sys_profile_source rows[4];
+    return SysProfileSources(rows, 4, p);
+}
+static NTSTATUS via_profile_stats(void *p) { return SysProfileStats(valid_profile, p); }
+static NTSTATUS via_pmc_trace_buf(void *p) { return SysPmcTrace(0, p, 64, &scratch_got); }
+static NTSTATUS via_pmc_trace_got(void *p) { return SysPmcTrace(0, scratch, 64, p); }
+static NTSTATUS via_pmc_info_buf(void *p) { return SysPmcInfo(p, 64, &scratch_got); }
+static NTSTATUS via_pmc_info_got(void *p) { return SysPmcInfo(scratch, sizeof scratch, p); }
+static NTSTATUS via_self_check(void *p) { return SysSelfCheck(p); }
+
+// What a call may answer besides STATUS_ACCESS_VIOLATION.
+enum also {
+    ONLY_AV,
+    ANY_FAILURE, // the call's other checks may come first
+    NULL_ENDS,   // an argv element: NULL is not bad, it ends the list
+};
+
+static const struct pointer_call {
+    const char *name;
+    NTSTATUS (*call)(void *p);
+    enum also also;
+} pointer_calls[] = {
+    { "SysWrite buf", via_write, ONLY_AV },
+    { "SysRead buf", via_read_buf, ONLY_AV },
+    { "SysRead got", via_read_got, ONLY_AV },
+    { "SysSpawn path", via_spawn_path, ONLY_AV },
+    { "SysSpawn argv", via_spawn_argv, ONLY_AV },
+    { "SysSpawn argv[2]", via_spawn_arg, NULL_ENDS },
+    { "SysSpawn process", via_spawn_handle, ONLY_AV },
+    { "SysWait exit_status", via_wait, ONLY_AV },
+    { "SysMap addr", via_map, ONLY_AV },
+    { "SysClock", via_clock, ONLY_AV },
+    { "SysProcessList buf", via_plist_buf, ONLY_AV },
+    { "SysProcessList count", via_plist_count, ONLY_AV },
+    { "SysInfo", via_info, ONLY_AV },
+    { "SysOpenProcess process", via_open, ONLY_AV },
+    { "SysFileRead name", via_fread_name, ONLY_AV },
+    { "SysFileRead buf", via_fread_buf, ONLY_AV },
+    { "SysFileRead got", via_fread_got, ONLY_AV },
+    { "SysFileList buf", via_flist_buf, ONLY_AV },
+    { "SysFileList needed", via_flist_needed, ONLY_AV },
+    { "SysCpuInfo buf", via_cpus_buf, ONLY_AV },
+    { "SysCpuInfo count", via_cpus_count, ONLY_AV },
+    { "NtCreateProfile ProfileHandle", via_profile_handle, ONLY_AV },
+    { "NtCreateProfile Buffer", via_profile_buffer, ONLY_AV },
+    { "NtCreateProfileEx ProfileHandle", via_profile_ex_handle, ONLY_AV },
+    { "NtCreateProfileEx Buffer", via_profile_ex_buffer, ONLY_AV },
+    { "NtCreateProfileEx GroupAffinity", via_profile_ex_groups, ONLY_AV },
+    { "NtQueryIntervalProfile Interval", via_query_interval, ONLY_AV },
+    { "SysProfileSources buf", via_sources_buf, ONLY_AV },
+    { "SysProfileSources count", via_sources_count, ONLY_AV },
+    { "SysProfileStats out", via_profile_stats, ONLY_AV },
+    { "SysPmcTrace buf", via_pmc_trace_buf, ANY_FAILURE }, // op 0's meaning is the kernel's
+    { "SysPmcTrace got", via_pmc_trace_got, ANY_FAILURE },
+    { "SysPmcInfo buf", via_pmc_info_buf, ONLY_AV },
+    { "SysPmcInfo got", via_pmc_info_got, ONLY_AV },
+    { "SysSelfCheck", via_self_check, ONLY_AV },
+};
+
+// A misaligned bad pointer may also be refused for its alignment.
+static void check_pointer(const struct pointer_call *c, const char *what, uintptr_t p)
+{
+    if (c->also == NULL_ENDS && p == 0)
+        return;
+    NTSTATUS s = c->call((void *)p);
+    if (s == STATUS_ACCESS_VIOLATION || (c->also == ANY_FAILURE && !NT_SUCCESS(s)))
+        return;
+    if (s == STATUS_DATATYPE_MISALIGNMENT && p % 4)
+        return;
+    failf(__LINE__, "%s = %s (%p): %s, expected STATUS_ACCESS_VIOLATION", c->name, what, (void *)p,
+          nt_status_name(s));
+}
+
+static void test_bad_pointers(void)
+{
+    // A page followed by a hole: pointers into the hole, and ranges that
+    // start in the page and run into it.
+    uint8_t *page = map_pages(2, PROT_READ | PROT_WRITE);
+    if (!page)
+        return;
+    EXPECT_STATUS(SysUnmap(page + PAGE, PAGE), STATUS_SUCCESS);
+    uintptr_t hole = (uintptr_t)page + PAGE;
+    memset(page, 'a', PAGE); // a string with no end before the hole
+
+    const struct {
+        const char *what;
+        uintptr_t p;
+    } bad[] = {
+        { "NULL", 0 },
+        { "unmapped 0x1000", 0x1000 },
+        { "an unmapped page", hole },
+        { "unmapped, misaligned", hole + 3 },
+        { "kernel direct map", KERNEL_DIRECT_MAP },
+        { "kernel image", KERNEL_IMAGE },
+        { "kernel, misaligned", KERNEL_IMAGE + 5 },
+        { "non-canonical", NON_CANONICAL },
+        { "top of memory", ~(uintptr_t)7 },
+        { "running into a hole", hole - 2 }, // even a 4-byte value straddles
+    };
+
+    EXPECT_STATUS(SysOpenProcess(SysGetPid(), &valid_self), STATUS_SUCCESS);
+    NTSTATUS profile = NtCreateProfile(&valid_profile, valid_self, (void *)0x400000, 0x10000, 4,
+                                       profile_buf, sizeof profile_buf, ProfileTime, 1);
+    EXPECT(NT_SUCCESS(profile), "NtCreateProfile (for SysProfileStats): %s", nt_status_name(profile));
+    NTSTATUS child = SysSpawn(self, exit0_argv, 0, &valid_child); // for SysWait
+    EXPECT(NT_SUCCESS(child), "spawn: %s", nt_status_name(child));
+
+    for (size_t c = 0; c < sizeof pointer_calls / sizeof pointer_calls[0]; c++) {
+        const struct pointer_call *call = &pointer_calls[c];
+        if ((call->call == via_profile_stats && !NT_SUCCESS(profile)) ||
+            (call->call == via_wait && !NT_SUCCESS(child)))
+            continue;
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+            check_pointer(call, bad[i].what, bad[i].p);
+    }
+    if (NT_SUCCESS(child)) {
+        int status = -1000;
+        EXPECT_STATUS(SysWait(valid_child, &status), STATUS_SUCCESS);
+        EXPECT(status == 0, "the child waited for: status %d", status);
+        NtClose(valid_child);
+    }
+    if (NT_SUCCESS(profile))
+        NtClose(valid_profile);
+    NtClose(valid_self);
+
+    // Buffers whose length carries them off the end of the user half or
+    // around the top of the address space.
+    uintptr_t top = ~(uintptr_t)0xFFF;
+    EXPECT_STATUS(SysWrite(1, (void *)top, 0x2000), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysWrite(1, (void *)(NON_CANONICAL - 16), 32), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysRead(0, (void *)top, 0x2000, &scratch_got), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysFileRead(self, 0, (void *)(hole - 8), 64, &scratch_got), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysFileRead(self, 0, scratch, SIZE_MAX, &scratch_got), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysPmcInfo((void *)(hole - 8), 64, &scratch_got), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysProcessList((void *)(hole - 8), 4, &scratch_count), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysCpuInfo((void *)(hole - 8), 4, &scratch_count), STATUS_ACCESS_VIOLATION);
+    EXPECT_FAILS(SysUnmap((void *)top, 0x2000));
+
+    // Misaligned but valid pointers are allowed to work (x86 does not care)
+    // or to be refused with STATUS_DATATYPE_MISALIGNMENT: never to crash.
+    NTSTATUS s = SysClock((struct sys_clock *)(scratch + 1));
+    EXPECT(s == STATUS_SUCCESS || s == STATUS_DATATYPE_MISALIGNMENT, "misaligned SysClock: %s",
+           nt_status_name(s));
+    s = SysInfo((struct sys_info *)(scratch + 3));
+    EXPECT(s == STATUS_SUCCESS || s == STATUS_DATATYPE_MISALIGNMENT, "misaligned SysInfo: %s",
+           nt_status_name(s));
+    s = SysOpenProcess(SysGetPid(), (HANDLE *)(scratch + 5));
+    EXPECT(s == STATUS_SUCCESS || s == STATUS_DATATYPE_MISALIGNMENT, "misaligned SysOpenProcess: %s",
+           nt_status_name(s));
+    if (NT_SUCCESS(s)) {
+        HANDLE h;
+        memcpy(&h, scratch + 5, sizeof h);
+        EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
+    }
+    SysUnmap(page, PAGE);
+}
+
+// ---------------------------------------------------------------------------
+// Faults: each test provokes one in itself and expects to be killed for it.
+
+static void fault_null_write(void) { *(volatile int *)0 = 1; survived("writing to NULL"); }
+static void fault_null_read(void) { (void)*(volatile int *)0; survived("reading NULL"); }
+static void fault_kernel_read(void)
+{
+    (void)*(volatile uint64_t *)KERNEL_IMAGE;
+    survived("reading kernel code");
+}
+static void fault_kernel_write(void)
+{
+    *(volatile uint64_t *)KERNEL_DIRECT_MAP = 0;
+    survived("writing the kernel's direct map");
+}
+static void fault_non_canonical(void)
+{
+    (void)*(volatile uint64_t *)NON_CANONICAL; // #GP, not #PF
+    survived("reading a non-canonical address");
+}
+static void fault_cli(void) { __asm__ volatile("cli"); survived("cli"); }
+static void fault_hlt(void) { __asm__ volatile("hlt"); survived("hlt"); }
+static void fault_port_io(void) { __asm__ volatile("outb %%al, $0x80" : : "a"(0)); survived("outb"); }
+static void fault_ud2(void) { __asm__ volatile("ud2"); survived("ud2"); }
+static void fault_int3(void) { __asm__ volatile("int3"); survived("int3"); }
+static void fault_divide(void)
+{
+    volatile unsigned num = 1, den = 0;
+    volatile unsigned q = num / den;
+    (void)q;
+    survived("dividing by zero");
+}
+static void fault_write_text(void)
+{
+    *(volatile uint8_t *)(uintptr_t)test_exit_status = 0xC3;
+    survived("writing to the program's code");
+}
+static void fault_write_rodata(void)
+{
+    static const char text[] = "read-only";
+    *(volatile char *)text = 'R';
+    survived("writing read-only data");
+}
+static void fault_write_readonly_map(void)
+{
+    volatile uint8_t *p = map_pages(1, PROT_READ);
+    if (p && *p == 0)
+        *p = 1;
+    survived("writing a PROT_READ mapping");
+}
+static void fault_exec_stack(void)
+{
+    volatile uint8_t code[16] = { 0xC3 }; // ret
+    ((void (*)(void))(uintptr_t)code)();
+    survived("running code on the stack");
+}
+static void fault_exec_map(void)
+{
+    uint8_t *code = map_pages(1, PROT_READ | PROT_WRITE);
+    if (code) {
+        code[0] = 0xC3;
+        ((void (*)(void))(uintptr_t)code)();
+    }
+    survived("running code in a mapping without PROT_EXEC");
+}
+static void fault_after_unmap(void)
+{
+    volatile uint8_t *p = map_pages(1, PROT_READ | PROT_WRITE);
+    if (!p)
+        exit(1);
+    *p = 1;
+    SysUnmap((void *)p, PAGE);
+    *p = 2;
+    survived("writing unmapped memory");
+}
+
+// ---------------------------------------------------------------------------
+// The list.
+
+enum outcome { EXITS_0, KILLED };
+
+static const struct test {
+    const char *name;
+    void (*run)(void);
+    enum outcome outcome;
+    uint32_t flags; // SPAWN_PRIVILEGED: run privileged (skipped when the driver is not)
+} tests[] = {
+    { "exit_status", test_exit_status, EXITS_0, 0 },
+    { "spawn_args", test_spawn_args, EXITS_0, 0 },
+    { "spawn_limits", test_spawn_limits, EXITS_0, 0 },
+    { "getpid", test_getpid, EXITS_0, 0 },
+    { "kill_spinning", test_kill_spinning, EXITS_0, 0 },
+    { "kill_sleeping", test_kill_sleeping, EXITS_0, 0 },
+    { "kill_suspended", test_kill_suspended, EXITS_0, 0 },
+    { "kill_bad_pid", test_kill_bad_pid, EXITS_0, 0 },
+    { "suspended_resume", test_suspended_resume, EXITS_0, 0 },
+    { "close_before_exit", test_close_before_exit, EXITS_0, 0 },
+    { "concurrent_processes", test_concurrent_processes, EXITS_0, 0 },
+    { "privilege_denied", test_privilege_denied, EXITS_0, 0 },
+    { "privilege_granted", test_privilege_granted, EXITS_0, SPAWN_PRIVILEGED },
+    { "map_unmap", test_map_unmap, EXITS_0, 0 },
+    { "map_no_leak", test_map_no_leak, EXITS_0, 0 },
+    { "malloc_stress", test_malloc_stress, EXITS_0, 0 },
+    { "clock_sleep", test_clock_sleep, EXITS_0, 0 },
+    { "system_info", test_system_info, EXITS_0, 0 },
+    { "buffer_bounds", test_buffer_bounds, EXITS_0, 0 },
+    { "files", test_files, EXITS_0, 0 },
+    { "console", test_console, EXITS_0, 0 },
+    { "bad_handles", test_bad_handles, EXITS_0, 0 },
+    { "profile_handles", test_profile_handles, EXITS_0, 0 },
+    { "bad_pointers", test_bad_pointers, EXITS_0, 0 },
+    { "fault_null_write", fault_null_write, KILLED, 0 },
+    { "fault_null_read", fault_null_read, KILLED, 0 },
+    { "fault_kernel_read", fault_kernel_read, KILLED, 0 },
+    { "fault_kernel_write", fault_kernel_write, KILLED, 0 },
+    { "fault_non_canonical", fault_non_canonical, KILLED, 0 },
+    { "fault_cli", fault_cli, KILLED, 0 },
+    { "fault_hlt", fault_hlt, KILLED, 0 },
+    { "fault_port_io", fault_port_io, KILLED, 0 },
+    { "fault_ud2", fault_ud2, KILLED, 0 },
+    { "fault_int3", fault_int3, KILLED, 0 },
+    { "fault_divide", fault_divide, KILLED, 0 },
+    { "fault_write_text", fault_write_text, KILLED, 0 },
+    { "fault_write_rodata", fault_write_rodata, KILLED, 0 },
+    { "fault_write_readonly_map", fault_write_readonly_map, KILLED, 0 },
+    { "fault_exec_stack", fault_exec_stack, KILLED, 0 },
+    { "fault_exec_map", fault_exec_map, KILLED, 0 },
+    { "fault_after_unmap", fault_after_unmap, KILLED, 0 },
+};
+
+#define NTESTS (sizeof tests / sizeof tests[0])
+
+// ---------------------------------------------------------------------------
+// The child side: `usertests --child NAME [ARG]`.
+
+static int child_main(int argc, char **argv)
+{
+    const char *name = argv[2];
+    test_name = name;
+    if (strcmp(name, "args") == 0)
+        return helper_args_check(argc, argv);
+    for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
+        if (strcmp(helpers[i].name, name) == 0)
+            return helpers[i].run(argc > 3 ? argv[3] : "");
+    for (size_t i = 0; i < NTESTS; i++)
+        if (strcmp(tests[i].name, name) == 0) {
+            tests[i].run();
+            return failures ? 1 : 0;
+        }
+    printf("# usertests: no test or helper called %s\n", name);
+    return 2;
+}
+
+// ---------------------------------------------------------------------------
+// The driver.
+
+// Waits for a test child, killing it when it outlives TEST_TIMEOUT_MS. The
+// deadline needs the child's pid; without one, this is a plain SysWait.
+static NTSTATUS wait_child(HANDLE h, uint32_t pid, int *status, int *timed_out)
+{
+    *timed_out = 0;
+    if (pid) {
+        uint64_t deadline = clock_ns() + TEST_TIMEOUT_MS * 1000000ull;
+        for (;;) {
+            struct sys_process_info *p = find_process(pid);
+            if (!p || p->state == PROC_ZOMBIE)
+                break;
+            if (clock_ns() > deadline) {
+                *timed_out = 1;
+                SysKill(pid);
+                break;
+            }
+            SysSleep(10);
+        }
+    }
+    return SysWait(h, status);
+}
+
+// Runs one test in a child; prints diagnostics, returns whether it passed.
+static int run_test(const struct test *t)
+{
+    const char *argv[] = { self, "--child", t->name, NULL };
+    HANDLE h;
+    NTSTATUS s = SysSpawn(self, argv, t->flags, &h);
+    if (!NT_SUCCESS(s)) {
+        printf("# %s: SysSpawn: %s\n", t->name, nt_status_name(s));
+        return 0;
+    }
+    int status = 0, timed_out;
+    s = wait_child(h, newest_child(), &status, &timed_out);
+    NtClose(h);
+    if (!NT_SUCCESS(s)) {
+        printf("# %s: SysWait: %s\n", t->name, nt_status_name(s));
+        return 0;
+    }
+    if (timed_out) {
+        printf("# %s: still running after %d s: killed\n", t->name, TEST_TIMEOUT_MS / 1000);
+        return 0;
+    }
+    int want = t->outcome == KILLED ? EXIT_STATUS_KILLED : 0;
+    if (status != want) {
+        printf("# %s: exit status %d, expected %d%s\n", t->name, status, want,
+               status == EXIT_STATUS_KILLED ? " (killed)" : "");
+        return 0;
+    }
+    return 1;
+}
+
+static int selected(const char *name, int argc, char **argv)
+{
+    if (argc < 2)
+        return 1;
+    for (int i = 1; i < argc; i++)
+        if (strstr(name, argv[i]))
+            return 1;
+    return 0;
+}
+
+// Touches stack the driver may use later, so that pages the kernel maps on
+// demand are not counted as leaked by the suite.
+__attribute__((noinline)) static void prefault_stack(void)
+{
+    volatile char buf[32 * 1024];
+    for (size_t i = 0; i < sizeof buf; i += 512)
+        buf[i] = 0;
+}
+
+// The kernel's counters that must come back to where they were.
+static const struct {
+    const char *name;
+    size_t offset;
+} counters[] = {
+    { "free pages", offsetof(struct sys_self_check, free_pages) },
+    { "heap bytes", offsetof(struct sys_self_check, heap_bytes) },
+    { "live processes", offsetof(struct sys_self_check, live_processes) },
+    { "live objects", offsetof(struct sys_self_check, live_objects) },
+    { "pinned pages", offsetof(struct sys_self_check, pinned_pages) },
+};
+
+static uint64_t counter(const struct sys_self_check *c, size_t i)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)c + counters[i].offset, sizeof v);
+    return v;
+}
+
+// The kernel may finish releasing a dead process a little after SysWait
+// returns (on another CPU): give it up to two seconds to settle.
+static int check_leaks(const struct sys_self_check *before)
+{
+    struct sys_self_check after;
+    size_t differ = 0;
+    for (int tries = 0; tries < 200; tries++) {
+        NTSTATUS s = SysSelfCheck(&after);
+        if (!NT_SUCCESS(s)) {
+            printf("# leak_check: SysSelfCheck: %s\n", nt_status_name(s));
+            return 0;
+        }
+        differ = 0;
+        for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+            differ += counter(before, i) != counter(&after, i);
+        if (!differ)
+            return 1;
+        SysSleep(10);
+    }
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+        if (counter(before, i) != counter(&after, i))
+            printf("# leak: %s %lu before the suite, %lu after\n", counters[i].name, counter(before, i),
+                   counter(&after, i));
+    return 0;
+}
+
+static int driver_main(int argc, char **argv)
+{
+    struct sys_process_info *me = find_process(SysGetPid());
+    int privileged = me && me->privileged;
+    int total = 0;
+    for (size_t i = 0; i < NTESTS; i++)
+        total += selected(tests[i].name, argc, argv);
+
+    printf("KTAP version 1\n1..%d\n", total + 1);
+    prefault_stack();
+    // A first child outside the count: whatever the kernel allocates once,
+    // for the first process a parent has, is not a leak.
+    int status;
+    const char *warm_argv[] = { self, "--child", "exit", "0", NULL };
+    HANDLE h;
+    if (NT_SUCCESS(SysSpawn(self, warm_argv, 0, &h))) {
+        int timed_out;
+        wait_child(h, newest_child(), &status, &timed_out);
+        NtClose(h);
+    }
+
+    struct sys_self_check before;
+    NTSTATUS s = SysSelfCheck(&before);
+    int passed = 0, failed = 0, n = 0;
+    for (size_t i = 0; i < NTESTS; i++) {
+        const struct test *t = &tests[i];
+        if (!selected(t->name, argc, argv))
+            continue;
+        n++;
+        if ((t->flags & SPAWN_PRIVILEGED) && !privileged) {
+            printf("ok %d %s # SKIP usertests does not hold the privilege (try sudo usertests)\n", n,
+                   t->name);
+            passed++;
+            continue;
+        }
+        int ok = run_test(t);
+        printf("%sok %d %s\n", ok ? "" : "not ", n, t->name);
+        if (ok)
+            passed++;
+        else
+            failed++;
+    }
+
+    int ok = NT_SUCCESS(s);
+    if (!ok)
+        printf("# leak_check: SysSelfCheck: %s\n", nt_status_name(s));
+    else
+        ok = check_leaks(&before);
+    printf("%sok %d leak_check\n", ok ? "" : "not ", n + 1);
+    if (ok)
+        passed++;
+    else
+        failed++;
+
+    printf("usertests: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 0 && argv[0][0])
+        self = argv[0];
+    exit0_argv[0] = self;
+    if (argc >= 2 && strcmp(argv[1], "--child") == 0)
+        return argc >= 3 ? child_main(argc, argv) : 2;
+    return driver_main(argc, argv);
+}

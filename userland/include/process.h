@@ -1,0 +1,15 @@
+// Running a program and waiting for it: the common case of SysSpawn.
+#pragma once
+#include <stdint.h>
+#include <syscall.h>
+
+// Spawns path with argv (NULL-terminated, argv[0] the program's name) and
+// flags, waits for it to end and closes its handle. *exit_status is set only
+// when the result is STATUS_SUCCESS; otherwise the status of the failing call.
+NTSTATUS run_program(const char *path, const char *const *argv, uint32_t flags, int *exit_status);
+
+// The ramdisk's file names, one per line, in a malloc'd string; NULL on failure.
+char *program_list(void);
+
+// Whether the ramdisk holds a file of exactly this name.
+int program_exists(const char *name);

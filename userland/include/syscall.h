@@ -1,0 +1,65 @@
+// Typed prototypes of every system call in SYSCALL_LIST (kernel/abi.h). The
+// stubs themselves are generated from that list in lib/syscall.c, which also
+// checks at compile time that each entry has a prototype here.
+//
+// Unless noted, a call returns an NTSTATUS: test it with NT_SUCCESS().
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "abi.h"
+#include <nt.h>
+
+// The exit status SysWait reports for a process the kernel killed (a fault or
+// SysKill). The ABI does not name it yet; this is the one place to adjust.
+#define EXIT_STATUS_KILLED (-1)
+
+// Processes.
+_Noreturn void SysExit(int status);
+NTSTATUS SysSpawn(const char *path, const char *const *argv, uint32_t flags, HANDLE *process);
+NTSTATUS SysResume(HANDLE process);
+NTSTATUS SysWait(HANDLE process, int *exit_status);
+NTSTATUS SysKill(uint32_t pid);
+uint32_t SysGetPid(void); // the caller's pid, not a status
+NTSTATUS SysOpenProcess(uint32_t pid, HANDLE *process);
+NTSTATUS SysProcessList(struct sys_process_info *buf, uint32_t max, uint32_t *count);
+NTSTATUS NtClose(HANDLE handle);
+
+// Console: fd 0 reads (blocks until at least one byte), fd 1 and 2 write.
+NTSTATUS SysWrite(int fd, const void *buf, size_t len);
+NTSTATUS SysRead(int fd, void *buf, size_t len, size_t *got);
+
+// Memory: anonymous zero-filled pages; *addr == NULL lets the kernel choose.
+NTSTATUS SysMap(void **addr, size_t size, uint32_t prot);
+NTSTATUS SysUnmap(void *addr, size_t size);
+
+// Time and scheduling.
+NTSTATUS SysYield(void);
+NTSTATUS SysSleep(uint64_t milliseconds);
+NTSTATUS SysClock(struct sys_clock *out);
+
+// The machine.
+NTSTATUS SysInfo(struct sys_info *out);
+NTSTATUS SysCpuInfo(struct sys_cpu_info *buf, uint32_t max, uint32_t *count);
+NTSTATUS SysPowerOff(void); // returns only on failure (it needs the privilege)
+NTSTATUS SysSelfCheck(struct sys_self_check *out);
+
+// The initial ramdisk.
+NTSTATUS SysFileRead(const char *name, uint64_t offset, void *buf, size_t len, size_t *got);
+NTSTATUS SysFileList(char *buf, size_t len, size_t *needed);
+
+// Profiling, with the NT prototypes.
+NTSTATUS NtCreateProfile(HANDLE *ProfileHandle, HANDLE Process, void *RangeBase, size_t RangeSize,
+                         ULONG BucketSize, ULONG *Buffer, ULONG BufferSize,
+                         KPROFILE_SOURCE ProfileSource, KAFFINITY Affinity);
+NTSTATUS NtCreateProfileEx(HANDLE *ProfileHandle, HANDLE Process, void *RangeBase, size_t RangeSize,
+                           ULONG BucketSize, ULONG *Buffer, ULONG BufferSize,
+                           KPROFILE_SOURCE ProfileSource, USHORT GroupCount,
+                           GROUP_AFFINITY *GroupAffinity);
+NTSTATUS NtStartProfile(HANDLE ProfileHandle);
+NTSTATUS NtStopProfile(HANDLE ProfileHandle);
+NTSTATUS NtQueryIntervalProfile(KPROFILE_SOURCE ProfileSource, ULONG *Interval);
+NTSTATUS NtSetIntervalProfile(ULONG Interval, KPROFILE_SOURCE Source);
+NTSTATUS SysProfileSources(struct sys_profile_source *buf, uint32_t max, uint32_t *count);
+NTSTATUS SysProfileStats(HANDLE profile, struct sys_profile_stats *out);
+NTSTATUS SysPmcTrace(uint32_t op, void *buf, size_t len, size_t *got);
+NTSTATUS SysPmcInfo(char *buf, size_t len, size_t *got);

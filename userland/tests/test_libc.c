@@ -1,0 +1,287 @@
+// Host tests of the libc pieces that need no kernel: the allocator (over a
+// SysMap made of mmap), strings, number parsing, status names and line
+// editing (over scripted keystrokes). Built by `make -f userland/userland.mk
+// userland-test`; the libc functions are renamed ul_* so they do not collide
+// with the host's C library. KTAP-style output, non-zero exit on failure.
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "abi.h"
+
+static int checks, failed;
+
+#define CHECK(cond, ...) \
+    do { \
+        checks++; \
+        bool ok_ = (cond); \
+        printf("%sok %d ", ok_ ? "" : "not ", checks); \
+        printf(__VA_ARGS__); \
+        printf("\n"); \
+        if (!ok_) { \
+            failed++; \
+            printf("# %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+        } \
+    } while (0)
+
+// The renamed libc.
+struct ul_malloc_stats { size_t bytes_in_use, bytes_mapped, allocations; };
+void *ul_malloc(size_t n);
+void ul_free(void *p);
+void *ul_calloc(size_t n, size_t m);
+void *ul_realloc(void *p, size_t n);
+void ul_malloc_stats(struct ul_malloc_stats *out);
+unsigned long ul_strtoul(const char *s, char **end, int base);
+long ul_strtol(const char *s, char **end, int base);
+int ul_atoi(const char *s);
+char *ul_strrchr(const char *s, int c);
+char *ul_strstr(const char *h, const char *n);
+char *ul_strcpy(char *d, const char *s);
+char *ul_strncpy(char *d, const char *s, size_t n);
+char *ul_strcat(char *d, const char *s);
+size_t ul_strlcpy(char *d, const char *s, size_t n);
+char *ul_strdup(const char *s);
+int ul_readline(const char *prompt, char *buf, size_t size);
+const char *nt_status_name(NTSTATUS s);
+int ul_isspace(int c);
+int ul_toupper(int c);
+
+// ---------------------------------------------------------------------------
+// The system calls the pieces use, done by the host.
+
+static size_t mapped_now;
+
+NTSTATUS ul_SysMap(void **addr, size_t size, uint32_t prot)
+{
+    (void)prot;
+    if (*addr || size % 4096)
+        return STATUS_INVALID_PARAMETER;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return STATUS_NO_MEMORY;
+    mapped_now += size;
+    *addr = p;
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS ul_SysUnmap(void *addr, size_t size)
+{
+    if ((uintptr_t)addr % 4096 || munmap(addr, size) != 0)
+        return STATUS_INVALID_PARAMETER;
+    mapped_now -= size;
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS ul_SysWrite(int fd, const void *buf, size_t len)
+{
+    fwrite(buf, 1, len, fd == 2 ? stderr : stdout);
+    return STATUS_SUCCESS;
+}
+
+// Console for readline: keystrokes from a script, echo into a buffer.
+static const char *keys;
+static char echo[4096];
+static size_t echo_len;
+
+int ul_getchar(void) { return *keys ? (unsigned char)*keys++ : -1; }
+int ul_putchar(int c)
+{
+    if (echo_len < sizeof echo - 1)
+        echo[echo_len++] = (char)c;
+    return c;
+}
+int ul_fputs(const char *s, void *f)
+{
+    (void)f;
+    while (*s)
+        ul_putchar(*s++);
+    return 0;
+}
+size_t ul_fwrite(const void *buf, size_t size, size_t n, void *f)
+{
+    (void)f;
+    for (size_t i = 0; i < size * n; i++)
+        ul_putchar(((const char *)buf)[i]);
+    return n;
+}
+int ul_fflush(void *f) { (void)f; return 0; }
+void *const ul_stdout = NULL;
+
+// ---------------------------------------------------------------------------
+
+static void test_malloc(void)
+{
+    struct ul_malloc_stats st;
+    enum { SLOTS = 300 };
+    static unsigned char *slot[SLOTS];
+    static size_t size[SLOTS];
+    uint64_t seed = 88172645463325252ull;
+    bool intact = true, aligned = true, grown_ok = true;
+    for (int round = 0; round < 200000; round++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        int i = (int)(seed % SLOTS);
+        if (slot[i]) {
+            for (size_t k = 0; k < size[i]; k++)
+                intact &= slot[i][k] == (unsigned char)(i ^ k);
+            if (seed & 0x100) {
+                ul_free(slot[i]);
+                slot[i] = NULL;
+                continue;
+            }
+        }
+        size_t n = (seed >> 20) % 3000 + 1;
+        if ((seed >> 40) % 64 == 0)
+            n = 60000 + (seed >> 8) % 300000;
+        unsigned char *p = slot[i] ? ul_realloc(slot[i], n) : ul_malloc(n);
+        if (!p) {
+            CHECK(p, "allocation of %zu bytes", n);
+            return;
+        }
+        aligned &= (uintptr_t)p % 16 == 0;
+        size_t keep = slot[i] ? (size[i] < n ? size[i] : n) : 0;
+        for (size_t k = 0; k < keep; k++)
+            grown_ok &= p[k] == (unsigned char)(i ^ k);
+        for (size_t k = 0; k < n; k++)
+            p[k] = (unsigned char)(i ^ k);
+        slot[i] = p;
+        size[i] = n;
+    }
+    CHECK(intact, "malloc: no block was overwritten by another");
+    CHECK(aligned, "malloc: every block is 16-byte aligned");
+    CHECK(grown_ok, "realloc: contents kept");
+    for (int i = 0; i < SLOTS; i++)
+        ul_free(slot[i]);
+    ul_malloc_stats(&st);
+    CHECK(st.allocations == 0 && st.bytes_in_use == 0, "malloc: all freed (%zu, %zu)", st.allocations,
+          st.bytes_in_use);
+    CHECK(st.bytes_mapped == mapped_now && st.bytes_mapped <= 256 * 1024,
+          "malloc: one arena left mapped (%zu bytes, host sees %zu)", st.bytes_mapped, mapped_now);
+
+    // Coalescing: after freeing neighbours, one large block fits where they were.
+    void *a = ul_malloc(1000), *b = ul_malloc(1000), *c = ul_malloc(1000);
+    ul_free(a);
+    ul_free(c);
+    ul_free(b);
+    void *d = ul_malloc(2900);
+    CHECK(d == a, "malloc: freed neighbours merge (%p, %p)", d, a);
+    // realloc in place into a free successor.
+    void *e = ul_malloc(100);
+    ul_free(ul_malloc(1)); // keep the layout simple: e is followed by free space
+    void *f = ul_realloc(e, 200);
+    CHECK(f == e, "realloc: grows in place");
+    ul_free(f);
+    ul_free(d);
+    CHECK(ul_malloc((size_t)-1) == NULL, "malloc(SIZE_MAX) fails");
+    CHECK(ul_calloc((size_t)1 << 62, 16) == NULL, "calloc overflow fails");
+    unsigned char *z = ul_calloc(100, 10);
+    bool zero = z != NULL;
+    for (int i = 0; z && i < 1000; i++)
+        zero &= z[i] == 0;
+    CHECK(zero, "calloc zeroes");
+    ul_free(z);
+    CHECK(ul_realloc(NULL, 10) != NULL, "realloc(NULL) allocates"); // leaked on purpose: 10 bytes
+}
+
+static void test_strings(void)
+{
+    char buf[32];
+    CHECK(strcmp(ul_strcpy(buf, "abc"), "abc") == 0, "strcpy");
+    CHECK(strcmp(ul_strcat(buf, "def"), "abcdef") == 0, "strcat");
+    CHECK(ul_strrchr("a/b/c", '/') && strcmp(ul_strrchr("a/b/c", '/'), "/c") == 0, "strrchr");
+    CHECK(ul_strrchr("abc", 'x') == NULL && *ul_strrchr("abc", '\0') == '\0', "strrchr misses and NUL");
+    CHECK(ul_strstr("hello world", "o w") && ul_strstr("abc", "") && !ul_strstr("abc", "abcd"), "strstr");
+    memset(buf, 'x', sizeof buf);
+    ul_strncpy(buf, "ab", 5);
+    CHECK(memcmp(buf, "ab\0\0\0x", 6) == 0, "strncpy pads with NULs");
+    CHECK(ul_strlcpy(buf, "truncated", 5) == 9 && strcmp(buf, "trun") == 0, "strlcpy truncates");
+    char *d = ul_strdup("copy");
+    CHECK(d && strcmp(d, "copy") == 0, "strdup");
+    ul_free(d);
+    CHECK(ul_isspace('\t') && !ul_isspace('x') && ul_toupper('q') == 'Q', "ctype");
+}
+
+static void test_numbers(void)
+{
+    char *end;
+    CHECK(ul_strtoul("0x1F", &end, 0) == 31 && *end == 0, "strtoul hex");
+    CHECK(ul_strtoul("017", NULL, 0) == 15, "strtoul octal");
+    CHECK(ul_strtoul("  42abc", &end, 10) == 42 && strcmp(end, "abc") == 0, "strtoul stops");
+    CHECK(ul_strtoul("xyz", &end, 10) == 0 && strcmp(end, "xyz") == 0, "strtoul no digits");
+    CHECK(ul_strtoul("99999999999999999999999", NULL, 10) == UINT64_MAX, "strtoul saturates");
+    CHECK(ul_strtol("-123", NULL, 10) == -123, "strtol negative");
+    CHECK(ul_strtol("-9223372036854775808", NULL, 10) == INT64_MIN, "strtol minimum");
+    CHECK(ul_strtol("9223372036854775808", NULL, 10) == INT64_MAX, "strtol saturates");
+    CHECK(ul_atoi("  -7") == -7 && ul_atoi("1000") == 1000, "atoi");
+}
+
+// Every STATUS_ defined in abi.h has its name in the table.
+static void test_status_names(void)
+{
+    FILE *f = fopen("kernel/abi.h", "r");
+    CHECK(f != NULL, "open kernel/abi.h (run from the top directory)");
+    if (!f)
+        return;
+    char line[256], name[64];
+    unsigned value;
+    int found = 0, named = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "#define %63s ((NTSTATUS)0x%x)", name, &value) == 2 &&
+            strncmp(name, "STATUS_", 7) == 0) {
+            found++;
+            const char *got = nt_status_name((NTSTATUS)value);
+            if (strcmp(got, name) == 0)
+                named++;
+            else
+                printf("# %s (0x%08X) is named %s\n", name, value, got);
+        }
+    fclose(f);
+    CHECK(found > 10 && named == found, "nt_status_name knows all %d status codes of abi.h", found);
+    CHECK(strcmp(nt_status_name((NTSTATUS)0xC0001234), "STATUS_0xC0001234") == 0, "unknown status");
+}
+
+static int type_line(const char *script, char *buf, size_t size)
+{
+    keys = script;
+    echo_len = 0;
+    int n = ul_readline("$ ", buf, size);
+    echo[echo_len] = 0;
+    return n;
+}
+
+static void test_readline(void)
+{
+    char buf[64];
+    CHECK(type_line("ls -l\n", buf, sizeof buf) == 5 && strcmp(buf, "ls -l") == 0, "readline: a line");
+    CHECK(strcmp(echo, "$ ls -l\n") == 0, "readline: prompt and echo");
+    CHECK(type_line("abx\x7f" "c\n", buf, sizeof buf) == 3 && strcmp(buf, "abc") == 0, "readline: DEL");
+    CHECK(type_line("ab\bc\n", buf, sizeof buf) == 2 && strcmp(buf, "ac") == 0, "readline: backspace");
+    CHECK(type_line("\x7f\x7fok\n", buf, sizeof buf) == 2 && strcmp(buf, "ok") == 0,
+          "readline: backspace on an empty line");
+    CHECK(type_line("junk\x15pwd\n", buf, sizeof buf) == 3 && strcmp(buf, "pwd") == 0, "readline: ctrl-U");
+    CHECK(type_line("\x1b[A\n", buf, sizeof buf) == 3 && strcmp(buf, "pwd") == 0, "readline: up = last line");
+    CHECK(type_line("\x1b[A\x1b[A\x1b[A\n", buf, sizeof buf) == 2 && strcmp(buf, "ac") == 0,
+          "readline: up three times (repeats are stored once)");
+    CHECK(type_line("new\x1b[A\x1b[B\n", buf, sizeof buf) == 3 && strcmp(buf, "new") == 0,
+          "readline: down returns to the draft");
+    CHECK(type_line("\x1b[1;5A\x1b[C\n", buf, sizeof buf) == 3 && strcmp(buf, "new") == 0,
+          "readline: modified arrows and other sequences");
+    CHECK(type_line("abcdefghij\n", buf, 5) == 4 && strcmp(buf, "abcd") == 0, "readline: buffer limit");
+    CHECK(type_line("x\x03", buf, sizeof buf) == 0 && buf[0] == 0, "readline: ctrl-C abandons");
+    CHECK(type_line("eof", buf, sizeof buf) == -1, "readline: end of input");
+    CHECK(type_line("\t\x01z\r", buf, sizeof buf) == 1 && strcmp(buf, "z") == 0,
+          "readline: control characters ignored, CR ends");
+}
+
+int main(void)
+{
+    test_malloc();
+    test_strings();
+    test_numbers();
+    test_status_names();
+    test_readline();
+    printf("%d passed, %d failed\n", checks - failed, failed);
+    return failed != 0;
+}
