@@ -95,6 +95,11 @@ $(BUILD)/tests/%.iso: $(KERNEL) $(USER_PROGS)
 	@mkdir -p $(@D)
 	$(call make_iso,test=$(subst ~,=,$(subst +, ,$*)),$@)
 
+# The shell as init in a plain boot (no test mode): for scripted sessions.
+$(BUILD)/tests/shell.iso: $(KERNEL) $(USER_PROGS)
+	@mkdir -p $(@D)
+	$(call make_iso,,$@)
+
 iso: $(ISO)
 $(ISO): $(KERNEL) $(USER_PROGS)
 	$(call make_iso,$(CMDLINE),$@)

@@ -4,6 +4,7 @@
 #include "arch/x86/cpu.h"
 #include "heap.h"
 #include "memlayout.h"
+#include "pin.h"
 #include "pmm.h"
 #include "string.h"
 #include "vm.h"
@@ -32,7 +33,7 @@ static void unmap_page(struct addrspace *as, uint64_t va)
     pte_t *e = vm_walk(as->pml4, va, false);
     if (!e || !(*e & PTE_P))
         return;
-    pmm_free_page(*e & PTE_ADDR);
+    pin_free_or_orphan(*e & PTE_ADDR); // a pinned profile buffer outlives its mapping
     *e = 0;
     as->pages--;
     if (read_cr3() == as->pml4)
@@ -133,6 +134,8 @@ int32_t as_unmap(struct addrspace *as, uint64_t va, uint64_t size)
     return STATUS_SUCCESS;
 }
 
+// The lowest gap of size bytes above USER_MMAP_BASE. Freed ranges are reused
+// first, which keeps the page tables of a long-running program from growing.
 uint64_t as_find_free(struct addrspace *as, uint64_t size)
 {
     size = ALIGN_UP(size, PAGE_SIZE);
@@ -146,7 +149,7 @@ uint64_t as_find_free(struct addrspace *as, uint64_t size)
         va = r->end;
     }
     spin_unlock_irqrestore(&as->lock, f);
-    return user_range_ok(va, size) && va + size <= USER_STACK_TOP - USER_STACK_SIZE ? va : 0;
+    return va + size <= USER_STACK_TOP - USER_STACK_SIZE ? va : 0;
 }
 
 bool as_write(struct addrspace *as, uint64_t va, const void *src, uint64_t n)
@@ -190,4 +193,18 @@ void as_destroy(struct addrspace *as)
     if (as->pml4)
         free_tables(as->pml4, 3);
     as->pml4 = 0;
+}
+
+bool as_range_writable(struct addrspace *as, uint64_t va, uint64_t n)
+{
+    if (!n || !user_range_ok(va, n))
+        return false;
+    uint64_t f = spin_lock_irqsave(&as->lock);
+    bool ok = true;
+    for (uint64_t p = ALIGN_DOWN(va, PAGE_SIZE); ok && p < va + n; p += PAGE_SIZE) {
+        pte_t *e = vm_walk(as->pml4, p, false);
+        ok = e && (*e & (PTE_P | PTE_U | PTE_W)) == (PTE_P | PTE_U | PTE_W);
+    }
+    spin_unlock_irqrestore(&as->lock, f);
+    return ok;
 }

@@ -46,3 +46,6 @@ static inline bool user_range_ok(uint64_t va, uint64_t n)
 {
     return va < USER_TOP && n <= USER_TOP - va;
 }
+
+// Whether every page of [va, va+n) is mapped writable in as (n > 0).
+bool as_range_writable(struct addrspace *as, uint64_t va, uint64_t n);

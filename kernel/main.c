@@ -26,6 +26,7 @@
 #include "pmc/pmc.h"
 #include "pmm.h"
 #include "process.h"
+#include "profile/ke_profile.h"
 #include "ramdisk.h"
 #include "sched.h"
 #include "syscall.h"
@@ -93,6 +94,7 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     smp_boot_aps();                                 // every other CPU: "smp: N CPUs online"
     irq_register(VEC_PMI, pmc_pmi_handler);         // the performance-monitoring interrupt
     pmc_init();                                     // "pmc: interface <emon|amd64|none>: ..."
+    ke_profile_init();                              // samples go to profile objects
     ramdisk_init();                                 // GRUB modules are the files
     process_init();                                 // ring-3 faults kill processes
     uint64_t init_ns = clock_ns();

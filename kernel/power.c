@@ -2,6 +2,7 @@
 #include "power.h"
 #include "acpi.h"
 #include "arch/x86/cpu.h"
+#include "clock.h"
 #include "kprintf.h"
 
 #define SLP_EN (1u << 13)
@@ -21,4 +22,6 @@ void power_off(void)
     outw((uint16_t)fadt.pm1a_cnt, (uint16_t)((fadt.slp_typa << 10) | SLP_EN));
     if (fadt.pm1b_cnt)
         outw((uint16_t)fadt.pm1b_cnt, (uint16_t)((fadt.slp_typb << 10) | SLP_EN));
+    udelay(2000000); // the machine goes away some time after the write
+    kprintf("power: still running after the ACPI soft-off request\n");
 }

@@ -7,6 +7,7 @@
 #include "kprintf.h"
 #include "panic.h"
 #include "percpu.h"
+#include "profile/ke_profile.h"
 #include "ramdisk.h"
 #include "string.h"
 #include "trap.h"
@@ -36,6 +37,7 @@ static void process_destroy(struct object *o)
     live--;
     spin_unlock_irqrestore(&process_lock, f);
     as_destroy(&p->as); // already empty unless the process never ran
+    ke_profile_process_gone(p);
     kfree(p);
 }
 
@@ -203,12 +205,18 @@ void process_exit_current(int status)
     uint64_t f = spin_lock_irqsave(&process_lock);
     p->exit_status = p->killed ? PROCESS_KILLED_STATUS : status;
     p->thread = NULL;
-    p->exited = true;
     spin_unlock_irqrestore(&process_lock, f);
+    thread_exit(); // process_thread_gone follows once the thread's stack is freed
+}
+
+// After the last thread's kernel stack is gone (sched.c): only now is the
+// process reported as exited, so a waiter sees every resource returned.
+void process_thread_gone(struct process *p)
+{
+    p->exited = true;
     wakeup(p);
     init_exited(p->pid, p->exit_status);
     object_unref(&p->obj); // the thread's reference; p may be gone now
-    thread_exit();
 }
 
 void process_fault(struct trapframe *tf)
@@ -224,11 +232,14 @@ void process_fault(struct trapframe *tf)
     process_exit_current(PROCESS_KILLED_STATUS);
 }
 
-unsigned process_list(struct sys_process_info *out, unsigned max)
+unsigned process_list(struct sys_process_info *out, unsigned skip, unsigned max)
 {
     unsigned n = 0;
     uint64_t f = spin_lock_irqsave(&process_lock);
-    for (struct process *p = processes; p && n < max; p = p->list_next, n++) {
+    struct process *p = processes;
+    for (; p && skip; skip--)
+        p = p->list_next;
+    for (; p && n < max; p = p->list_next, n++) {
         struct sys_process_info *i = &out[n];
         memset(i, 0, sizeof *i);
         i->pid = p->pid;

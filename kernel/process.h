@@ -10,6 +10,8 @@
 #include "object.h"
 #include "sched.h"
 
+struct profile_slot;
+
 #define PROCESS_KILLED_STATUS (-1) // the exit status of a killed process
 
 struct process {
@@ -25,7 +27,7 @@ struct process {
     bool suspended;            // created with SPAWN_SUSPENDED, not yet resumed
     int exit_status;
     struct process *list_next; // all processes (process_lock)
-    void *profiles;            // the profile objects attached to it (pmc, later)
+    struct profile_slot *profile_slot[ProfileSourceCount]; // started profiles on it, by source
 };
 
 // Create a process running the ramdisk program path with argv; suspended if
@@ -36,9 +38,11 @@ void process_resume(struct process *p);
 NTSTATUS process_kill(uint32_t pid);
 int process_wait(struct process *p); // until it exits; returns the exit status
 void NORETURN process_exit_current(int status);
+void process_thread_gone(struct process *p); // the scheduler, after the thread's stack is freed
 struct process *process_current(void);
 struct process *process_by_pid(uint32_t pid); // a new reference, or NULL
-unsigned process_list(struct sys_process_info *out, unsigned max);
+// Up to max entries of the process list, after skipping the first skip.
+unsigned process_list(struct sys_process_info *out, unsigned skip, unsigned max);
 uint64_t process_live_count(void);
 void process_init(void);
 // A one-line report for a program killed by an exception.

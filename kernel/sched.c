@@ -128,8 +128,12 @@ void sched_after_switch(void)
             }
     }
     spin_unlock(&rq_lock);
-    if (dead)
+    if (dead) {
+        struct process *p = dead->proc;
         thread_free(dead);
+        if (p)
+            process_thread_gone(p);
+    }
 }
 
 // Pick the next thread. Called with rq_lock held; returns with it held (taken

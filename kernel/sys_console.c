@@ -38,11 +38,9 @@ uint64_t do_SysRead(const uint64_t *a, struct trapframe *tf)
         return STATUS(s);
     if (a[2] == 0)
         return STATUS(STATUS_SUCCESS);
-    // Probe both ends of the buffer too: input taken from the console must not be lost.
-    char zero = 0;
-    uint64_t last = a[1] + MIN(a[2], (uint64_t)CHUNK) - 1;
-    if (!user_range_ok(a[1], a[2]) || !NT_SUCCESS(copy_to_user(a[1], &zero, 1)) ||
-        !NT_SUCCESS(copy_to_user(last, &zero, 1)))
+    // Check the buffer before taking input: input taken from the console must not be lost.
+    if (!user_range_ok(a[1], a[2]) ||
+        !as_range_writable(&process_current()->as, a[1], MIN(a[2], (uint64_t)CHUNK)))
         return STATUS(STATUS_ACCESS_VIOLATION);
     char buf[CHUNK];
     struct process *p = process_current();

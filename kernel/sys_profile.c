@@ -1,6 +1,6 @@
-// System calls of the profiling subsystem: the source list, `pmc info`,
-// `pmc trace`, and the NT profile-object calls. The latter belong to the
-// profile-object layer and answer STATUS_NOT_IMPLEMENTED until it exists.
+// System calls of the profiling subsystem's HAL side: the source list,
+// `pmc info` and `pmc trace`. The NT profile-object calls are in
+// profile/nt_profile.c.
 #include "heap.h"
 #include "kprintf.h"
 #include "percpu.h"
@@ -121,19 +121,3 @@ uint64_t do_SysPmcTrace(const uint64_t *a, struct trapframe *tf)
     NTSTATUS s2 = copy_to_user(a[3], &pos, sizeof pos);
     return STATUS(NT_SUCCESS(s) ? s2 : s);
 }
-
-#define NOT_YET(name) \
-    uint64_t do_##name(const uint64_t *a, struct trapframe *tf) \
-    { \
-        UNUSED(a); \
-        UNUSED(tf); \
-        return STATUS(STATUS_NOT_IMPLEMENTED); \
-    }
-
-NOT_YET(NtCreateProfile)
-NOT_YET(NtCreateProfileEx)
-NOT_YET(NtStartProfile)
-NOT_YET(NtStopProfile)
-NOT_YET(NtQueryIntervalProfile)
-NOT_YET(NtSetIntervalProfile)
-NOT_YET(SysProfileStats)

@@ -4,6 +4,7 @@
 #include "heap.h"
 #include "object.h"
 #include "percpu.h"
+#include "pin.h"
 #include "pmm.h"
 #include "power.h"
 #include "process.h"
@@ -114,7 +115,7 @@ uint64_t do_SysSelfCheck(const uint64_t *a, struct trapframe *tf)
         .heap_bytes = heap_bytes_in_use(),
         .live_processes = process_live_count(),
         .live_objects = object_live_count(),
-        .pinned_pages = 0,
+        .pinned_pages = pinned_page_count(),
     };
     return STATUS(copy_to_user(a[0], &c, sizeof c));
 }

@@ -1,6 +1,7 @@
 // User-memory access (see uaccess.h).
 #include "uaccess.h"
 #include "addrspace.h"
+#include "process.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
 
@@ -34,9 +35,14 @@ NTSTATUS copy_from_user(void *dst, uint64_t usrc, size_t n)
     return STATUS_SUCCESS;
 }
 
+// A failed copy must not leave part of the user's memory overwritten, so the
+// whole destination is checked first (one thread per process: nothing can
+// unmap it between the check and the copy). The fault fixup stays as the net.
 NTSTATUS copy_to_user(uint64_t udst, const void *src, size_t n)
 {
     if (!user_range_ok(udst, n))
+        return STATUS_ACCESS_VIOLATION;
+    if (n && !as_range_writable(&process_current()->as, udst, n))
         return STATUS_ACCESS_VIOLATION;
     if (n && uaccess_copy((void *)udst, src, n))
         return STATUS_ACCESS_VIOLATION;

@@ -19,7 +19,10 @@ void serial_init(void)
     outb(COM1 + UART_DATA, 1);  // divisor 1: 115200 baud
     outb(COM1 + UART_IER, 0x00);
     outb(COM1 + UART_LCR, 0x03); // 8 bits, no parity, one stop bit
-    outb(COM1 + UART_FCR, 0xC7); // FIFOs on and cleared, 14-byte threshold
+    // Turning the FIFOs on flushes them: keep what was typed ahead.
+    while (inb(COM1 + UART_LSR) & 1)
+        console_input((char)inb(COM1 + UART_DATA));
+    outb(COM1 + UART_FCR, 0xC7); // FIFOs on, 14-byte threshold
     outb(COM1 + UART_MCR, 0x0B); // DTR, RTS, OUT2
 }
 

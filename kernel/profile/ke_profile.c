@@ -1,0 +1,386 @@
+// Profile objects: start, stop, and the sample path into the buckets.
+#include "profile/ke_profile.h"
+#include "addrspace.h"
+#include "heap.h"
+#include "memlayout.h"
+#include "mutex.h"
+#include "percpu.h"
+#include "pin.h"
+#include "pmc/hal.h"
+#include "pmc/pmi.h"
+#include "process.h"
+#include "smp.h"
+#include "string.h"
+#include "vm.h"
+
+#define PROFILES_PER_CPU_LIMIT 8192 // NT's STATUS_PROFILING_AT_LIMIT: 8,192 x processors
+
+// An immutable candidate list, sorted by base. max_end is the largest end among
+// entries 0..i, so a backwards scan can stop as soon as no earlier range can
+// reach the sampled address.
+struct profile_set {
+    unsigned n;
+    struct set_entry {
+        uint64_t base, end, max_end;
+        struct kprofile *p;
+    } e[];
+};
+
+static struct mutex profile_mutex = MUTEX_INIT("profiles"); // start, stop, set changes
+static struct kprofile dead_profile; // stands in for a stopped profile when memory is short
+static struct profile_slot system_slots[ProfileSourceCount];
+static unsigned source_refs[ProfileSourceCount]; // started profiles per source
+static uint64_t started_count;
+
+// --- the sample path --------------------------------------------------------
+
+static inline void count_bucket(struct kprofile *p, uint64_t ip)
+{
+    uint64_t off = p->first_offset + (((ip - p->range_base) >> p->bucket_shift) << 2);
+    uint32_t *bucket = (uint32_t *)(p->page_va[off >> 12] + (off & 4095));
+    __atomic_fetch_add(bucket, 1, __ATOMIC_RELAXED); // every CPU may hit the same bucket
+    __atomic_fetch_add(&p->in_range, 1, __ATOMIC_RELAXED);
+}
+
+static inline void sample_slot(struct profile_slot *slot, uint64_t ip, unsigned cpu)
+{
+    slot->samples[cpu]++; // only this CPU writes its counter
+    const struct profile_set *set = __atomic_load_n(&slot->set, __ATOMIC_ACQUIRE);
+    if (!set)
+        return;
+    unsigned lo = 0, hi = set->n; // first entry with base > ip
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (set->e[mid].base <= ip)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint64_t bit = 1ull << cpu;
+    for (unsigned i = lo; i-- > 0 && set->e[i].max_end > ip;) {
+        const struct set_entry *e = &set->e[i];
+        struct kprofile *p = READ_ONCE(e->p);
+        if (ip < e->end && (READ_ONCE(p->active) & bit))
+            count_bucket(p, ip);
+    }
+}
+
+// The HAL's sample callback, in interrupt context.
+void KeProfileInterruptWithSource(KPROFILE_SOURCE source, uint64_t ip, bool user, unsigned cpu)
+{
+    UNUSED(user); // scope is by process and range, not by mode
+    if ((unsigned)source >= ProfileSourceCount)
+        return;
+    sample_slot(&system_slots[source], ip, cpu);
+    struct thread *t = cpus[cpu].current;
+    struct process *pr = t ? t->proc : NULL;
+    struct profile_slot *slot = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
+    if (slot)
+        sample_slot(slot, ip, cpu);
+}
+
+// --- sets ---------------------------------------------------------------------
+
+// A copy of old with add inserted or remove left out. NULL with *ok when the
+// result is empty; NULL with !*ok when out of memory.
+static struct profile_set *set_change(const struct profile_set *old, struct kprofile *add,
+                                      struct kprofile *remove, bool *ok)
+{
+    unsigned n = add ? 1 : 0;
+    for (unsigned i = 0; old && i < old->n; i++)
+        n += old->e[i].p != remove && old->e[i].p != &dead_profile;
+    *ok = true;
+    if (n == 0)
+        return NULL;
+    struct profile_set *set = kmalloc(sizeof *set + n * sizeof set->e[0]);
+    if (!set) {
+        *ok = false;
+        return NULL;
+    }
+    unsigned k = 0;
+    for (unsigned i = 0; old && i < old->n; i++) {
+        if (old->e[i].p == remove || old->e[i].p == &dead_profile)
+            continue;
+        if (add && add->range_base < old->e[i].base) {
+            set->e[k++].p = add;
+            add = NULL;
+        }
+        set->e[k++].p = old->e[i].p;
+    }
+    if (add)
+        set->e[k++].p = add;
+    set->n = k;
+    uint64_t max_end = 0;
+    for (unsigned i = 0; i < k; i++) {
+        struct kprofile *p = set->e[i].p;
+        set->e[i].base = p->range_base;
+        set->e[i].end = p->range_base + p->range_size;
+        max_end = MAX(max_end, set->e[i].end);
+        set->e[i].max_end = max_end;
+    }
+    return set;
+}
+
+static struct profile_slot *slot_of(struct kprofile *p, bool create)
+{
+    if (!p->process)
+        return &system_slots[p->source];
+    struct profile_slot **pp = &p->process->profile_slot[p->source];
+    if (!*pp && create)
+        *pp = kzalloc(sizeof **pp);
+    return *pp;
+}
+
+// Each CPU, with interrupts off (so no sample is half done here), begins or
+// ends counting for the profile and notes where its sample counter stood.
+// Running it on every CPU is also the barrier after which no CPU still reads
+// a replaced set.
+static void activate_on_cpu(void *arg)
+{
+    struct kprofile *p = arg;
+    unsigned cpu = cpu_id();
+    if (!(p->affinity & (1ull << cpu)))
+        return;
+    p->start_samples[cpu] = slot_of(p, false)->samples[cpu];
+    __atomic_fetch_or(&p->active, 1ull << cpu, __ATOMIC_RELEASE);
+}
+
+static void deactivate_on_cpu(void *arg)
+{
+    struct kprofile *p = arg;
+    unsigned cpu = cpu_id();
+    if (!(p->active & (1ull << cpu)))
+        return;
+    __atomic_fetch_and(&p->active, ~(1ull << cpu), __ATOMIC_RELEASE);
+    __atomic_fetch_add(&p->delivered, slot_of(p, false)->samples[cpu] - p->start_samples[cpu],
+                       __ATOMIC_RELAXED);
+}
+
+static void barrier_on_cpu(void *arg)
+{
+    UNUSED(arg);
+}
+
+// --- the buffer -----------------------------------------------------------------
+
+static void unpin_buffer(struct kprofile *p)
+{
+    for (uint64_t i = 0; i < p->npages; i++)
+        unpin_page(p->page_pa[i]);
+    kfree(p->page_va);
+    kfree(p->page_pa);
+    p->page_va = NULL;
+    p->page_pa = NULL;
+    p->npages = 0;
+}
+
+// Pin every page of the buffer in the caller's address space; the sample path
+// then writes them through the direct map and never walks user page tables.
+static NTSTATUS pin_buffer(struct kprofile *p)
+{
+    struct process *me = process_current();
+    uint64_t first = ALIGN_DOWN(p->buffer, PAGE_SIZE);
+    uint64_t n = (ALIGN_UP(p->buffer + p->buffer_size, PAGE_SIZE) - first) / PAGE_SIZE;
+    p->page_va = kmalloc(n * sizeof *p->page_va);
+    p->page_pa = kmalloc(n * sizeof *p->page_pa);
+    p->first_offset = (uint32_t)(p->buffer - first);
+    p->npages = 0;
+    if (!p->page_va || !p->page_pa) {
+        unpin_buffer(p);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    uint64_t f = spin_lock_irqsave(&me->as.lock);
+    NTSTATUS s = STATUS_SUCCESS;
+    for (uint64_t i = 0; i < n; i++) {
+        pte_t *e = vm_walk(me->as.pml4, first + i * PAGE_SIZE, false);
+        if (!e || (*e & (PTE_P | PTE_U | PTE_W)) != (PTE_P | PTE_U | PTE_W)) {
+            s = STATUS_ACCESS_VIOLATION; // unmapped or read-only buffer
+            break;
+        }
+        p->page_pa[i] = *e & PTE_ADDR;
+        p->page_va[i] = phys_to_virt(p->page_pa[i]);
+        if (!pin_page(p->page_pa[i])) {
+            s = STATUS_INSUFFICIENT_RESOURCES;
+            break;
+        }
+        p->npages++;
+    }
+    spin_unlock_irqrestore(&me->as.lock, f);
+    if (!NT_SUCCESS(s))
+        unpin_buffer(p);
+    return s;
+}
+
+// --- start and stop ---------------------------------------------------------------
+
+static void profile_destroy(struct object *o)
+{
+    struct kprofile *p = (struct kprofile *)o;
+    if (p->started)
+        KeStopProfile(p);
+    if (p->process)
+        object_unref(&p->process->obj);
+    kfree(p);
+}
+
+NTSTATUS KeInitializeProfile(struct kprofile **out, struct process *process,
+                             uint64_t range_base, uint64_t range_size, uint32_t bucket_shift,
+                             uint64_t buffer, uint32_t buffer_size, KPROFILE_SOURCE source,
+                             uint64_t affinity)
+{
+    struct kprofile *p = kzalloc(sizeof *p);
+    if (!p)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    object_init(&p->obj, OBJ_PROFILE, profile_destroy);
+    if (process)
+        object_ref(&process->obj);
+    p->process = process;
+    p->range_base = range_base;
+    p->range_size = range_size;
+    p->bucket_shift = bucket_shift;
+    p->buffer = buffer;
+    p->buffer_size = buffer_size;
+    p->nbuckets = (range_size >> bucket_shift) + ((range_size & ((1ull << bucket_shift) - 1)) != 0);
+    p->source = source;
+    p->affinity = affinity;
+    *out = p;
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS KeStartProfile(struct kprofile *p)
+{
+    mutex_lock(&profile_mutex);
+    NTSTATUS s = STATUS_SUCCESS;
+    struct profile_slot *slot;
+    struct profile_set *set = NULL, *old;
+    bool ok;
+    if (p->started) {
+        s = STATUS_PROFILING_NOT_STOPPED;
+    } else if (started_count >= (uint64_t)PROFILES_PER_CPU_LIMIT * ncpus_online) {
+        s = STATUS_PROFILING_AT_LIMIT;
+    } else if (!(slot = slot_of(p, true))) {
+        s = STATUS_INSUFFICIENT_RESOURCES;
+    } else if (!NT_SUCCESS(s = pin_buffer(p))) {
+        // s says why
+    } else if (set = set_change(slot->set, p, NULL, &ok), !ok) {
+        unpin_buffer(p);
+        s = STATUS_INSUFFICIENT_RESOURCES;
+    }
+    if (!NT_SUCCESS(s)) {
+        mutex_unlock(&profile_mutex);
+        return s;
+    }
+    if (source_refs[p->source]++ == 0) { // the first profile on this source starts it
+        const char *reason;
+        s = HalStartProfileInterrupt(p->source, &reason);
+        if (!NT_SUCCESS(s)) {
+            source_refs[p->source]--;
+            kfree(set);
+            unpin_buffer(p);
+            mutex_unlock(&profile_mutex);
+            return s;
+        }
+    }
+    old = slot->set;
+    __atomic_store_n(&slot->set, set, __ATOMIC_RELEASE);
+    p->start_throttled = pmc_pmi_throttled(p->source);
+    smp_call_all(activate_on_cpu, p); // also the barrier: nobody reads old now
+    kfree(old);
+    p->started = true;
+    started_count++;
+    mutex_unlock(&profile_mutex);
+    return STATUS_SUCCESS;
+}
+
+// Stopping cannot fail: without memory for a smaller set, the entry is pointed
+// at dead_profile (never active) in place, and dropped at the next change.
+NTSTATUS KeStopProfile(struct kprofile *p)
+{
+    mutex_lock(&profile_mutex);
+    if (!p->started) {
+        mutex_unlock(&profile_mutex);
+        return STATUS_PROFILING_NOT_STARTED;
+    }
+    struct profile_slot *slot = slot_of(p, false);
+    bool ok;
+    struct profile_set *set = set_change(slot->set, NULL, p, &ok);
+    smp_call_all(deactivate_on_cpu, p); // no CPU counts into the buffer after this
+    struct profile_set *old = slot->set;
+    if (ok) {
+        __atomic_store_n(&slot->set, set, __ATOMIC_RELEASE);
+    } else {
+        for (unsigned i = 0; i < old->n; i++)
+            if (old->e[i].p == p)
+                __atomic_store_n(&old->e[i].p, &dead_profile, __ATOMIC_RELEASE);
+        old = NULL; // still in use
+    }
+    smp_call_all(barrier_on_cpu, NULL); // nobody reads old, or p through it, now
+    kfree(old);
+    p->throttled += pmc_pmi_throttled(p->source) - p->start_throttled;
+    unpin_buffer(p);
+    p->started = false;
+    started_count--;
+    if (--source_refs[p->source] == 0) { // the last profile on this source stops it
+        const char *reason;
+        HalStopProfileInterrupt(p->source, &reason);
+    }
+    mutex_unlock(&profile_mutex);
+    return STATUS_SUCCESS;
+}
+
+void KeQueryProfileStats(struct kprofile *p, struct sys_profile_stats *out)
+{
+    mutex_lock(&profile_mutex); // a consistent view against start and stop
+    uint64_t delivered = p->delivered, throttled = p->throttled;
+    if (p->started) {
+        struct profile_slot *slot = slot_of(p, false);
+        for (unsigned cpu = 0; cpu < ncpus; cpu++)
+            if (READ_ONCE(p->active) & (1ull << cpu))
+                delivered += READ_ONCE(slot->samples[cpu]) - p->start_samples[cpu];
+        throttled += pmc_pmi_throttled(p->source) - p->start_throttled;
+    }
+    // Read in_range last: a sample counted there was already counted in delivered.
+    uint64_t in_range = __atomic_load_n(&p->in_range, __ATOMIC_ACQUIRE);
+    mutex_unlock(&profile_mutex);
+    out->delivered = delivered;
+    out->in_range = MIN(in_range, delivered);
+    out->out_of_range = delivered - out->in_range;
+    out->throttled = throttled;
+}
+
+uint64_t KeQueryIntervalProfile(KPROFILE_SOURCE source)
+{
+    struct hal_profile_source_details d;
+    if (!NT_SUCCESS(HalQueryProfileSource(source, &d)) || !d.supported)
+        return 0;
+    return d.interval;
+}
+
+NTSTATUS KeSetIntervalProfile(uint64_t interval, KPROFILE_SOURCE source)
+{
+    if (source == ProfileTime) {
+        HalSetProfileInterval(interval);
+        return STATUS_SUCCESS;
+    }
+    HAL_PROFILE_SOURCE_INTERVAL i = { source, interval };
+    return HalSetSystemInformation(HalProfileSourceInterval, sizeof i, &i);
+}
+
+void ke_profile_process_gone(struct process *p)
+{
+    for (unsigned s = 0; s < ProfileSourceCount; s++) {
+        kfree(p->profile_slot[s]); // no started profile can name a destroyed process
+        p->profile_slot[s] = NULL;
+    }
+}
+
+uint64_t ke_profiles_started(void)
+{
+    return READ_ONCE(started_count);
+}
+
+void ke_profile_init(void)
+{
+    HAL_PROFILE_INTERRUPT_HANDLER h = KeProfileInterruptWithSource;
+    HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof h, &h);
+}
