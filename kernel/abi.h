@@ -133,6 +133,10 @@ enum {
     SYSCALL_COUNT
 };
 
+// The exit status SysWait reports for a process the kernel killed (a fault in
+// ring 3, or SysKill).
+#define EXIT_STATUS_KILLED (-1)
+
 // SysSpawn flags.
 #define SPAWN_SUSPENDED  0x1 // created but not run until SysResume (a profiler attaches first)
 #define SPAWN_PRIVILEGED 0x2 // grant the system-profile privilege (caller must hold it)

@@ -53,6 +53,8 @@ int32_t as_map(struct addrspace *as, uint64_t va, uint64_t size, uint32_t prot)
     if (size == 0 || (va & (PAGE_SIZE - 1)) || !user_range_ok(va, size) || va < USER_MIN)
         return STATUS_INVALID_PARAMETER;
     uint64_t end = va + ALIGN_UP(size, PAGE_SIZE);
+    if ((end - va) / PAGE_SIZE > pmm_free_count())
+        return STATUS_NO_MEMORY; // fail at once rather than after taking every page
     struct region *r = kmalloc(sizeof *r);
     if (!r)
         return STATUS_NO_MEMORY;

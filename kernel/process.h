@@ -12,7 +12,7 @@
 
 struct profile_slot;
 
-#define PROCESS_KILLED_STATUS (-1) // the exit status of a killed process
+#define PROCESS_KILLED_STATUS EXIT_STATUS_KILLED
 
 struct process {
     struct object obj;

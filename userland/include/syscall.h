@@ -9,10 +9,6 @@
 #include "abi.h"
 #include <nt.h>
 
-// The exit status SysWait reports for a process the kernel killed (a fault or
-// SysKill). The ABI does not name it yet; this is the one place to adjust.
-#define EXIT_STATUS_KILLED (-1)
-
 // Processes.
 _Noreturn void SysExit(int status);
 NTSTATUS SysSpawn(const char *path, const char *const *argv, uint32_t flags, HANDLE *process);
