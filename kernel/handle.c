@@ -1,43 +1,63 @@
 // Handle tables.
 #include "handle.h"
+#include "heap.h"
+#include "string.h"
 
-static int slot_of(HANDLE h)
+static int64_t slot_of(struct handle_table *ht, HANDLE h)
 {
     uintptr_t v = (uintptr_t)h;
-    if (v == 0 || (v & 3) || v / 4 > HANDLE_MAX)
+    if (v == 0 || (v & 3) || v / 4 > ht->capacity)
         return -1;
-    return (int)(v / 4 - 1);
+    return (int64_t)(v / 4 - 1);
 }
 
 void handle_table_init(struct handle_table *ht)
 {
     ht->lock = (struct spinlock)SPINLOCK_INIT("handles");
-    for (int i = 0; i < HANDLE_MAX; i++)
-        ht->slot[i] = NULL;
+    ht->slot = NULL;
+    ht->capacity = 0;
 }
 
 NTSTATUS handle_insert(struct handle_table *ht, struct object *o, HANDLE *out)
 {
-    uint64_t f = spin_lock_irqsave(&ht->lock);
-    for (int i = 0; i < HANDLE_MAX; i++) {
-        if (!ht->slot[i]) {
-            ht->slot[i] = o;
-            spin_unlock_irqrestore(&ht->lock, f);
-            *out = (HANDLE)(uintptr_t)((i + 1) * 4);
-            return STATUS_SUCCESS;
+    for (;;) {
+        uint64_t f = spin_lock_irqsave(&ht->lock);
+        for (uint32_t i = 0; i < ht->capacity; i++) {
+            if (!ht->slot[i]) {
+                ht->slot[i] = o;
+                spin_unlock_irqrestore(&ht->lock, f);
+                *out = (HANDLE)(uintptr_t)((i + 1) * 4);
+                return STATUS_SUCCESS;
+            }
         }
+        uint32_t old_cap = ht->capacity, cap = old_cap ? old_cap * 2 : 16;
+        spin_unlock_irqrestore(&ht->lock, f);
+        if (cap > HANDLE_MAX)
+            return STATUS_INSUFFICIENT_RESOURCES;
+        struct object **bigger = kzalloc(cap * sizeof *bigger); // outside the lock
+        if (!bigger)
+            return STATUS_INSUFFICIENT_RESOURCES;
+        f = spin_lock_irqsave(&ht->lock);
+        struct object **old = NULL;
+        if (ht->capacity == old_cap) { // nobody grew it meanwhile
+            if (old_cap)
+                memcpy(bigger, ht->slot, old_cap * sizeof *bigger);
+            old = ht->slot;
+            ht->slot = bigger;
+            ht->capacity = cap;
+            bigger = NULL;
+        }
+        spin_unlock_irqrestore(&ht->lock, f);
+        kfree(old);
+        kfree(bigger);
     }
-    spin_unlock_irqrestore(&ht->lock, f);
-    return STATUS_INSUFFICIENT_RESOURCES;
 }
 
 NTSTATUS handle_lookup(struct handle_table *ht, HANDLE h, enum object_type type, struct object **out)
 {
-    int i = slot_of(h);
-    if (i < 0)
-        return STATUS_INVALID_HANDLE;
     uint64_t f = spin_lock_irqsave(&ht->lock);
-    struct object *o = ht->slot[i];
+    int64_t i = slot_of(ht, h);
+    struct object *o = i >= 0 ? ht->slot[i] : NULL;
     if (o && o->type == type)
         object_ref(o);
     spin_unlock_irqrestore(&ht->lock, f);
@@ -49,12 +69,11 @@ NTSTATUS handle_lookup(struct handle_table *ht, HANDLE h, enum object_type type,
 
 NTSTATUS handle_close(struct handle_table *ht, HANDLE h)
 {
-    int i = slot_of(h);
-    if (i < 0)
-        return STATUS_INVALID_HANDLE;
     uint64_t f = spin_lock_irqsave(&ht->lock);
-    struct object *o = ht->slot[i];
-    ht->slot[i] = NULL;
+    int64_t i = slot_of(ht, h);
+    struct object *o = i >= 0 ? ht->slot[i] : NULL;
+    if (o)
+        ht->slot[i] = NULL;
     spin_unlock_irqrestore(&ht->lock, f);
     if (!o)
         return STATUS_INVALID_HANDLE;
@@ -64,7 +83,13 @@ NTSTATUS handle_close(struct handle_table *ht, HANDLE h)
 
 void handle_table_close_all(struct handle_table *ht)
 {
-    for (int i = 0; i < HANDLE_MAX; i++)
+    for (uint32_t i = 0; i < ht->capacity; i++)
         if (ht->slot[i])
             handle_close(ht, (HANDLE)(uintptr_t)((i + 1) * 4));
+    uint64_t f = spin_lock_irqsave(&ht->lock);
+    struct object **slots = ht->slot;
+    ht->slot = NULL;
+    ht->capacity = 0;
+    spin_unlock_irqrestore(&ht->lock, f);
+    kfree(slots);
 }

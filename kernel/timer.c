@@ -24,6 +24,7 @@ struct periodic {
 };
 
 struct timer_cpu {
+    unsigned active; // bit i: slot i is running (the interrupt visits only these)
     struct periodic slot[TIMER_SLOTS];
 } __attribute__((aligned(64)));
 
@@ -35,9 +36,11 @@ static uint64_t lapic_per_tsc; // LAPIC counts per TSC tick, 32.32 fixed point
 static void arm(struct timer_cpu *t)
 {
     uint64_t next = UINT64_MAX;
-    for (int i = 0; i < TIMER_SLOTS; i++)
-        if (t->slot[i].active && t->slot[i].deadline < next)
-            next = t->slot[i].deadline;
+    for (unsigned m = t->active; m; m &= m - 1) {
+        const struct periodic *p = &t->slot[__builtin_ctz(m)];
+        if (p->deadline < next)
+            next = p->deadline;
+    }
     if (next == UINT64_MAX) {
         if (tsc_deadline)
             wrmsr(MSR_IA32_TSC_DEADLINE, 0);
@@ -60,8 +63,8 @@ static void timer_irq(struct trapframe *tf)
 {
     struct timer_cpu *t = &timers[cpu_id()];
     uint64_t now = rdtsc();
-    for (int i = 0; i < TIMER_SLOTS; i++) {
-        struct periodic *p = &t->slot[i];
+    for (unsigned m = t->active; m; m &= m - 1) {
+        struct periodic *p = &t->slot[__builtin_ctz(m)];
         for (int n = 0; p->active && p->deadline <= now; n++) {
             if (n == MAX_CATCHUP) { // hopelessly behind: count the rest, do not replay them
                 uint64_t behind = (now - p->deadline) / p->period + 1;
@@ -89,6 +92,7 @@ void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn,
     p->fn = fn;
     p->arg = arg;
     p->active = true;
+    t->active |= 1u << slot;
     arm(t);
 }
 
@@ -97,6 +101,7 @@ void timer_periodic_stop(enum timer_slot slot)
     assert(slot < TIMER_SLOTS && !irq_enabled());
     struct timer_cpu *t = &timers[cpu_id()];
     t->slot[slot].active = false;
+    t->active &= ~(1u << slot);
     arm(t);
 }
 

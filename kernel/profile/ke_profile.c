@@ -42,12 +42,15 @@ static inline void count_bucket(struct kprofile *p, uint64_t ip)
     __atomic_fetch_add(&p->in_range, 1, __ATOMIC_RELAXED);
 }
 
+// Samples are counted only while a set is published: counts matter only as
+// differences between a profile's activation and deactivation, both of which
+// happen on each CPU while the set is there (see activate_on_cpu).
 static inline void sample_slot(struct profile_slot *slot, uint64_t ip, unsigned cpu)
 {
-    slot->samples[cpu]++; // only this CPU writes its counter
     const struct profile_set *set = __atomic_load_n(&slot->set, __ATOMIC_ACQUIRE);
     if (!set)
         return;
+    slot->samples[cpu]++; // only this CPU writes its counter
     unsigned lo = 0, hi = set->n; // first entry with base > ip
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;

@@ -1,11 +1,22 @@
 #!/usr/bin/env python3
 """Benchmarks that print figures (`make bench`); they never pass or fail on timing.
 
-boot_ratio: wall time from QEMU start to the kernel's end-of-init line for
-build/os.iso on -smp 4 under TCG, divided by the time a bare multiboot2 "hello"
-ISO takes to print its first line, both measured in this run, median of 5.
+Figures (targets from the project's issues in the notes column):
+  sample_cost_1, sample_cost_256  guest instructions per ProfileTime sample with
+      one started profile, and with 255 more that cannot match; measured by the
+      `bench cost` program as the extra instructions of a fixed workload divided
+      by the samples taken, under -icount shift=0,sleep=off on one CPU (the TSC
+      then counts instructions exactly)
+  overhead_1221/10000/78125  slowdown of that workload with one profile started
+  smp_lost_samples  buckets + out-of-range - delivered, one system profile on
+      -smp 4 at 1,221 while every CPU spins (TCG, real concurrency)
+  attribution_error  worst error in percentage points of `profile run calib`
+      against its 50/30/20 split, under icount
+  boot_ratio  wall time from QEMU start to the end of kernel init for
+      build/os.iso on -smp 4 under TCG, divided by the time a bare multiboot2
+      "hello" ISO takes to print its first line, median of 5 each
 """
-import os, statistics, subprocess, sys, time
+import os, re, statistics, subprocess, sys, time
 
 QEMU = ["qemu-system-x86_64", "-machine", "pc", "-cpu", "max", "-boot", "d", "-no-reboot",
         "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-display", "none",
@@ -32,13 +43,48 @@ def time_to_line(iso, marker, smp, runs=5):
     return statistics.median(times), times
 
 
+ICOUNT = ["-icount", "shift=0,sleep=off"]
+
+
+def run_init(args, smp, extra=(), timeout=600):
+    """Boot PROG,ARGS as init (test=init) and return its serial output."""
+    iso = "build/tests/init+init~" + ",".join(args) + ".iso"
+    subprocess.run(["make", "-s", iso], check=True, stdout=subprocess.DEVNULL)
+    out = subprocess.run(QEMU + ["-smp", str(smp), "-m", "256M", "-cdrom", iso] + list(extra),
+                         stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, timeout=timeout)
+    return out.stdout.decode(errors="replace")
+
+
+def figure(text, name):
+    m = re.search(r"^bench: " + re.escape(name) + r" (\S+) (.+?)\s*$", text, re.M)
+    if not m:
+        sys.exit(f"bench: no figure {name} in:\n{text}")
+    return m.group(1), m.group(2)
+
+
 def main():
     figures = []
+    c1, unit = figure(run_init(["bench", "cost", "1"], 1, ICOUNT), "sample_cost_1")
+    figures.append(("sample_cost_1", c1, unit, "target <= 120"))
+    c256, unit = figure(run_init(["bench", "cost", "256"], 1, ICOUNT), "sample_cost_256")
+    figures.append(("sample_cost_256", c256, unit,
+                    f"{int(c256) / int(c1):.2f} x sample_cost_1, target <= 1.1 x"))
+    for interval in (1221, 10000, 78125):
+        v, unit = figure(run_init(["bench", "overhead", str(interval)], 1, ICOUNT),
+                         f"overhead_{interval}")
+        figures.append((f"overhead_{interval}", v, unit.replace("%", "%").strip(),
+                        "target <= 0.5" if interval == 1221 else ""))
+    lost, unit = figure(run_init(["bench", "smp"], 4), "smp_lost_samples")
+    figures.append(("smp_lost_samples", lost, unit, "-smp 4, target 0"))
     hello, _ = time_to_line("build/bench/hello.iso", b"hello", 4)
     osb, _ = time_to_line("build/os.iso", b"boot: kernel init took", 4)
     figures.append(("boot_hello", f"{hello:.3f}", "s", "reference"))
     figures.append(("boot_os", f"{osb:.3f}", "s", "-smp 4, TCG"))
     figures.append(("boot_ratio", f"{osb / hello:.2f}", "x", "target <= 1.6"))
+    attribution = attribution_error()
+    if attribution:
+        figures.append(attribution)
     for name, value, unit, _ in figures:
         print(f"bench: {name} {value} {unit}")
     table = ["| figure | value | unit | note |", "|---|---|---|---|"]
@@ -47,6 +93,23 @@ def main():
     os.makedirs("build", exist_ok=True)
     with open("build/bench.md", "w") as f:
         f.write("\n".join(table) + "\n")
+
+
+def attribution_error():
+    """Worst error of `profile run calib` against 50/30/20, under icount."""
+    if not os.path.exists("userland/bin/profile.c"):
+        return None
+    text = run_init(["profile", "run", "-n", "8", "calib", "2000000000"], 1, ICOUNT, timeout=1200)
+    shares = {}
+    for name in ("calib_a", "calib_b", "calib_c"):
+        m = re.search(r"^\s*" + name + r"\s+(\d+)\s+([\d.]+)", text, re.M)
+        if not m:
+            sys.exit(f"bench: no {name} row in the profile report:\n{text}")
+        shares[name] = (int(m.group(1)), float(m.group(2)))
+    hits = sum(h for h, _ in shares.values())
+    expect = {"calib_a": 50.0, "calib_b": 30.0, "calib_c": 20.0}
+    worst = max(abs(100.0 * shares[n][0] / hits - expect[n]) for n in expect)
+    return ("attribution_error", f"{worst:.2f}", "pp", f"{hits} samples in calib, target <= 1.0")
 
 
 if __name__ == "__main__":

@@ -11,39 +11,19 @@
 #include "cmdline.h"
 #include "memlayout.h"
 
-static volatile uint32_t *mmio;
-static bool x2apic;
+volatile uint32_t *lapic_mmio;
+bool lapic_x2;
 bool lapic_ready; // registers usable (panic checks it before sending NMIs)
 
 bool lapic_x2apic(void)
 {
-    return x2apic;
-}
-
-uint32_t lapic_read(uint32_t reg)
-{
-    if (x2apic)
-        return (uint32_t)rdmsr(MSR_X2APIC_BASE + (reg >> 4));
-    return mmio[reg / 4];
-}
-
-void lapic_write(uint32_t reg, uint32_t value)
-{
-    if (x2apic)
-        wrmsr(MSR_X2APIC_BASE + (reg >> 4), value);
-    else
-        mmio[reg / 4] = value;
-}
-
-void lapic_eoi(void)
-{
-    lapic_write(LAPIC_EOI, 0);
+    return lapic_x2;
 }
 
 uint32_t lapic_id(void)
 {
     uint32_t id = lapic_read(LAPIC_ID);
-    return x2apic ? id : id >> 24;
+    return lapic_x2 ? id : id >> 24;
 }
 
 // The boot CPU's APIC id before the LAPIC is set up, from CPUID.
@@ -58,15 +38,15 @@ static void enable_mode(void)
 {
     uint64_t base = rdmsr(MSR_IA32_APIC_BASE);
     base |= APIC_BASE_ENABLE;
-    if (x2apic)
+    if (lapic_x2)
         base |= APIC_BASE_X2APIC;
     wrmsr(MSR_IA32_APIC_BASE, base);
 }
 
 void lapic_init_bsp(void)
 {
-    x2apic = (cpuid(1, 0).ecx & CPUID1_ECX_X2APIC) && !cmdline_has("nox2apic");
-    mmio = phys_to_virt(madt.lapic_phys ? madt.lapic_phys : 0xFEE00000);
+    lapic_x2 = (cpuid(1, 0).ecx & CPUID1_ECX_X2APIC) && !cmdline_has("nox2apic");
+    lapic_mmio = phys_to_virt(madt.lapic_phys ? madt.lapic_phys : 0xFEE00000);
 }
 
 void lapic_init_cpu(void)
@@ -98,15 +78,15 @@ void lapic_init_cpu(void)
 
 static void write_icr(uint32_t dest, uint32_t low)
 {
-    if (x2apic) {
+    if (lapic_x2) {
         wrmsr(MSR_X2APIC_BASE + (LAPIC_ICR >> 4), ((uint64_t)dest << 32) | low);
         return;
     }
-    while (mmio[LAPIC_ICR / 4] & ICR_PENDING)
+    while (lapic_mmio[LAPIC_ICR / 4] & ICR_PENDING)
         cpu_relax();
-    mmio[LAPIC_ICR_HI / 4] = dest << 24;
-    mmio[LAPIC_ICR / 4] = low;
-    while (mmio[LAPIC_ICR / 4] & ICR_PENDING)
+    lapic_mmio[LAPIC_ICR_HI / 4] = dest << 24;
+    lapic_mmio[LAPIC_ICR / 4] = low;
+    while (lapic_mmio[LAPIC_ICR / 4] & ICR_PENDING)
         cpu_relax();
 }
 

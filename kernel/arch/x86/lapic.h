@@ -25,11 +25,34 @@
 #define LVT_TIMER_PERIODIC (1u << 17)
 #define LVT_TIMER_TSC_DEADLINE (2u << 17)
 
+#ifdef KERNEL_HOSTED
 uint32_t lapic_read(uint32_t reg);
 void lapic_write(uint32_t reg, uint32_t value);
-void lapic_eoi(void);
+#else
+#include "arch/x86/msr.h"
 
-#ifndef KERNEL_HOSTED
+// Inline: the timer and EOI writes are on every interrupt's path.
+extern volatile uint32_t *lapic_mmio; // xAPIC registers (direct map)
+extern bool lapic_x2;                 // x2APIC mode: registers are MSRs
+
+static inline uint32_t lapic_read(uint32_t reg)
+{
+    return lapic_x2 ? (uint32_t)rdmsr(MSR_X2APIC_BASE + (reg >> 4)) : lapic_mmio[reg / 4];
+}
+
+static inline void lapic_write(uint32_t reg, uint32_t value)
+{
+    if (lapic_x2)
+        wrmsr(MSR_X2APIC_BASE + (reg >> 4), value);
+    else
+        lapic_mmio[reg / 4] = value;
+}
+
+static inline void lapic_eoi(void)
+{
+    lapic_write(LAPIC_EOI, 0);
+}
+
 void lapic_init_bsp(void);   // choose xAPIC or x2APIC from CPUID, map the registers
 void lapic_init_cpu(void);   // enable this CPU's LAPIC, mask LINTs, set spurious vector
 uint32_t lapic_id(void);     // this CPU's APIC id

@@ -1,0 +1,175 @@
+// bench: the measurements behind `make bench` (tests/bench/bench.py), meant to
+// run as init under QEMU -icount shift=0,sleep=off, where the TSC counts
+// guest instructions exactly.
+//
+//   bench cost N         per-sample cost of ProfileTime at the minimum
+//                        interval with one matching profile and N-1 started
+//                        profiles that cannot match (another process's, or
+//                        this process's over other ranges)
+//   bench overhead I     slowdown of a fixed workload with one profile
+//                        started at ProfileTime interval I (100 ns units)
+//   bench smp            one system profile on every CPU at 1,221 while every
+//                        CPU spins: buckets + out-of-range - delivered
+//
+// Each prints `bench: NAME VALUE UNIT` lines.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syscall.h>
+
+#define WORK_ITERATIONS 40000000ull
+#define BUF_WORDS 0x4000 // 4-byte buckets over 64 KiB of code
+
+static inline uint64_t rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+// The fixed workload: a counted loop the compiler cannot remove.
+__attribute__((noinline)) static void work(uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        __asm__ volatile("" ::: "memory");
+}
+
+static uint64_t timed_work(void)
+{
+    uint64_t t0 = rdtsc();
+    work(WORK_ITERATIONS);
+    return rdtsc() - t0;
+}
+
+static ULONG buffers[2][BUF_WORDS];
+
+static int fail(const char *what, NTSTATUS s)
+{
+    printf("bench: %s: %s\n", what, nt_status_name(s));
+    return 1;
+}
+
+// One profile of ProfileTime over this program's text.
+static NTSTATUS own_profile(HANDLE self, HANDLE *h, ULONG *buf)
+{
+    return NtCreateProfile(h, self, (void *)0x400000, BUF_WORDS * 4, 2, buf, BUF_WORDS * 4,
+                           ProfileTime, (KAFFINITY)-1);
+}
+
+static int cost(unsigned n)
+{
+    HANDLE self, other, prof[512];
+    const char *argv[] = { "spin", "3600", NULL };
+    NTSTATUS s;
+    if (n < 1 || n > 512)
+        return fail("N must be 1..512", STATUS_INVALID_PARAMETER);
+    if (!NT_SUCCESS(s = SysOpenProcess(SysGetPid(), &self)))
+        return fail("SysOpenProcess", s);
+    // Another process that never runs: its profiles are started but can never match.
+    if (!NT_SUCCESS(s = SysSpawn("spin", argv, SPAWN_SUSPENDED, &other)))
+        return fail("SysSpawn", s);
+    if (!NT_SUCCESS(s = NtSetIntervalProfile(1221, ProfileTime)))
+        return fail("NtSetIntervalProfile", s);
+    uint64_t base = timed_work(); // nothing started
+    if (!NT_SUCCESS(s = own_profile(self, &prof[0], buffers[0])))
+        return fail("NtCreateProfile", s);
+    for (unsigned i = 1; i < n; i++) {
+        // Half on the other process, half on this one over ranges far from the code.
+        HANDLE target = i % 2 ? other : self;
+        void *base_addr = (void *)(0x10000000ull + (uint64_t)i * 0x100000);
+        s = NtCreateProfile(&prof[i], target, base_addr, 0x1000, 2, buffers[1], BUF_WORDS * 4,
+                            ProfileTime, (KAFFINITY)-1);
+        if (!NT_SUCCESS(s))
+            return fail("NtCreateProfile (non-matching)", s);
+    }
+    for (unsigned i = 0; i < n; i++)
+        if (!NT_SUCCESS(s = NtStartProfile(prof[i])))
+            return fail("NtStartProfile", s);
+    uint64_t with = timed_work();
+    for (unsigned i = 0; i < n; i++)
+        NtStopProfile(prof[i]);
+
+    struct sys_profile_stats st;
+    SysProfileStats(prof[0], &st);
+    for (unsigned i = 0; i < n; i++)
+        NtClose(prof[i]);
+    NtClose(other);
+    NtClose(self);
+    if (st.in_range == 0)
+        return fail("no samples", STATUS_UNSUCCESSFUL);
+    printf("bench: workload %lu instructions, with %u profiles %lu, %lu samples\n", base, n, with,
+           st.in_range);
+    printf("bench: sample_cost_%u %lu instructions\n", n,
+           (with > base ? with - base : 0) / st.in_range);
+    return 0;
+}
+
+static int overhead(uint32_t interval)
+{
+    HANDLE self, prof;
+    NTSTATUS s;
+    if (!NT_SUCCESS(s = SysOpenProcess(SysGetPid(), &self)))
+        return fail("SysOpenProcess", s);
+    if (!NT_SUCCESS(s = NtSetIntervalProfile(interval, ProfileTime)))
+        return fail("NtSetIntervalProfile", s);
+    uint64_t base = timed_work();
+    if (!NT_SUCCESS(s = own_profile(self, &prof, buffers[0])) || !NT_SUCCESS(s = NtStartProfile(prof)))
+        return fail("profile", s);
+    uint64_t with = timed_work();
+    NtStopProfile(prof);
+    NtClose(prof);
+    NtClose(self);
+    uint64_t extra = with > base ? with - base : 0;
+    printf("bench: overhead_%u %lu.%03lu %%\n", interval, extra * 100 / base,
+           extra * 100000 / base % 1000);
+    return 0;
+}
+
+static int smp(void)
+{
+    struct sys_info info;
+    SysInfo(&info);
+    HANDLE prof, child[64];
+    unsigned n = info.ncpus > 64 ? 64 : info.ncpus;
+    static ULONG buf[1 << 16];
+    NTSTATUS s;
+    if (!NT_SUCCESS(s = NtSetIntervalProfile(1221, ProfileTime)))
+        return fail("NtSetIntervalProfile", s);
+    // System scope over the spinners' text and more: every CPU samples into it.
+    s = NtCreateProfile(&prof, NULL, (void *)0x400000, sizeof buf, 2, buf, sizeof buf, ProfileTime,
+                        (KAFFINITY)-1);
+    if (!NT_SUCCESS(s) || !NT_SUCCESS(s = NtStartProfile(prof)))
+        return fail("system profile", s);
+    const char *argv[] = { "spin", "1", NULL };
+    for (unsigned i = 0; i < n; i++)
+        if (!NT_SUCCESS(s = SysSpawn("spin", argv, 0, &child[i])))
+            return fail("SysSpawn", s);
+    for (unsigned i = 0; i < n; i++) {
+        int status;
+        SysWait(child[i], &status);
+        NtClose(child[i]);
+    }
+    NtStopProfile(prof);
+    struct sys_profile_stats st;
+    SysProfileStats(prof, &st);
+    NtClose(prof);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < sizeof buf / sizeof buf[0]; i++)
+        sum += buf[i];
+    printf("bench: %u CPUs, delivered %lu, buckets %lu, out of range %lu\n", n, st.delivered, sum,
+           st.out_of_range);
+    printf("bench: smp_lost_samples %ld samples\n", (long)(sum + st.out_of_range - st.delivered));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "cost") == 0)
+        return cost((unsigned)strtoul(argv[2], NULL, 0));
+    if (argc >= 3 && strcmp(argv[1], "overhead") == 0)
+        return overhead((uint32_t)strtoul(argv[2], NULL, 0));
+    if (argc >= 2 && strcmp(argv[1], "smp") == 0)
+        return smp();
+    printf("usage: bench cost N | bench overhead INTERVAL | bench smp\n");
+    return 2;
+}
