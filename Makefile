@@ -5,6 +5,7 @@
 #   make bench      benchmark figures (boot time against a bare multiboot2 kernel)
 #   make profile-demo  the profiler end to end, with gprof reading its histogram
 #   make fuzz       1,000,000 random system calls on 4 CPUs, then a leak check
+#   make stress     profile storms, kills while sampled, 10 s of ticks on every CPU
 #   make debug      QEMU waiting for gdb
 #   make CC=clang   the same with clang (gcc is the default)
 
@@ -50,7 +51,7 @@ KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 include tests/host/host.mk
 -include tests/pmc/pmc.mk
 
-.PHONY: all iso run run-gui test test-kvm bench fuzz profile-demo debug clean deps help compile_commands.json
+.PHONY: all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json
 all: $(KERNEL) $(USER_PROGS)
 
 help:
@@ -148,6 +149,16 @@ fuzz: deps
 	@timeout 1800 $(QEMU) $(QEMU_COMMON) -cpu max -smp 4 -m 512M -display none -serial stdio \
 		-cdrom $(BUILD)/tests/init+init~fuzz,1000000,$(FUZZ_SEED),4.iso | tee $(BUILD)/fuzz.log | grep -E '^fuzz|panic|^init'; \
 	 status=$${PIPESTATUS[0]}; [ $$status -eq 33 ] && echo "fuzz: passed" || { echo "fuzz: FAILED (QEMU status $$status, log in $(BUILD)/fuzz.log)"; exit 1; }
+
+# Start/stop/close storms, kills while sampled, and 10 s of ProfileTime at
+# 1,221 on every CPU with every tick accounted; each ends with a leak check.
+stress: deps
+	@for t in storm,400 kill,1000 ticks,10; do \
+	    $(MAKE) -s $(BUILD)/tests/init+init~stress,$$t.iso || exit 1; \
+	    timeout 1800 $(QEMU) $(QEMU_COMMON) -cpu max -smp 4 -m 512M -display none -serial stdio \
+	        -cdrom $(BUILD)/tests/init+init~stress,$$t.iso | grep -E '^stress|panic'; \
+	    [ $${PIPESTATUS[0]} -eq 33 ] || { echo "stress $$t: FAILED"; exit 1; }; \
+	done
 
 # The profiler end to end: the in-OS report and gprof's flat profile of the
 # same run (the histogram leaves the machine as a gmon.out).

@@ -185,6 +185,8 @@ struct sys_cpu_info {
     uint32_t current_pid;  // 0 when idle
     uint64_t ticks;        // scheduler ticks
     uint64_t idle_ns, busy_ns;
+    uint64_t profile_ticks;          // ProfileTime expiries since it last started here
+    uint64_t profile_ticks_skipped;  // of those, dropped because the CPU fell far behind
 };
 
 // Counters that must return to their baseline when nothing leaks.

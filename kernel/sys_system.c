@@ -11,6 +11,7 @@
 #include "ramdisk.h"
 #include "string.h"
 #include "syscall.h"
+#include "timer.h"
 #include "uaccess.h"
 
 #define STATUS(s) ((uint64_t)(uint32_t)(s))
@@ -50,6 +51,7 @@ uint64_t do_SysCpuInfo(const uint64_t *a, struct trapframe *tf)
             .current_pid = p ? p->pid : 0, .ticks = c->ticks,
             .idle_ns = c->idle_ns, .busy_ns = c->busy_ns,
         };
+        timer_periodic_stats(i, TIMER_SLOT_PROFILE, &info.profile_ticks, &info.profile_ticks_skipped);
         NTSTATUS s = copy_to_user(a[0] + i * sizeof info, &info, sizeof info);
         if (!NT_SUCCESS(s))
             return STATUS(s);

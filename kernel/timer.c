@@ -110,6 +110,12 @@ uint64_t timer_periodic_count(enum timer_slot slot)
     return READ_ONCE(timers[cpu_id()].slot[slot].count);
 }
 
+void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, uint64_t *skipped)
+{
+    *count = READ_ONCE(timers[cpu].slot[slot].count);
+    *skipped = READ_ONCE(timers[cpu].slot[slot].skipped);
+}
+
 static void sched_timer(struct trapframe *tf, void *arg)
 {
     UNUSED(tf);

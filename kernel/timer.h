@@ -24,5 +24,8 @@ void timer_periodic_stop(enum timer_slot slot);
 
 // Number of expiries delivered in slot on the current CPU since its start.
 uint64_t timer_periodic_count(enum timer_slot slot);
+// Expiries in slot on any CPU since its start there, and how many were skipped
+// (not delivered: the CPU was more than MAX_CATCHUP periods late).
+void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, uint64_t *skipped);
 
 void timer_init_cpu(void); // per CPU: start the LAPIC timer machinery and the sched tick

@@ -1,0 +1,217 @@
+// stress: the profiling paths under load, then a leak check.
+//
+//   stress storm N       4 processes, each N rounds of create/start/stop/close
+//                        and create/start/close-while-started on its own code
+//   stress kill N        N times: a spinning child sampled by our profile and
+//                        by its own, killed while both are started
+//   stress ticks SECONDS ProfileTime at 1,221 on every CPU, every CPU busy, for
+//                        SECONDS: each CPU's ticks must match the time (none
+//                        lost, none skipped) and the system profile must have
+//                        been handed every tick that came while it was active
+//
+// Each ends with `stress: <what>: ok` or `stress: <what>: FAILED ...`, and the
+// counters of SysSelfCheck must be back where they started.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syscall.h>
+
+#define WORDS 4096
+static ULONG buffer[WORDS];
+static int failures;
+
+static void failed(const char *what, NTSTATUS s)
+{
+    printf("stress: %s: %s\n", what, nt_status_name(s));
+    failures++;
+}
+
+static NTSTATUS profile_self(HANDLE *h)
+{
+    HANDLE self;
+    NTSTATUS s = SysOpenProcess(SysGetPid(), &self);
+    if (!NT_SUCCESS(s))
+        return s;
+    s = NtCreateProfile(h, self, (void *)0x400000, WORDS * 4, 2, buffer, sizeof buffer, ProfileTime,
+                        (KAFFINITY)-1);
+    NtClose(self);
+    return s;
+}
+
+static int storm_child(unsigned rounds)
+{
+    for (unsigned i = 0; i < rounds; i++) {
+        HANDLE h;
+        NTSTATUS s = profile_self(&h);
+        if (!NT_SUCCESS(s))
+            return failed("create", s), 1;
+        if (!NT_SUCCESS(s = NtStartProfile(h)))
+            return failed("start", s), 1;
+        if (i % 2 == 0 && !NT_SUCCESS(s = NtStopProfile(h)))
+            return failed("stop", s), 1;
+        if (i % 7 == 0)
+            SysYield();
+        if (!NT_SUCCESS(s = NtClose(h))) // odd rounds: closed while started
+            return failed("close", s), 1;
+    }
+    return 0;
+}
+
+static void spin_forever(void)
+{
+    HANDLE h;
+    if (NT_SUCCESS(profile_self(&h)))
+        NtStartProfile(h); // killed with it started
+    for (;;)
+        __asm__ volatile("pause");
+}
+
+static int run_children(const char *mode, unsigned n, unsigned count)
+{
+    HANDLE h[16];
+    char arg[16];
+    snprintf(arg, sizeof arg, "%u", count);
+    const char *argv[] = { "stress", "--child", mode, arg, NULL };
+    for (unsigned i = 0; i < n; i++)
+        if (!NT_SUCCESS(SysSpawn("stress", argv, 0, &h[i])))
+            return failed("spawn", STATUS_UNSUCCESSFUL), 1;
+    int bad = 0;
+    for (unsigned i = 0; i < n; i++) {
+        int status = -1;
+        SysWait(h[i], &status);
+        NtClose(h[i]);
+        bad += status != 0;
+    }
+    return bad;
+}
+
+static void storm(unsigned rounds)
+{
+    if (run_children("storm", 4, rounds))
+        failures++;
+}
+
+static void kill_sampled(unsigned times)
+{
+    const char *argv[] = { "stress", "--child", "spin", "0", NULL };
+    for (unsigned i = 0; i < times; i++) {
+        HANDLE child, prof;
+        NTSTATUS s = SysSpawn("stress", argv, SPAWN_SUSPENDED, &child);
+        if (!NT_SUCCESS(s))
+            return failed("spawn", s);
+        s = NtCreateProfile(&prof, child, (void *)0x400000, WORDS * 4, 2, buffer, sizeof buffer,
+                            ProfileTime, (KAFFINITY)-1);
+        if (!NT_SUCCESS(s) || !NT_SUCCESS(s = NtStartProfile(prof)))
+            return failed("profile", s);
+        SysResume(child);
+        SysSleep(i % 3);
+        struct sys_process_info info[64];
+        uint32_t n = 0;
+        SysProcessList(info, 64, &n); // the child's pid: the newest whose parent we are
+        uint32_t pid = 0;
+        for (uint32_t k = 0; k < n; k++)
+            if (info[k].parent == SysGetPid() && info[k].pid > pid && info[k].state != PROC_ZOMBIE)
+                pid = info[k].pid;
+        if (!NT_SUCCESS(s = SysKill(pid)))
+            return failed("kill", s);
+        int status;
+        SysWait(child, &status);
+        if (status != EXIT_STATUS_KILLED)
+            return failed("killed child's status", STATUS_UNSUCCESSFUL);
+        if (i % 2)
+            NtStopProfile(prof); // and even rounds: closed while started
+        NtClose(prof);
+        NtClose(child);
+    }
+}
+
+static void ticks(unsigned seconds)
+{
+    struct sys_info info;
+    SysInfo(&info);
+    unsigned n = info.ncpus > 16 ? 16 : info.ncpus;
+    HANDLE prof;
+    static ULONG whole[1 << 14];
+    NTSTATUS s = NtSetIntervalProfile(1221, ProfileTime);
+    if (NT_SUCCESS(s)) // system scope: every tick of every CPU is a sample for it
+        s = NtCreateProfile(&prof, NULL, (void *)0x400000, sizeof whole, 2, whole, sizeof whole,
+                            ProfileTime, (KAFFINITY)-1);
+    if (!NT_SUCCESS(s) || !NT_SUCCESS(s = NtStartProfile(prof)))
+        return failed("system profile (run privileged)", s);
+    struct sys_clock t0, t1;
+    SysClock(&t0);
+    char arg[16];
+    snprintf(arg, sizeof arg, "%u", seconds);
+    const char *argv[] = { "spin", arg, NULL };
+    HANDLE child[16];
+    for (unsigned i = 0; i < n; i++)
+        SysSpawn("spin", argv, 0, &child[i]);
+    for (unsigned i = 0; i < n; i++) {
+        int status;
+        SysWait(child[i], &status);
+        NtClose(child[i]);
+    }
+    struct sys_cpu_info cpu[16];
+    uint32_t got = 0;
+    SysCpuInfo(cpu, 16, &got);
+    SysClock(&t1);
+    NtStopProfile(prof);
+    struct sys_profile_stats st;
+    SysProfileStats(prof, &st);
+    NtClose(prof);
+    // Every CPU's ProfileTime ran from the start to the stop: ticks must be
+    // elapsed / 122.1 us, give or take the start and stop skew; none skipped.
+    uint64_t expect = (t1.ns - t0.ns) / 122100, total = 0;
+    int ok = 1;
+    for (uint32_t i = 0; i < got; i++) {
+        total += cpu[i].profile_ticks;
+        int near = cpu[i].profile_ticks + expect / 100 + 2 >= expect &&
+                   cpu[i].profile_ticks <= expect + expect / 100 + 20;
+        printf("stress: cpu %u: %lu ProfileTime ticks, %lu skipped (expected about %lu)\n",
+               cpu[i].id, cpu[i].profile_ticks, cpu[i].profile_ticks_skipped, expect);
+        ok &= near && cpu[i].profile_ticks_skipped == 0;
+    }
+    // The profile was active for a part of that window on each CPU: it must
+    // have been handed all but the few ticks around its start and stop.
+    printf("stress: ticks %lu, delivered %lu, throttled %lu\n", total, st.delivered, st.throttled);
+    ok &= st.delivered + st.throttled <= total && st.delivered + st.throttled + 8 * got >= total;
+    if (!ok)
+        failed("ticks", STATUS_UNSUCCESSFUL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 4 && strcmp(argv[1], "--child") == 0) {
+        if (strcmp(argv[2], "storm") == 0)
+            return storm_child((unsigned)strtoul(argv[3], NULL, 0));
+        spin_forever();
+    }
+    if (argc < 3) {
+        printf("usage: stress storm N | stress kill N | stress ticks SECONDS\n");
+        return 2;
+    }
+    struct sys_self_check before, after;
+    HANDLE warm; // the first handle grows our handle table: not a leak
+    if (NT_SUCCESS(SysOpenProcess(SysGetPid(), &warm)))
+        NtClose(warm);
+    SysSelfCheck(&before);
+    unsigned n = (unsigned)strtoul(argv[2], NULL, 0);
+    if (strcmp(argv[1], "storm") == 0)
+        storm(n);
+    else if (strcmp(argv[1], "kill") == 0)
+        kill_sampled(n);
+    else if (strcmp(argv[1], "ticks") == 0)
+        ticks(n);
+    else
+        return printf("stress: unknown test %s\n", argv[1]), 2;
+    SysSelfCheck(&after);
+    if (after.free_pages != before.free_pages || after.heap_bytes != before.heap_bytes ||
+        after.live_objects != before.live_objects || after.pinned_pages != before.pinned_pages) {
+        printf("stress: leak: pages %lu -> %lu, heap %lu -> %lu, objects %lu -> %lu, pinned %lu -> %lu\n",
+               before.free_pages, after.free_pages, before.heap_bytes, after.heap_bytes,
+               before.live_objects, after.live_objects, before.pinned_pages, after.pinned_pages);
+        failures++;
+    }
+    printf("stress: %s %u: %s\n", argv[1], n, failures ? "FAILED" : "ok");
+    return failures ? 1 : 0;
+}
