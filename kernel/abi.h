@@ -89,6 +89,10 @@ typedef enum _KPROFILE_SOURCE {
 // ---------------------------------------------------------------------------
 
 typedef void *HANDLE;
+
+// User pointers and ranges must lie below this address (the rest is the
+// kernel's, or non-canonical).
+#define USER_ADDRESS_LIMIT 0x00007FFFFFFFF000ull
 typedef uint64_t KAFFINITY;
 
 // X(number, name, argument count). One list: the kernel's dispatch table and

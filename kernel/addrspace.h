@@ -7,6 +7,7 @@
 // local TLB flush: any other CPU that ran this address space has since loaded
 // another CR3, which drops its non-global entries.
 #pragma once
+#include "abi.h"
 #include "param.h"
 #include "spinlock.h"
 #include "types.h"
@@ -16,7 +17,7 @@
 #define USER_MMAP_BASE  0x0000100000000000ull // SysMap without a hint starts here
 #define USER_STACK_TOP  0x00007FFFFFF00000ull
 #define USER_STACK_SIZE (256 * 1024)
-#define USER_TOP        0x00007FFFFFFFF000ull // first address user pointers may not reach
+#define USER_TOP        USER_ADDRESS_LIMIT    // first address user pointers may not reach (abi.h)
 
 struct region {
     uint64_t start, end; // page aligned, end exclusive

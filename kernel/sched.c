@@ -24,6 +24,7 @@ static struct spinlock rq_lock = SPINLOCK_INIT("run queue");
 static struct thread *rq_head, *rq_tail; // runnable threads, FIFO
 static struct thread *all_threads;       // every user thread, for wake-ups
 static struct thread idle_threads[MAX_CPUS];
+static const volatile bool never_killed;
 
 struct thread *current_thread(void)
 {
@@ -63,6 +64,7 @@ void sched_init_cpu(void)
     t->state = T_RUNNING;
     t->cpu = (int)c->id;
     t->kstack_top = (uint64_t)c->stack_top;
+    t->killed = &never_killed;
     c->idle = t;
     c->current = t;
     if (c->id == 0)
@@ -188,6 +190,7 @@ struct thread *thread_create_user(struct process *p, const struct trapframe *tf)
     t->kstack = stack;
     t->kstack_top = ALIGN_DOWN((uint64_t)stack + KSTACK_SIZE, 16);
     t->proc = p;
+    t->killed = &p->killed;
     fpu_init_state(t->fpu);
     // Stack, top down: the trap frame thread_start returns through, then the
     // six callee-saved registers and the return address switch_context pops.
@@ -308,7 +311,7 @@ void sched_tick(void)
     spin_unlock(&rq_lock);
 }
 
-void sched_user_return(struct trapframe *tf)
+void sched_user_return_slow(struct trapframe *tf)
 {
     UNUSED(tf);
     struct cpu *c = this_cpu();

@@ -9,6 +9,7 @@
 // need_resched set (the scheduler tick sets it every SCHED_TICK_HZ).
 #pragma once
 #include "arch/x86/trapframe.h"
+#include "percpu.h"
 #include "types.h"
 
 struct process;
@@ -22,6 +23,7 @@ struct thread {
     uint64_t kstack_top;
     enum thread_state state;
     struct process *proc;      // NULL for kernel threads
+    const volatile bool *killed; // the process's kill flag (a constant false for kernel threads)
     const void *wait_chan;     // what a T_SLEEPING thread waits for
     uint64_t wake_ns;          // timed sleep: wake at this clock_ns() (0 = none)
     struct thread *run_next;   // run-queue link
@@ -53,8 +55,16 @@ void wakeup_thread(struct thread *t);
 void wakeup(const void *chan);
 void sched_tick(void);              // from the per-CPU scheduler timer
 
-// Called on every return to ring 3 (trap and syscall paths): handles kills and
-// preemption.
-void sched_user_return(struct trapframe *tf);
-
 struct thread *current_thread(void);
+
+// Called on every return to ring 3 (trap and syscall paths): handles kills and
+// preemption. Inline, because every timer tick that lands in ring 3 passes
+// here and almost never has anything to do.
+void sched_user_return_slow(struct trapframe *tf);
+
+static inline void sched_user_return(struct trapframe *tf)
+{
+    struct cpu *c = this_cpu();
+    if (c->need_resched || *c->current->killed)
+        sched_user_return_slow(tf);
+}
