@@ -203,7 +203,7 @@ struct sys_self_check {
 };
 
 // SysProfileSources: one row per KPROFILE_SOURCE.
-enum profile_counter_kind { COUNTER_TIMER = 0, COUNTER_FIXED = 1, COUNTER_GENERAL = 2, COUNTER_NONE = 3 };
+enum profile_counter_kind { COUNTER_NONE = 0, COUNTER_TIMER = 1, COUNTER_FIXED = 2, COUNTER_GENERAL = 3 };
 
 struct sys_profile_source {
     uint32_t source;       // KPROFILE_SOURCE

@@ -6,6 +6,7 @@
 #include "percpu.h"
 #include "pmc/hal.h"
 #include "pmc/pmc.h"
+#include "pmc/pmc_param.h"
 #include "pmc/trace.h"
 #include "process.h"
 #include "string.h"
@@ -71,8 +72,9 @@ uint64_t do_SysPmcInfo(const uint64_t *a, struct trapframe *tf)
     return STATUS(s);
 }
 
-#define TRACE_BATCH 64
-
+// The trace as text: each CPU's ring once, oldest record first. A ring holds
+// PMC_TRACE_RECORDS records, read whole (pmc_trace_read copies, it does not
+// consume: clearing is PMC_TRACE_CLEAR's job).
 uint64_t do_SysPmcTrace(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
@@ -92,29 +94,26 @@ uint64_t do_SysPmcTrace(const uint64_t *a, struct trapframe *tf)
     default:
         return STATUS(STATUS_INVALID_PARAMETER);
     }
-    // Drain each CPU's ring into the user buffer as text, a batch at a time.
-    struct pmc_trace_record *recs = kmalloc(TRACE_BATCH * sizeof *recs);
+    struct pmc_trace_record *recs = kmalloc(PMC_TRACE_RECORDS * sizeof *recs);
     if (!recs)
         return STATUS(STATUS_NO_MEMORY);
     uint64_t pos = 0, cap = a[2];
     NTSTATUS s = STATUS_SUCCESS;
     for (unsigned cpu = 0; cpu < ncpus && NT_SUCCESS(s); cpu++) {
-        size_t n;
-        while (NT_SUCCESS(s) && (n = pmc_trace_read(cpu, recs, TRACE_BATCH)) > 0) {
-            for (size_t i = 0; i < n && NT_SUCCESS(s); i++) {
-                char line[192];
-                int len = snprintf(line, sizeof line, "cpu%u %8lu.%03lu us  ", cpu,
-                                   recs[i].time_ns / 1000, recs[i].time_ns % 1000);
-                len += pmc_trace_format(&recs[i], line + len, sizeof line - (size_t)len - 1);
-                len = MIN(len, (int)sizeof line - 2);
-                line[len++] = '\n';
-                if (pos + (uint64_t)len > cap) {
-                    s = STATUS_BUFFER_TOO_SMALL; // the rest stays lost: the ring was drained
-                    break;
-                }
-                s = copy_to_user(a[1] + pos, line, (size_t)len);
-                pos += (uint64_t)len;
+        size_t n = pmc_trace_read(cpu, recs, PMC_TRACE_RECORDS);
+        for (size_t i = 0; i < n && NT_SUCCESS(s); i++) {
+            char line[192];
+            int len = snprintf(line, sizeof line, "cpu%u %8lu.%03lu us  ", cpu,
+                               recs[i].time_ns / 1000, recs[i].time_ns % 1000);
+            len += pmc_trace_format(&recs[i], line + len, sizeof line - (size_t)len - 1);
+            len = MIN(len, (int)sizeof line - 2);
+            line[len++] = '\n';
+            if (pos + (uint64_t)len > cap) {
+                s = STATUS_BUFFER_TOO_SMALL; // what fits was written; *got says how much
+                break;
             }
+            s = copy_to_user(a[1] + pos, line, (size_t)len);
+            pos += (uint64_t)len;
         }
     }
     kfree(recs);

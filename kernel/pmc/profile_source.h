@@ -8,11 +8,12 @@
 #include "types.h"
 
 // What kind of counter a source uses.
+// The ABI's numbering (abi.h), so ring 3 sees the kernel's values unchanged.
 enum pmc_counter_kind {
-    PMC_COUNTER_NONE = 0, // not countable here
-    PMC_COUNTER_TIMER,    // ProfileTime: the LAPIC timer
-    PMC_COUNTER_FIXED,    // an Intel fixed-function counter
-    PMC_COUNTER_GENERAL,  // a general-purpose counter (Intel PMCx, AMD PERF_CTRx)
+    PMC_COUNTER_NONE = COUNTER_NONE,       // not countable here
+    PMC_COUNTER_TIMER = COUNTER_TIMER,     // ProfileTime: the LAPIC timer
+    PMC_COUNTER_FIXED = COUNTER_FIXED,     // an Intel fixed-function counter
+    PMC_COUNTER_GENERAL = COUNTER_GENERAL, // a general-purpose counter (Intel PMCx, AMD PERF_CTRx)
 };
 
 #define PMC_NO_EBX_BIT  (-1) // seed 000 gives the source no CPUID.0AH:EBX bit
