@@ -52,25 +52,6 @@ static int info(void)
     return r;
 }
 
-// The length of text up to where its first line comes back, if it does: a
-// record is never read twice (each has its CPU and time), so a repeat means
-// the kernel handed the same records out again; they are shown once.
-static size_t line_end(const char *text, size_t at, size_t len)
-{
-    while (at < len && text[at] != '\n')
-        at++;
-    return at < len ? at + 1 : len;
-}
-
-static size_t drop_repeats(const char *text, size_t len)
-{
-    size_t first = line_end(text, 0, len);
-    for (size_t at = first; at + first <= len; at = line_end(text, at, len))
-        if (memcmp(text + at, text, first) == 0)
-            return at;
-    return len;
-}
-
 static int trace_show(void)
 {
     struct sys_info si;
@@ -80,10 +61,7 @@ static int trace_show(void)
     if (!buf)
         return fail("trace show", STATUS_NO_MEMORY);
     NTSTATUS s = SysPmcTrace(PMC_TRACE_READ, buf, cap, &got);
-    size_t once = drop_repeats(buf, got);
-    if (once < got)
-        s = STATUS_SUCCESS; // it filled the buffer with repeats, not with news
-    int r = print_text(s, buf, once, "trace show");
+    int r = print_text(s, buf, got, "trace show");
     if (r == 0 && got == 0)
         printf("(the trace is empty: 'pmc trace on' starts recording)\n");
     free(buf);
