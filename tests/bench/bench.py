@@ -99,7 +99,7 @@ def attribution_error():
     """Worst error of `profile run calib` against 50/30/20, under icount."""
     if not os.path.exists("userland/bin/profile.c"):
         return None
-    text = run_init(["profile", "run", "-n", "8", "calib", "2000000000"], 1, ICOUNT, timeout=1200)
+    text = run_init(["profile", "run", "-n", "8", "calib", "600000000"], 1, ICOUNT, timeout=1200)
     shares = {}
     for name in ("calib_a", "calib_b", "calib_c"):
         m = re.search(r"^\s*" + name + r"\s+(\d+)\s+([\d.]+)", text, re.M)
