@@ -4,6 +4,8 @@
 //                        and create/start/close-while-started on its own code
 //   stress kill N        N times: a spinning child sampled by our profile and
 //                        by its own, killed while both are started
+//   stress faults N      N programs killed by their own faults (NULL write,
+//                        divide by zero, privileged instruction, ud2, int3)
 //   stress ticks SECONDS ProfileTime at 1,221 on every CPU, every CPU busy, for
 //                        SECONDS: each CPU's ticks must match the time (none
 //                        lost, none skipped) and the system profile must have
@@ -125,6 +127,25 @@ static void kill_sampled(unsigned times)
     }
 }
 
+// usertests' fault tests, each run alone in a child: every one must be killed.
+static void faults(unsigned times)
+{
+    static const char *const kinds[] = { "fault_null_write", "fault_divide", "fault_cli",
+                                         "fault_ud2", "fault_int3" };
+    for (unsigned i = 0; i < times; i++) {
+        const char *argv[] = { "usertests", "--child", kinds[i % 5], NULL };
+        HANDLE h;
+        int status = 0;
+        NTSTATUS s = SysSpawn("usertests", argv, 0, &h);
+        if (!NT_SUCCESS(s))
+            return failed("spawn", s);
+        SysWait(h, &status);
+        NtClose(h);
+        if (status != EXIT_STATUS_KILLED)
+            return failed(kinds[i % 5], STATUS_UNSUCCESSFUL);
+    }
+}
+
 static void ticks(unsigned seconds)
 {
     struct sys_info info;
@@ -187,7 +208,7 @@ int main(int argc, char **argv)
         spin_forever();
     }
     if (argc < 3) {
-        printf("usage: stress storm N | stress kill N | stress ticks SECONDS\n");
+        printf("usage: stress storm N | stress kill N | stress faults N | stress ticks SECONDS\n");
         return 2;
     }
     struct sys_self_check before, after;
@@ -202,6 +223,8 @@ int main(int argc, char **argv)
         kill_sampled(n);
     else if (strcmp(argv[1], "ticks") == 0)
         ticks(n);
+    else if (strcmp(argv[1], "faults") == 0)
+        faults(n);
     else
         return printf("stress: unknown test %s\n", argv[1]), 2;
     SysSelfCheck(&after);
