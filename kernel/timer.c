@@ -32,24 +32,15 @@ static struct timer_cpu timers[MAX_CPUS];
 static bool tsc_deadline;
 static uint64_t lapic_per_tsc; // LAPIC counts per TSC tick, 32.32 fixed point
 
-// Arm the LAPIC timer for the earliest active deadline (or stop it).
-static void arm(struct timer_cpu *t)
+// Program the LAPIC timer for deadline next (UINT64_MAX: stop it).
+static void program(uint64_t next)
 {
-    uint64_t next = UINT64_MAX;
-    for (unsigned m = t->active; m; m &= m - 1) {
-        const struct periodic *p = &t->slot[__builtin_ctz(m)];
-        if (p->deadline < next)
-            next = p->deadline;
-    }
-    if (next == UINT64_MAX) {
-        if (tsc_deadline)
-            wrmsr(MSR_IA32_TSC_DEADLINE, 0);
-        else
-            lapic_write(LAPIC_TIMER_INIT, 0);
+    if (tsc_deadline) {
+        wrmsr(MSR_IA32_TSC_DEADLINE, next == UINT64_MAX ? 0 : next);
         return;
     }
-    if (tsc_deadline) {
-        wrmsr(MSR_IA32_TSC_DEADLINE, next);
+    if (next == UINT64_MAX) {
+        lapic_write(LAPIC_TIMER_INIT, 0);
         return;
     }
     uint64_t now = rdtsc();
@@ -59,11 +50,24 @@ static void arm(struct timer_cpu *t)
     lapic_write(LAPIC_TIMER_INIT, (uint32_t)MIN(count, 0xFFFFFFFFull));
 }
 
+// Arm the LAPIC timer for the earliest active deadline (or stop it).
+static void arm(struct timer_cpu *t)
+{
+    uint64_t next = UINT64_MAX;
+    for (unsigned m = t->active; m; m &= m - 1) {
+        const struct periodic *p = &t->slot[__builtin_ctz(m)];
+        if (p->deadline < next)
+            next = p->deadline;
+    }
+    program(next);
+}
+
 static void timer_irq(struct trapframe *tf)
 {
     struct timer_cpu *t = &timers[cpu_id()];
-    uint64_t now = rdtsc();
-    for (unsigned m = t->active; m; m &= m - 1) {
+    uint64_t now = rdtsc(), next = UINT64_MAX;
+    unsigned active = t->active;
+    for (unsigned m = active; m; m &= m - 1) {
         struct periodic *p = &t->slot[__builtin_ctz(m)];
         for (int n = 0; p->active && p->deadline <= now; n++) {
             if (n == MAX_CATCHUP) { // hopelessly behind: count the rest, do not replay them
@@ -77,8 +81,14 @@ static void timer_irq(struct trapframe *tf)
             p->count++;
             p->fn(tf, p->arg);
         }
+        if (p->active && p->deadline < next)
+            next = p->deadline;
     }
-    arm(t);
+    // A callback may have started or stopped a slot: then look again.
+    if (t->active != active)
+        arm(t);
+    else
+        program(next);
 }
 
 void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn, void *arg)

@@ -15,16 +15,34 @@
 
 #define PROFILES_PER_CPU_LIMIT 8192 // NT's STATUS_PROFILING_AT_LIMIT: 8,192 x processors
 
-// An immutable candidate list, sorted by base. max_end is the largest end among
-// entries 0..i, so a backwards scan can stop as soon as no earlier range can
-// reach the sampled address.
+// An immutable candidate list. Entries e[0..n) are sorted by base; max_end is
+// the largest end among entries 0..i, so a backwards scan can stop as soon as
+// no earlier range can reach the sampled address. A hash table keyed by 2 MiB
+// granule gives, for each granule some range covers, the last entry covering
+// it: a lookup starts there, so ranges elsewhere in the address space cost
+// nothing however many there are. Ranges covering more than WIDE_GRANULES
+// granules (a whole address space, say) sit in e[n..n+nwide) and are checked
+// one by one instead: there are few of those.
+#define GRANULE_SHIFT 21
+#define WIDE_GRANULES 32
+
 struct profile_set {
-    unsigned n;
+    unsigned n, nwide;
+    unsigned mask; // the granule table has mask + 1 slots
+    struct granule {
+        uint64_t key;  // granule number + 1; 0: empty slot
+        uint32_t last; // the last entry of e[0..n) covering the granule
+    } *table;
     struct set_entry {
         uint64_t base, end, max_end;
         struct kprofile *p;
     } e[];
 };
+
+static inline unsigned granule_slot(uint64_t key, unsigned mask)
+{
+    return (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+}
 
 static struct mutex profile_mutex = MUTEX_INIT("profiles"); // start, stop, set changes
 static struct kprofile dead_profile; // stands in for a stopped profile when memory is short
@@ -42,6 +60,13 @@ static inline void count_bucket(struct kprofile *p, uint64_t ip)
     __atomic_fetch_add(&p->in_range, 1, __ATOMIC_RELAXED);
 }
 
+static inline void sample_entry(const struct set_entry *e, uint64_t ip, uint64_t bit)
+{
+    struct kprofile *p = READ_ONCE(e->p);
+    if (e->base <= ip && ip < e->end && (READ_ONCE(p->active) & bit))
+        count_bucket(p, ip);
+}
+
 // Samples are counted only while a set is published: counts matter only as
 // differences between a profile's activation and deactivation, both of which
 // happen on each CPU while the set is there (see activate_on_cpu).
@@ -51,20 +76,18 @@ static inline void sample_slot(struct profile_slot *slot, uint64_t ip, unsigned 
     if (!set)
         return;
     slot->samples[cpu]++; // only this CPU writes its counter
-    unsigned lo = 0, hi = set->n; // first entry with base > ip
-    while (lo < hi) {
-        unsigned mid = (lo + hi) / 2;
-        if (set->e[mid].base <= ip)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
     uint64_t bit = 1ull << cpu;
-    for (unsigned i = lo; i-- > 0 && set->e[i].max_end > ip;) {
-        const struct set_entry *e = &set->e[i];
-        struct kprofile *p = READ_ONCE(e->p);
-        if (ip < e->end && (READ_ONCE(p->active) & bit))
-            count_bucket(p, ip);
+    for (unsigned i = set->n; i < set->n + set->nwide; i++)
+        sample_entry(&set->e[i], ip, bit);
+    if (!set->n)
+        return;
+    uint64_t key = (ip >> GRANULE_SHIFT) + 1;
+    for (unsigned h = granule_slot(key, set->mask); set->table[h].key; h = (h + 1) & set->mask) {
+        if (set->table[h].key != key)
+            continue;
+        for (unsigned i = set->table[h].last + 1; i-- > 0 && set->e[i].max_end > ip;)
+            sample_entry(&set->e[i], ip, bit);
+        return;
     }
 }
 
@@ -84,42 +107,85 @@ void KeProfileInterruptWithSource(KPROFILE_SOURCE source, uint64_t ip, bool user
 
 // --- sets ---------------------------------------------------------------------
 
+static uint64_t granules(const struct kprofile *p) // how many granules the range covers
+{
+    if (p->range_size == 0)
+        return 0;
+    uint64_t end = p->range_base + p->range_size;
+    return ((end - 1) >> GRANULE_SHIFT) - (p->range_base >> GRANULE_SHIFT) + 1;
+}
+
 // A copy of old with add inserted or remove left out. NULL with *ok when the
 // result is empty; NULL with !*ok when out of memory.
 static struct profile_set *set_change(const struct profile_set *old, struct kprofile *add,
                                       struct kprofile *remove, bool *ok)
 {
-    unsigned n = add ? 1 : 0;
-    for (unsigned i = 0; old && i < old->n; i++)
-        n += old->e[i].p != remove && old->e[i].p != &dead_profile;
+    unsigned n = 0, nwide = 0, total = old ? old->n + old->nwide : 0;
+    uint64_t cover = 0;
     *ok = true;
-    if (n == 0)
+    for (unsigned i = 0; i <= total; i++) { // count what the new set holds
+        struct kprofile *p = i < total ? old->e[i].p : add;
+        if (!p || p == remove || p == &dead_profile)
+            continue;
+        if (granules(p) > WIDE_GRANULES) {
+            nwide++;
+        } else {
+            n++;
+            cover += granules(p);
+        }
+    }
+    if (n + nwide == 0)
         return NULL;
-    struct profile_set *set = kmalloc(sizeof *set + n * sizeof set->e[0]);
+    unsigned slots = 8;
+    while (slots < 2 * cover)
+        slots *= 2;
+    size_t entries = sizeof(struct profile_set) + (n + nwide) * sizeof(struct set_entry);
+    struct profile_set *set = kzalloc(entries + slots * sizeof(struct granule));
     if (!set) {
         *ok = false;
         return NULL;
     }
-    unsigned k = 0;
-    for (unsigned i = 0; old && i < old->n; i++) {
-        if (old->e[i].p == remove || old->e[i].p == &dead_profile)
+    set->n = n;
+    set->nwide = nwide;
+    set->mask = slots - 1;
+    set->table = (struct granule *)((uint8_t *)set + entries);
+    // The narrow entries stay sorted: old ones in order, add at its place.
+    unsigned k = 0, w = n;
+    for (unsigned i = 0; i < total; i++) {
+        struct kprofile *p = old->e[i].p;
+        if (p == remove || p == &dead_profile)
             continue;
-        if (add && add->range_base < old->e[i].base) {
+        if (granules(p) > WIDE_GRANULES) {
+            set->e[w++].p = p;
+            continue;
+        }
+        if (add && granules(add) <= WIDE_GRANULES && add->range_base < p->range_base) {
             set->e[k++].p = add;
             add = NULL;
         }
-        set->e[k++].p = old->e[i].p;
+        set->e[k++].p = p;
     }
     if (add)
-        set->e[k++].p = add;
-    set->n = k;
+        set->e[granules(add) > WIDE_GRANULES ? w : k].p = add;
     uint64_t max_end = 0;
-    for (unsigned i = 0; i < k; i++) {
+    for (unsigned i = 0; i < n + nwide; i++) {
         struct kprofile *p = set->e[i].p;
         set->e[i].base = p->range_base;
         set->e[i].end = p->range_base + p->range_size;
-        max_end = MAX(max_end, set->e[i].end);
-        set->e[i].max_end = max_end;
+        if (i < n) {
+            max_end = MAX(max_end, set->e[i].end);
+            set->e[i].max_end = max_end;
+        }
+    }
+    for (unsigned i = 0; i < n; i++) { // ascending: each granule ends with its last entry
+        uint64_t first = set->e[i].base >> GRANULE_SHIFT, count = granules(set->e[i].p);
+        for (uint64_t g = first; g < first + count; g++) {
+            unsigned h = granule_slot(g + 1, set->mask);
+            while (set->table[h].key && set->table[h].key != g + 1)
+                h = (h + 1) & set->mask;
+            set->table[h].key = g + 1;
+            set->table[h].last = i;
+        }
     }
     return set;
 }
@@ -312,7 +378,7 @@ NTSTATUS KeStopProfile(struct kprofile *p)
     if (ok) {
         __atomic_store_n(&slot->set, set, __ATOMIC_RELEASE);
     } else {
-        for (unsigned i = 0; i < old->n; i++)
+        for (unsigned i = 0; i < old->n + old->nwide; i++)
             if (old->e[i].p == p)
                 __atomic_store_n(&old->e[i].p, &dead_profile, __ATOMIC_RELEASE);
         old = NULL; // still in use

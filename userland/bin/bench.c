@@ -95,10 +95,10 @@ static int cost(unsigned n)
         NtClose(prof[i]);
     NtClose(other);
     NtClose(self);
-    if (st.in_range == 0)
-        return fail("no samples", STATUS_UNSUCCESSFUL);
     printf("bench: workload %lu instructions, with %u profiles %lu, %lu samples\n", base, n, with,
            st.in_range);
+    if (st.in_range == 0)
+        return fail("no samples", STATUS_UNSUCCESSFUL);
     printf("bench: sample_cost_%u %lu instructions\n", n,
            (with > base ? with - base : 0) / st.in_range);
     return 0;
