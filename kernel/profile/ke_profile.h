@@ -5,8 +5,8 @@
 // started system-scope profiles of the sample's source, and the started
 // profiles of the current process for that source. Each candidate list is an
 // immutable array sorted by range base (a "profile set"), replaced as a whole on
-// start and stop and read without locks by the interrupt path: a lookup is a
-// binary search, so profiles that cannot match cost nothing or O(log n).
+// start and stop and read without locks by the interrupt path: a lookup goes
+// through a table of 2 MiB granules, so profiles that cannot match cost nothing.
 // Replacing a set is followed by a cross-CPU barrier (smp_call_all), after
 // which no CPU can still be reading the old set or writing a stopped
 // profile's buffer: only then is the old set freed and the buffer unpinned.
