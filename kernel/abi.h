@@ -129,7 +129,8 @@ typedef uint64_t KAFFINITY;
     X(28, SysProfileStats, 2)      /* (HANDLE profile, struct sys_profile_stats *out) */ \
     X(29, SysPmcTrace, 4)          /* (uint32_t op, void *buf, size_t len, size_t *got) */ \
     X(30, SysPmcInfo, 3)           /* (char *buf, size_t len, size_t *got): text */ \
-    X(31, SysSelfCheck, 1)         /* (struct sys_self_check *out): counters for leak checks */
+    X(31, SysSelfCheck, 1)         /* (struct sys_self_check *out): counters for leak checks */ \
+    X(32, SysProcessId, 2)         /* (HANDLE process, uint32_t *pid) */
 
 enum {
 #define SYSCALL_ENUM(num, name, nargs) SYS_##name = num,

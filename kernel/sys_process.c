@@ -141,6 +141,21 @@ uint64_t do_SysWait(const uint64_t *a, struct trapframe *tf)
     return STATUS(copy_to_user(a[1], &status, sizeof status));
 }
 
+uint64_t do_SysProcessId(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    uint32_t pid = 0;
+    NTSTATUS s = copy_to_user(a[1], &pid, sizeof pid);
+    struct process *p;
+    if (NT_SUCCESS(s))
+        s = lookup_process(a[0], &p);
+    if (!NT_SUCCESS(s))
+        return STATUS(s);
+    pid = p->pid;
+    object_unref(&p->obj);
+    return STATUS(copy_to_user(a[1], &pid, sizeof pid));
+}
+
 uint64_t do_SysKill(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);

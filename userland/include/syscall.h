@@ -17,6 +17,7 @@ NTSTATUS SysWait(HANDLE process, int *exit_status);
 NTSTATUS SysKill(uint32_t pid);
 uint32_t SysGetPid(void); // the caller's pid, not a status
 NTSTATUS SysOpenProcess(uint32_t pid, HANDLE *process);
+NTSTATUS SysProcessId(HANDLE process, uint32_t *pid);
 NTSTATUS SysProcessList(struct sys_process_info *buf, uint32_t max, uint32_t *count);
 NTSTATUS NtClose(HANDLE handle);
 
