@@ -66,7 +66,7 @@ $(OBJ)/%.o: %.c
 
 $(OBJ)/%.o: %.asm
 	@mkdir -p $(@D)
-	$(NASM) -f elf64 -g -F dwarf -I$(BUILD)/ -MD $(@:.o=.d) $< -o $@
+	$(NASM) -f elf64 -g -F dwarf -I$(BUILD)/ -Ikernel/arch/x86/ -MD $(@:.o=.d) $< -o $@
 
 # The AP trampoline runs at a fixed low address: assembled flat, then embedded.
 $(BUILD)/trampoline.bin: boot/trampoline.asm

@@ -12,6 +12,8 @@
 %define SEL_UCODE 0x23
 %define SYSCALL_FRAME_VECTOR 0x100      ; not a real vector: marks a syscall frame
 
+%include "frame.inc"
+
 section .text
 global syscall_entry:function
 extern syscall_dispatch
@@ -27,39 +29,11 @@ syscall_entry:
     push rcx                            ; rip
     push 0                              ; error code
     push SYSCALL_FRAME_VECTOR
-    push rax
-    push rbx
-    push rcx
-    push rdx
-    push rsi
-    push rdi
-    push rbp
-    push r8
-    push r9
-    push r10
-    push r11
-    push r12
-    push r13
-    push r14
-    push r15
+    PUSH_GPRS
     mov rdi, rsp
     xor ebp, ebp                        ; the user's frames are not the kernel's
     call syscall_dispatch               ; returns with interrupts off
-    pop r15
-    pop r14
-    pop r13
-    pop r12
-    pop r11
-    pop r10
-    pop r9
-    pop r8
-    pop rbp
-    pop rdi
-    pop rsi
-    pop rdx
-    pop rcx
-    pop rbx
-    pop rax
+    POP_GPRS
     add rsp, 16                         ; vector, error code
     pop rcx                             ; user rip
     add rsp, 8                          ; cs

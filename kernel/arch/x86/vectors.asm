@@ -9,6 +9,8 @@
 %define TF_VECTOR_OFFSET 120            ; _Static_assert'ed in trapframe.h
 %define TF_CS_OFFSET     144
 
+%include "frame.inc"
+
 section .text
 extern trap
 
@@ -34,41 +36,13 @@ isr_common:
     jz .from_kernel_in
     swapgs
 .from_kernel_in:
-    push rax
-    push rbx
-    push rcx
-    push rdx
-    push rsi
-    push rdi
-    push rbp
-    push r8
-    push r9
-    push r10
-    push r11
-    push r12
-    push r13
-    push r14
-    push r15
+    PUSH_GPRS
     mov rdi, rsp
     cld
     call trap
 global trap_return
 trap_return:
-    pop r15
-    pop r14
-    pop r13
-    pop r12
-    pop r11
-    pop r10
-    pop r9
-    pop r8
-    pop rbp
-    pop rdi
-    pop rsi
-    pop rdx
-    pop rcx
-    pop rbx
-    pop rax
+    POP_GPRS
     test qword [rsp + TF_CS_OFFSET - TF_VECTOR_OFFSET], 3
     jz .from_kernel_out
     swapgs
