@@ -105,8 +105,14 @@ $(BUILD)/tests/shell.iso: $(KERNEL) $(USER_PROGS)
 	@mkdir -p $(@D)
 	$(call make_iso,,$@)
 
+# Rewritten only when CMDLINE changes, so `make run CMDLINE=...` rebuilds the ISO.
+$(BUILD)/cmdline.txt: FORCE
+	@mkdir -p $(@D)
+	@echo '$(CMDLINE)' | cmp -s - $@ || echo '$(CMDLINE)' > $@
+FORCE:
+
 iso: $(ISO)
-$(ISO): $(KERNEL) $(USER_PROGS)
+$(ISO): $(KERNEL) $(USER_PROGS) $(BUILD)/cmdline.txt
 	$(call make_iso,$(CMDLINE),$@)
 	@echo "iso: $@"
 

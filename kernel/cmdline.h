@@ -4,6 +4,9 @@
 //   nosmp       start only the boot CPU
 //   noacpi      ignore ACPI (one CPU)
 //   nox2apic    stay in xAPIC mode even when x2APIC is offered
+//   init=PROG,ARG,...  the first process (default sh), privileged
+//   privileged  every program started by a privileged one is privileged too:
+//               the shell's programs may profile the system without sudo
 #pragma once
 #include "types.h"
 

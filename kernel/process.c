@@ -2,6 +2,7 @@
 #include "process.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/gdt.h"
+#include "cmdline.h"
 #include "elf_load.h"
 #include "heap.h"
 #include "kprintf.h"
@@ -270,7 +271,10 @@ uint64_t process_live_count(void)
     return READ_ONCE(live);
 }
 
+bool process_privilege_inherited;
+
 void process_init(void)
 {
+    process_privilege_inherited = cmdline_has("privileged");
     trap_user_exception_hook = process_fault;
 }

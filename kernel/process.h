@@ -45,5 +45,8 @@ struct process *process_by_pid(uint32_t pid); // a new reference, or NULL
 unsigned process_list(struct sys_process_info *out, unsigned skip, unsigned max);
 uint64_t process_live_count(void);
 void process_init(void);
+// Boot option `privileged`: a privileged process's children are privileged too
+// (so everything started from the shell may profile the system, no sudo).
+extern bool process_privilege_inherited;
 // A one-line report for a program killed by an exception.
 void process_fault(struct trapframe *tf);
