@@ -14,9 +14,8 @@
 //
 // What is sampled is the program's own code: busy_a and busy_b below are
 // assembly loops whose exact bytes and ends are known.
+#include <childtest.h>
 #include <clock.h>
-#include <process.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,7 +23,6 @@
 #include <string.h>
 #include <syscall.h>
 
-#define PAGE 4096
 #define TEST_TIMEOUT_MS 240000  // a child still running after this is killed: "timeout"
 #define CHURN_ROUNDS 1000       // processes ended with profiles started (rounds=N changes it)
 #define LIMIT_PER_CPU 8192      // NT: 8,192 started profiles per processor
@@ -34,13 +32,6 @@
 #define DEFAULT_INTERVAL 78125  // ProfileTime's default, 100 ns units (NT's KiProfileTimeInterval)
 #define USER_TOP USER_ADDRESS_LIMIT // the first address past user space (abi.h)
 
-// Addresses no user pointer may reach.
-#define KERNEL_DIRECT_MAP 0xffff800000000000ull
-#define KERNEL_IMAGE      0xffffffff80100000ull
-#define KERNEL_BASE       0xffffffff80000000ull
-#define NON_CANONICAL     0x0000800000000000ull
-
-static const char *self = "ntprofiletests";
 static unsigned rounds = CHURN_ROUNDS;
 
 // ---------------------------------------------------------------------------
@@ -88,76 +79,17 @@ static void spin_ms(void (*fn)(uint64_t), uint64_t ms)
 }
 
 // ---------------------------------------------------------------------------
-// Checking, inside a test child.
-
-static const char *test_name = "?";
-static int failures;
-
-static void failf(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void failf(int line, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("# %s:%d: ", test_name, line);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    failures++;
-}
-
-#define EXPECT(cond, ...) \
-    do { \
-        if (!(cond)) \
-            failf(__LINE__, __VA_ARGS__); \
-    } while (0)
-
-#define EXPECT_STATUS(call, want) \
-    do { \
-        NTSTATUS got_ = (call); \
-        if (got_ != (want)) \
-            failf(__LINE__, "%s: %s, expected %s", #call, nt_status_name(got_), nt_status_name(want)); \
-    } while (0)
-
-// ---------------------------------------------------------------------------
 // Small tools.
 
-static struct sys_process_info plist[256];
-
-static struct sys_process_info *find_process(uint32_t pid)
+// A live child of parent's, from the process list; 0 when it has none. (For
+// a grandchild: we hold no handle to it, so SysProcessId cannot name it.)
+static uint32_t child_of(uint32_t parent)
 {
-    uint32_t n = 0;
-    NTSTATUS s = SysProcessList(plist, sizeof plist / sizeof plist[0], &n);
-    if (!NT_SUCCESS(s) && s != STATUS_BUFFER_OVERFLOW)
-        return NULL;
-    for (uint32_t i = 0; i < n && i < sizeof plist / sizeof plist[0]; i++)
-        if (plist[i].pid == pid)
-            return &plist[i];
-    return NULL;
-}
-
-// The newest live child of ours (SysSpawn returns a handle, not a pid); 0 if none.
-static uint32_t newest_child(uint32_t parent)
-{
-    uint32_t n = 0, pid = 0;
-    NTSTATUS s = SysProcessList(plist, sizeof plist / sizeof plist[0], &n);
-    if (!NT_SUCCESS(s) && s != STATUS_BUFFER_OVERFLOW)
-        return 0;
-    for (uint32_t i = 0; i < n && i < sizeof plist / sizeof plist[0]; i++)
-        if (plist[i].parent == parent && plist[i].state != PROC_ZOMBIE && plist[i].pid > pid)
-            pid = plist[i].pid;
-    return pid;
-}
-
-static int privileged(void)
-{
-    struct sys_process_info *p = find_process(SysGetPid());
-    return p && p->privileged;
-}
-
-static NTSTATUS spawn_helper(uint32_t flags, HANDLE *h, const char *helper, const char *arg)
-{
-    const char *argv[] = { self, "--child", helper, arg, NULL };
-    return SysSpawn(self, argv, flags, h);
+    uint32_t n = list_processes();
+    for (uint32_t i = 0; i < n; i++)
+        if (plist[i].parent == parent && plist[i].state != PROC_ZOMBIE)
+            return plist[i].pid;
+    return 0;
 }
 
 static unsigned online_cpus(void)
@@ -315,7 +247,7 @@ static int helper_grandparent(const char *arg)
 {
     HANDLE h;
     int status = -1;
-    if (!NT_SUCCESS(spawn_helper(0, &h, "sleep", arg)) || !NT_SUCCESS(SysWait(h, &status)))
+    if (!NT_SUCCESS(spawn_child(0, &h, "sleep", arg)) || !NT_SUCCESS(SysWait(h, &status)))
         return 1;
     NtClose(h);
     return status;
@@ -349,7 +281,7 @@ static int helper_chain(const char *arg)
         snprintf(next, sizeof next, "%lu", before + n);
         HANDLE child;
         int status = -1000;
-        NTSTATUS s = spawn_helper(0, &child, "chain", next);
+        NTSTATUS s = spawn_child(0, &child, "chain", next);
         if (NT_SUCCESS(s))
             s = SysWait(child, &status);
         if (!NT_SUCCESS(s)) {
@@ -839,11 +771,12 @@ static void test_privilege_denied(void)
     HANDLE other = NULL;
     EXPECT_STATUS(SysOpenProcess(parent, &other), STATUS_ACCESS_DENIED);
     HANDLE child = NULL;
-    EXPECT_STATUS(spawn_helper(0, &child, "grandparent", "1000"), STATUS_SUCCESS);
-    uint32_t child_pid = newest_child(SysGetPid()), grandchild = 0;
+    EXPECT_STATUS(spawn_child(0, &child, "grandparent", "1000"), STATUS_SUCCESS);
+    uint32_t child_pid = 0, grandchild = 0;
+    EXPECT_STATUS(SysProcessId(child, &child_pid), STATUS_SUCCESS);
     for (int i = 0; i < 500 && child_pid && !grandchild; i++) {
         SysSleep(10);
-        grandchild = newest_child(child_pid);
+        grandchild = child_of(child_pid);
     }
     EXPECT(grandchild != 0, "the grandchild did not appear");
     if (grandchild) {
@@ -1082,48 +1015,6 @@ static void test_close_while_started(void)
     restore_sampling(old);
 }
 
-// Compares two self checks; prints each counter that differs.
-static int same_counters(const struct sys_self_check *a, const struct sys_self_check *b, int quiet)
-{
-    static const struct {
-        const char *name;
-        size_t offset;
-    } counters[] = {
-        { "free pages", offsetof(struct sys_self_check, free_pages) },
-        { "heap bytes", offsetof(struct sys_self_check, heap_bytes) },
-        { "live processes", offsetof(struct sys_self_check, live_processes) },
-        { "live objects", offsetof(struct sys_self_check, live_objects) },
-        { "pinned pages", offsetof(struct sys_self_check, pinned_pages) },
-    };
-    int same = 1;
-    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
-        uint64_t x, y;
-        memcpy(&x, (const char *)a + counters[i].offset, sizeof x);
-        memcpy(&y, (const char *)b + counters[i].offset, sizeof y);
-        if (x != y) {
-            same = 0;
-            if (!quiet)
-                printf("# leak: %s %lu before, %lu after\n", counters[i].name, x, y);
-        }
-    }
-    return same;
-}
-
-// The kernel may finish releasing a dead process a little after SysWait
-// returns (on another CPU): give the counters up to two seconds to settle.
-static int settled(const struct sys_self_check *before)
-{
-    struct sys_self_check after = { 0 };
-    for (int tries = 0; tries < 200; tries++) {
-        if (!NT_SUCCESS(SysSelfCheck(&after)))
-            return 0;
-        if (same_counters(before, &after, 1))
-            return 1;
-        SysSleep(10);
-    }
-    return same_counters(before, &after, 0);
-}
-
 // The counters once the last process has been released (they stop changing).
 static struct sys_self_check quiet_counters(void)
 {
@@ -1131,7 +1022,7 @@ static struct sys_self_check quiet_counters(void)
     for (int tries = 0; tries < 100; tries++, a = b) {
         SysSleep(20);
         b = self_check();
-        if (same_counters(&a, &b, 1))
+        if (same_counters(&a, &b, 0))
             break;
     }
     return a;
@@ -1143,13 +1034,14 @@ static int churn_once(enum churn_end end, uint32_t flags, unsigned round)
     char arg[8];
     snprintf(arg, sizeof arg, "%d", (int)end);
     HANDLE h;
-    NTSTATUS s = spawn_helper(flags, &h, "ender", arg);
+    NTSTATUS s = spawn_child(flags, &h, "ender", arg);
     if (!NT_SUCCESS(s)) {
         printf("# churn: spawn: %s\n", nt_status_name(s));
         return 0;
     }
     if (end == END_KILLED) {
-        uint32_t pid = newest_child(SysGetPid());
+        uint32_t pid = 0;
+        SysProcessId(h, &pid);
         struct sys_process_info *p = NULL;
         uint64_t deadline = clock_ns() + 5000000000ull;
         while (pid && clock_ns() < deadline && (p = find_process(pid)) && p->state != PROC_SLEEPING &&
@@ -1186,7 +1078,7 @@ static void test_churn(void)
     for (r = 0; r < rounds && bad < 5; r++)
         bad += !churn_once((enum churn_end)(r % CHURN_ENDS), flags[r / CHURN_ENDS % 2], r);
     EXPECT(bad == 0, "%u of %u processes ended unexpectedly", bad, r);
-    EXPECT(settled(&before), "the kernel's counters did not come back after %u processes", r);
+    EXPECT(counters_settled(&before), "the kernel's counters did not come back after %u processes", r);
     printf("# %s: %u processes in %lu ms\n", test_name, r, (clock_ns() - start) / 1000000);
 }
 
@@ -1197,7 +1089,7 @@ static void test_limit(void)
 {
     HANDLE h;
     int status = -1000;
-    EXPECT_STATUS(spawn_helper(0, &h, "chain", "0"), STATUS_SUCCESS);
+    EXPECT_STATUS(spawn_child(0, &h, "chain", "0"), STATUS_SUCCESS);
     EXPECT_STATUS(SysWait(h, &status), STATUS_SUCCESS);
     NtClose(h);
     EXPECT(status == 0, "the chain of processes failed (exit status %d)", status);
@@ -1294,7 +1186,7 @@ static void test_system_all_cpus(void)
     for (unsigned c = 0; c < ncpu; c++)
         EXPECT_STATUS(NtStartProfile(one[c]), STATUS_SUCCESS);
     for (unsigned c = 0; c < ncpu; c++)
-        EXPECT_STATUS(spawn_helper(0, &child[c], "spin", SYSTEM_SPIN_MS), STATUS_SUCCESS);
+        EXPECT_STATUS(spawn_child(0, &child[c], "spin", SYSTEM_SPIN_MS), STATUS_SUCCESS);
     for (unsigned c = 0; c < ncpu; c++) {
         int status = -1000;
         EXPECT_STATUS(SysWait(child[c], &status), STATUS_SUCCESS);
@@ -1333,25 +1225,21 @@ static void test_system_all_cpus(void)
 // ---------------------------------------------------------------------------
 // The table of tests.
 
-static const struct test {
-    const char *name;
-    void (*run)(void);
-    uint32_t flags; // SPAWN_PRIVILEGED: run privileged (skipped when the driver is not)
-} tests[] = {
-    { "query_interval", test_query_interval, 0 },   // first: nothing has set the interval yet
-    { "create_validation", test_create_validation, 0 },
-    { "create_ex_validation", test_create_ex_validation, 0 },
-    { "start_stop", test_start_stop, 0 },
-    { "privilege_denied", test_privilege_denied, 0 },
-    { "privilege_granted", test_privilege_granted, SPAWN_PRIVILEGED },
-    { "set_interval", test_set_interval, SPAWN_PRIVILEGED },
-    { "guard_pages", test_guard_pages, SPAWN_PRIVILEGED },
-    { "unmap_while_started", test_unmap_while_started, SPAWN_PRIVILEGED },
-    { "close_while_started", test_close_while_started, SPAWN_PRIVILEGED },
-    { "two_profiles", test_two_profiles, SPAWN_PRIVILEGED },
-    { "system_all_cpus", test_system_all_cpus, SPAWN_PRIVILEGED },
-    { "limit", test_limit, 0 },
-    { "churn", test_churn, SPAWN_PRIVILEGED },
+static const struct child_test tests[] = {
+    { "query_interval", test_query_interval, EXITS_0, 0 },   // first: nothing has set the interval yet
+    { "create_validation", test_create_validation, EXITS_0, 0 },
+    { "create_ex_validation", test_create_ex_validation, EXITS_0, 0 },
+    { "start_stop", test_start_stop, EXITS_0, 0 },
+    { "privilege_denied", test_privilege_denied, EXITS_0, 0 },
+    { "privilege_granted", test_privilege_granted, EXITS_0, SPAWN_PRIVILEGED },
+    { "set_interval", test_set_interval, EXITS_0, SPAWN_PRIVILEGED },
+    { "guard_pages", test_guard_pages, EXITS_0, SPAWN_PRIVILEGED },
+    { "unmap_while_started", test_unmap_while_started, EXITS_0, SPAWN_PRIVILEGED },
+    { "close_while_started", test_close_while_started, EXITS_0, SPAWN_PRIVILEGED },
+    { "two_profiles", test_two_profiles, EXITS_0, SPAWN_PRIVILEGED },
+    { "system_all_cpus", test_system_all_cpus, EXITS_0, SPAWN_PRIVILEGED },
+    { "limit", test_limit, EXITS_0, 0 },
+    { "churn", test_churn, EXITS_0, SPAWN_PRIVILEGED },
 };
 
 #define NTESTS (sizeof tests / sizeof tests[0])
@@ -1368,141 +1256,47 @@ static int child_main(int argc, char **argv)
             return helpers[i].run(argc > 3 ? argv[3] : "");
     if (argc > 3)
         rounds = (unsigned)strtoul(argv[3], NULL, 0);
-    for (size_t i = 0; i < NTESTS; i++)
-        if (strcmp(tests[i].name, name) == 0) {
-            tests[i].run();
-            return failures ? 1 : 0;
-        }
-    printf("# ntprofiletests: no test or helper called %s\n", name);
-    return 2;
+    int status = run_in_child(tests, NTESTS, name);
+    if (status < 0)
+        printf("# ntprofiletests: no test or helper called %s\n", name);
+    return status < 0 ? 2 : status;
 }
 
 // ---------------------------------------------------------------------------
 // The driver.
 
-// Waits for a test child, killing it when it outlives TEST_TIMEOUT_MS.
-static NTSTATUS wait_child(HANDLE h, uint32_t pid, int *status, int *timed_out)
-{
-    *timed_out = 0;
-    uint64_t deadline = clock_ns() + TEST_TIMEOUT_MS * 1000000ull;
-    struct sys_process_info *p;
-    while (pid && (p = find_process(pid)) && p->state != PROC_ZOMBIE) {
-        if (clock_ns() > deadline) {
-            *timed_out = 1;
-            SysKill(pid);
-            break;
-        }
-        SysSleep(10);
-    }
-    return SysWait(h, status);
-}
-
-static int run_test(const struct test *t)
-{
-    char arg[16];
-    snprintf(arg, sizeof arg, "%u", rounds);
-    const char *argv[] = { self, "--child", t->name, arg, NULL };
-    HANDLE h;
-    uint64_t start = clock_ns();
-    NTSTATUS s = SysSpawn(self, argv, t->flags, &h);
-    if (!NT_SUCCESS(s)) {
-        printf("# %s: SysSpawn: %s\n", t->name, nt_status_name(s));
-        return 0;
-    }
-    int status = 0, timed_out;
-    s = wait_child(h, newest_child(SysGetPid()), &status, &timed_out);
-    NtClose(h);
-    printf("# %s: %lu ms\n", t->name, (clock_ns() - start) / 1000000);
-    if (!NT_SUCCESS(s)) {
-        printf("# %s: SysWait: %s\n", t->name, nt_status_name(s));
-        return 0;
-    }
-    if (timed_out) {
-        printf("# %s: still running after %d s: killed\n", t->name, TEST_TIMEOUT_MS / 1000);
-        return 0;
-    }
-    if (status != 0) {
-        printf("# %s: exit status %d%s\n", t->name, status,
-               status == EXIT_STATUS_KILLED ? " (killed)" : "");
-        return 0;
-    }
-    return 1;
-}
-
-static int selected(const char *name, int argc, char **argv)
-{
-    int any = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strncmp(argv[i], "rounds=", 7) == 0)
-            continue;
-        any = 1;
-        if (strstr(name, argv[i]))
-            return 1;
-    }
-    return !any;
-}
-
-// Touches stack the driver may use later (pages mapped on demand are not leaks).
-__attribute__((noinline)) static void prefault_stack(void)
-{
-    volatile char buf[32 * 1024];
-    for (size_t i = 0; i < sizeof buf; i += 512)
-        buf[i] = 0;
-}
-
+// `ntprofiletests [rounds=N] [NAME...]`: rounds=N is ours; the NAMEs select
+// tests (they are gathered at the front of argv).
 static int driver_main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
+    int nnames = 0;
+    for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "rounds=", 7) == 0)
             rounds = (unsigned)strtoul(argv[i] + 7, NULL, 0);
-    int priv = privileged(), total = 0;
-    for (size_t i = 0; i < NTESTS; i++)
-        total += selected(tests[i].name, argc, argv);
-    printf("KTAP version 1\n1..%d\n", total + 1);
-    printf("# ntprofiletests: %u CPUs online, %u churn rounds%s\n", online_cpus(), rounds,
-           priv ? "" : ", unprivileged");
-    prefault_stack();
-    // A first child outside the count: what the kernel allocates once is not a leak.
-    HANDLE h;
-    if (NT_SUCCESS(spawn_helper(0, &h, "exit", "0"))) {
-        int status, timed_out;
-        wait_child(h, newest_child(SysGetPid()), &status, &timed_out);
-        NtClose(h);
-    }
-    struct sys_self_check before;
-    NTSTATUS s = SysSelfCheck(&before);
-    int passed = 0, failed = 0, n = 0;
-    for (size_t i = 0; i < NTESTS; i++) {
-        const struct test *t = &tests[i];
-        if (!selected(t->name, argc, argv))
-            continue;
-        n++;
-        if ((t->flags & SPAWN_PRIVILEGED) && !priv) {
-            printf("ok %d %s # SKIP needs the privilege (try sudo ntprofiletests)\n", n, t->name);
-            passed++;
-            continue;
-        }
-        int ok = run_test(t);
-        printf("%sok %d %s\n", ok ? "" : "not ", n, t->name);
-        if (ok)
-            passed++;
         else
-            failed++;
+            argv[1 + nnames++] = argv[i];
     }
-    int ok = NT_SUCCESS(s) && settled(&before);
-    printf("%sok %d leak_check\n", ok ? "" : "not ", n + 1);
-    if (ok)
-        passed++;
-    else
-        failed++;
-    printf("ntprofiletests: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    char arg[16]; // every test child's: the rounds
+    snprintf(arg, sizeof arg, "%u", rounds);
+    struct driver d = {
+        .tests = tests,
+        .ntests = NTESTS,
+        .names = argv + 1,
+        .nnames = nnames,
+        .timeout_ms = TEST_TIMEOUT_MS,
+        .arg = arg,
+        .skip_why = "needs the privilege (try sudo ntprofiletests)",
+        .timed = 1,
+    };
+    driver_start(&d);
+    printf("# ntprofiletests: %u CPUs online, %u churn rounds%s\n", online_cpus(), rounds,
+           d.privileged ? "" : ", unprivileged");
+    return driver_run(&d, "ntprofiletests");
 }
 
 int main(int argc, char **argv)
 {
-    if (argc > 0 && argv[0][0])
-        self = argv[0];
+    self = argc > 0 && argv[0][0] ? argv[0] : "ntprofiletests";
     if (argc >= 2 && strcmp(argv[1], "--child") == 0)
         return argc >= 3 ? child_main(argc, argv) : 2;
     return driver_main(argc, argv);

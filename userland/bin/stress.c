@@ -12,7 +12,9 @@
 //                        been handed every tick that came while it was active
 //
 // Each ends with `stress: <what>: ok` or `stress: <what>: FAILED ...`, and the
-// counters of SysSelfCheck must be back where they started.
+// counters of SysSelfCheck must be back where they started. Children are
+// `stress --child MODE N`, spawned with include/childtest.h's spawn_child.
+#include <childtest.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,6 @@
 
 #define WORDS 4096
 static ULONG buffer[WORDS];
-static int failures;
 
 static void failed(const char *what, NTSTATUS s)
 {
@@ -30,13 +31,13 @@ static void failed(const char *what, NTSTATUS s)
 
 static NTSTATUS profile_self(HANDLE *h)
 {
-    HANDLE self;
-    NTSTATUS s = SysOpenProcess(SysGetPid(), &self);
+    HANDLE me;
+    NTSTATUS s = SysOpenProcess(SysGetPid(), &me);
     if (!NT_SUCCESS(s))
         return s;
-    s = NtCreateProfile(h, self, (void *)0x400000, WORDS * 4, 2, buffer, sizeof buffer, ProfileTime,
+    s = NtCreateProfile(h, me, (void *)0x400000, WORDS * 4, 2, buffer, sizeof buffer, ProfileTime,
                         (KAFFINITY)-1);
-    NtClose(self);
+    NtClose(me);
     return s;
 }
 
@@ -73,9 +74,8 @@ static int run_children(const char *mode, unsigned n, unsigned count)
     HANDLE h[16];
     char arg[16];
     snprintf(arg, sizeof arg, "%u", count);
-    const char *argv[] = { "stress", "--child", mode, arg, NULL };
     for (unsigned i = 0; i < n; i++)
-        if (!NT_SUCCESS(SysSpawn("stress", argv, 0, &h[i])))
+        if (!NT_SUCCESS(spawn_child(0, &h[i], mode, arg)))
             return failed("spawn", STATUS_UNSUCCESSFUL), 1;
     int bad = 0;
     for (unsigned i = 0; i < n; i++) {
@@ -95,10 +95,9 @@ static void storm(unsigned rounds)
 
 static void kill_sampled(unsigned times)
 {
-    const char *argv[] = { "stress", "--child", "spin", "0", NULL };
     for (unsigned i = 0; i < times; i++) {
         HANDLE child, prof;
-        NTSTATUS s = SysSpawn("stress", argv, SPAWN_SUSPENDED, &child);
+        NTSTATUS s = spawn_child(SPAWN_SUSPENDED, &child, "spin", "0");
         if (!NT_SUCCESS(s))
             return failed("spawn", s);
         s = NtCreateProfile(&prof, child, (void *)0x400000, WORDS * 4, 2, buffer, sizeof buffer,
@@ -107,13 +106,9 @@ static void kill_sampled(unsigned times)
             return failed("profile", s);
         SysResume(child);
         SysSleep(i % 3);
-        struct sys_process_info info[64];
-        uint32_t n = 0;
-        SysProcessList(info, 64, &n); // the child's pid: the newest whose parent we are
         uint32_t pid = 0;
-        for (uint32_t k = 0; k < n; k++)
-            if (info[k].parent == SysGetPid() && info[k].pid > pid && info[k].state != PROC_ZOMBIE)
-                pid = info[k].pid;
+        if (!NT_SUCCESS(s = SysProcessId(child, &pid)))
+            return failed("pid", s);
         if (!NT_SUCCESS(s = SysKill(pid)))
             return failed("kill", s);
         int status;
@@ -202,6 +197,7 @@ static void ticks(unsigned seconds)
 
 int main(int argc, char **argv)
 {
+    self = "stress"; // its path in the ramdisk, whatever argv[0] says
     if (argc >= 4 && strcmp(argv[1], "--child") == 0) {
         if (strcmp(argv[2], "storm") == 0)
             return storm_child((unsigned)strtoul(argv[3], NULL, 0));

@@ -10,11 +10,12 @@
 // `usertests NAME...` runs only the tests whose names contain one of the NAMEs.
 //
 // Inside a child, EXPECT() prints a "# test:line: ..." diagnostic and marks
-// the test failed; the child's exit status is the verdict. Fault tests expect
-// the kernel to kill the child instead (exit status EXIT_STATUS_KILLED).
+// the test failed; the child's exit status is the verdict (the harness is
+// include/childtest.h). Fault tests expect the kernel to kill the child
+// instead (exit status EXIT_STATUS_KILLED).
+#include <childtest.h>
 #include <clock.h>
 #include <process.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,103 +23,14 @@
 #include <string.h>
 #include <syscall.h>
 
-#define PAGE 4096
 #define TEST_TIMEOUT_MS 30000   // a child still running after this is killed: "timeout"
 #define CONCURRENT 64           // processes in concurrent_processes
-
-// Addresses no user pointer may reach.
-#define KERNEL_DIRECT_MAP 0xffff800000000000ull  // all RAM, mapped for the kernel
-#define KERNEL_IMAGE      0xffffffff80100000ull  // the kernel's code
-#define NON_CANONICAL     0x0000800000000000ull  // first address past the user half
-
-static const char *self = "usertests"; // our path in the ramdisk (argv[0])
-
-// ---------------------------------------------------------------------------
-// Checking, inside a test child.
-
-static const char *test_name = "?";
-static int failures;
-
-static void failf(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void failf(int line, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("# %s:%d: ", test_name, line);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    failures++;
-}
-
-#define EXPECT(cond, ...) \
-    do { \
-        if (!(cond)) \
-            failf(__LINE__, __VA_ARGS__); \
-    } while (0)
-
-#define EXPECT_STATUS(call, want) \
-    do { \
-        NTSTATUS got_ = (call); \
-        if (got_ != (want)) \
-            failf(__LINE__, "%s: %s, expected %s", #call, nt_status_name(got_), nt_status_name(want)); \
-    } while (0)
-
-#define EXPECT_FAILS(call) \
-    do { \
-        NTSTATUS got_ = (call); \
-        if (NT_SUCCESS(got_)) \
-            failf(__LINE__, "%s: %s, expected a failure", #call, nt_status_name(got_)); \
-    } while (0)
 
 // The child's last words when a fault it provoked did not kill it.
 static _Noreturn void survived(const char *what)
 {
     printf("# %s: still alive after %s\n", test_name, what);
     exit(0);
-}
-
-// ---------------------------------------------------------------------------
-// Processes.
-
-static struct sys_process_info plist[256];
-
-// Fills plist; returns how many entries are valid (0 when the call fails;
-// a list longer than plist may come back as a warning with plist full).
-static uint32_t list_processes(void)
-{
-    uint32_t count = 0;
-    NTSTATUS s = SysProcessList(plist, sizeof plist / sizeof plist[0], &count);
-    if (!NT_SUCCESS(s) && s != STATUS_BUFFER_OVERFLOW)
-        return 0;
-    return count < sizeof plist / sizeof plist[0] ? count : sizeof plist / sizeof plist[0];
-}
-
-static struct sys_process_info *find_process(uint32_t pid)
-{
-    uint32_t n = list_processes();
-    for (uint32_t i = 0; i < n; i++)
-        if (plist[i].pid == pid)
-            return &plist[i];
-    return NULL;
-}
-
-// SysSpawn returns a handle, not a pid: the newest live child is the one just
-// spawned (callers have at most one child that is not yet a zombie). 0 when
-// it cannot be found.
-static uint32_t newest_child(void)
-{
-    uint32_t me = SysGetPid(), pid = 0, n = list_processes();
-    for (uint32_t i = 0; i < n; i++)
-        if (plist[i].parent == me && plist[i].state != PROC_ZOMBIE && plist[i].pid > pid)
-            pid = plist[i].pid;
-    return pid;
-}
-
-static NTSTATUS spawn(uint32_t flags, HANDLE *h, const char *helper, const char *arg)
-{
-    const char *argv[] = { self, "--child", helper, arg, NULL };
-    return SysSpawn(self, argv, flags, h);
 }
 
 // Runs a helper (see the helpers table) to its end; its exit status, or
@@ -285,16 +197,16 @@ static void test_getpid(void)
     EXPECT_FAILS(SysOpenProcess(0x7ffffff0, &h));
 }
 
-// Spawns a helper, finds its pid, kills it and checks how it ended.
+// Spawns a helper, kills it by its pid and checks how it ended.
 static void spawn_and_kill(const char *helper, const char *arg, uint32_t flags)
 {
     HANDLE h;
-    NTSTATUS s = spawn(flags, &h, helper, arg);
+    NTSTATUS s = spawn_child(flags, &h, helper, arg);
     EXPECT(NT_SUCCESS(s), "spawn %s: %s", helper, nt_status_name(s));
     if (!NT_SUCCESS(s))
         return;
-    uint32_t pid = newest_child();
-    EXPECT(pid != 0, "cannot find the child's pid in the process list");
+    uint32_t pid = 0;
+    EXPECT_STATUS(SysProcessId(h, &pid), STATUS_SUCCESS);
     if (!pid) {
         NtClose(h);
         return;
@@ -324,11 +236,12 @@ static void test_kill_bad_pid(void)
 static void test_suspended_resume(void)
 {
     HANDLE h;
-    NTSTATUS s = spawn(SPAWN_SUSPENDED, &h, "exit", "7");
+    NTSTATUS s = spawn_child(SPAWN_SUSPENDED, &h, "exit", "7");
     EXPECT(NT_SUCCESS(s), "spawn: %s", nt_status_name(s));
     if (!NT_SUCCESS(s))
         return;
-    uint32_t pid = newest_child();
+    uint32_t pid = 0;
+    EXPECT_STATUS(SysProcessId(h, &pid), STATUS_SUCCESS);
     struct sys_process_info *p = find_process(pid);
     EXPECT(p && p->state == PROC_SUSPENDED, "state %u just after a suspended spawn", p ? p->state : 0);
     SysSleep(100);
@@ -346,12 +259,12 @@ static void test_suspended_resume(void)
 static void test_close_before_exit(void)
 {
     HANDLE h;
-    NTSTATUS s = spawn(0, &h, "sleep", "100");
+    NTSTATUS s = spawn_child(0, &h, "sleep", "100");
     EXPECT(NT_SUCCESS(s), "spawn: %s", nt_status_name(s));
     if (!NT_SUCCESS(s))
         return;
-    uint32_t pid = newest_child();
-    EXPECT(pid != 0, "cannot find the child's pid in the process list");
+    uint32_t pid = 0;
+    EXPECT_STATUS(SysProcessId(h, &pid), STATUS_SUCCESS);
     EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
     uint64_t deadline = clock_ns() + 5000000000ull;
     struct sys_process_info *p;
@@ -367,7 +280,7 @@ static void test_concurrent_processes(void)
     char arg[CONCURRENT][8];
     for (int i = 0; i < CONCURRENT; i++) {
         snprintf(arg[i], sizeof arg[i], "%d", i);
-        NTSTATUS s = spawn(0, &h[i], "work", arg[i]);
+        NTSTATUS s = spawn_child(0, &h[i], "work", arg[i]);
         spawned[i] = NT_SUCCESS(s);
         EXPECT(spawned[i], "spawn %d: %s", i, nt_status_name(s));
     }
@@ -1027,14 +940,7 @@ static void fault_after_unmap(void)
 // ---------------------------------------------------------------------------
 // The list.
 
-enum outcome { EXITS_0, KILLED };
-
-static const struct test {
-    const char *name;
-    void (*run)(void);
-    enum outcome outcome;
-    uint32_t flags; // SPAWN_PRIVILEGED: run privileged (skipped when the driver is not)
-} tests[] = {
+static const struct child_test tests[] = {
     { "exit_status", test_exit_status, EXITS_0, 0 },
     { "spawn_args", test_spawn_args, EXITS_0, 0 },
     { "spawn_limits", test_spawn_limits, EXITS_0, 0 },
@@ -1092,196 +998,33 @@ static int child_main(int argc, char **argv)
     for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
         if (strcmp(helpers[i].name, name) == 0)
             return helpers[i].run(argc > 3 ? argv[3] : "");
-    for (size_t i = 0; i < NTESTS; i++)
-        if (strcmp(tests[i].name, name) == 0) {
-            tests[i].run();
-            return failures ? 1 : 0;
-        }
-    printf("# usertests: no test or helper called %s\n", name);
-    return 2;
+    int status = run_in_child(tests, NTESTS, name);
+    if (status < 0)
+        printf("# usertests: no test or helper called %s\n", name);
+    return status < 0 ? 2 : status;
 }
 
 // ---------------------------------------------------------------------------
 // The driver.
 
-// Waits for a test child, killing it when it outlives TEST_TIMEOUT_MS. The
-// deadline needs the child's pid; without one, this is a plain SysWait.
-static NTSTATUS wait_child(HANDLE h, uint32_t pid, int *status, int *timed_out)
-{
-    *timed_out = 0;
-    if (pid) {
-        uint64_t deadline = clock_ns() + TEST_TIMEOUT_MS * 1000000ull;
-        for (;;) {
-            struct sys_process_info *p = find_process(pid);
-            if (!p || p->state == PROC_ZOMBIE)
-                break;
-            if (clock_ns() > deadline) {
-                *timed_out = 1;
-                SysKill(pid);
-                break;
-            }
-            SysSleep(10);
-        }
-    }
-    return SysWait(h, status);
-}
-
-// Runs one test in a child; prints diagnostics, returns whether it passed.
-static int run_test(const struct test *t)
-{
-    const char *argv[] = { self, "--child", t->name, NULL };
-    HANDLE h;
-    NTSTATUS s = SysSpawn(self, argv, t->flags, &h);
-    if (!NT_SUCCESS(s)) {
-        printf("# %s: SysSpawn: %s\n", t->name, nt_status_name(s));
-        return 0;
-    }
-    int status = 0, timed_out;
-    s = wait_child(h, newest_child(), &status, &timed_out);
-    NtClose(h);
-    if (!NT_SUCCESS(s)) {
-        printf("# %s: SysWait: %s\n", t->name, nt_status_name(s));
-        return 0;
-    }
-    if (timed_out) {
-        printf("# %s: still running after %d s: killed\n", t->name, TEST_TIMEOUT_MS / 1000);
-        return 0;
-    }
-    int want = t->outcome == KILLED ? EXIT_STATUS_KILLED : 0;
-    if (status != want) {
-        printf("# %s: exit status %d, expected %d%s\n", t->name, status, want,
-               status == EXIT_STATUS_KILLED ? " (killed)" : "");
-        return 0;
-    }
-    return 1;
-}
-
-static int selected(const char *name, int argc, char **argv)
-{
-    if (argc < 2)
-        return 1;
-    for (int i = 1; i < argc; i++)
-        if (strstr(name, argv[i]))
-            return 1;
-    return 0;
-}
-
-// Touches stack the driver may use later, so that pages the kernel maps on
-// demand are not counted as leaked by the suite.
-__attribute__((noinline)) static void prefault_stack(void)
-{
-    volatile char buf[32 * 1024];
-    for (size_t i = 0; i < sizeof buf; i += 512)
-        buf[i] = 0;
-}
-
-// The kernel's counters that must come back to where they were.
-static const struct {
-    const char *name;
-    size_t offset;
-} counters[] = {
-    { "free pages", offsetof(struct sys_self_check, free_pages) },
-    { "heap bytes", offsetof(struct sys_self_check, heap_bytes) },
-    { "live processes", offsetof(struct sys_self_check, live_processes) },
-    { "live objects", offsetof(struct sys_self_check, live_objects) },
-    { "pinned pages", offsetof(struct sys_self_check, pinned_pages) },
-};
-
-static uint64_t counter(const struct sys_self_check *c, size_t i)
-{
-    uint64_t v;
-    memcpy(&v, (const char *)c + counters[i].offset, sizeof v);
-    return v;
-}
-
-// The kernel may finish releasing a dead process a little after SysWait
-// returns (on another CPU): give it up to two seconds to settle.
-static int check_leaks(const struct sys_self_check *before)
-{
-    struct sys_self_check after;
-    size_t differ = 0;
-    for (int tries = 0; tries < 200; tries++) {
-        NTSTATUS s = SysSelfCheck(&after);
-        if (!NT_SUCCESS(s)) {
-            printf("# leak_check: SysSelfCheck: %s\n", nt_status_name(s));
-            return 0;
-        }
-        differ = 0;
-        for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
-            differ += counter(before, i) != counter(&after, i);
-        if (!differ)
-            return 1;
-        SysSleep(10);
-    }
-    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
-        if (counter(before, i) != counter(&after, i))
-            printf("# leak: %s %lu before the suite, %lu after\n", counters[i].name, counter(before, i),
-                   counter(&after, i));
-    return 0;
-}
-
+// `usertests NAME...`: only the tests whose names contain one of the NAMEs.
 static int driver_main(int argc, char **argv)
 {
-    struct sys_process_info *me = find_process(SysGetPid());
-    int privileged = me && me->privileged;
-    int total = 0;
-    for (size_t i = 0; i < NTESTS; i++)
-        total += selected(tests[i].name, argc, argv);
-
-    printf("KTAP version 1\n1..%d\n", total + 1);
-    prefault_stack();
-    // A first child outside the count: whatever the kernel allocates once,
-    // for the first process a parent has, is not a leak.
-    int status;
-    const char *warm_argv[] = { self, "--child", "exit", "0", NULL };
-    HANDLE h;
-    if (NT_SUCCESS(SysSpawn(self, warm_argv, 0, &h))) {
-        int timed_out;
-        wait_child(h, newest_child(), &status, &timed_out);
-        NtClose(h);
-    }
-
-    struct sys_self_check before;
-    NTSTATUS s = SysSelfCheck(&before);
-    int passed = 0, failed = 0, n = 0;
-    for (size_t i = 0; i < NTESTS; i++) {
-        const struct test *t = &tests[i];
-        if (!selected(t->name, argc, argv))
-            continue;
-        n++;
-        if ((t->flags & SPAWN_PRIVILEGED) && !privileged) {
-            printf("ok %d %s # SKIP usertests does not hold the privilege (try sudo usertests)\n", n,
-                   t->name);
-            passed++;
-            continue;
-        }
-        int ok = run_test(t);
-        printf("%sok %d %s\n", ok ? "" : "not ", n, t->name);
-        if (ok)
-            passed++;
-        else
-            failed++;
-    }
-
-    int ok = NT_SUCCESS(s);
-    if (!ok)
-        printf("# leak_check: SysSelfCheck: %s\n", nt_status_name(s));
-    else
-        ok = check_leaks(&before);
-    printf("%sok %d leak_check\n", ok ? "" : "not ", n + 1);
-    if (ok)
-        passed++;
-    else
-        failed++;
-
-    printf("usertests: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    struct driver d = {
+        .tests = tests,
+        .ntests = NTESTS,
+        .names = argv + 1,
+        .nnames = argc - 1,
+        .timeout_ms = TEST_TIMEOUT_MS,
+        .skip_why = "usertests does not hold the privilege (try sudo usertests)",
+    };
+    driver_start(&d);
+    return driver_run(&d, "usertests");
 }
 
 int main(int argc, char **argv)
 {
-    if (argc > 0 && argv[0][0])
-        self = argv[0];
+    self = argc > 0 && argv[0][0] ? argv[0] : "usertests";
     exit0_argv[0] = self;
     if (argc >= 2 && strcmp(argv[1], "--child") == 0)
         return argc >= 3 ? child_main(argc, argv) : 2;
