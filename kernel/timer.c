@@ -106,11 +106,20 @@ void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn,
     arm(t);
 }
 
+// Expiries already due but not yet handled (this CPU was busy with interrupts
+// off) are counted as skipped, so that every period that passed is accounted.
 void timer_periodic_stop(enum timer_slot slot)
 {
     assert(slot < TIMER_SLOTS && !irq_enabled());
     struct timer_cpu *t = &timers[cpu_id()];
-    t->slot[slot].active = false;
+    struct periodic *p = &t->slot[slot];
+    uint64_t now = rdtsc();
+    if (p->active && p->deadline <= now) {
+        uint64_t behind = (now - p->deadline) / p->period + 1;
+        p->count += behind;
+        p->skipped += behind;
+    }
+    p->active = false;
     t->active &= ~(1u << slot);
     arm(t);
 }
