@@ -7,6 +7,7 @@
 #include "percpu.h"
 #include "pmc/pmc_param.h"
 #include "pmc/profile_source.h"
+#include "pmc/text.h"
 
 struct trace_ring {
     uint64_t written; // records ever written; the newest is at (written - 1) % size
@@ -149,26 +150,7 @@ const char *pmc_msr_name(uint32_t msr, char *buf, size_t size)
     return buf;
 }
 
-// Appending formatter: keeps the snprintf convention of returning the full length.
-struct out {
-    char *buf;
-    size_t size;
-    int len;
-};
-
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct out *o, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    size_t at = (size_t)o->len < o->size ? (size_t)o->len : o->size;
-    int n = o->buf ? vsnprintf(o->buf + at, o->size - at, fmt, ap) : vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        o->len += n;
-}
-
-static void decode_evtsel(struct out *o, uint64_t v, bool amd)
+static void decode_evtsel(struct pmc_text *o, uint64_t v, bool amd)
 {
     static const struct { uint64_t bit; const char *name; } flags[] = {
         {PERFEVTSEL_USR, "USR"}, {PERFEVTSEL_OS, "OS"}, {PERFEVTSEL_EDGE, "EDGE"},
@@ -176,80 +158,80 @@ static void decode_evtsel(struct out *o, uint64_t v, bool amd)
         {PERFEVTSEL_EN, "EN"},   {PERFEVTSEL_INV, "INV"},
     };
     if (v == 0) {
-        put(o, " (off)");
+        pmc_text_put(o, " (off)");
         return;
     }
     unsigned event = (unsigned)(v & PERFEVTSEL_EVENT_MASK);
     if (amd)
         event |= (unsigned)((v >> AMD_PERF_CTL_EVENT_HI_SHIFT) & 0xF) << 8;
-    put(o, " (event 0x%02x umask 0x%02x", event, (unsigned)(v >> PERFEVTSEL_UMASK_SHIFT) & 0xFF);
+    pmc_text_put(o, " (event 0x%02x umask 0x%02x", event, (unsigned)(v >> PERFEVTSEL_UMASK_SHIFT) & 0xFF);
     for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
         if (v & flags[i].bit)
-            put(o, " %s", flags[i].name);
+            pmc_text_put(o, " %s", flags[i].name);
     if ((v >> PERFEVTSEL_CMASK_SHIFT) & 0xFF)
-        put(o, " cmask %u", (unsigned)(v >> PERFEVTSEL_CMASK_SHIFT) & 0xFF);
-    put(o, ")");
+        pmc_text_put(o, " cmask %u", (unsigned)(v >> PERFEVTSEL_CMASK_SHIFT) & 0xFF);
+    pmc_text_put(o, ")");
 }
 
-static void decode_fixed_ctrl(struct out *o, uint64_t v)
+static void decode_fixed_ctrl(struct pmc_text *o, uint64_t v)
 {
-    put(o, " (");
+    pmc_text_put(o, " (");
     const char *sep = "";
     for (unsigned i = 0; i < 4; i++) {
         unsigned f = (unsigned)(v >> (4 * i)) & 0xF;
         if (f == 0)
             continue;
-        put(o, "%sFIXED%u%s%s%s%s", sep, i, f & FIXED_CTR_CTRL_OS ? " OS" : "",
+        pmc_text_put(o, "%sFIXED%u%s%s%s%s", sep, i, f & FIXED_CTR_CTRL_OS ? " OS" : "",
             f & FIXED_CTR_CTRL_USR ? " USR" : "", f & FIXED_CTR_CTRL_ANY ? " ANY" : "",
             f & FIXED_CTR_CTRL_PMI ? " PMI" : "");
         sep = ", ";
     }
-    put(o, "%s)", *sep ? "" : "all off");
+    pmc_text_put(o, "%s)", *sep ? "" : "all off");
 }
 
-static void decode_global(struct out *o, uint64_t v, bool amd)
+static void decode_global(struct pmc_text *o, uint64_t v, bool amd)
 {
-    put(o, " (");
+    pmc_text_put(o, " (");
     const char *sep = "";
     for (unsigned b = 0; b < 64; b++) {
         if (!(v & (1ull << b)))
             continue;
         if (amd)
-            put(o, "%sCTR%u", sep, b);
+            pmc_text_put(o, "%sCTR%u", sep, b);
         else if (b < PERF_GLOBAL_FIXED_SHIFT)
-            put(o, "%sPMC%u", sep, b);
+            pmc_text_put(o, "%sPMC%u", sep, b);
         else if (b < PERF_GLOBAL_FIXED_SHIFT + 4)
-            put(o, "%sFIXED%u", sep, b - PERF_GLOBAL_FIXED_SHIFT);
+            pmc_text_put(o, "%sFIXED%u", sep, b - PERF_GLOBAL_FIXED_SHIFT);
         else
-            put(o, "%sbit%u", sep, b);
+            pmc_text_put(o, "%sbit%u", sep, b);
         sep = " ";
     }
-    put(o, "%s)", *sep ? "" : "none");
+    pmc_text_put(o, "%s)", *sep ? "" : "none");
 }
 
 // Counters hold -left while armed: show how many events remain to the overflow.
-static void decode_counter(struct out *o, uint64_t v)
+static void decode_counter(struct pmc_text *o, uint64_t v)
 {
     if (v < (1ull << 31)) {
-        put(o, " (%lu)", (unsigned long)v);
+        pmc_text_put(o, " (%lu)", (unsigned long)v);
         return;
     }
     unsigned top = 63 - (unsigned)__builtin_clzll(v);
     uint64_t span = top == 63 ? 0 : 1ull << (top + 1); // 0 stands for 2^64
-    put(o, " (%lu to overflow)", (unsigned long)(span - v));
+    pmc_text_put(o, " (%lu to overflow)", (unsigned long)(span - v));
 }
 
-static void decode_msr(struct out *o, const struct pmc_trace_record *r)
+static void decode_msr(struct pmc_text *o, const struct pmc_trace_record *r)
 {
     char name[32];
     unsigned index;
     const struct msr_range *m = find_msr(r->reg, &index);
     const char *op = r->kind == PMC_TRACE_RDMSR ? "rdmsr" : "wrmsr";
     if (m == NULL) {
-        put(o, "%s 0x%08x = 0x%08lx", op, r->reg, (unsigned long)r->value);
+        pmc_text_put(o, "%s 0x%08x = 0x%08lx", op, r->reg, (unsigned long)r->value);
         return;
     }
-    put(o, "%s %s = 0x%08lx", op, pmc_msr_name(r->reg, name, sizeof(name)),
+    pmc_text_put(o, "%s %s = 0x%08lx", op, pmc_msr_name(r->reg, name, sizeof(name)),
         (unsigned long)r->value);
     switch (m->decoder) {
     case DEC_COUNTER: decode_counter(o, r->value); break;
@@ -259,20 +241,20 @@ static void decode_msr(struct out *o, const struct pmc_trace_record *r)
     case DEC_GLOBAL: decode_global(o, r->value, false); break;
     case DEC_AMD_GLOBAL: decode_global(o, r->value, true); break;
     case DEC_CAPABILITIES:
-        put(o, " (%s)", r->value & PERF_CAPABILITIES_FW_WRITE ? "FW_WRITE" : "no FW_WRITE");
+        pmc_text_put(o, " (%s)", r->value & PERF_CAPABILITIES_FW_WRITE ? "FW_WRITE" : "no FW_WRITE");
         break;
     case DEC_PLAIN: break;
     }
 }
 
-static void decode_lapic(struct out *o, const struct pmc_trace_record *r)
+static void decode_lapic(struct pmc_text *o, const struct pmc_trace_record *r)
 {
     uint32_t v = (uint32_t)r->value;
     if (r->reg != LAPIC_LVT_PMC) {
-        put(o, "lapic_write 0x%03x = 0x%08x", r->reg, v);
+        pmc_text_put(o, "lapic_write 0x%03x = 0x%08x", r->reg, v);
         return;
     }
-    put(o, "lapic_write LVTPC = 0x%08x (vector 0x%02x %s%s)", v, v & 0xFF,
+    pmc_text_put(o, "lapic_write LVTPC = 0x%08x (vector 0x%02x %s%s)", v, v & 0xFF,
         (v & (7u << 8)) == LVT_DELIVERY_NMI ? "NMI" : "fixed", v & LVT_MASKED ? " masked" : "");
 }
 
@@ -298,32 +280,32 @@ static const struct {
     [PMC_STEP_STUCK] = {"PMI stuck: counters reset", "loops", ARG_DEC},
 };
 
-static void decode_step(struct out *o, const struct pmc_trace_record *r)
+static void decode_step(struct pmc_text *o, const struct pmc_trace_record *r)
 {
     char name[32];
     if (r->reg >= PMC_STEP_COUNT) {
-        put(o, "step %u", r->reg);
+        pmc_text_put(o, "step %u", r->reg);
         return;
     }
-    put(o, "%s", steps[r->reg].name);
+    pmc_text_put(o, "%s", steps[r->reg].name);
     if (r->source != PMC_TRACE_NO_SOURCE)
-        put(o, " %s", profile_source_name((KPROFILE_SOURCE)r->source));
+        pmc_text_put(o, " %s", profile_source_name((KPROFILE_SOURCE)r->source));
     switch (steps[r->reg].format) {
     case ARG_NONE: break;
-    case ARG_DEC: put(o, " %s %lu", steps[r->reg].arg, (unsigned long)r->value); break;
-    case ARG_HEX: put(o, " %s 0x%lx", steps[r->reg].arg, (unsigned long)r->value); break;
+    case ARG_DEC: pmc_text_put(o, " %s %lu", steps[r->reg].arg, (unsigned long)r->value); break;
+    case ARG_HEX: pmc_text_put(o, " %s 0x%lx", steps[r->reg].arg, (unsigned long)r->value); break;
     case ARG_MSR:
         if (pmc_msr_name((uint32_t)r->value, name, sizeof(name)))
-            put(o, " %s %s", steps[r->reg].arg, name);
+            pmc_text_put(o, " %s %s", steps[r->reg].arg, name);
         else
-            put(o, " %s MSR 0x%x", steps[r->reg].arg, (unsigned)r->value);
+            pmc_text_put(o, " %s MSR 0x%x", steps[r->reg].arg, (unsigned)r->value);
         break;
     }
 }
 
 int pmc_trace_format(const struct pmc_trace_record *r, char *buf, size_t size)
 {
-    struct out o = {buf, size, 0};
+    struct pmc_text o = {buf, size, 0};
     if (size)
         buf[0] = '\0';
     switch (r->kind) {
@@ -331,7 +313,7 @@ int pmc_trace_format(const struct pmc_trace_record *r, char *buf, size_t size)
     case PMC_TRACE_WRMSR: decode_msr(&o, r); break;
     case PMC_TRACE_LAPIC: decode_lapic(&o, r); break;
     case PMC_TRACE_STEP: decode_step(&o, r); break;
-    default: put(&o, "record kind %u", r->kind); break;
+    default: pmc_text_put(&o, "record kind %u", r->kind); break;
     }
     return o.len;
 }
