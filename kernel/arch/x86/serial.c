@@ -19,10 +19,9 @@ void serial_init(void)
     outb(COM1 + UART_DATA, 1);  // divisor 1: 115200 baud
     outb(COM1 + UART_IER, 0x00);
     outb(COM1 + UART_LCR, 0x03); // 8 bits, no parity, one stop bit
-    // Turning the FIFOs on flushes them: keep what was typed ahead.
-    while (inb(COM1 + UART_LSR) & 1)
-        console_input((char)inb(COM1 + UART_DATA));
-    outb(COM1 + UART_FCR, 0xC7); // FIFOs on, 14-byte threshold
+    // FIFOs stay off: switching them on flushes them, losing input typed
+    // ahead, and one byte per interrupt is plenty for a console.
+    outb(COM1 + UART_FCR, 0x00);
     outb(COM1 + UART_MCR, 0x0B); // DTR, RTS, OUT2
 }
 
