@@ -51,7 +51,7 @@ KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 include tests/host/host.mk
 -include tests/pmc/pmc.mk
 
-.PHONY: all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json
+.PHONY: lint all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json
 all: $(KERNEL) $(USER_PROGS)
 
 help:
@@ -133,6 +133,10 @@ debug: deps $(ISO)
 
 test-kvm: deps
 	@tests/kvm-pmc
+
+# Style: every C file as .clang-format says (clang-format -i FILE fixes one).
+lint:
+	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 
 test: deps
 	@tests/run

@@ -9,31 +9,31 @@
 typedef int32_t NTSTATUS;
 #define NT_SUCCESS(s) ((NTSTATUS)(s) >= 0)
 
-#define STATUS_SUCCESS                 ((NTSTATUS)0x00000000)
-#define STATUS_DATATYPE_MISALIGNMENT   ((NTSTATUS)0x80000002)
-#define STATUS_BUFFER_OVERFLOW         ((NTSTATUS)0x80000005)
-#define STATUS_UNSUCCESSFUL            ((NTSTATUS)0xC0000001)
-#define STATUS_NOT_IMPLEMENTED         ((NTSTATUS)0xC0000002)
-#define STATUS_INVALID_INFO_CLASS      ((NTSTATUS)0xC0000003)
-#define STATUS_INFO_LENGTH_MISMATCH    ((NTSTATUS)0xC0000004)
-#define STATUS_ACCESS_VIOLATION        ((NTSTATUS)0xC0000005)
-#define STATUS_INVALID_HANDLE          ((NTSTATUS)0xC0000008)
-#define STATUS_INVALID_PARAMETER       ((NTSTATUS)0xC000000D)
-#define STATUS_NO_MEMORY               ((NTSTATUS)0xC0000017)
-#define STATUS_OBJECT_NAME_NOT_FOUND   ((NTSTATUS)0xC0000034)
-#define STATUS_INVALID_IMAGE_FORMAT    ((NTSTATUS)0xC000007B)
-#define STATUS_PROCESS_IS_TERMINATING  ((NTSTATUS)0xC000010A)
-#define STATUS_INVALID_SYSTEM_SERVICE  ((NTSTATUS)0xC000001C)
-#define STATUS_ACCESS_DENIED           ((NTSTATUS)0xC0000022)
-#define STATUS_BUFFER_TOO_SMALL        ((NTSTATUS)0xC0000023)
-#define STATUS_PRIVILEGE_NOT_HELD      ((NTSTATUS)0xC0000061)
-#define STATUS_INSUFFICIENT_RESOURCES  ((NTSTATUS)0xC000009A)
-#define STATUS_PROFILING_NOT_STARTED   ((NTSTATUS)0xC00000B7)
-#define STATUS_PROFILING_NOT_STOPPED   ((NTSTATUS)0xC00000B8)
-#define STATUS_NOT_SUPPORTED           ((NTSTATUS)0xC00000BB)
-#define STATUS_PROFILING_AT_LIMIT      ((NTSTATUS)0xC00000D3)
-#define STATUS_INVALID_PARAMETER_7     ((NTSTATUS)0xC00000F5)
-#define STATUS_DEVICE_BUSY             ((NTSTATUS)0x80000011)
+#define STATUS_SUCCESS                ((NTSTATUS)0x00000000)
+#define STATUS_DATATYPE_MISALIGNMENT  ((NTSTATUS)0x80000002)
+#define STATUS_BUFFER_OVERFLOW        ((NTSTATUS)0x80000005)
+#define STATUS_UNSUCCESSFUL           ((NTSTATUS)0xC0000001)
+#define STATUS_NOT_IMPLEMENTED        ((NTSTATUS)0xC0000002)
+#define STATUS_INVALID_INFO_CLASS     ((NTSTATUS)0xC0000003)
+#define STATUS_INFO_LENGTH_MISMATCH   ((NTSTATUS)0xC0000004)
+#define STATUS_ACCESS_VIOLATION       ((NTSTATUS)0xC0000005)
+#define STATUS_INVALID_HANDLE         ((NTSTATUS)0xC0000008)
+#define STATUS_INVALID_PARAMETER      ((NTSTATUS)0xC000000D)
+#define STATUS_NO_MEMORY              ((NTSTATUS)0xC0000017)
+#define STATUS_OBJECT_NAME_NOT_FOUND  ((NTSTATUS)0xC0000034)
+#define STATUS_INVALID_IMAGE_FORMAT   ((NTSTATUS)0xC000007B)
+#define STATUS_PROCESS_IS_TERMINATING ((NTSTATUS)0xC000010A)
+#define STATUS_INVALID_SYSTEM_SERVICE ((NTSTATUS)0xC000001C)
+#define STATUS_ACCESS_DENIED          ((NTSTATUS)0xC0000022)
+#define STATUS_BUFFER_TOO_SMALL       ((NTSTATUS)0xC0000023)
+#define STATUS_PRIVILEGE_NOT_HELD     ((NTSTATUS)0xC0000061)
+#define STATUS_INSUFFICIENT_RESOURCES ((NTSTATUS)0xC000009A)
+#define STATUS_PROFILING_NOT_STARTED  ((NTSTATUS)0xC00000B7)
+#define STATUS_PROFILING_NOT_STOPPED  ((NTSTATUS)0xC00000B8)
+#define STATUS_NOT_SUPPORTED          ((NTSTATUS)0xC00000BB)
+#define STATUS_PROFILING_AT_LIMIT     ((NTSTATUS)0xC00000D3)
+#define STATUS_INVALID_PARAMETER_7    ((NTSTATUS)0xC00000F5)
+#define STATUS_DEVICE_BUSY            ((NTSTATUS)0x80000011)
 
 // KPROFILE_SOURCE: 0x00-0x18 as in WDM.H, 0x19-0x1F Emon-specific.
 typedef enum _KPROFILE_SOURCE {
@@ -95,6 +95,7 @@ typedef void *HANDLE;
 #define USER_ADDRESS_LIMIT 0x00007FFFFFFFF000ull
 typedef uint64_t KAFFINITY;
 
+// clang-format off
 // X(number, name, argument count). One list: the kernel's dispatch table and
 // the user-mode stubs are both generated from it.
 #define SYSCALL_LIST(X) \
@@ -138,6 +139,7 @@ enum {
 #undef SYSCALL_ENUM
     SYSCALL_COUNT
 };
+// clang-format on
 
 // The exit status SysWait reports for a process the kernel killed (a fault in
 // ring 3, or SysKill).
@@ -153,8 +155,8 @@ enum {
 #define PROT_EXEC  0x4
 
 #define PROCESS_NAME_MAX 32
-#define MAX_ARGS 32         // argv entries
-#define MAX_ARG_BYTES 4096  // all argv strings together
+#define MAX_ARGS         32   // argv entries
+#define MAX_ARG_BYTES    4096 // all argv strings together
 
 struct sys_clock {
     uint64_t ns;     // monotonic nanoseconds since boot
@@ -162,16 +164,22 @@ struct sys_clock {
     uint64_t tsc_hz; // its frequency
 };
 
-enum process_state { PROC_SUSPENDED = 1, PROC_RUNNABLE = 2, PROC_RUNNING = 3, PROC_SLEEPING = 4, PROC_ZOMBIE = 5 };
+enum process_state {
+    PROC_SUSPENDED = 1,
+    PROC_RUNNABLE = 2,
+    PROC_RUNNING = 3,
+    PROC_SLEEPING = 4,
+    PROC_ZOMBIE = 5
+};
 
 struct sys_process_info {
     uint32_t pid, parent;
-    uint32_t state;       // enum process_state
-    uint32_t privileged;  // holds the system-profile privilege
-    uint32_t cpu;         // last CPU it ran on
+    uint32_t state;      // enum process_state
+    uint32_t privileged; // holds the system-profile privilege
+    uint32_t cpu;        // last CPU it ran on
     uint32_t threads;
-    uint64_t pages;       // user pages mapped
-    uint64_t cpu_ns;      // time on CPU
+    uint64_t pages;  // user pages mapped
+    uint64_t cpu_ns; // time on CPU
     char name[PROCESS_NAME_MAX];
 };
 
@@ -187,34 +195,39 @@ struct sys_info {
 struct sys_cpu_info {
     uint32_t id, apic_id;
     uint32_t online;
-    uint32_t current_pid;  // 0 when idle
-    uint64_t ticks;        // scheduler ticks
+    uint32_t current_pid; // 0 when idle
+    uint64_t ticks;       // scheduler ticks
     uint64_t idle_ns, busy_ns;
-    uint64_t profile_ticks;          // ProfileTime expiries since it last started here
-    uint64_t profile_ticks_skipped;  // of those, dropped because the CPU fell far behind
+    uint64_t profile_ticks;         // ProfileTime expiries since it last started here
+    uint64_t profile_ticks_skipped; // of those, dropped because the CPU fell far behind
 };
 
 // Counters that must return to their baseline when nothing leaks.
 struct sys_self_check {
-    uint64_t free_pages;     // free page frames, counting empty heap slabs kept for reuse
+    uint64_t free_pages; // free page frames, counting empty heap slabs kept for reuse
     uint64_t heap_bytes;
     uint64_t live_processes;
-    uint64_t live_objects;   // handles' kernel objects (processes, profiles)
+    uint64_t live_objects; // handles' kernel objects (processes, profiles)
     uint64_t pinned_pages;
 };
 
 // SysProfileSources: one row per KPROFILE_SOURCE.
-enum profile_counter_kind { COUNTER_NONE = 0, COUNTER_TIMER = 1, COUNTER_FIXED = 2, COUNTER_GENERAL = 3 };
+enum profile_counter_kind {
+    COUNTER_NONE = 0,
+    COUNTER_TIMER = 1,
+    COUNTER_FIXED = 2,
+    COUNTER_GENERAL = 3
+};
 
 struct sys_profile_source {
-    uint32_t source;       // KPROFILE_SOURCE
+    uint32_t source; // KPROFILE_SOURCE
     uint32_t supported;
-    uint32_t kind;         // enum profile_counter_kind
+    uint32_t kind; // enum profile_counter_kind
     uint32_t reserved;
     uint64_t interval, default_interval, min_interval, max_interval;
-    char name[40];         // e.g. "ProfileTime"
-    char units[16];        // "100ns" for ProfileTime, "events" otherwise
-    char reason[64];       // why it is unsupported ("" when supported)
+    char name[40];   // e.g. "ProfileTime"
+    char units[16];  // "100ns" for ProfileTime, "events" otherwise
+    char reason[64]; // why it is unsupported ("" when supported)
 };
 
 // SysProfileStats: what happened to one profile's samples.

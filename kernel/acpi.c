@@ -41,8 +41,7 @@ static void add_cpu(struct madt_info *out, uint32_t apic_id, uint32_t boot_apic_
 }
 
 // The MADT body after its 36-byte header: u32 LAPIC address, u32 flags, entries.
-bool acpi_parse_madt(const void *table, size_t length, uint32_t boot_apic_id,
-                     struct madt_info *out)
+bool acpi_parse_madt(const void *table, size_t length, uint32_t boot_apic_id, struct madt_info *out)
 {
     const uint8_t *p = table;
     memset(out, 0, sizeof *out);
@@ -108,8 +107,7 @@ bool acpi_parse_madt(const void *table, size_t length, uint32_t boot_apic_id,
                 }
             }
             break;
-        default:
-            break;
+        default: break;
         }
         off += len;
     }

@@ -4,7 +4,7 @@
 #include "param.h"
 #include "types.h"
 
-#define MAX_IOAPICS 8
+#define MAX_IOAPICS   8
 #define MAX_OVERRIDES 16
 
 struct madt_info {
@@ -12,9 +12,17 @@ struct madt_info {
     unsigned ncpus;
     uint32_t apic_ids[MAX_CPUS]; // enabled processors, boot CPU first
     unsigned nioapics;
-    struct { uint8_t id; uint64_t phys; uint32_t gsi_base; } ioapics[MAX_IOAPICS];
+    struct {
+        uint8_t id;
+        uint64_t phys;
+        uint32_t gsi_base;
+    } ioapics[MAX_IOAPICS];
     unsigned noverrides;
-    struct { uint8_t isa_irq; uint32_t gsi; uint16_t flags; } overrides[MAX_OVERRIDES];
+    struct {
+        uint8_t isa_irq;
+        uint32_t gsi;
+        uint16_t flags;
+    } overrides[MAX_OVERRIDES];
     bool has_8259; // PC-AT compatible dual 8259s present (MADT flag bit 0)
 };
 

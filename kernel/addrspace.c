@@ -80,7 +80,7 @@ int32_t as_map(struct addrspace *as, uint64_t va, uint64_t size, uint32_t prot)
         memset(phys_to_virt(pa), 0, PAGE_SIZE);
         as->pages++;
     }
-    *r = (struct region){ va, end, prot, NULL };
+    *r = (struct region){va, end, prot, NULL};
     struct region **pp = &as->regions;
     while (*pp && (*pp)->start < va)
         pp = &(*pp)->next;
@@ -124,7 +124,7 @@ int32_t as_unmap(struct addrspace *as, uint64_t va, uint64_t size)
         } else if (e == r->end) {
             r->end = s;
         } else { // a hole in the middle: split
-            *spare = (struct region){ e, r->end, r->prot, r->next };
+            *spare = (struct region){e, r->end, r->prot, r->next};
             r->end = s;
             r->next = spare;
             spare = NULL;

@@ -17,7 +17,7 @@
 #define USER_MMAP_BASE  0x0000100000000000ull // SysMap without a hint starts here
 #define USER_STACK_TOP  0x00007FFFFFF00000ull
 #define USER_STACK_SIZE (256 * 1024)
-#define USER_TOP        USER_ADDRESS_LIMIT    // first address user pointers may not reach (abi.h)
+#define USER_TOP        USER_ADDRESS_LIMIT // first address user pointers may not reach (abi.h)
 
 struct region {
     uint64_t start, end; // page aligned, end exclusive
@@ -26,9 +26,9 @@ struct region {
 };
 
 struct addrspace {
-    uint64_t pml4;       // physical
+    uint64_t pml4; // physical
     struct region *regions;
-    uint64_t pages;      // user pages mapped
+    uint64_t pages; // user pages mapped
     struct spinlock lock;
 };
 

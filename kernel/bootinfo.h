@@ -3,7 +3,7 @@
 #pragma once
 #include "types.h"
 
-#define BOOT_MAX_MMAP 128
+#define BOOT_MAX_MMAP    128
 #define BOOT_MAX_MODULES 32
 
 enum mem_type { MEM_AVAILABLE = 1, MEM_RESERVED = 2, MEM_ACPI = 3, MEM_NVS = 4, MEM_BAD = 5 };
@@ -24,7 +24,7 @@ struct boot_info {
     unsigned nmmap;
     struct boot_module modules[BOOT_MAX_MODULES];
     unsigned nmodules;
-    uint8_t rsdp[36];  // copy of the RSDP (v1 uses the first 20 bytes)
+    uint8_t rsdp[36];      // copy of the RSDP (v1 uses the first 20 bytes)
     unsigned rsdp_version; // 0 none, 1 ACPI 1.0 RSDP, 2 ACPI 2.0+ RSDP
     struct {
         uint64_t addr;

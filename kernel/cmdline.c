@@ -23,8 +23,7 @@ bool cmdline_get(const char *key, char *buf, size_t size)
         while (*p && *p != ' ')
             p++;
         size_t wlen = (size_t)(p - word);
-        if (wlen >= klen && strncmp(word, key, klen) == 0 &&
-            (wlen == klen || word[klen] == '=')) {
+        if (wlen >= klen && strncmp(word, key, klen) == 0 && (wlen == klen || word[klen] == '=')) {
             const char *v = wlen == klen ? word + klen : word + klen + 1;
             size_t vlen = (size_t)(p - v);
             if (buf && size) {

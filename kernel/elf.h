@@ -33,11 +33,11 @@ typedef struct {
 _Static_assert(sizeof(Elf64_Ehdr) == 64 && sizeof(Elf64_Phdr) == 56, "ELF64 layout");
 _Static_assert(sizeof(Elf64_Shdr) == 64 && sizeof(Elf64_Sym) == 24, "ELF64 layout");
 
-#define PT_LOAD 1
-#define PF_X 1
-#define PF_W 2
-#define PF_R 4
-#define SHT_SYMTAB 2
-#define SHT_STRTAB 3
-#define STT_FUNC 2
-#define ELF64_ST_TYPE(i) ((i) & 0xF)
+#define PT_LOAD          1
+#define PF_X             1
+#define PF_W             2
+#define PF_R             4
+#define SHT_SYMTAB       2
+#define SHT_STRTAB       3
+#define STT_FUNC         2
+#define ELF64_ST_TYPE(i) ((i)&0xF)

@@ -11,9 +11,14 @@ static bool in_file(uint64_t off, uint64_t len, size_t size)
 NTSTATUS elf_load(struct addrspace *as, const uint8_t *data, size_t size, uint64_t *entry)
 {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)data;
-    if (size < sizeof *eh || memcmp(eh->e_ident, "\x7f" "ELF", 4) != 0 || eh->e_ident[4] != 2 ||
-        eh->e_ident[5] != 1 || eh->e_machine != 62 || eh->e_type != 2 ||
-        eh->e_phentsize != sizeof(Elf64_Phdr) || !in_file(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr), size))
+    if (size < sizeof *eh ||
+        memcmp(eh->e_ident,
+               "\x7f"
+               "ELF",
+               4) != 0 ||
+        eh->e_ident[4] != 2 || eh->e_ident[5] != 1 || eh->e_machine != 62 || eh->e_type != 2 ||
+        eh->e_phentsize != sizeof(Elf64_Phdr) ||
+        !in_file(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr), size))
         return STATUS_INVALID_IMAGE_FORMAT;
     const Elf64_Phdr *ph = (const Elf64_Phdr *)(data + eh->e_phoff);
     bool loaded = false;
@@ -30,7 +35,8 @@ NTSTATUS elf_load(struct addrspace *as, const uint8_t *data, size_t size, uint64
                         (p->p_flags & PF_X ? PROT_EXEC : 0);
         NTSTATUS s = as_map(as, start, end - start, prot);
         if (!NT_SUCCESS(s))
-            return s == STATUS_INVALID_PARAMETER ? STATUS_INVALID_IMAGE_FORMAT : s; // overlapping segments
+            return s == STATUS_INVALID_PARAMETER ? STATUS_INVALID_IMAGE_FORMAT
+                                                 : s; // overlapping segments
         if (!as_write(as, p->p_vaddr, data + p->p_offset, p->p_filesz))
             return STATUS_INVALID_IMAGE_FORMAT;
         loaded = true;

@@ -53,7 +53,8 @@ NTSTATUS handle_insert(struct handle_table *ht, struct object *o, HANDLE *out)
     }
 }
 
-NTSTATUS handle_lookup(struct handle_table *ht, HANDLE h, enum object_type type, struct object **out)
+NTSTATUS handle_lookup(struct handle_table *ht, HANDLE h, enum object_type type,
+                       struct object **out)
 {
     uint64_t f = spin_lock_irqsave(&ht->lock);
     int64_t i = slot_of(ht, h);

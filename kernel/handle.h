@@ -20,6 +20,7 @@ void handle_table_init(struct handle_table *ht);
 // Store a new reference to o (the caller's reference is taken over on success).
 NTSTATUS handle_insert(struct handle_table *ht, struct object *o, HANDLE *out);
 // A new reference to the object behind h, if it has the given type.
-NTSTATUS handle_lookup(struct handle_table *ht, HANDLE h, enum object_type type, struct object **out);
+NTSTATUS handle_lookup(struct handle_table *ht, HANDLE h, enum object_type type,
+                       struct object **out);
 NTSTATUS handle_close(struct handle_table *ht, HANDLE h);
 void handle_table_close_all(struct handle_table *ht); // and free the table

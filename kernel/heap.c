@@ -13,11 +13,11 @@
 #include "spinlock.h"
 #include "string.h"
 
-#define MIN_SHIFT 4   // 16 bytes
-#define MAX_SHIFT 11  // 2048 bytes
-#define NCLASSES (MAX_SHIFT - MIN_SHIFT + 1)
-#define HEADER 64     // keeps objects 16-byte aligned after the header
-#define SLAB_MAGIC 0x51AB51AB
+#define MIN_SHIFT   4  // 16 bytes
+#define MAX_SHIFT   11 // 2048 bytes
+#define NCLASSES    (MAX_SHIFT - MIN_SHIFT + 1)
+#define HEADER      64 // keeps objects 16-byte aligned after the header
+#define SLAB_MAGIC  0x51AB51AB
 #define LARGE_MAGIC 0x1A26E000
 
 struct free_obj {
@@ -26,8 +26,8 @@ struct free_obj {
 
 struct page_header {
     uint32_t magic;
-    uint32_t cls;     // size class (slab) or page count (large)
-    uint32_t inuse;   // objects handed out (slab)
+    uint32_t cls;   // size class (slab) or page count (large)
+    uint32_t inuse; // objects handed out (slab)
     uint32_t capacity;
     struct free_obj *free;
     struct page_header *prev, *next; // partial list links
@@ -74,7 +74,7 @@ static struct page_header *new_slab(unsigned cls)
         return NULL;
     struct page_header *h = phys_to_virt(pa);
     size_t size = 1ul << (cls + MIN_SHIFT);
-    *h = (struct page_header){ .magic = SLAB_MAGIC, .cls = cls };
+    *h = (struct page_header){.magic = SLAB_MAGIC, .cls = cls};
     h->capacity = (uint32_t)((PAGE_SIZE - HEADER) / size);
     for (uint32_t i = h->capacity; i-- > 0;) {
         struct free_obj *o = (struct free_obj *)((uint8_t *)h + HEADER + i * size);
@@ -91,7 +91,7 @@ static void *large_alloc(size_t size)
     if (!pa)
         return NULL;
     struct page_header *h = phys_to_virt(pa);
-    *h = (struct page_header){ .magic = LARGE_MAGIC, .cls = (uint32_t)pages };
+    *h = (struct page_header){.magic = LARGE_MAGIC, .cls = (uint32_t)pages};
     return (uint8_t *)h + HEADER;
 }
 

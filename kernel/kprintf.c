@@ -50,7 +50,7 @@ static void put_number(struct out *o, uint64_t v, bool negative, unsigned base, 
 
 int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 {
-    struct out o = { buf, size, 0 };
+    struct out o = {buf, size, 0};
     for (; *fmt; fmt++) {
         if (*fmt != '%') {
             put(&o, *fmt);
@@ -99,7 +99,9 @@ int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
         switch (*fmt) {
         case 'd':
         case 'i': {
-            int64_t v = lng >= 2 ? va_arg(ap, long long) : lng == 1 ? va_arg(ap, long) : va_arg(ap, int);
+            int64_t v = lng >= 2   ? va_arg(ap, long long)
+                        : lng == 1 ? va_arg(ap, long)
+                                   : va_arg(ap, int);
             if (lng == -1)
                 v = (short)v;
             else if (lng <= -2)
@@ -112,14 +114,18 @@ int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
         case 'x':
         case 'X':
         case 'o': {
-            uint64_t v = lng >= 2 ? va_arg(ap, unsigned long long)
-                       : lng == 1 ? va_arg(ap, unsigned long) : va_arg(ap, unsigned int);
+            uint64_t v = lng >= 2   ? va_arg(ap, unsigned long long)
+                         : lng == 1 ? va_arg(ap, unsigned long)
+                                    : va_arg(ap, unsigned int);
             if (lng == -1)
                 v = (unsigned short)v;
             else if (lng <= -2)
                 v = (unsigned char)v;
             unsigned base = *fmt == 'u' ? 10 : *fmt == 'o' ? 8 : 16;
-            const char *prefix = !alt || base == 10 ? "" : base == 8 ? "0" : *fmt == 'X' ? "0X" : "0x";
+            const char *prefix = !alt || base == 10 ? ""
+                                 : base == 8        ? "0"
+                                 : *fmt == 'X'      ? "0X"
+                                                    : "0x";
             put_number(&o, v, false, base, *fmt == 'X', width, zero, left, prefix);
             break;
         }
@@ -141,12 +147,8 @@ int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
                 put_padding(&o, width - len, ' ');
             break;
         }
-        case 'c':
-            put(&o, (char)va_arg(ap, int));
-            break;
-        case '%':
-            put(&o, '%');
-            break;
+        case 'c': put(&o, (char)va_arg(ap, int)); break;
+        case '%': put(&o, '%'); break;
         case '\0':
             fmt--; // a lone '%' at the end: print nothing more
             break;

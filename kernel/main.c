@@ -55,56 +55,56 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
 {
     boot_tsc = rdtsc();
     cpus[0].stack_top = (uint8_t *)boot_stack_top;
-    percpu_init(&cpus[0]);                          // GS -> CPU 0's data (locks need cpu_id)
+    percpu_init(&cpus[0]); // GS -> CPU 0's data (locks need cpu_id)
     bool mb_ok = magic == MULTIBOOT2_BOOTLOADER_MAGIC &&
                  multiboot2_parse(phys_to_virt(mbi_phys), mbi_phys, &boot_info);
-    cmdline_init(boot_info.cmdline);                // options (test mode, nosmp, ...)
-    console_init();                                 // COM1 and VGA text
+    cmdline_init(boot_info.cmdline); // options (test mode, nosmp, ...)
+    console_init();                  // COM1 and VGA text
     kprintf("kernel: booting, command line \"%s\"\n", boot_info.cmdline);
-    idt_init();                                     // exception and interrupt gates
+    idt_init(); // exception and interrupt gates
     idt_load();
     if (!mb_ok)
         panic("boot: bad multiboot2 information (magic %#x)", magic);
-    pmm_init(&boot_info);                           // physical pages from the memory map
-    vm_init();                                      // kernel page tables, direct map
+    pmm_init(&boot_info); // physical pages from the memory map
+    vm_init();            // kernel page tables, direct map
     ksym_init(boot_info.elf.num, boot_info.elf.entsize, boot_info.elf.shndx,
-              phys_to_virt(boot_info.elf.sections));// symbols for backtraces
-    gdt_init_cpu(&cpus[0]);                         // GDT, TSS and IST stacks
+              phys_to_virt(boot_info.elf.sections)); // symbols for backtraces
+    gdt_init_cpu(&cpus[0]);                          // GDT, TSS and IST stacks
     kprintf("mem: %lu MiB usable, %lu pages free\n", pmm_usable_count() * PAGE_SIZE >> 20,
             pmm_free_count());
     acpi_init(boot_info.rsdp, cmdline_has("noacpi") ? 0 : boot_info.rsdp_version); // MADT
-    pic_disable();                                  // 8259s remapped and masked
-    lapic_init_bsp();                               // xAPIC or x2APIC
+    pic_disable();    // 8259s remapped and masked
+    lapic_init_bsp(); // xAPIC or x2APIC
     lapic_init_cpu();
     cpus[0].apic_id = lapic_id();
     kprintf("lapic: %s mode, boot CPU APIC id %u\n", lapic_x2apic() ? "x2APIC" : "xAPIC",
             cpus[0].apic_id);
-    ioapic_init();                                  // every IOAPIC input masked
-    clock_calibrate();                              // TSC and LAPIC timer frequencies
-    smp_init_ipis();                                // cross-CPU call vector
-    sched_init_cpu();                               // this code becomes CPU 0's idle thread
-    syscall_init_cpu();                             // syscall/sysret MSRs
-    uaccess_init_cpu();                             // SMEP, SMAP
-    fpu_init_cpu();                                 // SSE for ring 3
-    timer_init_cpu();                               // per-CPU timer, scheduler tick
+    ioapic_init();      // every IOAPIC input masked
+    clock_calibrate();  // TSC and LAPIC timer frequencies
+    smp_init_ipis();    // cross-CPU call vector
+    sched_init_cpu();   // this code becomes CPU 0's idle thread
+    syscall_init_cpu(); // syscall/sysret MSRs
+    uaccess_init_cpu(); // SMEP, SMAP
+    fpu_init_cpu();     // SSE for ring 3
+    timer_init_cpu();   // per-CPU timer, scheduler tick
     cpu_online(&cpus[0]);
     sti();
-    serial_enable_irq();                            // console input
+    serial_enable_irq(); // console input
     keyboard_init();
-    smp_boot_aps();                                 // every other CPU: "smp: N CPUs online"
-    irq_register(VEC_PMI, pmc_pmi_handler);         // the performance-monitoring interrupt
-    pmc_init();                                     // "pmc: interface <emon|amd64|none>: ..."
-    ke_profile_init();                              // samples go to profile objects
-    ramdisk_init();                                 // GRUB modules are the files
-    process_init();                                 // ring-3 faults kill processes
+    smp_boot_aps();                         // every other CPU: "smp: N CPUs online"
+    irq_register(VEC_PMI, pmc_pmi_handler); // the performance-monitoring interrupt
+    pmc_init();                             // "pmc: interface <emon|amd64|none>: ..."
+    ke_profile_init();                      // samples go to profile objects
+    ramdisk_init();                         // GRUB modules are the files
+    process_init();                         // ring-3 faults kill processes
     uint64_t init_ns = clock_ns();
     kprintf("boot: kernel init took %lu.%03lu ms (TSC)\n", init_ns / 1000000,
             init_ns / 1000 % 1000);
 
     char test[32];
     if (cmdline_get("test", test, sizeof test) && strcmp(test, "init") != 0)
-        selftest_run(test);                         // kernel self-test: never returns
-    start_init();                                   // the first process (the shell)
+        selftest_run(test); // kernel self-test: never returns
+    start_init();           // the first process (the shell)
     sched_idle();
 }
 

@@ -7,7 +7,10 @@
 #include "param.h"
 #include "types.h"
 
-static inline void *phys_to_virt(uint64_t pa) { return (void *)(uintptr_t)(pa + DIRECT_MAP_BASE); }
+static inline void *phys_to_virt(uint64_t pa)
+{
+    return (void *)(uintptr_t)(pa + DIRECT_MAP_BASE);
+}
 static inline uint64_t virt_to_phys(const void *va)
 {
     uintptr_t v = (uintptr_t)va;

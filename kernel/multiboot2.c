@@ -68,9 +68,12 @@ bool multiboot2_parse(const void *mbi, uint64_t mbi_phys, struct boot_info *out)
             if (esize < 24)
                 return false;
             for (uint32_t e = 8; e + esize <= len && out->nmmap < BOOT_MAX_MMAP; e += esize) {
-                struct { uint64_t base, length; uint32_t type, reserved; } raw;
+                struct {
+                    uint64_t base, length;
+                    uint32_t type, reserved;
+                } raw;
                 memcpy(&raw, body + e, sizeof raw);
-                out->mmap[out->nmmap++] = (struct mem_region){ raw.base, raw.length, raw.type };
+                out->mmap[out->nmmap++] = (struct mem_region){raw.base, raw.length, raw.type};
             }
             break;
         }
@@ -102,8 +105,7 @@ bool multiboot2_parse(const void *mbi, uint64_t mbi_phys, struct boot_info *out)
             }
             break;
         }
-        default:
-            break;
+        default: break;
         }
         off += ALIGN_UP(t.size, 8u);
     }

@@ -8,7 +8,10 @@ struct mutex {
     volatile bool free;
 };
 
-#define MUTEX_INIT(n) { SPINLOCK_INIT(n), true }
+#define MUTEX_INIT(n) \
+    { \
+        SPINLOCK_INIT(n), true \
+    }
 
 void mutex_lock(struct mutex *m);
 void mutex_unlock(struct mutex *m);

@@ -6,8 +6,8 @@ enum object_type { OBJ_PROCESS = 1, OBJ_PROFILE = 2 };
 
 struct object {
     enum object_type type;
-    uint32_t refs;                        // atomic
-    void (*destroy)(struct object *obj);  // called when refs drops to 0
+    uint32_t refs;                       // atomic
+    void (*destroy)(struct object *obj); // called when refs drops to 0
 };
 
 void object_init(struct object *o, enum object_type type, void (*destroy)(struct object *));

@@ -10,7 +10,7 @@
 struct pin {
     uint64_t pa;
     uint32_t count;
-    bool orphaned;     // unmapped while pinned: free it at the last unpin
+    bool orphaned; // unmapped while pinned: free it at the last unpin
     struct pin *next;
 };
 
@@ -36,7 +36,7 @@ bool pin_page(uint64_t pa)
     if (*pp) {
         (*pp)->count++;
     } else {
-        *fresh = (struct pin){ pa, 1, false, NULL };
+        *fresh = (struct pin){pa, 1, false, NULL};
         *pp = fresh;
         fresh = NULL;
         npinned++;

@@ -7,8 +7,8 @@
 #pragma once
 #include "types.h"
 
-bool pin_page(uint64_t pa);        // false when out of memory
-void unpin_page(uint64_t pa);      // frees the frame if it was orphaned meanwhile
+bool pin_page(uint64_t pa);   // false when out of memory
+void unpin_page(uint64_t pa); // frees the frame if it was orphaned meanwhile
 // For address spaces: free pa now unless it is pinned (then the last unpin will).
 void pin_free_or_orphan(uint64_t pa);
-uint64_t pinned_page_count(void);  // frames pinned now (leak checks)
+uint64_t pinned_page_count(void); // frames pinned now (leak checks)

@@ -81,7 +81,8 @@ static unsigned nreserved;
 static void reserve(uint64_t start, uint64_t end)
 {
     if (end > start && nreserved < ARRAY_SIZE(reserved))
-        reserved[nreserved++] = (struct range){ ALIGN_DOWN(start, PAGE_SIZE), ALIGN_UP(end, PAGE_SIZE) };
+        reserved[nreserved++] =
+            (struct range){ALIGN_DOWN(start, PAGE_SIZE), ALIGN_UP(end, PAGE_SIZE)};
 }
 
 // The lowest page-aligned address >= 1 MiB in available memory below 4 GiB

@@ -10,9 +10,9 @@ struct boot_info;
 
 struct pmm {
     uint64_t *bitmap;
-    size_t npages;  // frames covered by the bitmap
+    size_t npages; // frames covered by the bitmap
     size_t nfree;
-    size_t hint;    // where the next search starts
+    size_t hint; // where the next search starts
     struct spinlock lock;
 };
 

@@ -113,7 +113,7 @@ NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint
     if (NT_SUCCESS(s))
         s = build_stack(&p->as, argv, argc, &rsp);
     if (NT_SUCCESS(s)) {
-        struct trapframe tf = { 0 };
+        struct trapframe tf = {0};
         tf.rip = entry;
         tf.cs = SEL_UCODE;
         tf.rflags = RFLAGS_IF | 0x2;
@@ -224,8 +224,8 @@ void process_fault(struct trapframe *tf)
 {
     struct process *p = process_current();
     if (tf->vector == 14)
-        kprintf("[pid %u %s] killed: page fault at %#lx ip %#lx\n", p->pid, p->name,
-                read_cr2(), tf->rip);
+        kprintf("[pid %u %s] killed: page fault at %#lx ip %#lx\n", p->pid, p->name, read_cr2(),
+                tf->rip);
     else
         kprintf("[pid %u %s] killed: %s ip %#lx\n", p->pid, p->name,
                 exception_name((unsigned)tf->vector), tf->rip);
@@ -255,8 +255,9 @@ unsigned process_list(struct sys_process_info *out, unsigned skip, unsigned max)
         else if (p->suspended)
             i->state = PROC_SUSPENDED;
         else if (t)
-            i->state = t->state == T_RUNNING ? PROC_RUNNING
-                     : t->state == T_SLEEPING ? PROC_SLEEPING : PROC_RUNNABLE;
+            i->state = t->state == T_RUNNING    ? PROC_RUNNING
+                       : t->state == T_SLEEPING ? PROC_SLEEPING
+                                                : PROC_RUNNABLE;
         if (t) {
             i->cpu = (uint32_t)t->cpu;
             i->cpu_ns = t->cpu_ns;

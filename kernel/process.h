@@ -21,12 +21,12 @@ struct process {
     struct addrspace as;
     struct thread *thread;
     struct handle_table handles;
-    bool privileged;           // holds the system-profile privilege
-    volatile bool killed;      // exit at the next return to ring 3
+    bool privileged;      // holds the system-profile privilege
+    volatile bool killed; // exit at the next return to ring 3
     volatile bool exited;
-    bool suspended;            // created with SPAWN_SUSPENDED, not yet resumed
+    bool suspended; // created with SPAWN_SUSPENDED, not yet resumed
     int exit_status;
-    struct process *list_next; // all processes (process_lock)
+    struct process *list_next;                             // all processes (process_lock)
     struct profile_slot *profile_slot[ProfileSourceCount]; // started profiles on it, by source
 };
 

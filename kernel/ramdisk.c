@@ -11,7 +11,7 @@ void ramdisk_init(void)
 {
     for (unsigned i = 0; i < boot_info.nmodules; i++) {
         const struct boot_module *m = &boot_info.modules[i];
-        files[nfiles++] = (struct ramdisk_file){ m->name, phys_to_virt(m->start), m->end - m->start };
+        files[nfiles++] = (struct ramdisk_file){m->name, phys_to_virt(m->start), m->end - m->start};
     }
 }
 

@@ -93,7 +93,7 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
     next->cpu = (int)c->id;
     c->current = next;
     if (next->proc) {
-        c->kernel_rsp = next->kstack_top; // syscall entry stack
+        c->kernel_rsp = next->kstack_top;  // syscall entry stack
         c->tss->rsp[0] = next->kstack_top; // interrupt entry stack from ring 3
         if (read_cr3() != next->proc->as.pml4)
             write_cr3(next->proc->as.pml4);

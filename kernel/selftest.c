@@ -140,7 +140,8 @@ static void selftest_boot(void)
 
     seen_mask = 0;
     smp_call_all(mark_cpu, NULL);
-    check(seen_mask == (ncpus == 64 ? ~0ull : (1ull << ncpus) - 1), "smp_call_all runs on every CPU");
+    check(seen_mask == (ncpus == 64 ? ~0ull : (1ull << ncpus) - 1),
+          "smp_call_all runs on every CPU");
 
     counter = 0;
     smp_call_all(hammer_lock, (void *)20000);
@@ -178,7 +179,8 @@ static void selftest_boot(void)
     for (unsigned i = 0; i < ncpus; i++) {
         uint64_t expect = elapsed / 1000000;
         if (test_slot_counts[i] + 20 < expect || test_slot_counts[i] > expect + 20) {
-            kprintf("# CPU %u: %lu ticks of 1 ms in %lu us\n", i, test_slot_counts[i], elapsed / 1000);
+            kprintf("# CPU %u: %lu ticks of 1 ms in %lu us\n", i, test_slot_counts[i],
+                    elapsed / 1000);
             mux = false;
         }
     }
@@ -225,11 +227,11 @@ static const struct {
     const char *name;
     void (*run)(void);
 } selftests[] = {
-    { "boot", selftest_boot },         // CPUs, timers, IPIs, locks, memory
-    { "pmc", selftest_pmc },           // the HAL profile interface in this machine
-    { "probe", selftest_probe },       // does this accelerator run us at all?
-    { "fault", selftest_deliberate_fault },
-    { "panic", selftest_deliberate_panic },
+    {"boot", selftest_boot},   // CPUs, timers, IPIs, locks, memory
+    {"pmc", selftest_pmc},     // the HAL profile interface in this machine
+    {"probe", selftest_probe}, // does this accelerator run us at all?
+    {"fault", selftest_deliberate_fault},
+    {"panic", selftest_deliberate_panic},
 };
 
 void selftest_run(const char *name)
@@ -243,6 +245,7 @@ void selftest_run(const char *name)
         kprintf("selftest: unknown test '%s'\n", name);
         test_failures = 1;
     }
-    kprintf("# selftest %s: %u passed, %u failed\n", name, test_number - test_failures, test_failures);
+    kprintf("# selftest %s: %u passed, %u failed\n", name, test_number - test_failures,
+            test_failures);
     qemu_exit(test_failures ? QEMU_EXIT_FAILURE : QEMU_EXIT_SUCCESS);
 }

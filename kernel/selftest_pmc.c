@@ -160,6 +160,7 @@ void selftest_pmc(void)
     profile_time_at(1221, 100, strict);
     profile_time_at(10000, 200, strict);
     profile_time_at(78125, strict ? 800 : 1600, strict);
-    kprintf("# kernel-text samples %lu, kernel samples outside the text %lu\n", kernel_ips, bad_ips);
+    kprintf("# kernel-text samples %lu, kernel samples outside the text %lu\n", kernel_ips,
+            bad_ips);
     check(bad_ips == 0, "every kernel-mode sample IP lies in the kernel's text");
 }

@@ -29,11 +29,16 @@ struct trampoline_params {
     uint32_t efer, pad;
 };
 #define TRAMPOLINE_PARAMS_OFFSET 8
-_Static_assert(offsetof(struct trampoline_params, cr3) == 0x08 - TRAMPOLINE_PARAMS_OFFSET, "trampoline.asm");
-_Static_assert(offsetof(struct trampoline_params, stack) == 0x10 - TRAMPOLINE_PARAMS_OFFSET, "trampoline.asm");
-_Static_assert(offsetof(struct trampoline_params, entry) == 0x18 - TRAMPOLINE_PARAMS_OFFSET, "trampoline.asm");
-_Static_assert(offsetof(struct trampoline_params, cpu) == 0x20 - TRAMPOLINE_PARAMS_OFFSET, "trampoline.asm");
-_Static_assert(offsetof(struct trampoline_params, efer) == 0x28 - TRAMPOLINE_PARAMS_OFFSET, "trampoline.asm");
+_Static_assert(offsetof(struct trampoline_params, cr3) == 0x08 - TRAMPOLINE_PARAMS_OFFSET,
+               "trampoline.asm");
+_Static_assert(offsetof(struct trampoline_params, stack) == 0x10 - TRAMPOLINE_PARAMS_OFFSET,
+               "trampoline.asm");
+_Static_assert(offsetof(struct trampoline_params, entry) == 0x18 - TRAMPOLINE_PARAMS_OFFSET,
+               "trampoline.asm");
+_Static_assert(offsetof(struct trampoline_params, cpu) == 0x20 - TRAMPOLINE_PARAMS_OFFSET,
+               "trampoline.asm");
+_Static_assert(offsetof(struct trampoline_params, efer) == 0x28 - TRAMPOLINE_PARAMS_OFFSET,
+               "trampoline.asm");
 
 extern char __ap_trampoline_start[], __ap_trampoline_end[];
 extern char boot_pml4[];

@@ -7,11 +7,14 @@
 
 struct spinlock {
     volatile uint32_t locked;
-    int owner_cpu;      // for panic messages; -1 when free
+    int owner_cpu; // for panic messages; -1 when free
     const char *name;
 };
 
-#define SPINLOCK_INIT(n) { 0, -1, (n) }
+#define SPINLOCK_INIT(n) \
+    { \
+        0, -1, (n) \
+    }
 
 uint64_t spin_lock_irqsave(struct spinlock *l);
 void spin_unlock_irqrestore(struct spinlock *l, uint64_t flags);

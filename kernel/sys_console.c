@@ -6,7 +6,7 @@
 #include "uaccess.h"
 
 #define STATUS(s) ((uint64_t)(uint32_t)(s))
-#define CHUNK 256
+#define CHUNK     256
 
 uint64_t do_SysWrite(const uint64_t *a, struct trapframe *tf)
 {

@@ -80,7 +80,8 @@ uint64_t do_SysSpawn(const uint64_t *a, struct trapframe *tf)
     if (!NT_SUCCESS(s))
         return STATUS(s);
     struct process *child;
-    bool privileged = (flags & SPAWN_PRIVILEGED) || (me()->privileged && process_privilege_inherited);
+    bool privileged =
+        (flags & SPAWN_PRIVILEGED) || (me()->privileged && process_privilege_inherited);
     s = process_spawn(path, argv, argc, flags, me()->pid, privileged, &child);
     kfree(block);
     if (!NT_SUCCESS(s))

@@ -31,9 +31,13 @@ uint64_t do_SysProfileSources(const uint64_t *a, struct trapframe *tf)
         if (!NT_SUCCESS(HalQueryProfileSource((KPROFILE_SOURCE)s, &d)))
             continue;
         struct sys_profile_source row = {
-            .source = s, .supported = d.supported, .kind = (uint32_t)d.kind,
-            .interval = d.interval, .default_interval = d.default_interval,
-            .min_interval = d.min_interval, .max_interval = d.max_interval,
+            .source = s,
+            .supported = d.supported,
+            .kind = (uint32_t)d.kind,
+            .interval = d.interval,
+            .default_interval = d.default_interval,
+            .min_interval = d.min_interval,
+            .max_interval = d.max_interval,
         };
         copy_text(row.name, sizeof row.name, d.name);
         copy_text(row.units, sizeof row.units, s == ProfileTime ? "100ns" : "events");
@@ -81,18 +85,11 @@ uint64_t do_SysPmcTrace(const uint64_t *a, struct trapframe *tf)
     if (!process_current()->privileged)
         return STATUS(STATUS_PRIVILEGE_NOT_HELD);
     switch (a[0]) {
-    case PMC_TRACE_ON:
-        return STATUS(pmc_trace_enable());
-    case PMC_TRACE_OFF:
-        pmc_trace_disable();
-        return STATUS(STATUS_SUCCESS);
-    case PMC_TRACE_CLEAR:
-        pmc_trace_clear();
-        return STATUS(STATUS_SUCCESS);
-    case PMC_TRACE_READ:
-        break;
-    default:
-        return STATUS(STATUS_INVALID_PARAMETER);
+    case PMC_TRACE_ON: return STATUS(pmc_trace_enable());
+    case PMC_TRACE_OFF: pmc_trace_disable(); return STATUS(STATUS_SUCCESS);
+    case PMC_TRACE_CLEAR: pmc_trace_clear(); return STATUS(STATUS_SUCCESS);
+    case PMC_TRACE_READ: break;
+    default: return STATUS(STATUS_INVALID_PARAMETER);
     }
     struct pmc_trace_record *recs = kmalloc(PMC_TRACE_RECORDS * sizeof *recs);
     if (!recs)

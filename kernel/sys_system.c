@@ -19,7 +19,7 @@
 uint64_t do_SysClock(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
-    struct sys_clock c = { clock_ns(), rdtsc(), tsc_hz };
+    struct sys_clock c = {clock_ns(), rdtsc(), tsc_hz};
     return STATUS(copy_to_user(a[0], &c, sizeof c));
 }
 
@@ -47,11 +47,16 @@ uint64_t do_SysCpuInfo(const uint64_t *a, struct trapframe *tf)
         struct thread *t = READ_ONCE(c->current);
         struct process *p = t ? READ_ONCE(t->proc) : NULL;
         struct sys_cpu_info info = {
-            .id = c->id, .apic_id = c->apic_id, .online = c->online,
-            .current_pid = p ? p->pid : 0, .ticks = c->ticks,
-            .idle_ns = c->idle_ns, .busy_ns = c->busy_ns,
+            .id = c->id,
+            .apic_id = c->apic_id,
+            .online = c->online,
+            .current_pid = p ? p->pid : 0,
+            .ticks = c->ticks,
+            .idle_ns = c->idle_ns,
+            .busy_ns = c->busy_ns,
         };
-        timer_periodic_stats(i, TIMER_SLOT_PROFILE, &info.profile_ticks, &info.profile_ticks_skipped);
+        timer_periodic_stats(i, TIMER_SLOT_PROFILE, &info.profile_ticks,
+                             &info.profile_ticks_skipped);
         NTSTATUS s = copy_to_user(a[0] + i * sizeof info, &info, sizeof info);
         if (!NT_SUCCESS(s))
             return STATUS(s);

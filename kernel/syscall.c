@@ -13,7 +13,7 @@ struct syscall_entry_info {
 };
 
 static const struct syscall_entry_info table[SYSCALL_COUNT] = {
-#define SYSCALL_TABLE(num, name, n) [num] = { do_##name, n, #name },
+#define SYSCALL_TABLE(num, name, n) [num] = {do_##name, n, #name},
     SYSCALL_LIST(SYSCALL_TABLE)
 #undef SYSCALL_TABLE
 };
@@ -28,7 +28,7 @@ void syscall_dispatch(struct trapframe *tf)
     if (n >= SYSCALL_COUNT || !table[n].fn) {
         result = (uint64_t)(uint32_t)STATUS_INVALID_SYSTEM_SERVICE;
     } else {
-        uint64_t a[MAX_SYSCALL_ARGS] = { tf->rdi, tf->rsi, tf->rdx, tf->r10, tf->r8, tf->r9 };
+        uint64_t a[MAX_SYSCALL_ARGS] = {tf->rdi, tf->rsi, tf->rdx, tf->r10, tf->r8, tf->r9};
         NTSTATUS s = STATUS_SUCCESS;
         if (table[n].nargs > 6) // the rest sit above the return address on the user stack
             s = copy_from_user(&a[6], tf->rsp + 8, (table[n].nargs - 6) * sizeof(uint64_t));

@@ -7,7 +7,8 @@
 
 typedef uint64_t (*syscall_fn)(const uint64_t *a, struct trapframe *tf);
 
-#define SYSCALL_DECLARE(num, name, nargs) uint64_t do_##name(const uint64_t *a, struct trapframe *tf);
+#define SYSCALL_DECLARE(num, name, nargs) \
+    uint64_t do_##name(const uint64_t *a, struct trapframe *tf);
 SYSCALL_LIST(SYSCALL_DECLARE)
 #undef SYSCALL_DECLARE
 

@@ -3,7 +3,7 @@
 # are present. Runs as root, or through sudo.
 set -e
 PKGS="make gcc clang libclang-rt-14-dev nasm binutils grub-pc-bin grub-common xorriso \
-qemu-system-x86 python3 coreutils"
+qemu-system-x86 python3 coreutils clang-format"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

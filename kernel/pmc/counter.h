@@ -38,10 +38,10 @@ extern struct pmc_counter *pmc_state; // [MAX_CPUS][pmc_ncounters], NULL before 
 // Interval each PMC source is started with (events); SetInterval stores here.
 extern uint64_t pmc_source_interval[ProfileSourceCount];
 
-void pmc_counters_reset(void);                      // forget counters and free the state
+void pmc_counters_reset(void);                         // forget counters and free the state
 void pmc_counter_add(const struct pmc_counter_hw *hw); // describe the next counter
-bool pmc_counters_alloc(void);                      // state for MAX_CPUS; false if no memory
-size_t pmc_counters_bytes(void);                    // what pmc_counters_alloc asks for
+bool pmc_counters_alloc(void);                         // state for MAX_CPUS; false if no memory
+size_t pmc_counters_bytes(void);                       // what pmc_counters_alloc asks for
 
 static inline struct pmc_counter *pmc_counter(unsigned cpu, unsigned i)
 {

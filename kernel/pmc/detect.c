@@ -136,8 +136,7 @@ void pmc_detect(struct pmc_caps *c)
     id_string(c->vendor_id, r.ebx, r.edx, r.ecx);
     if (strcmp(c->vendor_id, "GenuineIntel") == 0)
         c->vendor = PMC_VENDOR_INTEL;
-    else if (strcmp(c->vendor_id, "AuthenticAMD") == 0 ||
-             strcmp(c->vendor_id, "HygonGenuine") == 0)
+    else if (strcmp(c->vendor_id, "AuthenticAMD") == 0 || strcmp(c->vendor_id, "HygonGenuine") == 0)
         c->vendor = PMC_VENDOR_AMD;
 
     if (c->max_leaf >= 1) {

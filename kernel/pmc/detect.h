@@ -10,10 +10,10 @@ enum pmc_vendor { PMC_VENDOR_OTHER, PMC_VENDOR_INTEL, PMC_VENDOR_AMD };
 
 struct pmc_caps {
     enum pmc_vendor vendor;
-    char vendor_id[13];       // CPUID.0 ebx:edx:ecx
+    char vendor_id[13]; // CPUID.0 ebx:edx:ecx
     uint32_t max_leaf, max_ext_leaf;
-    bool hypervisor;          // CPUID.1:ECX[31]
-    char hypervisor_id[13];   // CPUID.40000000H ebx:ecx:edx, trailing NULs dropped
+    bool hypervisor;        // CPUID.1:ECX[31]
+    char hypervisor_id[13]; // CPUID.40000000H ebx:ecx:edx, trailing NULs dropped
 
     // Intel: CPUID.0AH decoded.
     struct cpuid_regs perfmon; // the raw leaf
@@ -26,16 +26,16 @@ struct pmc_caps {
     uint32_t fixed_present;    // bitmap: EDX[4:0] counters, plus the v5 ECX bitmap
     bool pdcm;                 // CPUID.1:ECX[15]: IA32_PERF_CAPABILITIES exists
     uint64_t perf_capabilities;
-    bool full_width;           // PERF_CAPABILITIES bit 13: IA32_A_PMCx writes
+    bool full_width; // PERF_CAPABILITIES bit 13: IA32_A_PMCx writes
 
     // AMD.
-    bool amd_perfctr_core;     // CPUID.80000001H:ECX[23]: 6 counters at 0xC0010200
-    bool amd_perfmon_v2;       // CPUID.80000022H:EAX[0]: global ctl/status
-    unsigned amd_counters;     // counters the AMD interface will use
+    bool amd_perfctr_core; // CPUID.80000001H:ECX[23]: 6 counters at 0xC0010200
+    bool amd_perfmon_v2;   // CPUID.80000022H:EAX[0]: global ctl/status
+    unsigned amd_counters; // counters the AMD interface will use
 
-    bool msrs_respond;         // the write/read-back presence check passed
+    bool msrs_respond; // the write/read-back presence check passed
     const struct halp_profile_interface *choice;
-    char reason[96];           // for the boot line, without the hypervisor
+    char reason[96]; // for the boot line, without the hypervisor
 };
 
 extern struct pmc_caps pmc_caps;

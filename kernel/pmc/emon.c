@@ -21,8 +21,8 @@
 
 static struct {
     unsigned version;
-    bool has_fixed;       // IA32_FIXED_CTR_CTRL exists
-    uint64_t status_bits; // GLOBAL_STATUS bits of the counters in pmc_hw
+    bool has_fixed;                      // IA32_FIXED_CTR_CTRL exists
+    uint64_t status_bits;                // GLOBAL_STATUS bits of the counters in pmc_hw
     char reason[ProfileSourceCount][64]; // why each source is unsupported; "" = supported
 } emon;
 
@@ -142,8 +142,8 @@ static void arm_counter(unsigned i, uint64_t value)
     } else {
         pmc_wrmsr(hw->ctl_msr, 0);
         pmc_wrmsr(hw->ctr_msr, value);
-        pmc_wrmsr(hw->ctl_msr, profile_sources[c->source].intel_select | PERFEVTSEL_INT |
-                                   PERFEVTSEL_EN);
+        pmc_wrmsr(hw->ctl_msr,
+                  profile_sources[c->source].intel_select | PERFEVTSEL_INT | PERFEVTSEL_EN);
     }
 }
 

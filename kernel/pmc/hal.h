@@ -74,15 +74,15 @@ NTSTATUS HalQuerySystemInformation(HAL_QUERY_INFORMATION_CLASS cls, uint32_t siz
 // Everything known about one source.
 struct hal_profile_source_details {
     KPROFILE_SOURCE source;
-    const char *name;             // "ProfileTime"
-    const char *description;      // "Time"
+    const char *name;        // "ProfileTime"
+    const char *description; // "Time"
     bool supported;
-    const char *reason;           // why not ("" when supported)
-    enum pmc_counter_kind kind;   // timer, fixed or general
+    const char *reason;         // why not ("" when supported)
+    enum pmc_counter_kind kind; // timer, fixed or general
     bool started;
-    uint64_t interval;            // current; 100 ns for ProfileTime, events otherwise
+    uint64_t interval; // current; 100 ns for ProfileTime, events otherwise
     uint64_t default_interval, min_interval, max_interval;
-    uint64_t throttled;           // times the PMI stopped it on a CPU for exceeding the rate
+    uint64_t throttled; // times the PMI stopped it on a CPU for exceeding the rate
 };
 
 // STATUS_INVALID_PARAMETER for an unknown source or NULL out.

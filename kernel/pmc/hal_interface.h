@@ -18,10 +18,10 @@ struct pmc_caps;
 
 // CheckOverflowStatus's answer: the counters that overflowed and their sources.
 struct overflow_status {
-    uint32_t Number;                            // overflowed counters found
-    uint64_t Mask;                              // status bits to acknowledge (0: none kept)
-    uint8_t Counter[PMC_MAX_COUNTERS];          // which counters, lowest first
-    KPROFILE_SOURCE Source[PMC_MAX_COUNTERS];   // what each counted
+    uint32_t Number;                          // overflowed counters found
+    uint64_t Mask;                            // status bits to acknowledge (0: none kept)
+    uint8_t Counter[PMC_MAX_COUNTERS];        // which counters, lowest first
+    KPROFILE_SOURCE Source[PMC_MAX_COUNTERS]; // what each counted
 };
 
 // QueryInformation's answer for one source (the HAL validates buffers once).
@@ -47,11 +47,11 @@ struct halp_profile_interface {
     void (*QueryInformation)(KPROFILE_SOURCE source, struct pmc_source_query *q);
 
     // Steps of the PMI handler (pmi.c). NULL in the no-PMU interface.
-    void (*FreezeCounters)(void);                   // stop all counting (global ctrl 0)
+    void (*FreezeCounters)(void);                      // stop all counting (global ctrl 0)
     void (*ReloadCounter)(unsigned i, uint64_t *lost); // re-arm counter i for its next period
-    void (*StopCounter)(unsigned i);                // throttle: stop, keep ownership
-    void (*AcknowledgeOverflow)(uint64_t mask);     // write-1-to-clear the status bits
-    void (*ThawCounters)(void);                     // restart the owned, unstopped counters
+    void (*StopCounter)(unsigned i);                   // throttle: stop, keep ownership
+    void (*AcknowledgeOverflow)(uint64_t mask);        // write-1-to-clear the status bits
+    void (*ThawCounters)(void);                        // restart the owned, unstopped counters
 };
 
 extern const struct halp_profile_interface emon_profile_interface;
@@ -74,5 +74,5 @@ void hal_profile_reset(void);
 // ProfileTime on the LAPIC timer (profile_time.c).
 extern uint64_t profile_time_interval; // 100 ns units
 uint64_t profile_time_clamp(uint64_t interval);
-void profile_time_start(void);          // every CPU, via smp_call_all
+void profile_time_start(void); // every CPU, via smp_call_all
 void profile_time_stop(void);

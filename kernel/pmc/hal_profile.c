@@ -13,8 +13,8 @@
 const struct halp_profile_interface *halp_profile_interface = &nopmu_profile_interface;
 HAL_PROFILE_INTERRUPT_HANDLER halp_profile_handler;
 
-static uint32_t started;  // bit per source running on every CPU
-static int busy;          // a start/stop is between its smp_call_all rounds
+static uint32_t started; // bit per source running on every CPU
+static int busy;         // a start/stop is between its smp_call_all rounds
 _Static_assert(ProfileSourceCount <= 32, "started is a 32-bit set");
 
 static bool try_lock(void)
@@ -173,8 +173,7 @@ NTSTATUS HalSetSystemInformation(HAL_SET_INFORMATION_CLASS cls, uint32_t size, v
         __atomic_store_n(&halp_profile_handler, *(HAL_PROFILE_INTERRUPT_HANDLER *)buffer,
                          __ATOMIC_RELEASE);
         return STATUS_SUCCESS;
-    default:
-        return STATUS_INVALID_INFO_CLASS;
+    default: return STATUS_INVALID_INFO_CLASS;
     }
 }
 

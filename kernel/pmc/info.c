@@ -13,47 +13,48 @@
 static void put_cpuid(struct pmc_text *o, const struct pmc_caps *c)
 {
     pmc_text_put(o, "vendor %s, max leaf 0x%x, max extended leaf 0x%x\n", c->vendor_id, c->max_leaf,
-        c->max_ext_leaf);
+                 c->max_ext_leaf);
     if (c->hypervisor)
-        pmc_text_put(o, "hypervisor: CPUID.1:ECX[31] set, CPUID.40000000H \"%s\"\n", c->hypervisor_id);
+        pmc_text_put(o, "hypervisor: CPUID.1:ECX[31] set, CPUID.40000000H \"%s\"\n",
+                     c->hypervisor_id);
     else
         pmc_text_put(o, "hypervisor: none (CPUID.1:ECX[31] clear)\n");
     if (c->vendor == PMC_VENDOR_INTEL) {
         const struct cpuid_regs *r = &c->perfmon;
-        pmc_text_put(o, "CPUID.0AH: eax 0x%08x ebx 0x%08x ecx 0x%08x edx 0x%08x\n", r->eax, r->ebx, r->ecx,
-            r->edx);
+        pmc_text_put(o, "CPUID.0AH: eax 0x%08x ebx 0x%08x ecx 0x%08x edx 0x%08x\n", r->eax, r->ebx,
+                     r->ecx, r->edx);
         pmc_text_put(o, "  version %u, %u GP counters x %u bits, EBX length %u\n", c->version,
-            c->gp_counters, c->gp_width, c->ebx_length);
+                     c->gp_counters, c->gp_width, c->ebx_length);
         pmc_text_put(o, "  events (EBX bit clear = available):");
-        static const char *const events[] = {"core-cycles", "instructions", "ref-cycles",
-                                             "llc-refs", "llc-misses", "branches",
+        static const char *const events[] = {"core-cycles",   "instructions", "ref-cycles",
+                                             "llc-refs",      "llc-misses",   "branches",
                                              "branch-misses", "topdown-slots"};
         for (int b = 0; b < (int)ARRAY_SIZE(events); b++)
             pmc_text_put(o, " %s=%s", events[b], pmc_ebx_event_available(c, b) ? "yes" : "no");
         pmc_text_put(o, "\n  fixed counters: %u x %u bits, present 0x%x\n", c->fixed_counters,
-            c->fixed_width, c->fixed_present);
+                     c->fixed_width, c->fixed_present);
         pmc_text_put(o, "  PDCM %s, IA32_PERF_CAPABILITIES 0x%lx, full-width writes %s\n",
-            c->pdcm ? "yes" : "no", (unsigned long)c->perf_capabilities,
-            c->full_width ? "yes" : "no");
+                     c->pdcm ? "yes" : "no", (unsigned long)c->perf_capabilities,
+                     c->full_width ? "yes" : "no");
     } else if (c->vendor == PMC_VENDOR_AMD) {
         pmc_text_put(o, "AMD: PerfCtrExtCore %s, PerfMonV2 %s, %u counters\n",
-            c->amd_perfctr_core ? "yes" : "no", c->amd_perfmon_v2 ? "yes" : "no",
-            c->amd_counters);
+                     c->amd_perfctr_core ? "yes" : "no", c->amd_perfmon_v2 ? "yes" : "no",
+                     c->amd_counters);
     }
     pmc_text_put(o, "presence check (write/read back): %s\n",
-        c->msrs_respond ? "passed" : "failed or not run");
+                 c->msrs_respond ? "passed" : "failed or not run");
 }
 
 static void put_counters(struct pmc_text *o)
 {
     char name[32];
     pmc_text_put(o, "counters: %u (state %lu bytes for %u CPUs)\n", pmc_ncounters,
-        (unsigned long)pmc_counters_bytes(), (unsigned)MAX_CPUS);
+                 (unsigned long)pmc_counters_bytes(), (unsigned)MAX_CPUS);
     for (unsigned i = 0; i < pmc_ncounters; i++) {
         const struct pmc_counter_hw *hw = &pmc_hw[i];
         pmc_text_put(o, "  %2u %-16s %-7s max period %lu", i,
-            pmc_msr_name(hw->ctr_msr, name, sizeof(name)) ? name : "?",
-            pmc_counter_kind_name(hw->kind), (unsigned long)hw->max_period);
+                     pmc_msr_name(hw->ctr_msr, name, sizeof(name)) ? name : "?",
+                     pmc_counter_kind_name(hw->kind), (unsigned long)hw->max_period);
         unsigned used = 0, stopped = 0;
         int source = -1;
         for (unsigned cpu = 0; pmc_state && cpu < ncpus && cpu < MAX_CPUS; cpu++) {
@@ -65,8 +66,8 @@ static void put_counters(struct pmc_text *o)
             }
         }
         if (used)
-            pmc_text_put(o, ": %s on %u CPUs (%u stopped)", profile_source_name((KPROFILE_SOURCE)source),
-                used, stopped);
+            pmc_text_put(o, ": %s on %u CPUs (%u stopped)",
+                         profile_source_name((KPROFILE_SOURCE)source), used, stopped);
         pmc_text_put(o, "\n");
     }
 }
@@ -82,9 +83,9 @@ static void put_sources(struct pmc_text *o)
             continue;
         }
         pmc_text_put(o, "  0x%02x %-32s %-7s interval %lu [%lu..%lu] default %lu%s", s, d.name,
-            pmc_counter_kind_name(d.kind), (unsigned long)d.interval,
-            (unsigned long)d.min_interval, (unsigned long)d.max_interval,
-            (unsigned long)d.default_interval, d.started ? " STARTED" : "");
+                     pmc_counter_kind_name(d.kind), (unsigned long)d.interval,
+                     (unsigned long)d.min_interval, (unsigned long)d.max_interval,
+                     (unsigned long)d.default_interval, d.started ? " STARTED" : "");
         if (d.throttled)
             pmc_text_put(o, " throttled %lu", (unsigned long)d.throttled);
         pmc_text_put(o, "\n");
@@ -96,7 +97,8 @@ static void put_pmi(struct pmc_text *o)
     for (unsigned cpu = 0; cpu < ncpus && cpu < MAX_CPUS; cpu++) {
         struct pmc_pmi_stats s;
         pmc_pmi_stats(cpu, &s);
-        pmc_text_put(o, "cpu%u: pmis %lu samples %lu spurious %lu lost %lu throttled %lu stuck %lu\n", cpu,
+        pmc_text_put(
+            o, "cpu%u: pmis %lu samples %lu spurious %lu lost %lu throttled %lu stuck %lu\n", cpu,
             (unsigned long)s.pmis, (unsigned long)s.samples, (unsigned long)s.spurious,
             (unsigned long)s.lost, (unsigned long)s.throttled, (unsigned long)s.stuck);
     }

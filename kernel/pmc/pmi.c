@@ -62,8 +62,8 @@ static void sample(const struct halp_profile_interface *pi, struct pmi_cpu *pc, 
 }
 
 // The overflow keeps coming back: stop every counter on this CPU.
-static void reset_stuck(const struct halp_profile_interface *pi, struct pmi_cpu *pc,
-                        unsigned cpu, uint64_t mask)
+static void reset_stuck(const struct halp_profile_interface *pi, struct pmi_cpu *pc, unsigned cpu,
+                        uint64_t mask)
 {
     for (unsigned i = 0; i < pmc_ncounters; i++) {
         struct pmc_counter *c = pmc_counter(cpu, i);

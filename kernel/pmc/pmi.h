@@ -14,4 +14,4 @@ struct pmc_pmi_stats {
 
 void pmc_pmi_stats(unsigned cpu, struct pmc_pmi_stats *out);
 uint64_t pmc_pmi_throttled(KPROFILE_SOURCE source); // stops of source, all CPUs
-void pmc_pmi_reset(void);                            // zero everything (pmc_init)
+void pmc_pmi_reset(void);                           // zero everything (pmc_init)

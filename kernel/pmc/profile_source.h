@@ -16,8 +16,8 @@ enum pmc_counter_kind {
     PMC_COUNTER_GENERAL = COUNTER_GENERAL, // a general-purpose counter (Intel PMCx, AMD PERF_CTRx)
 };
 
-#define PMC_NO_EBX_BIT  (-1) // seed 000 gives the source no CPUID.0AH:EBX bit
-#define PMC_NO_FIXED    (-1) // no Intel fixed counter counts this source
+#define PMC_NO_EBX_BIT (-1) // seed 000 gives the source no CPUID.0AH:EBX bit
+#define PMC_NO_FIXED   (-1) // no Intel fixed counter counts this source
 
 struct profile_source_desc {
     const char *name;        // WDM.H name, e.g. "ProfileTime"

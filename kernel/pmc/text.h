@@ -4,7 +4,7 @@
 #include "types.h"
 
 struct pmc_text {
-    char *buf;   // NULL: only measure
+    char *buf; // NULL: only measure
     size_t size;
     int len;
 };

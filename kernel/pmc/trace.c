@@ -95,8 +95,16 @@ uint64_t pmc_trace_dropped(unsigned cpu)
 
 // ---- Decoding ----
 
-enum decoder { DEC_PLAIN, DEC_COUNTER, DEC_EVTSEL, DEC_AMD_CTL, DEC_FIXED_CTRL, DEC_GLOBAL,
-               DEC_AMD_GLOBAL, DEC_CAPABILITIES };
+enum decoder {
+    DEC_PLAIN,
+    DEC_COUNTER,
+    DEC_EVTSEL,
+    DEC_AMD_CTL,
+    DEC_FIXED_CTRL,
+    DEC_GLOBAL,
+    DEC_AMD_GLOBAL,
+    DEC_CAPABILITIES
+};
 
 // Every PMU MSR the pmc code touches: count registers at base + stride * i.
 static const struct msr_range {
@@ -152,8 +160,11 @@ const char *pmc_msr_name(uint32_t msr, char *buf, size_t size)
 
 static void decode_evtsel(struct pmc_text *o, uint64_t v, bool amd)
 {
-    static const struct { uint64_t bit; const char *name; } flags[] = {
-        {PERFEVTSEL_USR, "USR"}, {PERFEVTSEL_OS, "OS"}, {PERFEVTSEL_EDGE, "EDGE"},
+    static const struct {
+        uint64_t bit;
+        const char *name;
+    } flags[] = {
+        {PERFEVTSEL_USR, "USR"}, {PERFEVTSEL_OS, "OS"},   {PERFEVTSEL_EDGE, "EDGE"},
         {PERFEVTSEL_PC, "PC"},   {PERFEVTSEL_INT, "INT"}, {PERFEVTSEL_ANY, "ANY"},
         {PERFEVTSEL_EN, "EN"},   {PERFEVTSEL_INV, "INV"},
     };
@@ -164,7 +175,8 @@ static void decode_evtsel(struct pmc_text *o, uint64_t v, bool amd)
     unsigned event = (unsigned)(v & PERFEVTSEL_EVENT_MASK);
     if (amd)
         event |= (unsigned)((v >> AMD_PERF_CTL_EVENT_HI_SHIFT) & 0xF) << 8;
-    pmc_text_put(o, " (event 0x%02x umask 0x%02x", event, (unsigned)(v >> PERFEVTSEL_UMASK_SHIFT) & 0xFF);
+    pmc_text_put(o, " (event 0x%02x umask 0x%02x", event,
+                 (unsigned)(v >> PERFEVTSEL_UMASK_SHIFT) & 0xFF);
     for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
         if (v & flags[i].bit)
             pmc_text_put(o, " %s", flags[i].name);
@@ -182,8 +194,8 @@ static void decode_fixed_ctrl(struct pmc_text *o, uint64_t v)
         if (f == 0)
             continue;
         pmc_text_put(o, "%sFIXED%u%s%s%s%s", sep, i, f & FIXED_CTR_CTRL_OS ? " OS" : "",
-            f & FIXED_CTR_CTRL_USR ? " USR" : "", f & FIXED_CTR_CTRL_ANY ? " ANY" : "",
-            f & FIXED_CTR_CTRL_PMI ? " PMI" : "");
+                     f & FIXED_CTR_CTRL_USR ? " USR" : "", f & FIXED_CTR_CTRL_ANY ? " ANY" : "",
+                     f & FIXED_CTR_CTRL_PMI ? " PMI" : "");
         sep = ", ";
     }
     pmc_text_put(o, "%s)", *sep ? "" : "all off");
@@ -232,7 +244,7 @@ static void decode_msr(struct pmc_text *o, const struct pmc_trace_record *r)
         return;
     }
     pmc_text_put(o, "%s %s = 0x%08lx", op, pmc_msr_name(r->reg, name, sizeof(name)),
-        (unsigned long)r->value);
+                 (unsigned long)r->value);
     switch (m->decoder) {
     case DEC_COUNTER: decode_counter(o, r->value); break;
     case DEC_EVTSEL: decode_evtsel(o, r->value, false); break;
@@ -241,7 +253,8 @@ static void decode_msr(struct pmc_text *o, const struct pmc_trace_record *r)
     case DEC_GLOBAL: decode_global(o, r->value, false); break;
     case DEC_AMD_GLOBAL: decode_global(o, r->value, true); break;
     case DEC_CAPABILITIES:
-        pmc_text_put(o, " (%s)", r->value & PERF_CAPABILITIES_FW_WRITE ? "FW_WRITE" : "no FW_WRITE");
+        pmc_text_put(o, " (%s)",
+                     r->value & PERF_CAPABILITIES_FW_WRITE ? "FW_WRITE" : "no FW_WRITE");
         break;
     case DEC_PLAIN: break;
     }
@@ -255,7 +268,8 @@ static void decode_lapic(struct pmc_text *o, const struct pmc_trace_record *r)
         return;
     }
     pmc_text_put(o, "lapic_write LVTPC = 0x%08x (vector 0x%02x %s%s)", v, v & 0xFF,
-        (v & (7u << 8)) == LVT_DELIVERY_NMI ? "NMI" : "fixed", v & LVT_MASKED ? " masked" : "");
+                 (v & (7u << 8)) == LVT_DELIVERY_NMI ? "NMI" : "fixed",
+                 v & LVT_MASKED ? " masked" : "");
 }
 
 // HAL steps: what each is called and how its value is shown.

@@ -13,37 +13,37 @@
 enum pmc_trace_kind {
     PMC_TRACE_RDMSR = 1,
     PMC_TRACE_WRMSR,
-    PMC_TRACE_LAPIC,  // write of a LAPIC register (reg = MMIO offset)
-    PMC_TRACE_STEP,   // a HAL step (reg = enum pmc_trace_step)
+    PMC_TRACE_LAPIC, // write of a LAPIC register (reg = MMIO offset)
+    PMC_TRACE_STEP,  // a HAL step (reg = enum pmc_trace_step)
 };
 
 // HAL steps, named in trace.c's step table.
 enum pmc_trace_step {
-    PMC_STEP_INIT,          // pmc_init: value = CPU count
-    PMC_STEP_INITIALIZE,    // InitializeProfiling on this CPU
-    PMC_STEP_START,         // HalStartProfileInterrupt
-    PMC_STEP_STOP,          // HalStopProfileInterrupt
-    PMC_STEP_ENABLE,        // EnableMonitoring: value = the counter's MSR
-    PMC_STEP_NO_COUNTER,    // EnableMonitoring found no free counter
-    PMC_STEP_DISABLE,       // DisableMonitoring: value = the counter's MSR
-    PMC_STEP_SET_INTERVAL,  // value = interval in force
-    PMC_STEP_PMI,           // PMI entry
-    PMC_STEP_SPURIOUS,      // PMI with nothing overflowed
-    PMC_STEP_SAMPLE,        // value = interrupted IP
-    PMC_STEP_THROTTLE,      // source stopped on this CPU: too many samples
-    PMC_STEP_STUCK,         // overflow kept recurring: counters reset
+    PMC_STEP_INIT,         // pmc_init: value = CPU count
+    PMC_STEP_INITIALIZE,   // InitializeProfiling on this CPU
+    PMC_STEP_START,        // HalStartProfileInterrupt
+    PMC_STEP_STOP,         // HalStopProfileInterrupt
+    PMC_STEP_ENABLE,       // EnableMonitoring: value = the counter's MSR
+    PMC_STEP_NO_COUNTER,   // EnableMonitoring found no free counter
+    PMC_STEP_DISABLE,      // DisableMonitoring: value = the counter's MSR
+    PMC_STEP_SET_INTERVAL, // value = interval in force
+    PMC_STEP_PMI,          // PMI entry
+    PMC_STEP_SPURIOUS,     // PMI with nothing overflowed
+    PMC_STEP_SAMPLE,       // value = interrupted IP
+    PMC_STEP_THROTTLE,     // source stopped on this CPU: too many samples
+    PMC_STEP_STUCK,        // overflow kept recurring: counters reset
     PMC_STEP_COUNT
 };
 
 #define PMC_TRACE_NO_SOURCE 0xFF
 
 struct pmc_trace_record {
-    uint64_t time_ns;  // clock_ns() when recorded
-    uint64_t value;    // MSR/LAPIC value, or the step's argument
-    uint32_t reg;      // MSR number, LAPIC offset or step
-    uint8_t kind;      // enum pmc_trace_kind
+    uint64_t time_ns; // clock_ns() when recorded
+    uint64_t value;   // MSR/LAPIC value, or the step's argument
+    uint32_t reg;     // MSR number, LAPIC offset or step
+    uint8_t kind;     // enum pmc_trace_kind
     uint8_t cpu;
-    uint8_t source;    // KPROFILE_SOURCE of a step, PMC_TRACE_NO_SOURCE otherwise
+    uint8_t source; // KPROFILE_SOURCE of a step, PMC_TRACE_NO_SOURCE otherwise
     uint8_t unused;
 };
 
@@ -73,9 +73,9 @@ static inline void pmc_lapic_write(uint32_t reg, uint32_t value)
     lapic_write(reg, value);
 }
 
-#define PMC_TRACE_STEP(step, source, value)                                       \
-    do {                                                                          \
-        if (__builtin_expect(pmc_trace_on, 0))                                    \
+#define PMC_TRACE_STEP(step, source, value) \
+    do { \
+        if (__builtin_expect(pmc_trace_on, 0)) \
             pmc_trace_record(PMC_TRACE_STEP, (step), (value), (unsigned)(source)); \
     } while (0)
 

@@ -32,7 +32,7 @@ struct profile_set {
     struct granule {
         uint64_t key;  // granule number + 1; 0: empty slot
         uint32_t last; // the last entry of e[0..n) covering the granule
-    } *table;
+    } * table;
     struct set_entry {
         uint64_t base, end, max_end;
         struct kprofile *p;
@@ -292,10 +292,9 @@ static void profile_destroy(struct object *o)
     kfree(p);
 }
 
-NTSTATUS KeInitializeProfile(struct kprofile **out, struct process *process,
-                             uint64_t range_base, uint64_t range_size, uint32_t bucket_shift,
-                             uint64_t buffer, uint32_t buffer_size, KPROFILE_SOURCE source,
-                             uint64_t affinity)
+NTSTATUS KeInitializeProfile(struct kprofile **out, struct process *process, uint64_t range_base,
+                             uint64_t range_size, uint32_t bucket_shift, uint64_t buffer,
+                             uint32_t buffer_size, KPROFILE_SOURCE source, uint64_t affinity)
 {
     struct kprofile *p = kzalloc(sizeof *p);
     if (!p)
@@ -431,7 +430,7 @@ NTSTATUS KeSetIntervalProfile(uint64_t interval, KPROFILE_SOURCE source)
         HalSetProfileInterval(interval);
         return STATUS_SUCCESS;
     }
-    HAL_PROFILE_SOURCE_INTERVAL i = { source, interval };
+    HAL_PROFILE_SOURCE_INTERVAL i = {source, interval};
     return HalSetSystemInformation(HalProfileSourceInterval, sizeof i, &i);
 }
 

@@ -21,48 +21,47 @@ struct process;
 // Per scope (the system, or one process) and source: the started profiles
 // and the samples seen, per CPU (single writer each: no atomics needed).
 struct profile_slot {
-    struct profile_set *set;      // NULL when none is started
-    uint64_t samples[MAX_CPUS];   // samples of this source in this scope, per CPU
+    struct profile_set *set;    // NULL when none is started
+    uint64_t samples[MAX_CPUS]; // samples of this source in this scope, per CPU
 };
 
 struct kprofile {
     struct object obj;
-    struct process *process;      // NULL: system scope (we hold a reference otherwise)
+    struct process *process;         // NULL: system scope (we hold a reference otherwise)
     uint64_t range_base, range_size; // [base, base + size)
-    uint32_t bucket_shift;        // log2 of the bucket size in bytes (2..31)
-    uint64_t buffer;              // user address, 4-byte aligned
-    uint32_t buffer_size;         // bytes
-    uint64_t nbuckets;            // ceil(range_size / 2^bucket_shift)
+    uint32_t bucket_shift;           // log2 of the bucket size in bytes (2..31)
+    uint64_t buffer;                 // user address, 4-byte aligned
+    uint32_t buffer_size;            // bytes
+    uint64_t nbuckets;               // ceil(range_size / 2^bucket_shift)
     KPROFILE_SOURCE source;
-    uint64_t affinity;            // CPUs whose samples count
-    uint64_t active;              // CPUs counting now: set and cleared by each CPU itself
+    uint64_t affinity; // CPUs whose samples count
+    uint64_t active;   // CPUs counting now: set and cleared by each CPU itself
     bool started;
     // While started: the buffer's pages through the direct map, pinned.
-    uint8_t **page_va;            // one per page of the buffer
+    uint8_t **page_va; // one per page of the buffer
     uint64_t *page_pa;
     uint64_t npages;
-    uint32_t first_offset;        // buffer offset within its first page
+    uint32_t first_offset; // buffer offset within its first page
     // Statistics (see sys_profile_stats), over every start/stop cycle.
-    uint64_t in_range;            // atomic
-    uint64_t delivered;           // finished cycles
+    uint64_t in_range;                // atomic
+    uint64_t delivered;               // finished cycles
     uint64_t start_samples[MAX_CPUS]; // the slot's per-CPU samples when this CPU began counting
     uint64_t throttled, start_throttled;
 };
 
 // KeInitializeProfile: a new, stopped profile object (one reference, the
 // caller's). Arguments were validated by the Nt layer.
-NTSTATUS KeInitializeProfile(struct kprofile **out, struct process *process,
-                             uint64_t range_base, uint64_t range_size, uint32_t bucket_shift,
-                             uint64_t buffer, uint32_t buffer_size, KPROFILE_SOURCE source,
-                             uint64_t affinity);
+NTSTATUS KeInitializeProfile(struct kprofile **out, struct process *process, uint64_t range_base,
+                             uint64_t range_size, uint32_t bucket_shift, uint64_t buffer,
+                             uint32_t buffer_size, KPROFILE_SOURCE source, uint64_t affinity);
 // Pins the buffer (in the caller's address space), starts the source on 0 -> 1.
 NTSTATUS KeStartProfile(struct kprofile *p);
-NTSTATUS KeStopProfile(struct kprofile *p);  // stops the source on 1 -> 0, unpins
+NTSTATUS KeStopProfile(struct kprofile *p);              // stops the source on 1 -> 0, unpins
 uint64_t KeQueryIntervalProfile(KPROFILE_SOURCE source); // 0 when unsupported
 NTSTATUS KeSetIntervalProfile(uint64_t interval, KPROFILE_SOURCE source);
 void KeProfileInterruptWithSource(KPROFILE_SOURCE source, uint64_t ip, bool user, unsigned cpu);
 void KeQueryProfileStats(struct kprofile *p, struct sys_profile_stats *out);
 
-void ke_profile_init(void);                 // register the HAL sample handler
+void ke_profile_init(void);                      // register the HAL sample handler
 void ke_profile_process_gone(struct process *p); // free a destroyed process's slots
 uint64_t ke_profiles_started(void);

@@ -13,7 +13,7 @@
 #include "syscall.h"
 #include "uaccess.h"
 
-#define STATUS(s) ((uint64_t)(uint32_t)(s))
+#define STATUS(s)       ((uint64_t)(uint32_t)(s))
 #define SEGMENTED_LIMIT 0x10000 // BucketSize 0 below this meant a segmented profile (x86)
 
 struct group_affinity { // GROUP_AFFINITY
@@ -218,7 +218,7 @@ uint64_t do_NtSetIntervalProfile(const uint64_t *a, struct trapframe *tf)
 uint64_t do_SysProfileStats(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
-    struct sys_profile_stats st = { 0 };
+    struct sys_profile_stats st = {0};
     NTSTATUS s = copy_to_user(a[1], &st, sizeof st);
     struct kprofile *p;
     if (NT_SUCCESS(s))

@@ -11,10 +11,22 @@ jmp_buf harness_panic_jmp;
 bool harness_expect_panic;
 char harness_panic_msg[256];
 
-unsigned cpu_id(void) { return 0; }
-uint64_t irq_save(void) { return 0; }
-void irq_restore(uint64_t flags) { (void)flags; }
-uint32_t lapic_boot_id(void) { return 0; }
+unsigned cpu_id(void)
+{
+    return 0;
+}
+uint64_t irq_save(void)
+{
+    return 0;
+}
+void irq_restore(uint64_t flags)
+{
+    (void)flags;
+}
+uint32_t lapic_boot_id(void)
+{
+    return 0;
+}
 
 void panic(const char *fmt, ...)
 {

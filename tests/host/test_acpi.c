@@ -21,19 +21,20 @@ void test_acpi(void)
     memcpy(t + n, &lapic, 4);
     memcpy(t + n + 4, &flags, 4);
     n += 8;
-    entry((uint8_t[]){ 0, 8, 0, 3, 1, 0, 0, 0 }, 8);   // CPU, APIC id 3
-    entry((uint8_t[]){ 0, 8, 1, 0, 1, 0, 0, 0 }, 8);   // CPU, APIC id 0 (the boot CPU)
-    entry((uint8_t[]){ 0, 8, 2, 5, 0, 0, 0, 0 }, 8);   // disabled: not counted
-    entry((uint8_t[]){ 1, 12, 9, 0, 0, 0, 0xC0, 0xFE, 0, 0, 0, 0 }, 12); // IOAPIC 9
-    entry((uint8_t[]){ 2, 10, 0, 0, 2, 0, 0, 0, 0, 0 }, 10);             // IRQ0 -> GSI 2
-    entry((uint8_t[]){ 9, 16, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0 }, 16); // x2APIC id 256
-    entry((uint8_t[]){ 9, 16, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 8, 0, 0, 0 }, 16); // id 3 again
+    entry((uint8_t[]){0, 8, 0, 3, 1, 0, 0, 0}, 8); // CPU, APIC id 3
+    entry((uint8_t[]){0, 8, 1, 0, 1, 0, 0, 0}, 8); // CPU, APIC id 0 (the boot CPU)
+    entry((uint8_t[]){0, 8, 2, 5, 0, 0, 0, 0}, 8); // disabled: not counted
+    entry((uint8_t[]){1, 12, 9, 0, 0, 0, 0xC0, 0xFE, 0, 0, 0, 0}, 12);       // IOAPIC 9
+    entry((uint8_t[]){2, 10, 0, 0, 2, 0, 0, 0, 0, 0}, 10);                   // IRQ0 -> GSI 2
+    entry((uint8_t[]){9, 16, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0}, 16); // x2APIC id 256
+    entry((uint8_t[]){9, 16, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 8, 0, 0, 0}, 16); // id 3 again
     struct madt_info m;
     bool ok = acpi_parse_madt(t, n, 0, &m);
     CHECK(ok, "acpi: MADT parses");
     CHECK(m.ncpus == 3, "acpi: enabled processors, duplicates merged (%u)", m.ncpus);
     CHECK(m.apic_ids[0] == 0, "acpi: the boot CPU comes first");
-    CHECK((m.apic_ids[1] == 3 && m.apic_ids[2] == 256) || (m.apic_ids[1] == 256 && m.apic_ids[2] == 3),
+    CHECK((m.apic_ids[1] == 3 && m.apic_ids[2] == 256) ||
+              (m.apic_ids[1] == 256 && m.apic_ids[2] == 3),
           "acpi: x2APIC entries count");
     CHECK(m.nioapics == 1 && m.ioapics[0].id == 9 && m.ioapics[0].phys == 0xFEC00000,
           "acpi: IOAPIC");
@@ -46,8 +47,9 @@ void test_acpi(void)
     CHECK(!acpi_parse_madt(t, n, 0, &m), "acpi: a zero-length entry is rejected");
     t[44 + 1] = 8;
     ok = acpi_parse_madt(t, n, 77, &m);
-    CHECK(ok && m.apic_ids[0] == 77 && m.ncpus == 4, "acpi: a boot CPU missing from the MADT is added first");
+    CHECK(ok && m.apic_ids[0] == 77 && m.ncpus == 4,
+          "acpi: a boot CPU missing from the MADT is added first");
 
-    uint8_t sum[8] = { 1, 2, 3, 4, 5, 6, 7, (uint8_t)(256 - 28) };
+    uint8_t sum[8] = {1, 2, 3, 4, 5, 6, 7, (uint8_t)(256 - 28)};
     CHECK(acpi_checksum_ok(sum, 8) && !acpi_checksum_ok(sum, 7), "acpi: checksum");
 }

@@ -20,10 +20,12 @@ static bool fmt_is(const char *want, const char *fmt, ...)
 void test_kprintf(void)
 {
     CHECK(fmt_is("42 -7 0", "%d %i %u", 42, -7, 0u), "kprintf: %%d %%i %%u");
-    CHECK(fmt_is("-9223372036854775808", "%ld", (long)(-9223372036854775807L - 1)), "kprintf: LONG_MIN");
+    CHECK(fmt_is("-9223372036854775808", "%ld", (long)(-9223372036854775807L - 1)),
+          "kprintf: LONG_MIN");
     CHECK(fmt_is("18446744073709551615", "%lu", ~0ul), "kprintf: ULONG_MAX");
     CHECK(fmt_is("ff FF 0xff 17", "%x %X %#x %o", 255u, 255u, 255u, 15u), "kprintf: hex, octal, #");
-    CHECK(fmt_is("[   42][42   ][00042]", "[%5d][%-5d][%05d]", 42, 42, 42), "kprintf: width and flags");
+    CHECK(fmt_is("[   42][42   ][00042]", "[%5d][%-5d][%05d]", 42, 42, 42),
+          "kprintf: width and flags");
     CHECK(fmt_is("[-0042]", "[%05d]", -42), "kprintf: zero padding after the sign");
     CHECK(fmt_is("0x00000000deadbeef", "%p", (void *)0xdeadbeef), "kprintf: %%p");
     CHECK(fmt_is("ab|abc  |  abc|(null)", "%.2s|%-5s|%5s|%s", "abc", "abc", "abc", (char *)0),
@@ -36,6 +38,7 @@ void test_kprintf(void)
     char small[6];
     const char *volatile long_text = "hello world"; // volatile: no compile-time truncation warning
     int n = snprintf(small, sizeof small, "%s", long_text);
-    CHECK(n == 11 && strcmp(small, "hello") == 0, "kprintf: truncation keeps NUL, returns full length");
+    CHECK(n == 11 && strcmp(small, "hello") == 0,
+          "kprintf: truncation keeps NUL, returns full length");
     CHECK(snprintf(NULL, 0, "%d", 12345) == 5, "kprintf: size 0 only measures");
 }

@@ -27,12 +27,16 @@ void test_multiboot2(void)
     memset(mbi, 0, sizeof mbi);
     len = 8;
     strcpy(tag(1, 8 + 12), "test=boot x");
-    struct { uint32_t esize, ever; struct { uint64_t base, len; uint32_t type, res; } e[3]; } mm = {
-        24, 0, { { 0, 0x9F000, 1, 0 }, { 0x100000, 0x7EE0000, 1, 0 }, { 0xFFFC0000, 0x40000, 2, 0 } }
-    };
+    struct {
+        uint32_t esize, ever;
+        struct {
+            uint64_t base, len;
+            uint32_t type, res;
+        } e[3];
+    } mm = {24, 0, {{0, 0x9F000, 1, 0}, {0x100000, 0x7EE0000, 1, 0}, {0xFFFC0000, 0x40000, 2, 0}}};
     memcpy(tag(6, 8 + sizeof mm), &mm, sizeof mm);
     uint8_t *m = tag(3, 8 + 8 + 6);
-    uint32_t se[2] = { 0x200000, 0x201234 };
+    uint32_t se[2] = {0x200000, 0x201234};
     memcpy(m, se, 8);
     strcpy((char *)m + 8, "initrd");
     uint8_t *r1 = tag(14, 8 + 20);

@@ -22,53 +22,106 @@
 // ---- Machines ----
 
 const struct model_config MODEL_INTEL_V1 = {
-    .name = "intel-v1", .vendor = MODEL_INTEL, .ncpus = 2,
-    .version = 1, .gp = 2, .gp_width = 40, .ebx_length = 7,
+    .name = "intel-v1",
+    .vendor = MODEL_INTEL,
+    .ncpus = 2,
+    .version = 1,
+    .gp = 2,
+    .gp_width = 40,
+    .ebx_length = 7,
 };
 // KVM -cpu host on an Intel host: version 2, full-width writes, 3 fixed, slots hidden.
 const struct model_config MODEL_INTEL_KVM_V2 = {
-    .name = "intel-kvm-v2", .vendor = MODEL_INTEL, .ncpus = 4, .hypervisor = "KVMKVMKVM",
-    .version = 2, .gp = 8, .gp_width = 48, .ebx_length = 8, .ebx = 0x80,
-    .fixed = 3, .fixed_width = 48, .pdcm = true, .full_width = true,
+    .name = "intel-kvm-v2",
+    .vendor = MODEL_INTEL,
+    .ncpus = 4,
+    .hypervisor = "KVMKVMKVM",
+    .version = 2,
+    .gp = 8,
+    .gp_width = 48,
+    .ebx_length = 8,
+    .ebx = 0x80,
+    .fixed = 3,
+    .fixed_width = 48,
+    .pdcm = true,
+    .full_width = true,
 };
 // Version 4 without full-width writes: legacy sign-extending PMC writes.
 const struct model_config MODEL_INTEL_V4 = {
-    .name = "intel-v4", .vendor = MODEL_INTEL, .ncpus = 2,
-    .version = 4, .gp = 4, .gp_width = 48, .ebx_length = 7,
-    .fixed = 3, .fixed_width = 48, .pdcm = true, .full_width = false,
+    .name = "intel-v4",
+    .vendor = MODEL_INTEL,
+    .ncpus = 2,
+    .version = 4,
+    .gp = 4,
+    .gp_width = 48,
+    .ebx_length = 7,
+    .fixed = 3,
+    .fixed_width = 48,
+    .pdcm = true,
+    .full_width = false,
 };
 // Version 5: EDX reports 1 fixed counter, the ECX bitmap adds 1-3.
 const struct model_config MODEL_INTEL_V5 = {
-    .name = "intel-v5", .vendor = MODEL_INTEL, .ncpus = 2,
-    .version = 5, .gp = 8, .gp_width = 48, .ebx_length = 8,
-    .fixed = 1, .fixed_width = 48, .fixed_ecx = 0xF, .pdcm = true, .full_width = true,
+    .name = "intel-v5",
+    .vendor = MODEL_INTEL,
+    .ncpus = 2,
+    .version = 5,
+    .gp = 8,
+    .gp_width = 48,
+    .ebx_length = 8,
+    .fixed = 1,
+    .fixed_width = 48,
+    .fixed_ecx = 0xF,
+    .pdcm = true,
+    .full_width = true,
 };
 const struct model_config MODEL_AMD_LEGACY = {
-    .name = "amd-legacy", .vendor = MODEL_AMD, .ncpus = 2,
+    .name = "amd-legacy",
+    .vendor = MODEL_AMD,
+    .ncpus = 2,
 };
 const struct model_config MODEL_AMD_EXT = {
-    .name = "amd-perfctr-core", .vendor = MODEL_AMD, .ncpus = 2, .perfctr_core = true,
+    .name = "amd-perfctr-core",
+    .vendor = MODEL_AMD,
+    .ncpus = 2,
+    .perfctr_core = true,
 };
 const struct model_config MODEL_AMD_V2 = {
-    .name = "amd-perfmon-v2", .vendor = MODEL_AMD, .ncpus = 4, .hypervisor = "KVMKVMKVM",
-    .perfctr_core = true, .perfmon_v2 = true, .v2_counters = 6,
+    .name = "amd-perfmon-v2",
+    .vendor = MODEL_AMD,
+    .ncpus = 4,
+    .hypervisor = "KVMKVMKVM",
+    .perfctr_core = true,
+    .perfmon_v2 = true,
+    .v2_counters = 6,
 };
 // QEMU TCG: CPUID.0AH = 0 (max leaf 0xD), PMU MSRs read 0 and ignore writes.
 const struct model_config MODEL_TCG_INTEL = {
-    .name = "tcg-intel", .vendor = MODEL_INTEL, .ncpus = 4, .hypervisor = "TCGTCGTCGTCG",
-    .max_leaf = 0xD, .pmu_ignored = true,
+    .name = "tcg-intel",
+    .vendor = MODEL_INTEL,
+    .ncpus = 4,
+    .hypervisor = "TCGTCGTCGTCG",
+    .max_leaf = 0xD,
+    .pmu_ignored = true,
 };
 const struct model_config MODEL_TCG_AMD = {
-    .name = "tcg-amd", .vendor = MODEL_AMD, .ncpus = 4, .hypervisor = "TCGTCGTCGTCG",
-    .max_leaf = 0xD, .pmu_ignored = true,
+    .name = "tcg-amd",
+    .vendor = MODEL_AMD,
+    .ncpus = 4,
+    .hypervisor = "TCGTCGTCGTCG",
+    .max_leaf = 0xD,
+    .pmu_ignored = true,
 };
 const struct model_config MODEL_VIA = {
-    .name = "via", .vendor = MODEL_OTHER, .vendor_id = "CentaurHauls", .ncpus = 1,
+    .name = "via",
+    .vendor = MODEL_OTHER,
+    .vendor_id = "CentaurHauls",
+    .ncpus = 1,
 };
 
 // ---- State ----
 
-#define NGP_MAX 16
+#define NGP_MAX    16
 #define NFIXED_MAX 4
 
 struct mcpu {
@@ -77,8 +130,8 @@ struct mcpu {
     uint64_t global_ctrl, global_status;
     uint32_t lvtpc;
     bool irq_on;
-    bool pmi_pending;   // raised with interrupts off: delivered by irq_restore
-    bool pmi_due;       // overflow seen, PMI waits for skid more events
+    bool pmi_pending; // raised with interrupts off: delivered by irq_restore
+    bool pmi_due;     // overflow seen, PMI waits for skid more events
     uint64_t skid_left;
     uint64_t pmi_ip;
     bool pmi_user;
@@ -203,7 +256,7 @@ struct cpuid_regs cpuid(uint32_t leaf, uint32_t subleaf)
     unsigned max = cfg.max_leaf ? cfg.max_leaf : (cfg.vendor == MODEL_INTEL ? 0x16 : 0x10);
     unsigned max_ext = cfg.vendor == MODEL_AMD && cfg.perfmon_v2 ? 0x80000022 : 0x80000008;
     if (leaf == 0) {
-        const char *id = cfg.vendor_id ? cfg.vendor_id
+        const char *id = cfg.vendor_id               ? cfg.vendor_id
                          : cfg.vendor == MODEL_INTEL ? "GenuineIntel"
                          : cfg.vendor == MODEL_AMD   ? "AuthenticAMD"
                                                      : "UnknownCPU??";
@@ -233,8 +286,18 @@ struct cpuid_regs cpuid(uint32_t leaf, uint32_t subleaf)
 
 // ---- MSRs ----
 
-enum reg { R_NONE, R_CTL, R_CTR, R_CTR_FULL, R_FIXED, R_FIXED_CTRL, R_GSTATUS, R_GCTRL, R_GOVF,
-           R_CAPS };
+enum reg {
+    R_NONE,
+    R_CTL,
+    R_CTR,
+    R_CTR_FULL,
+    R_FIXED,
+    R_FIXED_CTRL,
+    R_GSTATUS,
+    R_GCTRL,
+    R_GOVF,
+    R_CAPS
+};
 
 // Which register msr is on this machine, and its index; R_NONE = #GP.
 static enum reg decode(uint32_t msr, unsigned *index)
@@ -376,22 +439,36 @@ static enum model_event select_event(uint64_t ctl)
     unsigned ev = ctl & 0xFF, um = (ctl >> 8) & 0xFF;
     if (cfg.vendor == MODEL_AMD) {
         ev |= (unsigned)((ctl >> 32) & 0xF) << 8;
-        if (ev == 0x76 && um == 0) return EV_CORE_CYCLES;
-        if (ev == 0xC0 && um == 0) return EV_INSTRUCTIONS;
-        if (ev == 0xC2 && um == 0) return EV_BRANCHES;
-        if (ev == 0xC3 && um == 0) return EV_BRANCH_MISSES;
-        if (ev == 0x7D && um == 0x07) return EV_LLC_REFS;
-        if (ev == 0x7E && um == 0x07) return EV_LLC_MISSES;
+        if (ev == 0x76 && um == 0)
+            return EV_CORE_CYCLES;
+        if (ev == 0xC0 && um == 0)
+            return EV_INSTRUCTIONS;
+        if (ev == 0xC2 && um == 0)
+            return EV_BRANCHES;
+        if (ev == 0xC3 && um == 0)
+            return EV_BRANCH_MISSES;
+        if (ev == 0x7D && um == 0x07)
+            return EV_LLC_REFS;
+        if (ev == 0x7E && um == 0x07)
+            return EV_LLC_MISSES;
         return EV_COUNT;
     }
-    if (ev == 0x3C && um == 0x00) return EV_CORE_CYCLES;
-    if (ev == 0xC0 && um == 0x00) return EV_INSTRUCTIONS;
-    if (ev == 0x3C && um == 0x01) return EV_REF_CYCLES;
-    if (ev == 0x2E && um == 0x4F) return EV_LLC_REFS;
-    if (ev == 0x2E && um == 0x41) return EV_LLC_MISSES;
-    if (ev == 0xC4 && um == 0x00) return EV_BRANCHES;
-    if (ev == 0xC5 && um == 0x00) return EV_BRANCH_MISSES;
-    if (ev == 0xA4 && um == 0x01) return EV_SLOTS;
+    if (ev == 0x3C && um == 0x00)
+        return EV_CORE_CYCLES;
+    if (ev == 0xC0 && um == 0x00)
+        return EV_INSTRUCTIONS;
+    if (ev == 0x3C && um == 0x01)
+        return EV_REF_CYCLES;
+    if (ev == 0x2E && um == 0x4F)
+        return EV_LLC_REFS;
+    if (ev == 0x2E && um == 0x41)
+        return EV_LLC_MISSES;
+    if (ev == 0xC4 && um == 0x00)
+        return EV_BRANCHES;
+    if (ev == 0xC5 && um == 0x00)
+        return EV_BRANCH_MISSES;
+    if (ev == 0xA4 && um == 0x01)
+        return EV_SLOTS;
     return EV_COUNT;
 }
 
@@ -523,20 +600,62 @@ void model_retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bo
 
 // ---- Register views for tests ----
 
-uint64_t model_gp_ctl(unsigned cpu, unsigned i) { return mcpus[cpu].ctl[i]; }
-uint64_t model_gp_ctr(unsigned cpu, unsigned i) { return mcpus[cpu].ctr[i]; }
-uint64_t model_fixed_ctr(unsigned cpu, unsigned i) { return mcpus[cpu].fixed[i]; }
-uint64_t model_fixed_ctrl(unsigned cpu) { return mcpus[cpu].fixed_ctrl; }
-uint64_t model_global_ctrl(unsigned cpu) { return mcpus[cpu].global_ctrl; }
-uint64_t model_global_status(unsigned cpu) { return mcpus[cpu].global_status; }
-uint32_t model_lvtpc(unsigned cpu) { return mcpus[cpu].lvtpc; }
-void model_set_lvtpc(unsigned cpu, uint32_t v) { mcpus[cpu].lvtpc = v; }
-uint64_t model_pmis_delivered(unsigned cpu) { return mcpus[cpu].pmis; }
-uint64_t model_pmis_lost(unsigned cpu) { return mcpus[cpu].lost; }
-uint64_t model_lvtpc_masked_after_pmi(unsigned cpu) { return mcpus[cpu].masked_after; }
-unsigned model_gp_faults(void) { return gp_faults; }
-unsigned model_msr_writes(void) { return msr_writes; }
-unsigned model_smp_calls(void) { return smp_calls; }
+uint64_t model_gp_ctl(unsigned cpu, unsigned i)
+{
+    return mcpus[cpu].ctl[i];
+}
+uint64_t model_gp_ctr(unsigned cpu, unsigned i)
+{
+    return mcpus[cpu].ctr[i];
+}
+uint64_t model_fixed_ctr(unsigned cpu, unsigned i)
+{
+    return mcpus[cpu].fixed[i];
+}
+uint64_t model_fixed_ctrl(unsigned cpu)
+{
+    return mcpus[cpu].fixed_ctrl;
+}
+uint64_t model_global_ctrl(unsigned cpu)
+{
+    return mcpus[cpu].global_ctrl;
+}
+uint64_t model_global_status(unsigned cpu)
+{
+    return mcpus[cpu].global_status;
+}
+uint32_t model_lvtpc(unsigned cpu)
+{
+    return mcpus[cpu].lvtpc;
+}
+void model_set_lvtpc(unsigned cpu, uint32_t v)
+{
+    mcpus[cpu].lvtpc = v;
+}
+uint64_t model_pmis_delivered(unsigned cpu)
+{
+    return mcpus[cpu].pmis;
+}
+uint64_t model_pmis_lost(unsigned cpu)
+{
+    return mcpus[cpu].lost;
+}
+uint64_t model_lvtpc_masked_after_pmi(unsigned cpu)
+{
+    return mcpus[cpu].masked_after;
+}
+unsigned model_gp_faults(void)
+{
+    return gp_faults;
+}
+unsigned model_msr_writes(void)
+{
+    return msr_writes;
+}
+unsigned model_smp_calls(void)
+{
+    return smp_calls;
+}
 
 // ---- LAPIC, CPU, SMP ----
 
@@ -668,18 +787,36 @@ void model_timer_fire(unsigned cpu, enum timer_slot slot, uint64_t ip, bool user
 
 // ---- Time, heap, console ----
 
-uint64_t clock_ns(void) { return now_ns; }
-void model_set_time(uint64_t ns) { now_ns = ns; }
-void model_advance_time(uint64_t ns) { now_ns += ns; }
+uint64_t clock_ns(void)
+{
+    return now_ns;
+}
+void model_set_time(uint64_t ns)
+{
+    now_ns = ns;
+}
+void model_advance_time(uint64_t ns)
+{
+    now_ns += ns;
+}
 
 struct alloc_header {
     size_t size;
     size_t pad; // keep 16-byte alignment
 };
 
-void model_fail_alloc_after(int n) { alloc_countdown = n; }
-size_t model_heap_in_use(void) { return heap_in_use; }
-size_t heap_bytes_in_use(void) { return heap_in_use; }
+void model_fail_alloc_after(int n)
+{
+    alloc_countdown = n;
+}
+size_t model_heap_in_use(void)
+{
+    return heap_in_use;
+}
+size_t heap_bytes_in_use(void)
+{
+    return heap_in_use;
+}
 
 void *kmalloc(size_t size)
 {
@@ -722,10 +859,18 @@ int kprintf(const char *fmt, ...)
     int n = vsnprintf(console + console_len, sizeof(console) - console_len, fmt, ap);
     va_end(ap);
     if (n > 0)
-        console_len += (size_t)n < sizeof(console) - console_len ? (size_t)n
-                                                                 : sizeof(console) - 1 - console_len;
+        console_len += (size_t)n < sizeof(console) - console_len
+                           ? (size_t)n
+                           : sizeof(console) - 1 - console_len;
     return n;
 }
 
-const char *model_console(void) { return console; }
-void model_console_clear(void) { console_len = 0; console[0] = '\0'; }
+const char *model_console(void)
+{
+    return console;
+}
+void model_console_clear(void)
+{
+    console_len = 0;
+    console[0] = '\0';
+}

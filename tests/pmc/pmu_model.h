@@ -32,27 +32,26 @@ enum model_event {
 struct model_config {
     const char *name;
     enum model_vendor vendor;
-    const char *vendor_id;   // CPUID.0 string; default from vendor
+    const char *vendor_id; // CPUID.0 string; default from vendor
     unsigned ncpus;
-    const char *hypervisor;  // CPUID.40000000H signature, NULL = bare metal
-    unsigned max_leaf;       // CPUID.0:EAX; 0 = default for the vendor
+    const char *hypervisor; // CPUID.40000000H signature, NULL = bare metal
+    unsigned max_leaf;      // CPUID.0:EAX; 0 = default for the vendor
     // Intel CPUID.0AH
     unsigned version, gp, gp_width, ebx_length, fixed, fixed_width;
-    uint32_t ebx;            // bit set = event unavailable
-    uint32_t fixed_ecx;      // v5: fixed-counter bitmap
+    uint32_t ebx;       // bit set = event unavailable
+    uint32_t fixed_ecx; // v5: fixed-counter bitmap
     bool pdcm, full_width;
     // AMD
     bool perfctr_core, perfmon_v2;
     unsigned v2_counters;
     // Behaviour
-    bool pmu_ignored;        // TCG: PMU MSRs read 0 and ignore writes
-    unsigned skid;           // events retired between an overflow and its PMI
-    bool sticky_status;      // overflow status cannot be cleared (a stuck PMU)
+    bool pmu_ignored;   // TCG: PMU MSRs read 0 and ignore writes
+    unsigned skid;      // events retired between an overflow and its PMI
+    bool sticky_status; // overflow status cannot be cleared (a stuck PMU)
 };
 
-extern const struct model_config MODEL_INTEL_V1, MODEL_INTEL_KVM_V2, MODEL_INTEL_V4,
-    MODEL_INTEL_V5, MODEL_AMD_LEGACY, MODEL_AMD_EXT, MODEL_AMD_V2, MODEL_TCG_INTEL,
-    MODEL_TCG_AMD, MODEL_VIA;
+extern const struct model_config MODEL_INTEL_V1, MODEL_INTEL_KVM_V2, MODEL_INTEL_V4, MODEL_INTEL_V5,
+    MODEL_AMD_LEGACY, MODEL_AMD_EXT, MODEL_AMD_V2, MODEL_TCG_INTEL, MODEL_TCG_AMD, MODEL_VIA;
 
 // A new machine: every register at its reset value, heap/console/time cleared.
 void model_reset(const struct model_config *cfg);
@@ -64,8 +63,8 @@ void model_retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bo
 void model_raise_pmi(unsigned cpu, uint64_t ip);
 
 // Registers, without side effects or #GP.
-uint64_t model_gp_ctl(unsigned cpu, unsigned i);     // PERFEVTSELi / PERF_CTLi
-uint64_t model_gp_ctr(unsigned cpu, unsigned i);     // PMCi / PERF_CTRi (masked to width)
+uint64_t model_gp_ctl(unsigned cpu, unsigned i); // PERFEVTSELi / PERF_CTLi
+uint64_t model_gp_ctr(unsigned cpu, unsigned i); // PMCi / PERF_CTRi (masked to width)
 uint64_t model_fixed_ctr(unsigned cpu, unsigned i);
 uint64_t model_fixed_ctrl(unsigned cpu);
 uint64_t model_global_ctrl(unsigned cpu);
@@ -76,7 +75,7 @@ uint64_t model_pmis_delivered(unsigned cpu);
 uint64_t model_pmis_lost(unsigned cpu);              // raised while LVTPC was masked
 uint64_t model_lvtpc_masked_after_pmi(unsigned cpu); // PMIs after which LVTPC stayed masked
 unsigned model_gp_faults(void);
-unsigned model_msr_writes(void);                     // every wrmsr so far
+unsigned model_msr_writes(void); // every wrmsr so far
 
 // The periodic-timer fake.
 struct model_timer {

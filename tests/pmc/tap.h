@@ -5,7 +5,8 @@
 #include <stdint.h>
 
 bool tap_ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool tap_eq(uint64_t got, uint64_t want, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool tap_eq(uint64_t got, uint64_t want, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 bool tap_streq(const char *got, const char *want, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 bool tap_contains(const char *haystack, const char *needle, const char *fmt, ...)

@@ -14,11 +14,15 @@ static unsigned lines_in(const char *s)
 static void check_boot_lines(void)
 {
     tap_section("boot line per machine");
-    static const struct { const struct model_config *m; const char *line; } want[] = {
+    static const struct {
+        const struct model_config *m;
+        const char *line;
+    } want[] = {
         {&MODEL_INTEL_V1, "pmc: interface emon: version 1, 2 GP counters x 40 bits"},
         {&MODEL_INTEL_KVM_V2, "pmc: interface emon: version 2, 8 GP counters x 48 bits "
                               "(full-width writes), 3 fixed x 48 bits, hypervisor KVMKVMKVM"},
-        {&MODEL_INTEL_V4, "pmc: interface emon: version 4, 4 GP counters x 48 bits, 3 fixed x 48 bits"},
+        {&MODEL_INTEL_V4,
+         "pmc: interface emon: version 4, 4 GP counters x 48 bits, 3 fixed x 48 bits"},
         {&MODEL_INTEL_V5, "pmc: interface emon: version 5, 8 GP counters x 48 bits "
                           "(full-width writes), 3 fixed x 48 bits"},
         {&MODEL_AMD_LEGACY, "pmc: interface amd64: 4 counters x 48 bits (legacy)"},
@@ -26,12 +30,14 @@ static void check_boot_lines(void)
         {&MODEL_AMD_V2, "pmc: interface amd64: 6 counters x 48 bits (PerfCtrExtCore, PerfMonV2), "
                         "hypervisor KVMKVMKVM"},
         {&MODEL_TCG_INTEL, "pmc: interface none: CPUID.0AH version 0, hypervisor TCGTCGTCGTCG"},
-        {&MODEL_TCG_AMD, "pmc: interface none: K7_PERF_CTR0 ignores writes, hypervisor TCGTCGTCGTCG"},
+        {&MODEL_TCG_AMD,
+         "pmc: interface none: K7_PERF_CTR0 ignores writes, hypervisor TCGTCGTCGTCG"},
         {&MODEL_VIA, "pmc: interface none: vendor CentaurHauls has no supported PMU"},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         boot(want[i].m);
-        tap_eq(lines_in(model_console()), 1, "%s: pmc_init prints exactly one line", want[i].m->name);
+        tap_eq(lines_in(model_console()), 1, "%s: pmc_init prints exactly one line",
+               want[i].m->name);
         tap_streq(console_last_line(), want[i].line, "%s: boot line", want[i].m->name);
         finish(want[i].m->name);
     }
@@ -41,7 +47,8 @@ static void check_boot_lines(void)
     dead.name = "kvm-dead-pmu";
     dead.pmu_ignored = true;
     boot(&dead);
-    tap_streq(console_last_line(), "pmc: interface none: IA32_PMC0 ignores writes, hypervisor KVMKVMKVM",
+    tap_streq(console_last_line(),
+              "pmc: interface none: IA32_PMC0 ignores writes, hypervisor KVMKVMKVM",
               "CPUID says version 2 but PMC0 reads back 0: interface none");
     finish(dead.name);
 }
@@ -51,7 +58,8 @@ static void check_decoding(void)
     tap_section("CPUID decoding");
     boot(&MODEL_INTEL_KVM_V2);
     const struct pmc_caps *c = &pmc_caps;
-    tap_ok(c->vendor == PMC_VENDOR_INTEL && strcmp(c->vendor_id, "GenuineIntel") == 0, "kvm-v2: vendor");
+    tap_ok(c->vendor == PMC_VENDOR_INTEL && strcmp(c->vendor_id, "GenuineIntel") == 0,
+           "kvm-v2: vendor");
     tap_ok(c->hypervisor && strcmp(c->hypervisor_id, "KVMKVMKVM") == 0,
            "kvm-v2: hypervisor bit and signature (trailing NULs dropped)");
     tap_ok(c->version == 2 && c->gp_counters == 8 && c->gp_width == 48 && c->ebx_length == 8,
@@ -134,7 +142,8 @@ static void check_alloc_failure(void)
     model_fail_alloc_after(0);
     pmc_init();
     tap_streq(console_last_line(),
-              "pmc: interface none: emon counter state allocation failed (5632 bytes), hypervisor KVMKVMKVM",
+              "pmc: interface none: emon counter state allocation failed (5632 bytes), hypervisor "
+              "KVMKVMKVM",
               "boot line when 11 counters x 64 CPUs x 8 bytes cannot be allocated");
     unsigned wrong = 0;
     for (unsigned s = 1; s < ProfileSourceCount; s++) {
@@ -145,16 +154,18 @@ static void check_alloc_failure(void)
     tap_eq(wrong, 0, "allocation failure: every PMC source unsupported (seed 000)");
     tap_ok(supported(ProfileTime), "allocation failure: ProfileTime still supported");
     STATUS_EQ(HalStartProfileInterrupt(ProfileInstructionRetired, NULL), STATUS_NOT_SUPPORTED,
-           "allocation failure: start of a PMC source refused");
+              "allocation failure: start of a PMC source refused");
     finish("allocation failure");
 
     // The AMD interface too.
     model_reset(&MODEL_AMD_LEGACY);
     model_fail_alloc_after(0);
     pmc_init();
-    tap_streq(console_last_line(), "pmc: interface none: amd64 counter state allocation failed (2048 bytes)",
+    tap_streq(console_last_line(),
+              "pmc: interface none: amd64 counter state allocation failed (2048 bytes)",
               "amd-legacy: boot line when 4 counters x 64 CPUs x 8 bytes cannot be allocated");
-    tap_ok(!supported(ProfileTotalCycles), "amd-legacy allocation failure: ProfileTotalCycles unsupported");
+    tap_ok(!supported(ProfileTotalCycles),
+           "amd-legacy allocation failure: ProfileTotalCycles unsupported");
     finish("amd allocation failure");
 }
 

@@ -4,15 +4,17 @@
 #include "tests.h"
 
 #define SEL_SAMPLE 0x00500000u // PERFEVTSEL INT | EN added to seed 000's selects
-#define M48 ((1ull << 48) - 1)
-#define M40 ((1ull << 40) - 1)
+#define M48        ((1ull << 48) - 1)
+#define M40        ((1ull << 40) - 1)
 
 static void check_kvm_v2(void)
 {
     tap_section("emon on kvm-v2: GP, fixed and global programming on every CPU");
     boot(&MODEL_INTEL_KVM_V2);
-    tap_ok(ALL_CPUS(model_lvtpc(cpu) == 0xE1), "InitializeProfiling: LVTPC = VEC_PMI, fixed, unmasked, every CPU");
-    tap_ok(ALL_CPUS(model_global_ctrl(cpu) == 0), "InitializeProfiling: GLOBAL_CTRL 0 (reset value was 0xff)");
+    tap_ok(ALL_CPUS(model_lvtpc(cpu) == 0xE1),
+           "InitializeProfiling: LVTPC = VEC_PMI, fixed, unmasked, every CPU");
+    tap_ok(ALL_CPUS(model_global_ctrl(cpu) == 0),
+           "InitializeProfiling: GLOBAL_CTRL 0 (reset value was 0xff)");
 
     start_ok(ProfileLLCMisses);
     tap_ok(ALL_CPUS(model_gp_ctl(cpu, 0) == (0x0003412Eu | SEL_SAMPLE)),
@@ -23,8 +25,10 @@ static void check_kvm_v2(void)
 
     set_interval(ProfileInstructionRetired, 123457);
     start_ok(ProfileInstructionRetired);
-    tap_ok(ALL_CPUS(model_fixed_ctrl(cpu) == 0xB), "InstructionRetired: FIXED_CTR_CTRL = 0xB (OS USR PMI)");
-    tap_ok(ALL_CPUS(model_fixed_ctr(cpu, 0) == ((0 - 123457ull) & M48)), "InstructionRetired: FIXED_CTR0 = -123457");
+    tap_ok(ALL_CPUS(model_fixed_ctrl(cpu) == 0xB),
+           "InstructionRetired: FIXED_CTR_CTRL = 0xB (OS USR PMI)");
+    tap_ok(ALL_CPUS(model_fixed_ctr(cpu, 0) == ((0 - 123457ull) & M48)),
+           "InstructionRetired: FIXED_CTR0 = -123457");
     tap_ok(ALL_CPUS(model_global_ctrl(cpu) == (0x1 | 1ull << 32)), "GLOBAL_CTRL = PMC0 | FIXED0");
 
     start_ok(ProfileTotalIssues); // instructions too: FIXED_CTR0 is taken, so a GP counter
@@ -32,11 +36,13 @@ static void check_kvm_v2(void)
            "TotalIssues with FIXED_CTR0 busy: PERFEVTSEL1 = 0x005300C0");
     start_ok(ProfileUnhaltedCoreCycles);
     start_ok(ProfileUnhaltedReferenceCycles);
-    tap_ok(ALL_CPUS(model_fixed_ctrl(cpu) == 0xBBB), "core and reference cycles on FIXED_CTR1/2: ctrl 0xBBB");
+    tap_ok(ALL_CPUS(model_fixed_ctrl(cpu) == 0xBBB),
+           "core and reference cycles on FIXED_CTR1/2: ctrl 0xBBB");
     start_ok(ProfileTotalCycles);
     tap_ok(ALL_CPUS(model_gp_ctl(cpu, 2) == (0x0003003Cu | SEL_SAMPLE)),
            "TotalCycles with FIXED_CTR1 busy: PERFEVTSEL2 = 0x0053003C");
-    tap_ok(ALL_CPUS(model_global_ctrl(cpu) == (0x7 | 7ull << 32)), "GLOBAL_CTRL = PMC0-2 | FIXED0-2");
+    tap_ok(ALL_CPUS(model_global_ctrl(cpu) == (0x7 | 7ull << 32)),
+           "GLOBAL_CTRL = PMC0-2 | FIXED0-2");
 
     stop_ok(ProfileUnhaltedCoreCycles);
     tap_ok(ALL_CPUS(model_fixed_ctrl(cpu) == 0xB0B && model_global_ctrl(cpu) == (0x7 | 5ull << 32)),
@@ -49,9 +55,11 @@ static void check_kvm_v2(void)
     stop_ok(ProfileUnhaltedReferenceCycles);
     stop_ok(ProfileTotalCycles);
     tap_ok(ALL_CPUS(model_global_ctrl(cpu) == 0 && model_fixed_ctrl(cpu) == 0 &&
-                    model_gp_ctl(cpu, 0) == 0 && model_gp_ctl(cpu, 1) == 0 && model_gp_ctl(cpu, 2) == 0),
+                    model_gp_ctl(cpu, 0) == 0 && model_gp_ctl(cpu, 1) == 0 &&
+                    model_gp_ctl(cpu, 2) == 0),
            "all stopped: every CPU's event selects, fixed ctrl and global ctrl are 0");
-    tap_ok(ALL_CPUS(pmc_counter_find(cpu, ProfileLLCMisses) < 0), "all stopped: counter state freed");
+    tap_ok(ALL_CPUS(pmc_counter_find(cpu, ProfileLLCMisses) < 0),
+           "all stopped: counter state freed");
     finish("kvm-v2 programming");
 }
 
@@ -75,8 +83,10 @@ static void check_exhaustion_kvm(void)
     }
     tap_ok(ok == 11 && no_counter == 1 && other == 0,
            "kvm-v2: 11 sources start on 8 GP + 3 fixed counters, the 12th gets "
-           "STATUS_INSUFFICIENT_RESOURCES \"no free counter\" (%u/%u/%u)", ok, no_counter, other);
-    tap_ok(ALL_CPUS(model_global_ctrl(cpu) == (0xFF | 7ull << 32)), "kvm-v2: every counter enabled");
+           "STATUS_INSUFFICIENT_RESOURCES \"no free counter\" (%u/%u/%u)",
+           ok, no_counter, other);
+    tap_ok(ALL_CPUS(model_global_ctrl(cpu) == (0xFF | 7ull << 32)),
+           "kvm-v2: every counter enabled");
     finish("kvm-v2 exhaustion");
 }
 
@@ -86,11 +96,13 @@ static void check_v1(void)
     boot(&MODEL_INTEL_V1);
     set_interval(ProfileBranchInstructionRetired, 100000);
     start_ok(ProfileBranchInstructionRetired);
-    tap_ok(ALL_CPUS(model_gp_ctl(cpu, 0) == (0x000300C4u | SEL_SAMPLE)), "v1: PERFEVTSEL0 = 0x005300C4");
+    tap_ok(ALL_CPUS(model_gp_ctl(cpu, 0) == (0x000300C4u | SEL_SAMPLE)),
+           "v1: PERFEVTSEL0 = 0x005300C4");
     tap_ok(ALL_CPUS(model_gp_ctr(cpu, 0) == 0xFFFFFE7960ull),
            "v1: PMC0 write of -100000 sign-extends from bit 31 to 40 bits (0xFFFFFE7960)");
     start_ok(ProfileTotalIssues); // no fixed counters on v1
-    tap_ok(ALL_CPUS(model_gp_ctl(cpu, 1) == (0x000300C0u | SEL_SAMPLE)), "v1: instructions on PERFEVTSEL1");
+    tap_ok(ALL_CPUS(model_gp_ctl(cpu, 1) == (0x000300C0u | SEL_SAMPLE)),
+           "v1: instructions on PERFEVTSEL1");
 
     const char *why = NULL;
     NTSTATUS st = HalStartProfileInterrupt(ProfileLLCReference, &why);
@@ -107,7 +119,8 @@ static void check_v1(void)
     start_ok(ProfileLLCReference);
     tap_ok(ALL_CPUS(model_gp_ctl(cpu, 1) == (0x00034F2Eu | SEL_SAMPLE)),
            "v1: after a stop, the freed counter takes LLCReference (0x00534F2E)");
-    tap_ok(ALL_CPUS(model_gp_ctr(cpu, 1) == ((0 - 1000000ull) & M40)), "v1: default interval 1,000,000");
+    tap_ok(ALL_CPUS(model_gp_ctr(cpu, 1) == ((0 - 1000000ull) & M40)),
+           "v1: default interval 1,000,000");
     finish("v1 programming");
 }
 
@@ -125,10 +138,12 @@ static void check_rollback(void)
     const char *why = NULL;
     STATUS_EQ(HalStartProfileInterrupt(ProfileTotalIssues, &why), STATUS_INSUFFICIENT_RESOURCES,
               "CPU 2 has no free counter: the start fails");
-    tap_ok(model_gp_ctl(0, 1) == 0 && model_gp_ctl(1, 1) == 0 && pmc_counter_find(0, ProfileTotalIssues) < 0 &&
+    tap_ok(model_gp_ctl(0, 1) == 0 && model_gp_ctl(1, 1) == 0 &&
+               pmc_counter_find(0, ProfileTotalIssues) < 0 &&
                pmc_counter_find(1, ProfileTotalIssues) < 0,
            "CPUs 0 and 1, which succeeded, were rolled back");
-    tap_ok(model_gp_ctl(0, 0) == (0x0003412Eu | SEL_SAMPLE), "the source already running is untouched");
+    tap_ok(model_gp_ctl(0, 0) == (0x0003412Eu | SEL_SAMPLE),
+           "the source already running is untouched");
     *pmc_counter(2, 1) = (struct pmc_counter){0};
     finish(m.name);
 }
@@ -137,7 +152,8 @@ static void check_width_rules(void)
 {
     tap_section("period width rules");
     boot(&MODEL_INTEL_V4);
-    tap_eq(set_interval(ProfileLLCMisses, 1ull << 40), 0x7FFFFFFF, "v4 legacy writes: interval clamped to 2^31-1");
+    tap_eq(set_interval(ProfileLLCMisses, 1ull << 40), 0x7FFFFFFF,
+           "v4 legacy writes: interval clamped to 2^31-1");
     tap_eq(set_interval(ProfileLLCMisses, 1), 2, "interval 1 -> minimum 2 events");
     tap_eq(set_interval(ProfileLLCMisses, 0), 2, "interval 0 -> minimum 2 events");
     set_interval(ProfileLLCMisses, 0x7FFFFFFF);
@@ -149,15 +165,19 @@ static void check_width_rules(void)
     finish("v4 width");
 
     boot(&MODEL_INTEL_KVM_V2);
-    tap_eq(set_interval(ProfileLLCMisses, 1ull << 40), 1ull << 40, "full-width writes: 2^40 accepted");
-    tap_eq(set_interval(ProfileLLCMisses, 1ull << 60), (1ull << 47) - 1, "full-width writes: clamped to 2^47-1");
+    tap_eq(set_interval(ProfileLLCMisses, 1ull << 40), 1ull << 40,
+           "full-width writes: 2^40 accepted");
+    tap_eq(set_interval(ProfileLLCMisses, 1ull << 60), (1ull << 47) - 1,
+           "full-width writes: clamped to 2^47-1");
     start_ok(ProfileLLCMisses);
-    tap_ok(ALL_CPUS(model_gp_ctr(cpu, 0) == (1ull << 47) + 1), "full width: -(2^47-1) loads as 0x800000000001");
+    tap_ok(ALL_CPUS(model_gp_ctr(cpu, 0) == (1ull << 47) + 1),
+           "full width: -(2^47-1) loads as 0x800000000001");
     finish("kvm-v2 width");
 
     boot(&MODEL_INTEL_V5);
     start_ok(ProfileUnhaltedReferenceCycles);
-    tap_ok(ALL_CPUS(model_fixed_ctrl(cpu) == 0xB00), "v5: reference cycles on FIXED_CTR2 (from the ECX bitmap)");
+    tap_ok(ALL_CPUS(model_fixed_ctrl(cpu) == 0xB00),
+           "v5: reference cycles on FIXED_CTR2 (from the ECX bitmap)");
     finish("v5 fixed");
 }
 

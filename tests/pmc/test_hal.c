@@ -10,19 +10,32 @@ static void check_profile_interval(void)
     HAL_PROFILE_SOURCE_INFORMATION info = {.ProfileSource = ProfileTime};
     uint32_t len = 0;
     HalQuerySystemInformation(HalProfileSourceInformation, sizeof(info), &info, &len);
-    tap_ok(info.Supported && info.Interval == 78125, "ProfileTime default interval 78,125 (7.8125 ms)");
-    static const struct { uint64_t in, out; } cases[] = {
-        {0, 1221}, {1, 1221}, {1220, 1221}, {1221, 1221}, {1222, 1222}, {10000, 10000},
-        {78125, 78125}, {9999999, 9999999}, {10000000, 10000000}, {10000001, 10000000},
+    tap_ok(info.Supported && info.Interval == 78125,
+           "ProfileTime default interval 78,125 (7.8125 ms)");
+    static const struct {
+        uint64_t in, out;
+    } cases[] = {
+        {0, 1221},
+        {1, 1221},
+        {1220, 1221},
+        {1221, 1221},
+        {1222, 1222},
+        {10000, 10000},
+        {78125, 78125},
+        {9999999, 9999999},
+        {10000000, 10000000},
+        {10000001, 10000000},
         {UINT64_MAX, 10000000},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        tap_eq(HalSetProfileInterval(cases[i].in), cases[i].out, "HalSetProfileInterval(%llu) = %llu",
-               (unsigned long long)cases[i].in, (unsigned long long)cases[i].out);
+        tap_eq(HalSetProfileInterval(cases[i].in), cases[i].out,
+               "HalSetProfileInterval(%llu) = %llu", (unsigned long long)cases[i].in,
+               (unsigned long long)cases[i].out);
     HalSetProfileInterval(5000);
     HalQuerySystemInformation(HalProfileSourceInformation, sizeof(info), &info, &len);
     tap_eq(info.Interval, 5000, "the query reports the interval in force");
-    tap_eq(set_interval(ProfileTime, 12), 1221, "HalProfileSourceInterval for ProfileTime clamps the same way");
+    tap_eq(set_interval(ProfileTime, 12), 1221,
+           "HalProfileSourceInterval for ProfileTime clamps the same way");
     finish("HalSetProfileInterval");
 }
 
@@ -33,18 +46,18 @@ static void check_set_information(void)
     HAL_PROFILE_SOURCE_INTERVAL in = {.ProfileSource = ProfileLLCMisses, .Interval = 5000};
     STATUS_EQ(HalSetSystemInformation((HAL_SET_INFORMATION_CLASS)7, sizeof(in), &in),
               STATUS_INVALID_INFO_CLASS, "unknown class: STATUS_INVALID_INFO_CLASS");
-    STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterval, sizeof(in), NULL), STATUS_INVALID_PARAMETER,
-              "NULL buffer: STATUS_INVALID_PARAMETER");
+    STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterval, sizeof(in), NULL),
+              STATUS_INVALID_PARAMETER, "NULL buffer: STATUS_INVALID_PARAMETER");
     STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterval, sizeof(in) - 1, &in),
               STATUS_INFO_LENGTH_MISMATCH, "short buffer: STATUS_INFO_LENGTH_MISMATCH");
     STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterval, sizeof(in) + 1, &in),
               STATUS_INFO_LENGTH_MISMATCH, "long buffer: STATUS_INFO_LENGTH_MISMATCH");
     in.ProfileSource = ProfileSourceCount;
-    STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterval, sizeof(in), &in), STATUS_INVALID_PARAMETER,
-              "source 0x20: STATUS_INVALID_PARAMETER");
+    STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterval, sizeof(in), &in),
+              STATUS_INVALID_PARAMETER, "source 0x20: STATUS_INVALID_PARAMETER");
     in.ProfileSource = ProfileDcacheMisses;
-    STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterval, sizeof(in), &in), STATUS_NOT_SUPPORTED,
-              "unsupported source: STATUS_NOT_SUPPORTED");
+    STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterval, sizeof(in), &in),
+              STATUS_NOT_SUPPORTED, "unsupported source: STATUS_NOT_SUPPORTED");
     in = (HAL_PROFILE_SOURCE_INTERVAL){.ProfileSource = ProfileLLCMisses, .Interval = 1};
     STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterval, sizeof(in), &in), STATUS_SUCCESS,
               "LLCMisses interval 1: success");
@@ -57,17 +70,19 @@ static void check_set_information(void)
 
     HAL_PROFILE_INTERRUPT_HANDLER h = NULL;
     STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof(h) - 1, &h),
-              STATUS_INFO_LENGTH_MISMATCH, "handler of the wrong size: STATUS_INFO_LENGTH_MISMATCH");
+              STATUS_INFO_LENGTH_MISMATCH,
+              "handler of the wrong size: STATUS_INFO_LENGTH_MISMATCH");
     STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof(h), NULL),
               STATUS_INVALID_PARAMETER, "handler buffer NULL: STATUS_INVALID_PARAMETER");
-    STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof(h), &h), STATUS_SUCCESS,
-              "NULL handler: success (unregisters)");
+    STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof(h), &h),
+              STATUS_SUCCESS, "NULL handler: success (unregisters)");
     set_interval(ProfileLLCMisses, 10);
     start_ok(ProfileLLCMisses);
     model_retire(0, EV_LLC_MISSES, 100, 0x1000, false);
     struct pmc_pmi_stats st;
     pmc_pmi_stats(0, &st);
-    tap_ok(samples.total == 0 && st.samples == 10, "without a handler, overflows are counted but not reported");
+    tap_ok(samples.total == 0 && st.samples == 10,
+           "without a handler, overflows are counted but not reported");
     finish("HalSetSystemInformation");
 }
 
@@ -87,16 +102,18 @@ static void check_query_information(void)
     tap_eq(len, sizeof(info), "... ReturnedLength says the size needed");
     uint8_t big[64] = {0};
     memcpy(big, &info, sizeof(info));
-    STATUS_EQ(HalQuerySystemInformation(HalProfileSourceInformation, sizeof(big), big, &len), STATUS_SUCCESS,
-              "larger buffer: success");
+    STATUS_EQ(HalQuerySystemInformation(HalProfileSourceInformation, sizeof(big), big, &len),
+              STATUS_SUCCESS, "larger buffer: success");
     memcpy(&info, big, sizeof(info));
     tap_ok(len == sizeof(info) && info.Supported && info.Interval == 1000000,
            "LLCMisses: Supported, default interval 1,000,000, ReturnedLength = sizeof");
-    info = (HAL_PROFILE_SOURCE_INFORMATION){.ProfileSource = ProfileSourceCount, .Supported = true, .Interval = 7};
-    STATUS_EQ(HalQuerySystemInformation(HalProfileSourceInformation, sizeof(info), &info, &len), STATUS_SUCCESS,
-              "source 0x20: success ...");
+    info = (HAL_PROFILE_SOURCE_INFORMATION){
+        .ProfileSource = ProfileSourceCount, .Supported = true, .Interval = 7};
+    STATUS_EQ(HalQuerySystemInformation(HalProfileSourceInformation, sizeof(info), &info, &len),
+              STATUS_SUCCESS, "source 0x20: success ...");
     tap_ok(!info.Supported && info.Interval == 0, "... with Supported FALSE and Interval 0");
-    info = (HAL_PROFILE_SOURCE_INFORMATION){.ProfileSource = ProfileIcacheMisses, .Supported = true};
+    info =
+        (HAL_PROFILE_SOURCE_INFORMATION){.ProfileSource = ProfileIcacheMisses, .Supported = true};
     HalQuerySystemInformation(HalProfileSourceInformation, sizeof(info), &info, &len);
     tap_ok(!info.Supported && info.Interval == 0, "unsupported IcacheMisses: FALSE, 0");
     set_interval(ProfileLLCMisses, 1ull << 40);
@@ -111,11 +128,13 @@ static void check_start_stop_status(void)
     tap_section("start/stop status codes");
     boot(&MODEL_INTEL_KVM_V2);
     const char *why = NULL;
-    STATUS_EQ(HalStartProfileInterrupt(ProfileSourceCount, &why), STATUS_INVALID_PARAMETER, "start 0x20: invalid");
+    STATUS_EQ(HalStartProfileInterrupt(ProfileSourceCount, &why), STATUS_INVALID_PARAMETER,
+              "start 0x20: invalid");
     tap_streq(why, "unknown profile source", "... reason");
     STATUS_EQ(HalStartProfileInterrupt((KPROFILE_SOURCE)-1, NULL), STATUS_INVALID_PARAMETER,
               "start -1: invalid (reason pointer may be NULL)");
-    STATUS_EQ(HalStartProfileInterrupt(ProfilePipelineDry, &why), STATUS_NOT_SUPPORTED, "start PipelineDry: not supported");
+    STATUS_EQ(HalStartProfileInterrupt(ProfilePipelineDry, &why), STATUS_NOT_SUPPORTED,
+              "start PipelineDry: not supported");
     tap_streq(why, "no architectural event", "... reason");
     start_ok(ProfileLLCMisses);
     STATUS_EQ(HalStartProfileInterrupt(ProfileLLCMisses, &why), STATUS_PROFILING_NOT_STOPPED,
@@ -125,20 +144,25 @@ static void check_start_stop_status(void)
     STATUS_EQ(HalStopProfileInterrupt(ProfileLLCMisses, &why), STATUS_PROFILING_NOT_STARTED,
               "second stop: STATUS_PROFILING_NOT_STARTED");
     tap_streq(why, "not started", "... reason");
-    STATUS_EQ(HalStopProfileInterrupt(ProfileSourceCount, &why), STATUS_INVALID_PARAMETER, "stop 0x20: invalid");
+    STATUS_EQ(HalStopProfileInterrupt(ProfileSourceCount, &why), STATUS_INVALID_PARAMETER,
+              "stop 0x20: invalid");
     start_ok(ProfileLLCMisses);
     tap_ok(why != NULL, "reason set on success");
 
     struct hal_profile_source_details d;
-    STATUS_EQ(HalQueryProfileSource(ProfileSourceCount, &d), STATUS_INVALID_PARAMETER, "details of 0x20: invalid");
-    STATUS_EQ(HalQueryProfileSource(ProfileTime, NULL), STATUS_INVALID_PARAMETER, "details into NULL: invalid");
+    STATUS_EQ(HalQueryProfileSource(ProfileSourceCount, &d), STATUS_INVALID_PARAMETER,
+              "details of 0x20: invalid");
+    STATUS_EQ(HalQueryProfileSource(ProfileTime, NULL), STATUS_INVALID_PARAMETER,
+              "details into NULL: invalid");
     HalQueryProfileSource(ProfileTime, &d);
-    tap_ok(d.supported && d.kind == PMC_COUNTER_TIMER && d.default_interval == 78125 && d.min_interval == 1221 &&
-               d.max_interval == 10000000 && strcmp(d.description, "Time") == 0,
+    tap_ok(d.supported && d.kind == PMC_COUNTER_TIMER && d.default_interval == 78125 &&
+               d.min_interval == 1221 && d.max_interval == 10000000 &&
+               strcmp(d.description, "Time") == 0,
            "ProfileTime details: timer, 78,125 in [1,221, 10,000,000]");
     HalQueryProfileSource(ProfileLLCMisses, &d);
-    tap_ok(d.supported && d.started && d.kind == PMC_COUNTER_GENERAL && d.default_interval == 1000000 &&
-               d.min_interval == 2 && d.max_interval == (1ull << 47) - 1 && *d.reason == '\0',
+    tap_ok(d.supported && d.started && d.kind == PMC_COUNTER_GENERAL &&
+               d.default_interval == 1000000 && d.min_interval == 2 &&
+               d.max_interval == (1ull << 47) - 1 && *d.reason == '\0',
            "LLCMisses details: general, started, 1,000,000 in [2, 2^47-1]");
     HalQueryProfileSource(ProfileInstructionRetired, &d);
     tap_ok(d.kind == PMC_COUNTER_FIXED && !d.started, "InstructionRetired details: fixed counter");

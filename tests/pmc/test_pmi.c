@@ -63,8 +63,9 @@ static void exactness(const struct model_config *m, KPROFILE_SOURCE s, enum mode
     unsigned exact = 0;
     for (unsigned cpu = 0; cpu < ncpu; cpu++)
         exact += samples.count[cpu][s] == total / period;
-    tap_ok(exact == ncpu, "%s%s: %s period %lu: samples == events / period (%lu) on all %u CPUs, "
-                          "over %lu overflows",
+    tap_ok(exact == ncpu,
+           "%s%s: %s period %lu: samples == events / period (%lu) on all %u CPUs, "
+           "over %lu overflows",
            m->name, m->skid ? " with skid" : "", src(s), (unsigned long)period,
            (unsigned long)(total / period), ncpu, (unsigned long)(ncpu * (total / period)));
     if (exact != ncpu)
@@ -103,7 +104,11 @@ static void check_exactness(void)
 
 static void check_several(const struct model_config *m)
 {
-    static const struct { KPROFILE_SOURCE s; enum model_event ev; uint64_t period; } run[] = {
+    static const struct {
+        KPROFILE_SOURCE s;
+        enum model_event ev;
+        uint64_t period;
+    } run[] = {
         {ProfileLLCMisses, EV_LLC_MISSES, 10007},
         {ProfileInstructionRetired, EV_INSTRUCTIONS, 100003},
         {ProfileBranchMispredictsRetired, EV_BRANCH_MISSES, 5003},
@@ -133,7 +138,8 @@ static void check_several(const struct model_config *m)
     for (unsigned s = 0; s < ProfileSourceCount; s++)
         for (unsigned cpu = 0; cpu < m->ncpus; cpu++)
             all += samples.count[cpu][s];
-    tap_eq(all, samples.total, "%s: no sample attributed to a source that was not running", m->name);
+    tap_eq(all, samples.total, "%s: no sample attributed to a source that was not running",
+           m->name);
     finish(m->name);
 }
 
@@ -147,12 +153,16 @@ static void check_spurious(const struct model_config *m)
     struct pmc_pmi_stats st;
     pmc_pmi_stats(0, &st);
     tap_ok(st.pmis == 2 && st.spurious == 2 && samples.total == 0,
-           "%s: PMIs with nothing overflowed are counted as spurious and report no sample", m->name);
+           "%s: PMIs with nothing overflowed are counted as spurious and report no sample",
+           m->name);
     tap_eq(model_lvtpc(0), 0xE1, "%s: LVTPC unmasked after a spurious PMI", m->name);
-    uint64_t want = (0 - 1000000ull + 999) & ((1ull << (m->vendor == MODEL_AMD ? 48 : m->gp_width)) - 1);
-    tap_eq(model_gp_ctr(0, 0), want, "%s: a spurious PMI leaves the running counter alone", m->name);
+    uint64_t want =
+        (0 - 1000000ull + 999) & ((1ull << (m->vendor == MODEL_AMD ? 48 : m->gp_width)) - 1);
+    tap_eq(model_gp_ctr(0, 0), want, "%s: a spurious PMI leaves the running counter alone",
+           m->name);
     model_retire(0, EV_LLC_MISSES, 1000000 - 999, IP_BASE + 8, true);
-    tap_ok(samples.count[0][ProfileLLCMisses] == 1 && samples.last_ip == IP_BASE + 8 && samples.user == 1,
+    tap_ok(samples.count[0][ProfileLLCMisses] == 1 && samples.last_ip == IP_BASE + 8 &&
+               samples.user == 1,
            "%s: the next real overflow is sampled (IP, user mode)", m->name);
     finish(m->name);
 }
@@ -189,13 +199,15 @@ static void check_storm(const struct model_config *m)
     tap_eq(model_gp_ctl(0, 0) & 0x400000, 0, "%s: the throttled counter's EN is clear", m->name);
     struct hal_profile_source_details d;
     HalQueryProfileSource(ProfileBranchInstructionRetired, &d);
-    tap_ok(d.throttled == 1 && d.started, "%s: the query reports the throttle; still started", m->name);
+    tap_ok(d.throttled == 1 && d.started, "%s: the query reports the throttle; still started",
+           m->name);
     model_advance_time(1000000000);
     model_retire(0, EV_BRANCHES, 1000, IP_BASE, false);
     tap_eq(samples.count[0][ProfileBranchInstructionRetired], 1001,
            "%s: a throttled source stays stopped on that CPU", m->name);
     model_retire(1, EV_BRANCHES, 100, IP_BASE, false);
-    tap_eq(samples.count[1][ProfileBranchInstructionRetired], 50, "%s: other CPUs keep sampling", m->name);
+    tap_eq(samples.count[1][ProfileBranchInstructionRetired], 50, "%s: other CPUs keep sampling",
+           m->name);
     stop_ok(ProfileBranchInstructionRetired);
     set_interval(ProfileBranchInstructionRetired, 1000);
     start_ok(ProfileBranchInstructionRetired);
@@ -217,7 +229,8 @@ static void check_stuck(void)
     model_retire(2, EV_LLC_MISSES, 1000, IP_BASE, false);
     struct pmc_pmi_stats st;
     pmc_pmi_stats(2, &st);
-    tap_ok(st.stuck == 1 && st.pmis == 1, "status that never clears: the PMI gives up after 100 rounds");
+    tap_ok(st.stuck == 1 && st.pmis == 1,
+           "status that never clears: the PMI gives up after 100 rounds");
     tap_eq(model_gp_ctl(2, 0) & 0x400000, 0, "stuck: the counters on that CPU are stopped");
     tap_eq(model_lvtpc(2), 0xE1, "stuck: LVTPC still unmasked on the way out");
     finish(m.name);
@@ -230,15 +243,18 @@ static void check_lost(const struct model_config *m)
     start_ok(ProfileLLCReference);
     model_set_lvtpc(0, 0xE1 | 0x10000); // as if a PMI had left it masked
     model_retire(0, EV_LLC_REFS, 4000 + 250, IP_BASE, false);
-    tap_ok(model_pmis_lost(0) == 1 && samples.total == 0, "%s: overflow with LVTPC masked: PMI lost", m->name);
+    tap_ok(model_pmis_lost(0) == 1 && samples.total == 0,
+           "%s: overflow with LVTPC masked: PMI lost", m->name);
     model_set_lvtpc(0, 0xE1);
     model_raise_pmi(0, IP_BASE + 4); // the next PMI notices the overflow
     struct pmc_pmi_stats st;
     pmc_pmi_stats(0, &st);
     tap_ok(samples.total == 1 && st.lost == 3,
-           "%s: the late PMI samples once and counts 3 lost periods (%lu)", m->name, (unsigned long)st.lost);
+           "%s: the late PMI samples once and counts 3 lost periods (%lu)", m->name,
+           (unsigned long)st.lost);
     model_retire(0, EV_LLC_REFS, 749, IP_BASE, false);
-    tap_eq(samples.total, 1, "%s: re-armed for the rest of the period: 749 events, no sample", m->name);
+    tap_eq(samples.total, 1, "%s: re-armed for the rest of the period: 749 events, no sample",
+           m->name);
     model_retire(0, EV_LLC_REFS, 1, IP_BASE, false);
     tap_eq(samples.total, 2, "%s: ... and the 750th completes it", m->name);
     finish(m->name);

@@ -6,24 +6,49 @@
 
 // WDM.H's names for 0x00-0x18 (the issue's list), written out independently.
 static const char *const wdm_names[] = {
-    "ProfileTime", "ProfileAlignmentFixup", "ProfileTotalIssues", "ProfilePipelineDry",
-    "ProfileLoadInstructions", "ProfilePipelineFrozen", "ProfileBranchInstructions",
-    "ProfileTotalNonissues", "ProfileDcacheMisses", "ProfileIcacheMisses", "ProfileCacheMisses",
-    "ProfileBranchMispredictions", "ProfileStoreInstructions", "ProfileFpInstructions",
-    "ProfileIntegerInstructions", "Profile2Issue", "Profile3Issue", "Profile4Issue",
-    "ProfileSpecialInstructions", "ProfileTotalCycles", "ProfileIcacheIssues",
-    "ProfileDcacheAccesses", "ProfileMemoryBarrierCycles", "ProfileLoadLinkedIssues",
-    "ProfileMaximum", "ProfileUnhaltedCoreCycles", "ProfileInstructionRetired",
-    "ProfileUnhaltedReferenceCycles", "ProfileLLCReference", "ProfileLLCMisses",
-    "ProfileBranchInstructionRetired", "ProfileBranchMispredictsRetired",
+    "ProfileTime",
+    "ProfileAlignmentFixup",
+    "ProfileTotalIssues",
+    "ProfilePipelineDry",
+    "ProfileLoadInstructions",
+    "ProfilePipelineFrozen",
+    "ProfileBranchInstructions",
+    "ProfileTotalNonissues",
+    "ProfileDcacheMisses",
+    "ProfileIcacheMisses",
+    "ProfileCacheMisses",
+    "ProfileBranchMispredictions",
+    "ProfileStoreInstructions",
+    "ProfileFpInstructions",
+    "ProfileIntegerInstructions",
+    "Profile2Issue",
+    "Profile3Issue",
+    "Profile4Issue",
+    "ProfileSpecialInstructions",
+    "ProfileTotalCycles",
+    "ProfileIcacheIssues",
+    "ProfileDcacheAccesses",
+    "ProfileMemoryBarrierCycles",
+    "ProfileLoadLinkedIssues",
+    "ProfileMaximum",
+    "ProfileUnhaltedCoreCycles",
+    "ProfileInstructionRetired",
+    "ProfileUnhaltedReferenceCycles",
+    "ProfileLLCReference",
+    "ProfileLLCMisses",
+    "ProfileBranchInstructionRetired",
+    "ProfileBranchMispredictsRetired",
 };
 
 // Seed 000's table, copied from the seed: value, EBX bit, select.
-static const struct { unsigned value; int bit; uint32_t select; } seed[] = {
-    {0x02, 1, 0x000300C0}, {0x06, 5, 0x000300C4}, {0x0A, 4, 0x0003412E},
-    {0x0B, 6, 0x000300C5}, {0x13, 0, 0x0003003C}, {0x19, 0, 0x0003003C},
-    {0x1A, 1, 0x000300C0}, {0x1B, 2, 0x0003013C}, {0x1C, 3, 0x00034F2E},
-    {0x1D, 4, 0x0003412E}, {0x1E, 5, 0x000300C4}, {0x1F, 6, 0x000300C5},
+static const struct {
+    unsigned value;
+    int bit;
+    uint32_t select;
+} seed[] = {
+    {0x02, 1, 0x000300C0}, {0x06, 5, 0x000300C4}, {0x0A, 4, 0x0003412E}, {0x0B, 6, 0x000300C5},
+    {0x13, 0, 0x0003003C}, {0x19, 0, 0x0003003C}, {0x1A, 1, 0x000300C0}, {0x1B, 2, 0x0003013C},
+    {0x1C, 3, 0x00034F2E}, {0x1D, 4, 0x0003412E}, {0x1E, 5, 0x000300C4}, {0x1F, 6, 0x000300C5},
 };
 
 static int seed_bit(unsigned s)
@@ -52,7 +77,8 @@ static void check_table(void)
     }
     tap_eq(bad_names, 0, "every source 0x00-0x1F has its WDM.H / seed 000 name");
     tap_eq(bad_desc, 0, "every name is \"Profile\" + its descriptive string");
-    tap_streq(profile_source(ProfileTime)->description, "Time", "ProfileTime's description is Time");
+    tap_streq(profile_source(ProfileTime)->description, "Time",
+              "ProfileTime's description is Time");
     tap_ok(profile_source(ProfileSourceCount) == NULL, "profile_source(0x20) is NULL");
     tap_streq(profile_source_name((KPROFILE_SOURCE)99), "Profile?", "name of an unknown source");
 
@@ -71,9 +97,15 @@ static void check_table(void)
     }
     tap_eq(extra, 0, "no Intel event for sources outside seed 000's table");
 
-    static const struct { unsigned s; int fixed; } fixed[] = {
-        {ProfileTotalIssues, 0}, {ProfileInstructionRetired, 0}, {ProfileTotalCycles, 1},
-        {ProfileUnhaltedCoreCycles, 1}, {ProfileUnhaltedReferenceCycles, 2},
+    static const struct {
+        unsigned s;
+        int fixed;
+    } fixed[] = {
+        {ProfileTotalIssues, 0},
+        {ProfileInstructionRetired, 0},
+        {ProfileTotalCycles, 1},
+        {ProfileUnhaltedCoreCycles, 1},
+        {ProfileUnhaltedReferenceCycles, 2},
     };
     unsigned fixed_ok = 0, fixed_total = 0;
     for (unsigned s = 0; s < ProfileSourceCount; s++) {
@@ -84,23 +116,33 @@ static void check_table(void)
         fixed_total++;
         fixed_ok += profile_source((KPROFILE_SOURCE)s)->intel_fixed == want;
     }
-    tap_eq(fixed_ok, fixed_total, "fixed counters: instructions -> CTR0, core cycles -> CTR1, "
-                                  "reference cycles -> CTR2, nothing else");
+    tap_eq(fixed_ok, fixed_total,
+           "fixed counters: instructions -> CTR0, core cycles -> CTR1, "
+           "reference cycles -> CTR2, nothing else");
 
     // AMD: event 12 bits (7:0 + 35:32) and unit mask.
-    static const struct { unsigned s; unsigned event, umask; } amd[] = {
-        {ProfileTotalIssues, 0xC0, 0}, {ProfileBranchInstructions, 0xC2, 0},
-        {ProfileCacheMisses, 0x7E, 7}, {ProfileBranchMispredictions, 0xC3, 0},
-        {ProfileTotalCycles, 0x76, 0}, {ProfileUnhaltedCoreCycles, 0x76, 0},
-        {ProfileInstructionRetired, 0xC0, 0}, {ProfileLLCReference, 0x7D, 7},
-        {ProfileLLCMisses, 0x7E, 7}, {ProfileBranchInstructionRetired, 0xC2, 0},
+    static const struct {
+        unsigned s;
+        unsigned event, umask;
+    } amd[] = {
+        {ProfileTotalIssues, 0xC0, 0},
+        {ProfileBranchInstructions, 0xC2, 0},
+        {ProfileCacheMisses, 0x7E, 7},
+        {ProfileBranchMispredictions, 0xC3, 0},
+        {ProfileTotalCycles, 0x76, 0},
+        {ProfileUnhaltedCoreCycles, 0x76, 0},
+        {ProfileInstructionRetired, 0xC0, 0},
+        {ProfileLLCReference, 0x7D, 7},
+        {ProfileLLCMisses, 0x7E, 7},
+        {ProfileBranchInstructionRetired, 0xC2, 0},
         {ProfileBranchMispredictsRetired, 0xC3, 0},
     };
     for (size_t i = 0; i < sizeof(amd) / sizeof(amd[0]); i++) {
         uint64_t v = profile_source((KPROFILE_SOURCE)amd[i].s)->amd_select;
         unsigned ev = (unsigned)(v & 0xFF) | (unsigned)((v >> 32) & 0xF) << 8;
         tap_ok(ev == amd[i].event && ((v >> 8) & 0xFF) == amd[i].umask && (v & 0x30000) == 0x30000,
-               "AMD event of %s is 0x%02x/0x%02x USR|OS", src(amd[i].s), amd[i].event, amd[i].umask);
+               "AMD event of %s is 0x%02x/0x%02x USR|OS", src(amd[i].s), amd[i].event,
+               amd[i].umask);
     }
     tap_eq(profile_source(ProfileUnhaltedReferenceCycles)->amd_select, 0,
            "no AMD event for reference cycles");

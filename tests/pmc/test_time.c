@@ -11,7 +11,8 @@ static void check_profile_time(const struct model_config *m)
         ok += t->running && t->period_ns == 7812500 && t->starts == 1;
     }
     tap_eq(ok, n, "%s: every CPU's TIMER_SLOT_PROFILE runs at 78,125 x 100 ns", m->name);
-    tap_ok(!model_timer(0, TIMER_SLOT_SCHED)->running && model_timer(0, TIMER_SLOT_SCHED)->starts == 0,
+    tap_ok(!model_timer(0, TIMER_SLOT_SCHED)->running &&
+               model_timer(0, TIMER_SLOT_SCHED)->starts == 0,
            "%s: the scheduler slot is not touched", m->name);
     for (unsigned cpu = 0; cpu < n; cpu++)
         for (unsigned i = 0; i <= cpu; i++)
@@ -36,7 +37,8 @@ static void check_profile_time(const struct model_config *m)
         start_ok(ProfileInstructionRetired);
         model_retire(0, EV_INSTRUCTIONS, 1000, 0x2000, false);
         model_timer_fire(0, TIMER_SLOT_PROFILE, 0x3000, false);
-        tap_ok(samples.count[0][ProfileInstructionRetired] == 10 && samples.count[0][ProfileTime] == 2,
+        tap_ok(samples.count[0][ProfileInstructionRetired] == 10 &&
+                   samples.count[0][ProfileTime] == 2,
                "%s: ProfileTime and a PMC source run side by side", m->name);
     }
 
@@ -46,9 +48,11 @@ static void check_profile_time(const struct model_config *m)
         ok += !model_timer(cpu, TIMER_SLOT_PROFILE)->running;
     tap_eq(ok, n, "%s: stop: the slot is stopped on every CPU", m->name);
     HalSetProfileInterval(5000);
-    tap_eq(model_timer(0, TIMER_SLOT_PROFILE)->starts, 2, "%s: setting the interval while stopped starts nothing", m->name);
+    tap_eq(model_timer(0, TIMER_SLOT_PROFILE)->starts, 2,
+           "%s: setting the interval while stopped starts nothing", m->name);
     start_ok(ProfileTime);
-    tap_eq(model_timer(1, TIMER_SLOT_PROFILE)->period_ns, 500000, "%s: the next start uses the new interval", m->name);
+    tap_eq(model_timer(1, TIMER_SLOT_PROFILE)->period_ns, 500000,
+           "%s: the next start uses the new interval", m->name);
     finish(m->name);
 }
 

@@ -67,8 +67,8 @@ static void check_intel(void)
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
         tap_contains(t, want[i], "kvm-v2 trace, part %zu", i + 1);
     const char *t2 = trace_text(2);
-    tap_ok(strstr(t2, "EnableMonitoring ProfileLLCMisses on IA32_A_PMC0") && !strstr(t2, "HalStart") &&
-               !strstr(t2, "\nPMI\n") && foreign == 0,
+    tap_ok(strstr(t2, "EnableMonitoring ProfileLLCMisses on IA32_A_PMC0") &&
+               !strstr(t2, "HalStart") && !strstr(t2, "\nPMI\n") && foreign == 0,
            "cpu2's ring holds its own steps only (the HAL call and the PMI ran on cpu0)");
 
     size_t before = pmc_trace_read(0, rec, PMC_TRACE_RECORDS);
@@ -80,7 +80,8 @@ static void check_intel(void)
     pmc_trace_clear();
     tap_eq(pmc_trace_read(0, rec, PMC_TRACE_RECORDS), 0, "clear empties the rings");
     model_retire(0, EV_LLC_MISSES, 1000 * 100, 0x1000, false); // 100 PMIs, ~12 records each
-    tap_eq(pmc_trace_read(0, rec, PMC_TRACE_RECORDS), PMC_TRACE_RECORDS, "a full ring returns its size");
+    tap_eq(pmc_trace_read(0, rec, PMC_TRACE_RECORDS), PMC_TRACE_RECORDS,
+           "a full ring returns its size");
     tap_ok(pmc_trace_dropped(0) > 0 && rec[PMC_TRACE_RECORDS - 1].time_ns >= rec[0].time_ns,
            "the oldest records are overwritten and counted as dropped; order is oldest first");
     finish("kvm-v2 trace");
@@ -91,7 +92,8 @@ static void check_v1_and_amd(void)
     boot(&MODEL_INTEL_V1);
     pmc_trace_enable();
     start_ok(ProfileTotalCycles);
-    tap_contains(trace_text(1), "wrmsr IA32_PERFEVTSEL0 = 0x0053003c (event 0x3c umask 0x00 USR OS INT EN)\n",
+    tap_contains(trace_text(1),
+                 "wrmsr IA32_PERFEVTSEL0 = 0x0053003c (event 0x3c umask 0x00 USR OS INT EN)\n",
                  "v1 trace: the event select, named and decoded");
     tap_contains(trace_text(1), "wrmsr IA32_PMC0 = 0xfffff0bdc0 (1000000 to overflow)\n",
                  "v1 trace: the legacy counter write");
@@ -104,27 +106,36 @@ static void check_v1_and_amd(void)
     const char *t = trace_text(0);
     tap_contains(t, "wrmsr F15H_PERF_CTL0 = 0x0053077d (event 0x7d umask 0x07 USR OS INT EN)\n",
                  "amd-v2 trace: PERF_CTL0 decoded");
-    tap_contains(t, "rdmsr AMD_PERF_GLOBAL_STATUS = 0x00000001 (CTR0)\nsample ProfileLLCReference ip "
-                    "0xffffffff80123456\n",
+    tap_contains(t,
+                 "rdmsr AMD_PERF_GLOBAL_STATUS = 0x00000001 (CTR0)\nsample ProfileLLCReference ip "
+                 "0xffffffff80123456\n",
                  "amd-v2 trace: the PMI reads PerfMonV2 status");
-    tap_contains(t, "wrmsr AMD_PERF_GLOBAL_STATUS_CLR = 0x00000001 (CTR0)\n", "amd-v2 trace: W1C acknowledge");
+    tap_contains(t, "wrmsr AMD_PERF_GLOBAL_STATUS_CLR = 0x00000001 (CTR0)\n",
+                 "amd-v2 trace: W1C acknowledge");
     finish("amd trace");
 
     char name[32];
-    tap_streq(pmc_msr_name(0xC0010203, name, sizeof(name)), "F15H_PERF_CTR1", "MSR name of 0xC0010203");
-    tap_streq(pmc_msr_name(0x390, name, sizeof(name)), "IA32_PERF_GLOBAL_OVF_CTRL", "MSR name of 0x390");
+    tap_streq(pmc_msr_name(0xC0010203, name, sizeof(name)), "F15H_PERF_CTR1",
+              "MSR name of 0xC0010203");
+    tap_streq(pmc_msr_name(0x390, name, sizeof(name)), "IA32_PERF_GLOBAL_OVF_CTRL",
+              "MSR name of 0x390");
     tap_ok(pmc_msr_name(0x10, name, sizeof(name)) == NULL, "not a PMU MSR: no name");
-    struct pmc_trace_record r = {.kind = PMC_TRACE_WRMSR, .reg = 0xC0010000, .value = 0x100530076ull};
+    struct pmc_trace_record r = {
+        .kind = PMC_TRACE_WRMSR, .reg = 0xC0010000, .value = 0x100530076ull};
     char line[160];
     pmc_trace_format(&r, line, sizeof(line));
     tap_streq(line, "wrmsr K7_PERF_CTL0 = 0x100530076 (event 0x176 umask 0x00 USR OS INT EN)",
               "AMD event bits 35:32 decoded into a 12-bit event");
-    r = (struct pmc_trace_record){.kind = PMC_TRACE_STEP, .reg = PMC_STEP_THROTTLE,
-                                  .source = ProfileLLCMisses, .value = 1001};
+    r = (struct pmc_trace_record){.kind = PMC_TRACE_STEP,
+                                  .reg = PMC_STEP_THROTTLE,
+                                  .source = ProfileLLCMisses,
+                                  .value = 1001};
     pmc_trace_format(&r, line, sizeof(line));
-    tap_streq(line, "throttled: stopped on this CPU ProfileLLCMisses samples in window 1001", "a throttle step");
-    tap_eq((uint64_t)pmc_trace_format(&r, line, 8), strlen("throttled: stopped on this CPU ProfileLLCMisses "
-                                                           "samples in window 1001"),
+    tap_streq(line, "throttled: stopped on this CPU ProfileLLCMisses samples in window 1001",
+              "a throttle step");
+    tap_eq((uint64_t)pmc_trace_format(&r, line, 8),
+           strlen("throttled: stopped on this CPU ProfileLLCMisses "
+                  "samples in window 1001"),
            "a short buffer returns the full length, snprintf-style");
     tap_eq(strlen(line), 7, "... and holds a truncated, terminated line");
 }
@@ -141,8 +152,10 @@ static void check_info(void)
     tap_contains(info, "CPUID.0AH: eax 0x08300802 ebx 0x00000080 ecx 0x00000000 edx 0x00000603",
                  "info: raw CPUID.0AH");
     tap_contains(info, "topdown-slots=no", "info: EBX decoded per event");
-    tap_contains(info, "IA32_PERF_CAPABILITIES 0x2003, full-width writes yes", "info: PERF_CAPABILITIES");
-    tap_contains(info, "IA32_A_PMC0      general max period 140737488355327: ProfileLLCMisses on 4 CPUs",
+    tap_contains(info, "IA32_PERF_CAPABILITIES 0x2003, full-width writes yes",
+                 "info: PERF_CAPABILITIES");
+    tap_contains(info,
+                 "IA32_A_PMC0      general max period 140737488355327: ProfileLLCMisses on 4 CPUs",
                  "info: counters in use");
     tap_contains(info, "0x1f ProfileBranchMispredictsRetired  general interval 1000000",
                  "info: supported sources with intervals");

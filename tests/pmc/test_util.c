@@ -52,7 +52,7 @@ bool start_ok(KPROFILE_SOURCE s)
     const char *why = "?";
     NTSTATUS st = HalStartProfileInterrupt(s, &why);
     bool ok = STATUS_EQ(st, STATUS_SUCCESS, "%s: HalStartProfileInterrupt(%s)",
-                     model_config()->name, src(s));
+                        model_config()->name, src(s));
     if (!ok)
         tap_diag("reason: %s", why);
     return ok;
@@ -61,8 +61,8 @@ bool start_ok(KPROFILE_SOURCE s)
 bool stop_ok(KPROFILE_SOURCE s)
 {
     NTSTATUS st = HalStopProfileInterrupt(s, NULL);
-    return STATUS_EQ(st, STATUS_SUCCESS, "%s: HalStopProfileInterrupt(%s)",
-                  model_config()->name, src(s));
+    return STATUS_EQ(st, STATUS_SUCCESS, "%s: HalStopProfileInterrupt(%s)", model_config()->name,
+                     src(s));
 }
 
 bool supported(KPROFILE_SOURCE s)

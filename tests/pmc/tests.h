@@ -15,12 +15,12 @@
 #define STATUS_EQ(got, want, ...) tap_eq((uint32_t)(got), (uint32_t)(want), __VA_ARGS__)
 
 // True when cond, an expression of `cpu`, holds on every model CPU.
-#define ALL_CPUS(cond)                                               \
-    ({                                                               \
-        bool all_ = true;                                            \
-        for (unsigned cpu = 0; cpu < model_config()->ncpus; cpu++)   \
-            all_ = all_ && (cond);                                   \
-        all_;                                                        \
+#define ALL_CPUS(cond) \
+    ({ \
+        bool all_ = true; \
+        for (unsigned cpu = 0; cpu < model_config()->ncpus; cpu++) \
+            all_ = all_ && (cond); \
+        all_; \
     })
 
 // What the profile callback has seen since the last boot() or samples_clear().

@@ -18,7 +18,7 @@
 #include <syscall.h>
 
 #define WORK_ITERATIONS 40000000ull
-#define BUF_WORDS 0x4000 // 4-byte buckets over 64 KiB of code
+#define BUF_WORDS       0x4000 // 4-byte buckets over 64 KiB of code
 
 static inline uint64_t rdtsc(void)
 {
@@ -59,7 +59,7 @@ static NTSTATUS own_profile(HANDLE self, HANDLE *h, ULONG *buf)
 static int cost(unsigned n)
 {
     HANDLE self, other, prof[512];
-    const char *argv[] = { "spin", "3600", NULL };
+    const char *argv[] = {"spin", "3600", NULL};
     NTSTATUS s;
     if (n < 1 || n > 512)
         return fail("N must be 1..512", STATUS_INVALID_PARAMETER);
@@ -113,7 +113,8 @@ static int overhead(uint32_t interval)
     if (!NT_SUCCESS(s = NtSetIntervalProfile(interval, ProfileTime)))
         return fail("NtSetIntervalProfile", s);
     uint64_t base = timed_work();
-    if (!NT_SUCCESS(s = own_profile(self, &prof, buffers[0])) || !NT_SUCCESS(s = NtStartProfile(prof)))
+    if (!NT_SUCCESS(s = own_profile(self, &prof, buffers[0])) ||
+        !NT_SUCCESS(s = NtStartProfile(prof)))
         return fail("profile", s);
     uint64_t with = timed_work();
     NtStopProfile(prof);
@@ -140,7 +141,7 @@ static int smp(void)
                         (KAFFINITY)-1);
     if (!NT_SUCCESS(s) || !NT_SUCCESS(s = NtStartProfile(prof)))
         return fail("system profile", s);
-    const char *argv[] = { "spin", "1", NULL };
+    const char *argv[] = {"spin", "1", NULL};
     for (unsigned i = 0; i < n; i++)
         if (!NT_SUCCESS(s = SysSpawn("spin", argv, 0, &child[i])))
             return fail("SysSpawn", s);

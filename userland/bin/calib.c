@@ -31,7 +31,9 @@
                      "xor $0x5a5a, %[x]\n\t" \
                      "dec %[n]\n\t" \
                      "jnz 1b" \
-                     : [n] "+r"(n), [x] "+r"(x) : : "cc")
+                     : [n] "+r"(n), [x] "+r"(x) \
+                     : \
+                     : "cc")
 
 CALIB_FN uint64_t calib_a(uint64_t n, uint64_t x)
 {

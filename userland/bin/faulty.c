@@ -20,7 +20,9 @@
                      "rol $3, %[x]\n\t" \
                      "dec %[n]\n\t" \
                      "jnz 1b" \
-                     : [n] "+r"(n), [x] "+r"(x) : : "cc")
+                     : [n] "+r"(n), [x] "+r"(x) \
+                     : \
+                     : "cc")
 
 WORKER uint64_t faulty_a(uint64_t n, uint64_t x)
 {

@@ -24,7 +24,7 @@
 uint64_t raw_syscall(uint64_t number, const uint64_t *args);
 __asm__(".text\n"
         ".globl raw_syscall\n"
-        "raw_syscall:\n"           // rdi = number, rsi = args[10]
+        "raw_syscall:\n" // rdi = number, rsi = args[10]
         "    push %rbx\n"
         "    sub $48, %rsp\n"      // arguments 7-10 go where a C caller's would be:
         "    mov 48(%rsi), %rax\n" // above the return address, at [rsp + 8] when
@@ -69,22 +69,45 @@ static unsigned ngood;
 static uint64_t argument(void)
 {
     static const uint64_t boundary[] = {
-        0, 1, 2, 3, 4, 7, 8, 31, 32, 0xFF, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
-        0x100000000ull, ~0ull, ~0ull - 7, 0x7FFFFFFFFFFFull, 0x800000000000ull,
-        0x00007FFFFFFFF000ull, 0x00007FFFFFFFEFFFull, 0xFFFF800000000000ull,
-        0xFFFFFFFF80100000ull, 0xFFFFFFFF80100005ull, 0x1000, 0x10000, 0x400000, 0x400001,
-        0x100000000000ull, 0x7FFFFFFFFFF0ull, 1ull << 63,
+        0,
+        1,
+        2,
+        3,
+        4,
+        7,
+        8,
+        31,
+        32,
+        0xFF,
+        0xFFFF,
+        0x7FFFFFFF,
+        0x80000000,
+        0xFFFFFFFF,
+        0x100000000ull,
+        ~0ull,
+        ~0ull - 7,
+        0x7FFFFFFFFFFFull,
+        0x800000000000ull,
+        0x00007FFFFFFFF000ull,
+        0x00007FFFFFFFEFFFull,
+        0xFFFF800000000000ull,
+        0xFFFFFFFF80100000ull,
+        0xFFFFFFFF80100005ull,
+        0x1000,
+        0x10000,
+        0x400000,
+        0x400001,
+        0x100000000000ull,
+        0x7FFFFFFFFFF0ull,
+        1ull << 63,
     };
     switch (next() % 8) {
-    case 0:
-        return next();
+    case 0: return next();
     case 1:
-    case 2:
-        return boundary[next() % (sizeof boundary / sizeof boundary[0])];
+    case 2: return boundary[next() % (sizeof boundary / sizeof boundary[0])];
     case 3: // a valid pointer, perhaps misaligned, perhaps near the end of the buffer
         return (uint64_t)(scratch + next() % SCRATCH);
-    case 4:
-        return (uint64_t)heap_block + next() % 256;
+    case 4: return (uint64_t)heap_block + next() % 256;
     case 5: // a plausible handle: small multiples of 4, sometimes odd
         return (next() % 40) * ((next() & 1) ? 4 : 1);
     case 6: // a huge or small size
@@ -103,8 +126,7 @@ static void one_call(void)
     for (int i = 0; i < CALL_ARGS; i++)
         a[i] = argument();
     switch (n) {
-    case SYS_SysExit:
-        return;
+    case SYS_SysExit: return;
     case SYS_SysRead:
         if (a[0] == 0)
             a[0] = 3; // fd 0 would wait for the keyboard
@@ -117,27 +139,23 @@ static void one_call(void)
         if (a[0] < 0x100000000000ull || a[0] >= 0x7FFFFF000000ull)
             a[0] = 0x100000000000ull + (a[0] & 0xFFFFFFFFFull);
         break;
-    case SYS_SysSleep:
-        a[0] %= 3;
-        break;
+    case SYS_SysSleep: a[0] %= 3; break;
     case SYS_SysKill:
         if (a[0] == SysGetPid())
             a[0] = 0;
         break;
     case SYS_SysSpawn: // a valid name would start real programs (a shell waits for keys)
         if (a[0] >= (uint64_t)scratch && a[0] < (uint64_t)scratch + SCRATCH)
-            a[0] = (uint64_t)"no-such-program";
+            a[0] = (uint64_t) "no-such-program";
         if (a[0] >= (uint64_t)heap_block && a[0] < (uint64_t)heap_block + 4096)
             a[0] = 0;
         break;
-    default:
-        break;
+    default: break;
     }
     per_number[n]++;
     uint64_t r = raw_syscall(n, a);
     if (NT_SUCCESS((NTSTATUS)r))
         succeeded++;
-
 }
 
 static int child(uint64_t count, uint64_t seed)
@@ -154,8 +172,8 @@ static int child(uint64_t count, uint64_t seed)
     if (NT_SUCCESS(NtCreateProfile(&prof, self, (void *)0x400000, 0x10000, 4, (ULONG *)scratch,
                                    SCRATCH, ProfileTime, (KAFFINITY)-1)))
         good[ngood++] = (uint64_t)prof;
-    good[ngood++] = (uint64_t)"kernel";
-    good[ngood++] = (uint64_t)"fuzz";
+    good[ngood++] = (uint64_t) "kernel";
+    good[ngood++] = (uint64_t) "fuzz";
     good[ngood++] = 4096;
     good[ngood++] = PROT_READ | PROT_WRITE;
     good[ngood++] = 0x400000;
@@ -166,8 +184,8 @@ static int child(uint64_t count, uint64_t seed)
     unsigned numbers = 0;
     for (unsigned i = 0; i < SYSCALL_COUNT + 3; i++)
         numbers += per_number[i] > 0;
-    printf("fuzz: pid %u: %lu calls over %u numbers, %lu succeeded\n", SysGetPid(), count,
-           numbers, succeeded);
+    printf("fuzz: pid %u: %lu calls over %u numbers, %lu succeeded\n", SysGetPid(), count, numbers,
+           succeeded);
     return 0;
 }
 
@@ -189,7 +207,7 @@ static int driver(uint64_t count, uint64_t seed, unsigned procs)
             batch[started] = count - done < per ? count - done : per;
             snprintf(n, sizeof n, "%lu", batch[started]);
             snprintf(s, sizeof s, "%lu", seed * 1000003 + round * 64 + i);
-            const char *argv[] = { "fuzz", "--child", n, s, NULL };
+            const char *argv[] = {"fuzz", "--child", n, s, NULL};
             if (!NT_SUCCESS(SysSpawn("fuzz", argv, 0, &h[started]))) {
                 printf("fuzz: cannot spawn a child\n");
                 return 1;
@@ -206,9 +224,9 @@ static int driver(uint64_t count, uint64_t seed, unsigned procs)
     }
     SysSelfCheck(&after);
     int ok = after.free_pages == before.free_pages && after.heap_bytes == before.heap_bytes &&
-              after.live_objects == before.live_objects &&
-              after.pinned_pages == before.pinned_pages &&
-              after.live_processes == before.live_processes;
+             after.live_objects == before.live_objects &&
+             after.pinned_pages == before.pinned_pages &&
+             after.live_processes == before.live_processes;
     printf("fuzz: %lu calls done, %lu children killed by the kernel (their own doing)\n", done,
            killed);
     printf("fuzz: free pages %lu -> %lu, heap bytes %lu -> %lu, objects %lu -> %lu, "

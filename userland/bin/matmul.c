@@ -12,7 +12,8 @@ static uint32_t next_random(void)
     return seed >> 16;
 }
 
-__attribute__((noinline)) static void multiply(size_t n, const uint32_t *a, const uint32_t *b, uint32_t *c)
+__attribute__((noinline)) static void multiply(size_t n, const uint32_t *a, const uint32_t *b,
+                                               uint32_t *c)
 {
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++) {

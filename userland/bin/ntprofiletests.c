@@ -23,14 +23,14 @@
 #include <string.h>
 #include <syscall.h>
 
-#define TEST_TIMEOUT_MS 240000  // a child still running after this is killed: "timeout"
-#define CHURN_ROUNDS 1000       // processes ended with profiles started (rounds=N changes it)
-#define LIMIT_PER_CPU 8192      // NT: 8,192 started profiles per processor
-#define LINK_PROFILES 240       // started profiles per process of the limit chain (256 handles)
-#define BUSY_TURNS 20000        // one call of busy_a/busy_b: well under a millisecond
-#define SAMPLE_TIMEOUT_MS 20000 // waiting for samples, at any interval
-#define DEFAULT_INTERVAL 78125  // ProfileTime's default, 100 ns units (NT's KiProfileTimeInterval)
-#define USER_TOP USER_ADDRESS_LIMIT // the first address past user space (abi.h)
+#define TEST_TIMEOUT_MS   240000 // a child still running after this is killed: "timeout"
+#define CHURN_ROUNDS      1000   // processes ended with profiles started (rounds=N changes it)
+#define LIMIT_PER_CPU     8192   // NT: 8,192 started profiles per processor
+#define LINK_PROFILES     240    // started profiles per process of the limit chain (256 handles)
+#define BUSY_TURNS        20000  // one call of busy_a/busy_b: well under a millisecond
+#define SAMPLE_TIMEOUT_MS 20000  // waiting for samples, at any interval
+#define DEFAULT_INTERVAL  78125  // ProfileTime's default, 100 ns units (NT's KiProfileTimeInterval)
+#define USER_TOP          USER_ADDRESS_LIMIT // the first address past user space (abi.h)
 
 static unsigned rounds = CHURN_ROUNDS;
 
@@ -53,21 +53,21 @@ __asm__(".text\n"
         ".globl busy_a, busy_a_end, busy_b, busy_b_end\n"
         ".type busy_a, @function\n"
         "busy_a:\n"
-        "    .fill 17, 1, 0x90\n"   // [0, 17)  nop
-        "    mov %rdi, %rcx\n"      // [17, 20)
-        "1:  loop 1b\n"             // [20, 22) the loop
-        "    ret\n"                 // [22, 23)
+        "    .fill 17, 1, 0x90\n" // [0, 17)  nop
+        "    mov %rdi, %rcx\n"    // [17, 20)
+        "1:  loop 1b\n"           // [20, 22) the loop
+        "    ret\n"               // [22, 23)
         "busy_a_end:\n"
         ".size busy_a, busy_a_end - busy_a\n"
         ".type busy_b, @function\n"
         "busy_b:\n"
-        "2:  sub $1, %rdi\n"        // busy_a_end + [0, 4)
+        "2:  sub $1, %rdi\n" // busy_a_end + [0, 4)
         "    jnz 2b\n"
         "    ret\n"
         "busy_b_end:\n"
         ".size busy_b, busy_b_end - busy_b\n");
 
-#define BUSY_A ((uintptr_t)busy_a)
+#define BUSY_A      ((uintptr_t)busy_a)
 #define BUSY_A_SIZE ((uintptr_t)busy_a_end - (uintptr_t)busy_a)
 
 // Spins in busy_a (or busy_b) for ms milliseconds.
@@ -156,7 +156,7 @@ static void restore_sampling(ULONG old)
 
 static struct sys_profile_stats stats_of(HANDLE prof)
 {
-    struct sys_profile_stats st = { 0 };
+    struct sys_profile_stats st = {0};
     NTSTATUS s = SysProfileStats(prof, &st);
     EXPECT(NT_SUCCESS(s), "SysProfileStats: %s", nt_status_name(s));
     return st;
@@ -199,7 +199,10 @@ static int spin_for_samples(HANDLE prof, void (*fn)(uint64_t), uint64_t more)
 
 // Spins for a while whether it samples or not: many ticks of ProfileTime at
 // its minimum interval.
-static void spin_a_while(void (*fn)(uint64_t)) { spin_ms(fn, 30); }
+static void spin_a_while(void (*fn)(uint64_t))
+{
+    spin_ms(fn, 30);
+}
 
 // A process-scope ProfileTime profile over [base, base + size) on every CPU.
 static NTSTATUS profile(HANDLE *h, HANDLE process, uintptr_t base, uint64_t size, ULONG shift,
@@ -227,7 +230,10 @@ static uint8_t *map_between_holes(size_t pages)
 // ---------------------------------------------------------------------------
 // Helpers: what a test's own children run (`ntprofiletests --child HELPER ARG`).
 
-static int helper_exit(const char *arg) { return atoi(arg); }
+static int helper_exit(const char *arg)
+{
+    return atoi(arg);
+}
 
 static int helper_spin(const char *arg)
 {
@@ -285,7 +291,8 @@ static int helper_chain(const char *arg)
         if (NT_SUCCESS(s))
             s = SysWait(child, &status);
         if (!NT_SUCCESS(s)) {
-            printf("# limit: spawning the link after %lu starts: %s\n", before + n, nt_status_name(s));
+            printf("# limit: spawning the link after %lu starts: %s\n", before + n,
+                   nt_status_name(s));
             return 1;
         }
         return status;
@@ -314,20 +321,20 @@ static int helper_chain(const char *arg)
     CHAIN_EXPECT(NtStopProfile(extra), STATUS_SUCCESS);
     CHAIN_EXPECT(NtStartProfile(h[0]), STATUS_SUCCESS);
 #undef CHAIN_EXPECT
-    printf("# limit: %lu profiles started in %lu processes, then STATUS_PROFILING_AT_LIMIT\n", limit,
-           (limit + LINK_PROFILES - 1) / LINK_PROFILES);
+    printf("# limit: %lu profiles started in %lu processes, then STATUS_PROFILING_AT_LIMIT\n",
+           limit, (limit + LINK_PROFILES - 1) / LINK_PROFILES);
     return bad; // exiting stops and closes everything, link by link
 }
 
 // How an "ender" process of the churn test ends; the test expects the
 // matching exit status.
 enum churn_end {
-    END_EXIT,        // returns from main with its profiles started
-    END_KILLED,      // killed by its parent, sleeping or spinning
-    END_KILL_SELF,   // SysKill on itself
-    END_UNMAP,       // unmaps the buffers, stops one profile, exits with the rest started
-    END_CLOSE,       // closes the handles while started, then exits
-    END_FAULT,       // killed by the kernel for a page fault
+    END_EXIT,      // returns from main with its profiles started
+    END_KILLED,    // killed by its parent, sleeping or spinning
+    END_KILL_SELF, // SysKill on itself
+    END_UNMAP,     // unmaps the buffers, stops one profile, exits with the rest started
+    END_CLOSE,     // closes the handles while started, then exits
+    END_FAULT,     // killed by the kernel for a page fault
     CHURN_ENDS
 };
 
@@ -336,13 +343,13 @@ enum churn_end {
 static int helper_ender(const char *arg)
 {
     enum churn_end end = (enum churn_end)atoi(arg);
-    HANDLE me = open_self(), h[3] = { NULL, NULL, NULL };
+    HANDLE me = open_self(), h[3] = {NULL, NULL, NULL};
     uint8_t *region = NULL;
     if (!NT_SUCCESS(SysMap((void **)&region, 2 * PAGE, PROT_READ | PROT_WRITE)) || !me)
         return 10;
-    ULONG *small = (ULONG *)(region + PAGE - 12);      // busy_a in 4-byte buckets: 6
-    ULONG *window = (ULONG *)(region + PAGE + 64);     // 128 KiB in 256-byte buckets: 512
-    GROUP_AFFINITY all = { .Mask = 0 };
+    ULONG *small = (ULONG *)(region + PAGE - 12);  // busy_a in 4-byte buckets: 6
+    ULONG *window = (ULONG *)(region + PAGE + 64); // 128 KiB in 256-byte buckets: 512
+    GROUP_AFFINITY all = {.Mask = 0};
     NTSTATUS s = profile(&h[0], me, BUSY_A, BUSY_A_SIZE, 2, small, 24);
     if (NT_SUCCESS(s))
         s = NtCreateProfileEx(&h[1], me, (void *)(BUSY_A & ~0xFFFFul), 0x20000, 8, window, 2048,
@@ -359,16 +366,13 @@ static int helper_ender(const char *arg)
     }
     busy_a(BUSY_TURNS);
     switch (end) {
-    case END_EXIT:
-        return 0;
+    case END_EXIT: return 0;
     case END_KILLED:
         for (;;) { // the parent kills us once it has seen us sleep
             SysSleep(1);
             busy_a(BUSY_TURNS);
         }
-    case END_KILL_SELF:
-        SysKill(SysGetPid());
-        return 12;
+    case END_KILL_SELF: SysKill(SysGetPid()); return 12;
     case END_UNMAP:
         if (!NT_SUCCESS(SysUnmap(region, 2 * PAGE)))
             return 13;
@@ -380,11 +384,8 @@ static int helper_ender(const char *arg)
                 return 15;
         busy_a(BUSY_TURNS);
         return 0;
-    case END_FAULT:
-        *(volatile int *)0 = 1;
-        return 16;
-    default:
-        return 17;
+    case END_FAULT: *(volatile int *)0 = 1; return 16;
+    default: return 17;
     }
 }
 
@@ -392,15 +393,15 @@ static const struct helper {
     const char *name;
     int (*run)(const char *arg);
 } helpers[] = {
-    { "exit", helper_exit },   { "spin", helper_spin },   { "sleep", helper_sleep },
-    { "chain", helper_chain }, { "ender", helper_ender }, { "grandparent", helper_grandparent },
+    {"exit", helper_exit},   {"spin", helper_spin},   {"sleep", helper_sleep},
+    {"chain", helper_chain}, {"ender", helper_ender}, {"grandparent", helper_grandparent},
 };
 
 // ---------------------------------------------------------------------------
 // Validation: NtCreateProfile's checks, in NT's order, with NT's codes.
 
 static ULONG vbuf[1024] __attribute__((aligned(4096))); // a page of buckets
-static const ULONG read_only[16] = { 1 };
+static const ULONG read_only[16] = {1};
 static HANDLE created; // where valid handle pointers point
 
 enum scope { SELF, SYSTEM, BAD_PROCESS };
@@ -420,90 +421,89 @@ static const struct create_case {
 } create_cases[] = {
 #define B ((uintptr_t)vbuf)
 #define U 0x400000ull // user addresses (where the program is linked)
-    { "BufferSize 0", HP_OK, SELF, U, 64, 2, B, 0, ProfileTime, 1, STATUS_INVALID_PARAMETER_7 },
-    { "BufferSize 0 before everything", HP_KERNEL, BAD_PROCESS, ~0ull, ~0ull, 0, 1, 0, 0x7777, 0,
-      STATUS_INVALID_PARAMETER_7 },
-    { "BucketSize 0, RangeBase < 64 KiB", HP_OK, SELF, 0x1000, 64, 0, B, 4096, ProfileTime, 1,
-      STATUS_INVALID_PARAMETER },
-    { "BucketSize 0, RangeBase 64 KiB", HP_OK, SELF, 0x10000, 64, 0, B, 4096, ProfileTime, 1,
-      STATUS_INVALID_PARAMETER },
-    { "BucketSize 1", HP_OK, SELF, U, 64, 1, B, 4096, ProfileTime, 1, STATUS_INVALID_PARAMETER },
-    { "BucketSize 2", HP_OK, SELF, U, 64, 2, B, 64, ProfileTime, 1, STATUS_SUCCESS },
-    { "BucketSize 31", HP_OK, SELF, U, 64, 31, B, 4, ProfileTime, 1, STATUS_SUCCESS },
-    { "BucketSize 32", HP_OK, SELF, U, 64, 32, B, 4096, ProfileTime, 1, STATUS_INVALID_PARAMETER },
-    { "BucketSize ~0", HP_OK, SELF, U, 64, ~0u, B, 4096, ProfileTime, 1, STATUS_INVALID_PARAMETER },
-    { "BucketSize 32 before a small buffer", HP_OK, SELF, U, 1 << 20, 32, B, 4, ProfileTime, 1,
-      STATUS_INVALID_PARAMETER },
-    { "RangeSize 9/BucketSize 3/BufferSize 4", HP_OK, SELF, U, 9, 3, B, 4, ProfileTime, 1,
-      STATUS_BUFFER_TOO_SMALL },
-    { "RangeSize 9/BucketSize 3/BufferSize 7", HP_OK, SELF, U, 9, 3, B, 7, ProfileTime, 1,
-      STATUS_BUFFER_TOO_SMALL },
-    { "RangeSize 9/BucketSize 3/BufferSize 8", HP_OK, SELF, U, 9, 3, B, 8, ProfileTime, 1,
-      STATUS_SUCCESS },
-    { "RangeSize 8/BucketSize 3/BufferSize 4", HP_OK, SELF, U, 8, 3, B, 4, ProfileTime, 1,
-      STATUS_SUCCESS },
-    { "RangeSize 64/BucketSize 2/BufferSize 63", HP_OK, SELF, U, 64, 2, B, 63, ProfileTime, 1,
-      STATUS_BUFFER_TOO_SMALL },
-    { "RangeSize 2^31+1/BucketSize 31/BufferSize 4", HP_OK, SELF, U, (1ull << 31) + 1, 31, B, 4,
-      ProfileTime, 1, STATUS_BUFFER_TOO_SMALL },
-    { "RangeSize 2^31+1/BucketSize 31/BufferSize 8", HP_OK, SELF, U, (1ull << 31) + 1, 31, B, 8,
-      ProfileTime, 1, STATUS_SUCCESS },
-    { "RangeSize 2^40/BucketSize 31/BufferSize 2044", HP_OK, SELF, U, 1ull << 40, 31, B, 2044,
-      ProfileTime, 1, STATUS_BUFFER_TOO_SMALL },
-    { "RangeSize 2^40/BucketSize 31/BufferSize 2048", HP_OK, SELF, U, 1ull << 40, 31, B, 2048,
-      ProfileTime, 1, STATUS_SUCCESS },
-    { "RangeSize ~0/BucketSize 31: 2^33 buckets", HP_OK, SELF, 0, ~0ull, 31, B, 4096, ProfileTime,
-      1, STATUS_BUFFER_TOO_SMALL },
-    { "wrap", HP_OK, SELF, ~0xFFFull, 0x2000, 12, B, 8, ProfileTime, 1, STATUS_BUFFER_OVERFLOW },
-    { "end exactly 2^64", HP_OK, SELF, ~0xFFFull, 0x1000, 12, B, 4, ProfileTime, 1,
-      STATUS_BUFFER_OVERFLOW },
-    { "wrap by one byte", HP_OK, SELF, ~0ull, 1, 2, B, 4, ProfileTime, 1, STATUS_BUFFER_OVERFLOW },
-    { "wrap after a small buffer", HP_OK, SELF, ~0xFFFull, 0x2000, 12, B, 4, ProfileTime, 1,
-      STATUS_BUFFER_TOO_SMALL },
-    { "wrap before a bad handle pointer", HP_KERNEL, SELF, ~0xFFFull, 0x2000, 12, B, 8, ProfileTime,
-      1, STATUS_BUFFER_OVERFLOW },
-    { "no wrap: last byte of the address space", HP_OK, SELF, ~0xFFFull, 0xFFF, 12, B, 4,
-      ProfileTime, 1, STATUS_PRIVILEGE_NOT_HELD },
-    { "handle pointer NULL", HP_NULL, SELF, U, 64, 2, B, 64, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "handle pointer in the kernel", HP_KERNEL, SELF, U, 64, 2, B, 64, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "handle pointer read-only", HP_READ_ONLY, SELF, U, 64, 2, B, 64, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "handle pointer non-canonical", HP_NON_CANONICAL, SELF, U, 64, 2, B, 64, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "handle pointer before misalignment", HP_NULL, SELF, U, 64, 2, B + 1, 64, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "buffer + 1", HP_OK, SELF, U, 64, 2, B + 1, 64, ProfileTime, 1, STATUS_DATATYPE_MISALIGNMENT },
-    { "buffer + 2", HP_OK, SELF, U, 64, 2, B + 2, 64, ProfileTime, 1, STATUS_DATATYPE_MISALIGNMENT },
-    { "buffer + 3", HP_OK, SELF, U, 64, 2, B + 3, 64, ProfileTime, 1, STATUS_DATATYPE_MISALIGNMENT },
-    { "misaligned before unmapped", HP_OK, SELF, U, 64, 2, 0x1001, 64, ProfileTime, 1,
-      STATUS_DATATYPE_MISALIGNMENT },
-    { "buffer NULL", HP_OK, SELF, U, 64, 2, 0, 64, ProfileTime, 1, STATUS_ACCESS_VIOLATION },
-    { "buffer unmapped", HP_OK, SELF, U, 64, 2, 0x1000, 64, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "buffer in the direct map", HP_OK, SELF, U, 64, 2, KERNEL_DIRECT_MAP, 64, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "buffer in the kernel image", HP_OK, SELF, U, 64, 2, KERNEL_IMAGE, 64, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "buffer non-canonical", HP_OK, SELF, U, 64, 2, NON_CANONICAL, 64, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "buffer ending in the kernel", HP_OK, SELF, U, 64, 2, USER_TOP - 64, 128, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "buffer read-only", HP_OK, SELF, U, 64, 2, (uintptr_t)read_only, 64, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "buffer in code", HP_OK, SELF, U, 64, 2, 0x400000, 64, ProfileTime, 1,
-      STATUS_ACCESS_VIOLATION },
-    { "bad process handle", HP_OK, BAD_PROCESS, U, 64, 2, B, 64, ProfileTime, 1,
-      STATUS_INVALID_HANDLE },
-    { "source 0x20", HP_OK, SELF, U, 64, 2, B, 64, ProfileSourceCount, 1, STATUS_NOT_SUPPORTED },
-    { "source ~0", HP_OK, SELF, U, 64, 2, B, 64, (KPROFILE_SOURCE)-1, 1, STATUS_NOT_SUPPORTED },
-    { "Affinity 0", HP_OK, SELF, U, 64, 2, B, 64, ProfileTime, 0, STATUS_INVALID_PARAMETER },
-    { "Affinity -1", HP_OK, SELF, U, 64, 2, B, 64, ProfileTime, ~0ull, STATUS_SUCCESS },
-    { "Affinity CPU 63", HP_OK, SELF, U, 64, 2, B, 64, ProfileTime, 1ull << 63,
-      STATUS_INVALID_PARAMETER },
-    { "system scope unprivileged", HP_OK, SYSTEM, U, 64, 2, B, 64, ProfileTime, 1,
-      STATUS_PRIVILEGE_NOT_HELD },
+    {"BufferSize 0", HP_OK, SELF, U, 64, 2, B, 0, ProfileTime, 1, STATUS_INVALID_PARAMETER_7},
+    {"BufferSize 0 before everything", HP_KERNEL, BAD_PROCESS, ~0ull, ~0ull, 0, 1, 0, 0x7777, 0,
+     STATUS_INVALID_PARAMETER_7},
+    {"BucketSize 0, RangeBase < 64 KiB", HP_OK, SELF, 0x1000, 64, 0, B, 4096, ProfileTime, 1,
+     STATUS_INVALID_PARAMETER},
+    {"BucketSize 0, RangeBase 64 KiB", HP_OK, SELF, 0x10000, 64, 0, B, 4096, ProfileTime, 1,
+     STATUS_INVALID_PARAMETER},
+    {"BucketSize 1", HP_OK, SELF, U, 64, 1, B, 4096, ProfileTime, 1, STATUS_INVALID_PARAMETER},
+    {"BucketSize 2", HP_OK, SELF, U, 64, 2, B, 64, ProfileTime, 1, STATUS_SUCCESS},
+    {"BucketSize 31", HP_OK, SELF, U, 64, 31, B, 4, ProfileTime, 1, STATUS_SUCCESS},
+    {"BucketSize 32", HP_OK, SELF, U, 64, 32, B, 4096, ProfileTime, 1, STATUS_INVALID_PARAMETER},
+    {"BucketSize ~0", HP_OK, SELF, U, 64, ~0u, B, 4096, ProfileTime, 1, STATUS_INVALID_PARAMETER},
+    {"BucketSize 32 before a small buffer", HP_OK, SELF, U, 1 << 20, 32, B, 4, ProfileTime, 1,
+     STATUS_INVALID_PARAMETER},
+    {"RangeSize 9/BucketSize 3/BufferSize 4", HP_OK, SELF, U, 9, 3, B, 4, ProfileTime, 1,
+     STATUS_BUFFER_TOO_SMALL},
+    {"RangeSize 9/BucketSize 3/BufferSize 7", HP_OK, SELF, U, 9, 3, B, 7, ProfileTime, 1,
+     STATUS_BUFFER_TOO_SMALL},
+    {"RangeSize 9/BucketSize 3/BufferSize 8", HP_OK, SELF, U, 9, 3, B, 8, ProfileTime, 1,
+     STATUS_SUCCESS},
+    {"RangeSize 8/BucketSize 3/BufferSize 4", HP_OK, SELF, U, 8, 3, B, 4, ProfileTime, 1,
+     STATUS_SUCCESS},
+    {"RangeSize 64/BucketSize 2/BufferSize 63", HP_OK, SELF, U, 64, 2, B, 63, ProfileTime, 1,
+     STATUS_BUFFER_TOO_SMALL},
+    {"RangeSize 2^31+1/BucketSize 31/BufferSize 4", HP_OK, SELF, U, (1ull << 31) + 1, 31, B, 4,
+     ProfileTime, 1, STATUS_BUFFER_TOO_SMALL},
+    {"RangeSize 2^31+1/BucketSize 31/BufferSize 8", HP_OK, SELF, U, (1ull << 31) + 1, 31, B, 8,
+     ProfileTime, 1, STATUS_SUCCESS},
+    {"RangeSize 2^40/BucketSize 31/BufferSize 2044", HP_OK, SELF, U, 1ull << 40, 31, B, 2044,
+     ProfileTime, 1, STATUS_BUFFER_TOO_SMALL},
+    {"RangeSize 2^40/BucketSize 31/BufferSize 2048", HP_OK, SELF, U, 1ull << 40, 31, B, 2048,
+     ProfileTime, 1, STATUS_SUCCESS},
+    {"RangeSize ~0/BucketSize 31: 2^33 buckets", HP_OK, SELF, 0, ~0ull, 31, B, 4096, ProfileTime, 1,
+     STATUS_BUFFER_TOO_SMALL},
+    {"wrap", HP_OK, SELF, ~0xFFFull, 0x2000, 12, B, 8, ProfileTime, 1, STATUS_BUFFER_OVERFLOW},
+    {"end exactly 2^64", HP_OK, SELF, ~0xFFFull, 0x1000, 12, B, 4, ProfileTime, 1,
+     STATUS_BUFFER_OVERFLOW},
+    {"wrap by one byte", HP_OK, SELF, ~0ull, 1, 2, B, 4, ProfileTime, 1, STATUS_BUFFER_OVERFLOW},
+    {"wrap after a small buffer", HP_OK, SELF, ~0xFFFull, 0x2000, 12, B, 4, ProfileTime, 1,
+     STATUS_BUFFER_TOO_SMALL},
+    {"wrap before a bad handle pointer", HP_KERNEL, SELF, ~0xFFFull, 0x2000, 12, B, 8, ProfileTime,
+     1, STATUS_BUFFER_OVERFLOW},
+    {"no wrap: last byte of the address space", HP_OK, SELF, ~0xFFFull, 0xFFF, 12, B, 4,
+     ProfileTime, 1, STATUS_PRIVILEGE_NOT_HELD},
+    {"handle pointer NULL", HP_NULL, SELF, U, 64, 2, B, 64, ProfileTime, 1,
+     STATUS_ACCESS_VIOLATION},
+    {"handle pointer in the kernel", HP_KERNEL, SELF, U, 64, 2, B, 64, ProfileTime, 1,
+     STATUS_ACCESS_VIOLATION},
+    {"handle pointer read-only", HP_READ_ONLY, SELF, U, 64, 2, B, 64, ProfileTime, 1,
+     STATUS_ACCESS_VIOLATION},
+    {"handle pointer non-canonical", HP_NON_CANONICAL, SELF, U, 64, 2, B, 64, ProfileTime, 1,
+     STATUS_ACCESS_VIOLATION},
+    {"handle pointer before misalignment", HP_NULL, SELF, U, 64, 2, B + 1, 64, ProfileTime, 1,
+     STATUS_ACCESS_VIOLATION},
+    {"buffer + 1", HP_OK, SELF, U, 64, 2, B + 1, 64, ProfileTime, 1, STATUS_DATATYPE_MISALIGNMENT},
+    {"buffer + 2", HP_OK, SELF, U, 64, 2, B + 2, 64, ProfileTime, 1, STATUS_DATATYPE_MISALIGNMENT},
+    {"buffer + 3", HP_OK, SELF, U, 64, 2, B + 3, 64, ProfileTime, 1, STATUS_DATATYPE_MISALIGNMENT},
+    {"misaligned before unmapped", HP_OK, SELF, U, 64, 2, 0x1001, 64, ProfileTime, 1,
+     STATUS_DATATYPE_MISALIGNMENT},
+    {"buffer NULL", HP_OK, SELF, U, 64, 2, 0, 64, ProfileTime, 1, STATUS_ACCESS_VIOLATION},
+    {"buffer unmapped", HP_OK, SELF, U, 64, 2, 0x1000, 64, ProfileTime, 1, STATUS_ACCESS_VIOLATION},
+    {"buffer in the direct map", HP_OK, SELF, U, 64, 2, KERNEL_DIRECT_MAP, 64, ProfileTime, 1,
+     STATUS_ACCESS_VIOLATION},
+    {"buffer in the kernel image", HP_OK, SELF, U, 64, 2, KERNEL_IMAGE, 64, ProfileTime, 1,
+     STATUS_ACCESS_VIOLATION},
+    {"buffer non-canonical", HP_OK, SELF, U, 64, 2, NON_CANONICAL, 64, ProfileTime, 1,
+     STATUS_ACCESS_VIOLATION},
+    {"buffer ending in the kernel", HP_OK, SELF, U, 64, 2, USER_TOP - 64, 128, ProfileTime, 1,
+     STATUS_ACCESS_VIOLATION},
+    {"buffer read-only", HP_OK, SELF, U, 64, 2, (uintptr_t)read_only, 64, ProfileTime, 1,
+     STATUS_ACCESS_VIOLATION},
+    {"buffer in code", HP_OK, SELF, U, 64, 2, 0x400000, 64, ProfileTime, 1,
+     STATUS_ACCESS_VIOLATION},
+    {"bad process handle", HP_OK, BAD_PROCESS, U, 64, 2, B, 64, ProfileTime, 1,
+     STATUS_INVALID_HANDLE},
+    {"source 0x20", HP_OK, SELF, U, 64, 2, B, 64, ProfileSourceCount, 1, STATUS_NOT_SUPPORTED},
+    {"source ~0", HP_OK, SELF, U, 64, 2, B, 64, (KPROFILE_SOURCE)-1, 1, STATUS_NOT_SUPPORTED},
+    {"Affinity 0", HP_OK, SELF, U, 64, 2, B, 64, ProfileTime, 0, STATUS_INVALID_PARAMETER},
+    {"Affinity -1", HP_OK, SELF, U, 64, 2, B, 64, ProfileTime, ~0ull, STATUS_SUCCESS},
+    {"Affinity CPU 63", HP_OK, SELF, U, 64, 2, B, 64, ProfileTime, 1ull << 63,
+     STATUS_INVALID_PARAMETER},
+    {"system scope unprivileged", HP_OK, SYSTEM, U, 64, 2, B, 64, ProfileTime, 1,
+     STATUS_PRIVILEGE_NOT_HELD},
 #undef B
 #undef U
 };
@@ -530,11 +530,11 @@ static void test_create_validation(void)
     HANDLE me = open_self();
     for (size_t i = 0; i < sizeof create_cases / sizeof create_cases[0]; i++) {
         const struct create_case *c = &create_cases[i];
-        HANDLE *ptr = c->handle == HP_OK ? &created
-                    : c->handle == HP_NULL ? NULL
-                    : c->handle == HP_KERNEL ? (HANDLE *)KERNEL_IMAGE
-                    : c->handle == HP_READ_ONLY ? (HANDLE *)read_only
-                    : (HANDLE *)NON_CANONICAL;
+        HANDLE *ptr = c->handle == HP_OK          ? &created
+                      : c->handle == HP_NULL      ? NULL
+                      : c->handle == HP_KERNEL    ? (HANDLE *)KERNEL_IMAGE
+                      : c->handle == HP_READ_ONLY ? (HANDLE *)read_only
+                                                  : (HANDLE *)NON_CANONICAL;
         HANDLE process = c->scope == SELF ? me : c->scope == SYSTEM ? NULL : (HANDLE)0x1234;
         NTSTATUS s = try_create(ptr, process, c->base, c->size, c->shift, c->buffer, c->buffer_size,
                                 c->source, c->affinity);
@@ -545,19 +545,20 @@ static void test_create_validation(void)
     // Cases that need values known only at run time.
     unsigned n = online_cpus();
     EXPECT(n >= 1, "no online CPU");
-    EXPECT_STATUS(try_create(&created, me, BUSY_A, 64, 2, (uintptr_t)vbuf, 64, ProfileTime,
-                             (1ull << n) - 1),
-                  STATUS_SUCCESS);
+    EXPECT_STATUS(
+        try_create(&created, me, BUSY_A, 64, 2, (uintptr_t)vbuf, 64, ProfileTime, (1ull << n) - 1),
+        STATUS_SUCCESS);
     if (n < 64)
-        EXPECT_STATUS(try_create(&created, me, BUSY_A, 64, 2, (uintptr_t)vbuf, 64, ProfileTime,
-                                 1ull << n),
-                      STATUS_INVALID_PARAMETER);
+        EXPECT_STATUS(
+            try_create(&created, me, BUSY_A, 64, 2, (uintptr_t)vbuf, 64, ProfileTime, 1ull << n),
+            STATUS_INVALID_PARAMETER);
     KPROFILE_SOURCE bad = unsupported_source();
     if (bad == ProfileSourceCount) {
         printf("# %s: every source is supported here: no STATUS_NOT_SUPPORTED check\n", test_name);
     } else {
         struct sys_profile_source *r = source_row(bad);
-        printf("# %s: unsupported source %s (%s)\n", test_name, r ? r->name : "?", r ? r->reason : "?");
+        printf("# %s: unsupported source %s (%s)\n", test_name, r ? r->name : "?",
+               r ? r->reason : "?");
         EXPECT_STATUS(try_create(&created, me, BUSY_A, 64, 2, (uintptr_t)vbuf, 64, bad, 1),
                       STATUS_NOT_SUPPORTED);
         // The privilege check comes first (step 8 before step 9).
@@ -588,19 +589,24 @@ static void test_create_ex_validation(void)
         GROUP_AFFINITY g;
         NTSTATUS want;
     } cases[] = {
-        { "GroupCount 0: every CPU", 0, { .Mask = 0 }, STATUS_SUCCESS },
-        { "GroupCount 1, CPU 0", 1, { .Mask = 1 }, STATUS_SUCCESS },
-        { "GroupCount 1, every CPU", 1, { .Mask = all }, STATUS_SUCCESS },
-        { "GroupCount 2", 2, { .Mask = 1 }, STATUS_INVALID_PARAMETER },
-        { "GroupCount 0xFFFF", 0xFFFF, { .Mask = 1 }, STATUS_INVALID_PARAMETER },
-        { "Group 1", 1, { .Mask = 1, .Group = 1 }, STATUS_INVALID_PARAMETER },
-        { "empty Mask", 1, { .Mask = 0 }, STATUS_INVALID_PARAMETER },
-        { "Mask with an inactive CPU", 1, { .Mask = all | (n < 64 ? 1ull << n : 0) },
-          n < 64 ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS },
-        { "Mask CPU 63 only", 1, { .Mask = 1ull << 63 }, n < 64 ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS },
-        { "Reserved[0]", 1, { .Mask = 1, .Reserved = { 1, 0, 0 } }, STATUS_INVALID_PARAMETER },
-        { "Reserved[1]", 1, { .Mask = 1, .Reserved = { 0, 1, 0 } }, STATUS_INVALID_PARAMETER },
-        { "Reserved[2]", 1, { .Mask = 1, .Reserved = { 0, 0, 0x8000 } }, STATUS_INVALID_PARAMETER },
+        {"GroupCount 0: every CPU", 0, {.Mask = 0}, STATUS_SUCCESS},
+        {"GroupCount 1, CPU 0", 1, {.Mask = 1}, STATUS_SUCCESS},
+        {"GroupCount 1, every CPU", 1, {.Mask = all}, STATUS_SUCCESS},
+        {"GroupCount 2", 2, {.Mask = 1}, STATUS_INVALID_PARAMETER},
+        {"GroupCount 0xFFFF", 0xFFFF, {.Mask = 1}, STATUS_INVALID_PARAMETER},
+        {"Group 1", 1, {.Mask = 1, .Group = 1}, STATUS_INVALID_PARAMETER},
+        {"empty Mask", 1, {.Mask = 0}, STATUS_INVALID_PARAMETER},
+        {"Mask with an inactive CPU",
+         1,
+         {.Mask = all | (n < 64 ? 1ull << n : 0)},
+         n < 64 ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS},
+        {"Mask CPU 63 only",
+         1,
+         {.Mask = 1ull << 63},
+         n < 64 ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS},
+        {"Reserved[0]", 1, {.Mask = 1, .Reserved = {1, 0, 0}}, STATUS_INVALID_PARAMETER},
+        {"Reserved[1]", 1, {.Mask = 1, .Reserved = {0, 1, 0}}, STATUS_INVALID_PARAMETER},
+        {"Reserved[2]", 1, {.Mask = 1, .Reserved = {0, 0, 0x8000}}, STATUS_INVALID_PARAMETER},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         h = NULL;
@@ -617,8 +623,8 @@ static void test_create_ex_validation(void)
     EXPECT_STATUS(NtCreateProfileEx(&h, me, (void *)BUSY_A, 64, 2, vbuf, 64, ProfileTime, 0, NULL),
                   STATUS_SUCCESS);
     EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
-    static const uintptr_t bad_ptrs[] = { 0, 0x1000, KERNEL_IMAGE, KERNEL_DIRECT_MAP, NON_CANONICAL,
-                                          USER_TOP - 8 };
+    static const uintptr_t bad_ptrs[] = {
+        0, 0x1000, KERNEL_IMAGE, KERNEL_DIRECT_MAP, NON_CANONICAL, USER_TOP - 8};
     for (size_t i = 0; i < sizeof bad_ptrs / sizeof bad_ptrs[0]; i++) {
         h = NULL;
         NTSTATUS s = NtCreateProfileEx(&h, me, (void *)BUSY_A, 64, 2, vbuf, 64, ProfileTime, 1,
@@ -629,21 +635,22 @@ static void test_create_ex_validation(void)
             NtClose(h);
     }
     // The common checks come first.
-    GROUP_AFFINITY bad = { .Mask = 0 };
+    GROUP_AFFINITY bad = {.Mask = 0};
     EXPECT_STATUS(NtCreateProfileEx(&h, me, (void *)BUSY_A, 64, 2, vbuf, 0, ProfileTime, 2, &bad),
                   STATUS_INVALID_PARAMETER_7);
     EXPECT_STATUS(NtCreateProfileEx(&h, me, (void *)BUSY_A, 64, 2, vbuf, 4, ProfileTime, 2, &bad),
                   STATUS_BUFFER_TOO_SMALL);
-    EXPECT_STATUS(NtCreateProfileEx(&h, NULL, (void *)BUSY_A, 64, 2, vbuf, 64, ProfileTime, 0, NULL),
-                  STATUS_PRIVILEGE_NOT_HELD);
+    EXPECT_STATUS(
+        NtCreateProfileEx(&h, NULL, (void *)BUSY_A, 64, 2, vbuf, 64, ProfileTime, 0, NULL),
+        STATUS_PRIVILEGE_NOT_HELD);
     EXPECT_STATUS(NtClose(me), STATUS_SUCCESS);
 }
 
 // Start, stop and close: bad and closed handles, and the order of operations.
 static void test_start_stop(void)
 {
-    static const uintptr_t bad[] = { 0, 4, 0x1234, 0x7fffffff, (uintptr_t)-1, (uintptr_t)-2,
-                                     KERNEL_DIRECT_MAP, KERNEL_IMAGE };
+    static const uintptr_t bad[] = {
+        0, 4, 0x1234, 0x7fffffff, (uintptr_t)-1, (uintptr_t)-2, KERNEL_DIRECT_MAP, KERNEL_IMAGE};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         HANDLE h = (HANDLE)bad[i];
         EXPECT(NtStartProfile(h) == STATUS_INVALID_HANDLE, "NtStartProfile(%p)", h);
@@ -699,7 +706,8 @@ static void test_query_interval(void)
     EXPECT_STATUS(NtQueryIntervalProfile(ProfileSourceCount, &v), STATUS_SUCCESS);
     EXPECT(v == 0, "unknown source: interval %u, expected 0", v);
     EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, NULL), STATUS_ACCESS_VIOLATION);
-    EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, (ULONG *)KERNEL_IMAGE), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, (ULONG *)KERNEL_IMAGE),
+                  STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, (ULONG *)read_only), STATUS_ACCESS_VIOLATION);
 }
 
@@ -736,19 +744,19 @@ static void test_privilege_denied(void)
     if (privileged())
         return;
     HANDLE me = open_self(), h = NULL;
-    GROUP_AFFINITY g = { .Mask = 1 };
+    GROUP_AFFINITY g = {.Mask = 1};
     // System scope.
     EXPECT_STATUS(try_create(&created, NULL, BUSY_A, 64, 2, (uintptr_t)vbuf, 64, ProfileTime, 1),
                   STATUS_PRIVILEGE_NOT_HELD);
     EXPECT_STATUS(NtCreateProfileEx(&h, NULL, (void *)BUSY_A, 64, 2, vbuf, 64, ProfileTime, 1, &g),
                   STATUS_PRIVILEGE_NOT_HELD);
     // Kernel ranges in a process-scope profile, and the boundary at USER_TOP.
-    EXPECT_STATUS(try_create(&created, me, KERNEL_BASE, 1 << 20, 12, (uintptr_t)vbuf, 1024,
-                             ProfileTime, 1),
-                  STATUS_PRIVILEGE_NOT_HELD);
-    EXPECT_STATUS(try_create(&created, me, KERNEL_DIRECT_MAP, 4096, 12, (uintptr_t)vbuf, 4,
-                             ProfileTime, 1),
-                  STATUS_PRIVILEGE_NOT_HELD);
+    EXPECT_STATUS(
+        try_create(&created, me, KERNEL_BASE, 1 << 20, 12, (uintptr_t)vbuf, 1024, ProfileTime, 1),
+        STATUS_PRIVILEGE_NOT_HELD);
+    EXPECT_STATUS(
+        try_create(&created, me, KERNEL_DIRECT_MAP, 4096, 12, (uintptr_t)vbuf, 4, ProfileTime, 1),
+        STATUS_PRIVILEGE_NOT_HELD);
     EXPECT_STATUS(try_create(&created, me, USER_TOP - 4, 8, 2, (uintptr_t)vbuf, 8, ProfileTime, 1),
                   STATUS_PRIVILEGE_NOT_HELD);
     EXPECT_STATUS(try_create(&created, me, USER_TOP - 4, 4, 2, (uintptr_t)vbuf, 4, ProfileTime, 1),
@@ -797,16 +805,16 @@ static void test_privilege_granted(void)
 {
     EXPECT(privileged(), "spawned with SPAWN_PRIVILEGED but not privileged");
     HANDLE me = open_self();
-    GROUP_AFFINITY g = { .Mask = 1 };
+    GROUP_AFFINITY g = {.Mask = 1};
     HANDLE h = NULL;
     EXPECT_STATUS(try_create(&created, NULL, BUSY_A, 64, 2, (uintptr_t)vbuf, 64, ProfileTime, 1),
                   STATUS_SUCCESS);
     EXPECT_STATUS(NtCreateProfileEx(&h, NULL, (void *)BUSY_A, 64, 2, vbuf, 64, ProfileTime, 1, &g),
                   STATUS_SUCCESS);
     EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
-    EXPECT_STATUS(try_create(&created, me, KERNEL_BASE, 1 << 20, 12, (uintptr_t)vbuf, 1024,
-                             ProfileTime, 1),
-                  STATUS_SUCCESS);
+    EXPECT_STATUS(
+        try_create(&created, me, KERNEL_BASE, 1 << 20, 12, (uintptr_t)vbuf, 1024, ProfileTime, 1),
+        STATUS_SUCCESS);
     EXPECT_STATUS(try_create(&created, NULL, KERNEL_BASE, 1 << 20, 12, (uintptr_t)vbuf, 1024,
                              ProfileTime, ~0ull),
                   STATUS_SUCCESS);
@@ -837,11 +845,12 @@ static void test_privilege_granted(void)
 
 static void guard_case(uint8_t *area, size_t area_size, unsigned shift, int where)
 {
-    static const char *const names[] = { "at the start", "at the end", "across the pages" };
+    static const char *const names[] = {"at the start", "at the end", "across the pages"};
     uint64_t n = nbuckets(BUSY_A_SIZE, shift);
     ULONG size = (ULONG)(n * 4);
-    uint8_t *buf = where == 0 ? area : where == 1 ? area + area_size - size
-                 : area + PAGE - ((size / 2) & ~3u);
+    uint8_t *buf = where == 0   ? area
+                   : where == 1 ? area + area_size - size
+                                : area + PAGE - ((size / 2) & ~3u);
     memset(area, GUARD_BYTE, area_size);
     memset(buf, 0, size);
     HANDLE me = open_self(), h = NULL;
@@ -861,7 +870,8 @@ static void guard_case(uint8_t *area, size_t area_size, unsigned shift, int wher
                   STATUS_BUFFER_TOO_SMALL);
 
     NTSTATUS s = profile(&h, me, BUSY_A, BUSY_A_SIZE, shift, (ULONG *)buf, size);
-    EXPECT(NT_SUCCESS(s), "shift %u %s: NtCreateProfile: %s", shift, names[where], nt_status_name(s));
+    EXPECT(NT_SUCCESS(s), "shift %u %s: NtCreateProfile: %s", shift, names[where],
+           nt_status_name(s));
     if (!NT_SUCCESS(s)) {
         NtClose(me);
         return;
@@ -948,7 +958,7 @@ static void test_guard_pages(void)
 
 static struct sys_self_check self_check(void)
 {
-    struct sys_self_check c = { 0 };
+    struct sys_self_check c = {0};
     EXPECT_STATUS(SysSelfCheck(&c), STATUS_SUCCESS);
     return c;
 }
@@ -1044,8 +1054,8 @@ static int churn_once(enum churn_end end, uint32_t flags, unsigned round)
         SysProcessId(h, &pid);
         struct sys_process_info *p = NULL;
         uint64_t deadline = clock_ns() + 5000000000ull;
-        while (pid && clock_ns() < deadline && (p = find_process(pid)) && p->state != PROC_SLEEPING &&
-               p->state != PROC_ZOMBIE)
+        while (pid && clock_ns() < deadline && (p = find_process(pid)) &&
+               p->state != PROC_SLEEPING && p->state != PROC_ZOMBIE)
             SysYield();
         for (unsigned i = 0; i < round % 5; i++) // kill it asleep or spinning
             SysYield();
@@ -1055,7 +1065,8 @@ static int churn_once(enum churn_end end, uint32_t flags, unsigned round)
     int status = -1000;
     s = SysWait(h, &status);
     NtClose(h);
-    int want = end == END_KILLED || end == END_KILL_SELF || end == END_FAULT ? EXIT_STATUS_KILLED : 0;
+    int want =
+        end == END_KILLED || end == END_KILL_SELF || end == END_FAULT ? EXIT_STATUS_KILLED : 0;
     if (!NT_SUCCESS(s) || status != want) {
         printf("# churn: ending %d: %s, exit status %d, expected %d\n", (int)end, nt_status_name(s),
                status, want);
@@ -1069,7 +1080,7 @@ static int churn_once(enum churn_end end, uint32_t flags, unsigned round)
 // kernel's counters must be back where they were.
 static void test_churn(void)
 {
-    uint32_t flags[2] = { 0, privileged() ? SPAWN_PRIVILEGED : 0 };
+    uint32_t flags[2] = {0, privileged() ? SPAWN_PRIVILEGED : 0};
     for (int e = 0; e < 2 * CHURN_ENDS; e++) // warm up: first-time allocations are not leaks
         churn_once((enum churn_end)(e % CHURN_ENDS), flags[e / CHURN_ENDS], (unsigned)e);
     struct sys_self_check before = quiet_counters();
@@ -1078,7 +1089,8 @@ static void test_churn(void)
     for (r = 0; r < rounds && bad < 5; r++)
         bad += !churn_once((enum churn_end)(r % CHURN_ENDS), flags[r / CHURN_ENDS % 2], r);
     EXPECT(bad == 0, "%u of %u processes ended unexpectedly", bad, r);
-    EXPECT(counters_settled(&before), "the kernel's counters did not come back after %u processes", r);
+    EXPECT(counters_settled(&before), "the kernel's counters did not come back after %u processes",
+           r);
     printf("# %s: %u processes in %lu ms\n", test_name, r, (clock_ns() - start) / 1000000);
 }
 
@@ -1122,7 +1134,8 @@ static void two_profiles(HANDLE first_process, const char *what)
            "%s: both started, no samples", what);
     EXPECT_STATUS(NtStopProfile(ha), STATUS_SUCCESS);
     uint64_t a_stopped = sum(a, n), b_stopped = sum(b, n);
-    EXPECT(spin_for_samples(hb, busy_a, 20), "%s: the second stopped counting with the first", what);
+    EXPECT(spin_for_samples(hb, busy_a, 20), "%s: the second stopped counting with the first",
+           what);
     EXPECT(sum(b, n) >= b_stopped + 20, "%s: the second's buckets went from %lu only to %lu", what,
            b_stopped, sum(b, n));
     EXPECT(sum(a, n) == a_stopped, "%s: the stopped one went on counting (%lu to %lu)", what,
@@ -1157,8 +1170,8 @@ static void test_two_profiles(void)
 // busy_a has most of the buckets' samples. One more system profile per CPU,
 // affine to it alone, shows that each CPU delivered samples in busy_a.
 #define SYSTEM_SPIN_MS "1500"
-#define WINDOW (128 * 1024)
-#define WINDOW_SHIFT 4
+#define WINDOW         (128 * 1024)
+#define WINDOW_SHIFT   4
 
 static void test_system_all_cpus(void)
 {
@@ -1174,7 +1187,7 @@ static void test_system_all_cpus(void)
     printf("# %s: %u CPUs, ProfileTime interval %u\n", test_name, ncpu, interval);
     uintptr_t base = BUSY_A & ~(uintptr_t)0xFFFF;
     uint64_t n = WINDOW >> WINDOW_SHIFT, small = nbuckets(BUSY_A_SIZE, 2);
-    HANDLE all = NULL, one[64] = { NULL }, child[64] = { NULL };
+    HANDLE all = NULL, one[64] = {NULL}, child[64] = {NULL};
     EXPECT_STATUS(NtCreateProfile(&all, NULL, (void *)base, WINDOW, WINDOW_SHIFT, window,
                                   sizeof window, ProfileTime, (KAFFINITY)-1),
                   STATUS_SUCCESS);
@@ -1199,7 +1212,8 @@ static void test_system_all_cpus(void)
 
     struct sys_profile_stats st = stats_of(all);
     uint64_t total = sum(window, n);
-    uint64_t first = (BUSY_A - base) >> WINDOW_SHIFT, last = ((uintptr_t)busy_a_end - 1 - base) >> WINDOW_SHIFT;
+    uint64_t first = (BUSY_A - base) >> WINDOW_SHIFT,
+             last = ((uintptr_t)busy_a_end - 1 - base) >> WINDOW_SHIFT;
     uint64_t hot = sum(window + first, last - first + 1);
     printf("# %s: delivered %lu, in range %lu, out of range %lu, throttled %lu, busy_a %lu\n",
            test_name, st.delivered, st.in_range, st.out_of_range, st.throttled, hot);
@@ -1226,20 +1240,20 @@ static void test_system_all_cpus(void)
 // The table of tests.
 
 static const struct child_test tests[] = {
-    { "query_interval", test_query_interval, EXITS_0, 0 },   // first: nothing has set the interval yet
-    { "create_validation", test_create_validation, EXITS_0, 0 },
-    { "create_ex_validation", test_create_ex_validation, EXITS_0, 0 },
-    { "start_stop", test_start_stop, EXITS_0, 0 },
-    { "privilege_denied", test_privilege_denied, EXITS_0, 0 },
-    { "privilege_granted", test_privilege_granted, EXITS_0, SPAWN_PRIVILEGED },
-    { "set_interval", test_set_interval, EXITS_0, SPAWN_PRIVILEGED },
-    { "guard_pages", test_guard_pages, EXITS_0, SPAWN_PRIVILEGED },
-    { "unmap_while_started", test_unmap_while_started, EXITS_0, SPAWN_PRIVILEGED },
-    { "close_while_started", test_close_while_started, EXITS_0, SPAWN_PRIVILEGED },
-    { "two_profiles", test_two_profiles, EXITS_0, SPAWN_PRIVILEGED },
-    { "system_all_cpus", test_system_all_cpus, EXITS_0, SPAWN_PRIVILEGED },
-    { "limit", test_limit, EXITS_0, 0 },
-    { "churn", test_churn, EXITS_0, SPAWN_PRIVILEGED },
+    {"query_interval", test_query_interval, EXITS_0, 0}, // first: nothing has set the interval yet
+    {"create_validation", test_create_validation, EXITS_0, 0},
+    {"create_ex_validation", test_create_ex_validation, EXITS_0, 0},
+    {"start_stop", test_start_stop, EXITS_0, 0},
+    {"privilege_denied", test_privilege_denied, EXITS_0, 0},
+    {"privilege_granted", test_privilege_granted, EXITS_0, SPAWN_PRIVILEGED},
+    {"set_interval", test_set_interval, EXITS_0, SPAWN_PRIVILEGED},
+    {"guard_pages", test_guard_pages, EXITS_0, SPAWN_PRIVILEGED},
+    {"unmap_while_started", test_unmap_while_started, EXITS_0, SPAWN_PRIVILEGED},
+    {"close_while_started", test_close_while_started, EXITS_0, SPAWN_PRIVILEGED},
+    {"two_profiles", test_two_profiles, EXITS_0, SPAWN_PRIVILEGED},
+    {"system_all_cpus", test_system_all_cpus, EXITS_0, SPAWN_PRIVILEGED},
+    {"limit", test_limit, EXITS_0, 0},
+    {"churn", test_churn, EXITS_0, SPAWN_PRIVILEGED},
 };
 
 #define NTESTS (sizeof tests / sizeof tests[0])

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <syscall.h>
 
-#define LINE_BYTES 192 // the kernel's longest trace line
+#define LINE_BYTES   192 // the kernel's longest trace line
 #define RING_RECORDS 512 // per CPU (kernel/pmc/pmc_param.h)
 
 static const char usage[] = "usage: pmc info | pmc trace on|off|clear|show | pmc trace CMD [ARGS]";
@@ -102,7 +102,9 @@ static int trace(int argc, char **argv)
         const char *name;
         uint32_t op;
     } ops[] = {
-        { "on", PMC_TRACE_ON }, { "off", PMC_TRACE_OFF }, { "clear", PMC_TRACE_CLEAR },
+        {"on", PMC_TRACE_ON},
+        {"off", PMC_TRACE_OFF},
+        {"clear", PMC_TRACE_CLEAR},
     };
     if (argc < 3) {
         fprintf(stderr, "pmc: trace what?\n%s\n", usage);

@@ -21,20 +21,20 @@
 #include <string.h>
 #include <syscall.h>
 
-#define MAX_SOURCES 8          // -s given at most this many times
-#define DEFAULT_SHIFT 2        // 4-byte buckets: one per instruction or two
-#define DEFAULT_TOP 20
-#define ALL_CPUS ((KAFFINITY)-1)
+#define MAX_SOURCES   8 // -s given at most this many times
+#define DEFAULT_SHIFT 2 // 4-byte buckets: one per instruction or two
+#define DEFAULT_TOP   20
+#define ALL_CPUS      ((KAFFINITY)-1)
 
-static const char usage_run[] =
-    "usage: profile run [-s SOURCE[:INTERVAL]]... [-i INTERVAL] [-b BUCKETSHIFT] [-k] [-n TOP] [-g] PROG [ARGS]";
-static const char usage_kernel[] =
-    "usage: profile kernel [-s SOURCE[:INTERVAL]]... [-i INTERVAL] [-b BUCKETSHIFT] [-n TOP] SECONDS";
+static const char usage_run[] = "usage: profile run [-s SOURCE[:INTERVAL]]... [-i INTERVAL] [-b "
+                                "BUCKETSHIFT] [-k] [-n TOP] [-g] PROG [ARGS]";
+static const char usage_kernel[] = "usage: profile kernel [-s SOURCE[:INTERVAL]]... [-i INTERVAL] "
+                                   "[-b BUCKETSHIFT] [-n TOP] SECONDS";
 static const char usage_all[] = "usage: profile sources | run ... | kernel ... | help";
 
 // Exit statuses: 2 for a command line that cannot work, 1 for a failure later.
 #define EXIT_USAGE 2
-#define EXIT_FAIL 1
+#define EXIT_FAIL  1
 
 // The source table, read once.
 static struct sys_profile_source sources[ProfileSourceCount];
@@ -43,20 +43,20 @@ static uint32_t nsources;
 // One source asked for, and what happened to its interval.
 struct wanted {
     const struct sys_profile_source *src;
-    uint64_t interval;     // asked for; 0 = the default
-    uint64_t in_force;     // during the run
-    uint64_t previous;     // to restore afterwards
-    int changed;           // we set it, so we restore it
+    uint64_t interval; // asked for; 0 = the default
+    uint64_t in_force; // during the run
+    uint64_t previous; // to restore afterwards
+    int changed;       // we set it, so we restore it
 };
 
 struct options {
     struct wanted want[MAX_SOURCES];
     int nwant;
-    uint64_t interval;     // -i, 0 when absent
+    uint64_t interval; // -i, 0 when absent
     uint32_t shift;
     unsigned top;
     int kernel, gmon;
-    int first_arg;         // argv index of PROG or SECONDS
+    int first_arg; // argv index of PROG or SECONDS
 };
 
 // One line saying what is wrong, then the usage: exit status EXIT_USAGE.
@@ -74,8 +74,10 @@ PRINTF_LIKE(2, 3) static int usage_error(const char *usage, const char *fmt, ...
 static const char *kind_name(uint32_t kind)
 {
     static const char *const names[] = {
-        [COUNTER_TIMER] = "timer", [COUNTER_FIXED] = "fixed",
-        [COUNTER_GENERAL] = "general", [COUNTER_NONE] = "none",
+        [COUNTER_TIMER] = "timer",
+        [COUNTER_FIXED] = "fixed",
+        [COUNTER_GENERAL] = "general",
+        [COUNTER_NONE] = "none",
     };
     return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
@@ -96,7 +98,7 @@ static int load_sources(void)
 static int same_source_name(const char *a, const char *b)
 {
     static const char prefix[] = "profile";
-    const char *both[2] = { a, b };
+    const char *both[2] = {a, b};
     for (int k = 0; k < 2; k++) {
         size_t i = 0;
         while (prefix[i] && tolower((unsigned char)both[k][i]) == prefix[i])
@@ -167,9 +169,9 @@ static int add_source(struct options *o, const char *arg, const char *usage)
         if (o->want[i].src == src)
             return usage_error(usage, "source %s given twice", src->name);
     if (o->nwant == MAX_SOURCES)
-        return usage_error(usage, "at most %d sources at once, -s %s is one too many",
-                           MAX_SOURCES, arg);
-    o->want[o->nwant++] = (struct wanted){ .src = src, .interval = interval };
+        return usage_error(usage, "at most %d sources at once, -s %s is one too many", MAX_SOURCES,
+                           arg);
+    o->want[o->nwant++] = (struct wanted){.src = src, .interval = interval};
     return 0;
 }
 
@@ -177,7 +179,7 @@ static int add_source(struct options *o, const char *arg, const char *usage)
 static int parse_options(int argc, char **argv, int first, const char *usage, int allow_run_flags,
                          struct options *o)
 {
-    *o = (struct options){ .shift = DEFAULT_SHIFT, .top = DEFAULT_TOP };
+    *o = (struct options){.shift = DEFAULT_SHIFT, .top = DEFAULT_TOP};
     int i = first;
     for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
         const char *flag = argv[i];
@@ -194,9 +196,7 @@ static int parse_options(int argc, char **argv, int first, const char *usage, in
         uint64_t n = 0;
         int st = 0;
         switch (flag[1]) {
-        case 's':
-            st = add_source(o, value, usage);
-            break;
+        case 's': st = add_source(o, value, usage); break;
         case 'i':
             if (parse_number(value, &n) < 0 || n == 0)
                 return usage_error(usage, "bad interval '%s'", value);
@@ -218,15 +218,14 @@ static int parse_options(int argc, char **argv, int first, const char *usage, in
                 return usage_error(usage, "unknown option %s", flag);
             *(flag[1] == 'k' ? &o->kernel : &o->gmon) = 1;
             break;
-        default:
-            return usage_error(usage, "unknown option %s", flag);
+        default: return usage_error(usage, "unknown option %s", flag);
         }
         if (st)
             return st;
         i += takes_value;
     }
     if (o->nwant == 0)
-        o->want[o->nwant++] = (struct wanted){ .src = find_source("0") }; // ProfileTime
+        o->want[o->nwant++] = (struct wanted){.src = find_source("0")}; // ProfileTime
     o->first_arg = i;
     return 0;
 }
@@ -256,8 +255,10 @@ static int set_intervals(struct options *o, int privileged, char *note, size_t n
             continue;
         if (!privileged) {
             if (asked) {
-                fprintf(stderr, "profile: setting %s's interval needs the system-profile "
-                        "privilege (run under sudo); the interval in force is %u\n", s->name, now);
+                fprintf(stderr,
+                        "profile: setting %s's interval needs the system-profile "
+                        "privilege (run under sudo); the interval in force is %u\n",
+                        s->name, now);
                 return EXIT_FAIL;
             }
             snprintf(note, note_size, "interval %u in force (the default %lu needs sudo to set)",
@@ -281,7 +282,8 @@ static void restore_intervals(struct options *o)
 {
     for (int i = 0; i < o->nwant; i++)
         if (o->want[i].changed)
-            NtSetIntervalProfile((ULONG)o->want[i].previous, (KPROFILE_SOURCE)o->want[i].src->source);
+            NtSetIntervalProfile((ULONG)o->want[i].previous,
+                                 (KPROFILE_SOURCE)o->want[i].src->source);
 }
 
 // ---------------------------------------------------------------------------
@@ -310,12 +312,12 @@ static int create_profile(struct profile *p, HANDLE process, const struct elf_im
         return -1;
     }
     NTSTATUS s = NtCreateProfile(&p->handle, process, (void *)r->base, r->size, shift, r->buckets,
-                                 (ULONG)(r->nbuckets * sizeof(ULONG)),
-                                 (KPROFILE_SOURCE)src->source, ALL_CPUS);
+                                 (ULONG)(r->nbuckets * sizeof(ULONG)), (KPROFILE_SOURCE)src->source,
+                                 ALL_CPUS);
     if (!NT_SUCCESS(s)) {
         if (s == STATUS_PRIVILEGE_NOT_HELD)
             fprintf(stderr, "profile: profiling the kernel needs the system-profile privilege: "
-                    "run it under sudo\n");
+                            "run it under sudo\n");
         else
             fprintf(stderr, "profile: NtCreateProfile(%s, %s): %s\n", module, src->name,
                     nt_status_name(s));
@@ -390,9 +392,15 @@ static void report_all(const struct options *o, struct profile *ps, int per_sour
         for (int m = 0; m < per_source; m++)
             ranges[m] = ps[k * per_source + m].range;
         struct prof_report rep = {
-            .title = title, .source = o->want[k].src, .interval = o->want[k].in_force,
-            .elapsed_ns = elapsed_ns, .ncpus = ncpus, .ranges = ranges,
-            .nranges = (size_t)per_source, .top = o->top, .note = note && note[0] ? note : NULL,
+            .title = title,
+            .source = o->want[k].src,
+            .interval = o->want[k].in_force,
+            .elapsed_ns = elapsed_ns,
+            .ncpus = ncpus,
+            .ranges = ranges,
+            .nranges = (size_t)per_source,
+            .top = o->top,
+            .note = note && note[0] ? note : NULL,
         };
         prof_report_print(&rep);
     }
@@ -445,7 +453,7 @@ static int cmd_run(int argc, char **argv)
     int privileged = holds_privilege();
     if (o.kernel && !privileged) {
         fprintf(stderr, "profile: -k (the kernel, system scope) needs the system-profile "
-                "privilege: run 'sudo profile run -k ...'\n");
+                        "privilege: run 'sudo profile run -k ...'\n");
         return EXIT_FAIL;
     }
 
@@ -537,7 +545,7 @@ static int cmd_kernel(int argc, char **argv)
                            argv[o.first_arg]);
     if (!holds_privilege()) {
         fprintf(stderr, "profile: a kernel profile needs the system-profile privilege: "
-                "run 'sudo profile kernel ...'\n");
+                        "run 'sudo profile kernel ...'\n");
         return EXIT_FAIL;
     }
     static struct elf_image kernel_img;
@@ -620,10 +628,10 @@ static const struct command {
     const char *name;
     int (*run)(int argc, char **argv);
 } commands[] = {
-    { "sources", cmd_sources },
-    { "run", cmd_run },
-    { "kernel", cmd_kernel },
-    { "help", cmd_help },
+    {"sources", cmd_sources},
+    {"run", cmd_run},
+    {"kernel", cmd_kernel},
+    {"help", cmd_help},
 };
 
 int main(int argc, char **argv)

@@ -15,7 +15,7 @@
 
 struct builtin {
     const char *name;
-    const char *usage; // for help
+    const char *usage;                                 // for help
     int (*run)(int argc, char **argv, uint32_t flags); // flags: SPAWN_* for what it starts
 };
 
@@ -172,7 +172,8 @@ static int cmd_time(int argc, char **argv, uint32_t flags)
     int status = run_command(argc - 1, argv + 1, flags);
     SysClock(&end);
     uint64_t us = (end.ns - start.ns) / 1000;
-    fprintf(stderr, "time: %lu.%03lu ms, %lu TSC cycles\n", us / 1000, us % 1000, end.tsc - start.tsc);
+    fprintf(stderr, "time: %lu.%03lu ms, %lu TSC cycles\n", us / 1000, us % 1000,
+            end.tsc - start.tsc);
     return status;
 }
 
@@ -222,15 +223,15 @@ static int cmd_exit(int argc, char **argv, uint32_t flags)
 }
 
 static const struct builtin builtins[] = {
-    { "help", "help                 this list and the programs in the ramdisk", cmd_help },
-    { "ps", "ps                   processes: pid, parent, state, cpu, pages", cmd_ps },
-    { "cpus", "cpus                 one line per CPU", cmd_cpus },
-    { "mem", "mem                  free and total pages, kernel heap", cmd_mem },
-    { "time", "time CMD [ARGS]      run CMD, then print elapsed ms and TSC cycles", cmd_time },
-    { "sudo", "sudo CMD [ARGS]      run CMD with the system-profile privilege", cmd_sudo },
-    { "kill", "kill PID             kill a process", cmd_kill },
-    { "poweroff", "poweroff             switch the machine off (ACPI)", cmd_poweroff },
-    { "exit", "exit [STATUS]        leave the shell", cmd_exit },
+    {"help", "help                 this list and the programs in the ramdisk", cmd_help},
+    {"ps", "ps                   processes: pid, parent, state, cpu, pages", cmd_ps},
+    {"cpus", "cpus                 one line per CPU", cmd_cpus},
+    {"mem", "mem                  free and total pages, kernel heap", cmd_mem},
+    {"time", "time CMD [ARGS]      run CMD, then print elapsed ms and TSC cycles", cmd_time},
+    {"sudo", "sudo CMD [ARGS]      run CMD with the system-profile privilege", cmd_sudo},
+    {"kill", "kill PID             kill a process", cmd_kill},
+    {"poweroff", "poweroff             switch the machine off (ACPI)", cmd_poweroff},
+    {"exit", "exit [STATUS]        leave the shell", cmd_exit},
 };
 
 static int cmd_help(int argc, char **argv, uint32_t flags)

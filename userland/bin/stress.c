@@ -125,10 +125,10 @@ static void kill_sampled(unsigned times)
 // usertests' fault tests, each run alone in a child: every one must be killed.
 static void faults(unsigned times)
 {
-    static const char *const kinds[] = { "fault_null_write", "fault_divide", "fault_cli",
-                                         "fault_ud2", "fault_int3" };
+    static const char *const kinds[] = {"fault_null_write", "fault_divide", "fault_cli",
+                                        "fault_ud2", "fault_int3"};
     for (unsigned i = 0; i < times; i++) {
-        const char *argv[] = { "usertests", "--child", kinds[i % 5], NULL };
+        const char *argv[] = {"usertests", "--child", kinds[i % 5], NULL};
         HANDLE h;
         int status = 0;
         NTSTATUS s = SysSpawn("usertests", argv, 0, &h);
@@ -169,7 +169,7 @@ static void ticks(unsigned seconds)
         return failed("start", s);
     char arg[16];
     snprintf(arg, sizeof arg, "%u", seconds);
-    const char *argv[] = { "spin", arg, NULL };
+    const char *argv[] = {"spin", arg, NULL};
     HANDLE child[16];
     for (unsigned i = 0; i < n; i++)
         SysSpawn("spin", argv, 0, &child[i]);
@@ -239,7 +239,8 @@ int main(int argc, char **argv)
     SysSelfCheck(&after);
     if (after.free_pages != before.free_pages || after.heap_bytes != before.heap_bytes ||
         after.live_objects != before.live_objects || after.pinned_pages != before.pinned_pages) {
-        printf("stress: leak: pages %lu -> %lu, heap %lu -> %lu, objects %lu -> %lu, pinned %lu -> %lu\n",
+        printf("stress: leak: pages %lu -> %lu, heap %lu -> %lu, objects %lu -> %lu, pinned %lu -> "
+               "%lu\n",
                before.free_pages, after.free_pages, before.heap_bytes, after.heap_bytes,
                before.live_objects, after.live_objects, before.pinned_pages, after.pinned_pages);
         failures++;

@@ -23,8 +23,8 @@
 #include <string.h>
 #include <syscall.h>
 
-#define TEST_TIMEOUT_MS 30000   // a child still running after this is killed: "timeout"
-#define CONCURRENT 64           // processes in concurrent_processes
+#define TEST_TIMEOUT_MS 30000 // a child still running after this is killed: "timeout"
+#define CONCURRENT      64    // processes in concurrent_processes
 
 // The child's last words when a fault it provoked did not kill it.
 static _Noreturn void survived(const char *what)
@@ -37,7 +37,7 @@ static _Noreturn void survived(const char *what)
 // -1000 when it could not be run.
 static int run_helper(const char *helper, const char *arg)
 {
-    const char *argv[] = { self, "--child", helper, arg, NULL };
+    const char *argv[] = {self, "--child", helper, arg, NULL};
     int status = 0;
     NTSTATUS s = run_program(self, argv, 0, &status);
     if (!NT_SUCCESS(s)) {
@@ -50,7 +50,10 @@ static int run_helper(const char *helper, const char *arg)
 // ---------------------------------------------------------------------------
 // Helpers: what a test's own children run (`usertests --child HELPER ARG`).
 
-static int helper_exit(const char *arg) { return atoi(arg); }
+static int helper_exit(const char *arg)
+{
+    return atoi(arg);
+}
 
 static _Noreturn int helper_spin(const char *arg)
 {
@@ -65,7 +68,7 @@ static int helper_sleep(const char *arg)
     return 0;
 }
 
-static const char *const passed_args[] = { "one", "two words", "", "last" };
+static const char *const passed_args[] = {"one", "two words", "", "last"};
 
 // argv should be: self --child args one "two words" "" last
 static int helper_args_check(int argc, char **argv)
@@ -95,7 +98,10 @@ static unsigned count_primes(unsigned below)
 // others run (separate address spaces), and its result reaches the parent.
 static volatile unsigned identity;
 
-static int work_result(unsigned i) { return (int)((i * 7 + count_primes(3000)) % 200); }
+static int work_result(unsigned i)
+{
+    return (int)((i * 7 + count_primes(3000)) % 200);
+}
 
 static int helper_work(const char *arg)
 {
@@ -118,8 +124,8 @@ static const struct helper {
     const char *name;
     int (*run)(const char *arg);
 } helpers[] = {
-    { "exit", helper_exit },   { "spin", helper_spin }, { "sleep", helper_sleep },
-    { "work", helper_work },   { "priv", helper_priv },
+    {"exit", helper_exit}, {"spin", helper_spin}, {"sleep", helper_sleep},
+    {"work", helper_work}, {"priv", helper_priv},
 };
 
 // ---------------------------------------------------------------------------
@@ -127,7 +133,7 @@ static const struct helper {
 
 static void test_exit_status(void)
 {
-    static const char *const codes[] = { "0", "1", "42", "255", "1000", "-2" };
+    static const char *const codes[] = {"0", "1", "42", "255", "1000", "-2"};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         int got = run_helper("exit", codes[i]);
         EXPECT(got == atoi(codes[i]), "exit %s: status %d", codes[i], got);
@@ -136,8 +142,8 @@ static void test_exit_status(void)
 
 static void test_spawn_args(void)
 {
-    const char *argv[] = { self, "--child", "args", passed_args[0], passed_args[1], passed_args[2],
-                           passed_args[3], NULL };
+    const char *argv[] = {self,           "--child",      "args",         passed_args[0],
+                          passed_args[1], passed_args[2], passed_args[3], NULL};
     int status = -1000;
     EXPECT_STATUS(run_program(self, argv, 0, &status), STATUS_SUCCESS);
     EXPECT(status == 0, "the child saw different arguments (status %d)", status);
@@ -147,7 +153,7 @@ static void test_spawn_limits(void)
 {
     HANDLE h;
     const char *argv[MAX_ARGS + 2];
-    const char *exit0[] = { self, "--child", "exit", "0", NULL };
+    const char *exit0[] = {self, "--child", "exit", "0", NULL};
     EXPECT_FAILS(SysSpawn("no-such-program", exit0, 0, &h));
     EXPECT_FAILS(SysSpawn("", exit0, 0, &h));
 
@@ -170,7 +176,7 @@ static void test_spawn_limits(void)
     // More than MAX_ARG_BYTES of strings: refused.
     static char big[MAX_ARG_BYTES + 1];
     memset(big, 'a', MAX_ARG_BYTES);
-    const char *huge[] = { self, "--child", "exit", "0", big, NULL };
+    const char *huge[] = {self, "--child", "exit", "0", big, NULL};
     s = SysSpawn(self, huge, 0, &h);
     EXPECT(!NT_SUCCESS(s), "MAX_ARG_BYTES + 1 bytes of arguments: %s", nt_status_name(s));
     if (NT_SUCCESS(s))
@@ -222,9 +228,18 @@ static void spawn_and_kill(const char *helper, const char *arg, uint32_t flags)
     EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
 }
 
-static void test_kill_spinning(void) { spawn_and_kill("spin", "", 0); }
-static void test_kill_sleeping(void) { spawn_and_kill("sleep", "100000", 0); }
-static void test_kill_suspended(void) { spawn_and_kill("exit", "0", SPAWN_SUSPENDED); }
+static void test_kill_spinning(void)
+{
+    spawn_and_kill("spin", "", 0);
+}
+static void test_kill_sleeping(void)
+{
+    spawn_and_kill("sleep", "100000", 0);
+}
+static void test_kill_suspended(void)
+{
+    spawn_and_kill("exit", "0", SPAWN_SUSPENDED);
+}
 
 static void test_kill_bad_pid(void)
 {
@@ -243,7 +258,8 @@ static void test_suspended_resume(void)
     uint32_t pid = 0;
     EXPECT_STATUS(SysProcessId(h, &pid), STATUS_SUCCESS);
     struct sys_process_info *p = find_process(pid);
-    EXPECT(p && p->state == PROC_SUSPENDED, "state %u just after a suspended spawn", p ? p->state : 0);
+    EXPECT(p && p->state == PROC_SUSPENDED, "state %u just after a suspended spawn",
+           p ? p->state : 0);
     SysSleep(100);
     p = find_process(pid);
     EXPECT(p && p->state == PROC_SUSPENDED, "state %u 100 ms later", p ? p->state : 0);
@@ -276,7 +292,7 @@ static void test_close_before_exit(void)
 static void test_concurrent_processes(void)
 {
     HANDLE h[CONCURRENT];
-    int spawned[CONCURRENT] = { 0 };
+    int spawned[CONCURRENT] = {0};
     char arg[CONCURRENT][8];
     for (int i = 0; i < CONCURRENT; i++) {
         snprintf(arg[i], sizeof arg[i], "%d", i);
@@ -302,7 +318,7 @@ static void test_privilege_denied(void)
     if (!p || p->privileged)
         return; // do not call SysPowerOff with the privilege
     HANDLE h;
-    const char *argv[] = { self, "--child", "exit", "0", NULL };
+    const char *argv[] = {self, "--child", "exit", "0", NULL};
     EXPECT_STATUS(SysSpawn(self, argv, SPAWN_PRIVILEGED, &h), STATUS_PRIVILEGE_NOT_HELD);
     EXPECT_STATUS(SysPowerOff(), STATUS_PRIVILEGE_NOT_HELD);
 }
@@ -312,8 +328,8 @@ static void test_privilege_granted(void)
 {
     struct sys_process_info *p = find_process(SysGetPid());
     EXPECT(p && p->privileged, "spawned with SPAWN_PRIVILEGED but not privileged");
-    const char *argv1[] = { self, "--child", "priv", "1", NULL };
-    const char *argv0[] = { self, "--child", "priv", "0", NULL };
+    const char *argv1[] = {self, "--child", "priv", "1", NULL};
+    const char *argv0[] = {self, "--child", "priv", "0", NULL};
     int status = -1000;
     EXPECT_STATUS(run_program(self, argv1, SPAWN_PRIVILEGED, &status), STATUS_SUCCESS);
     EXPECT(status == 0, "a privileged spawn gave an unprivileged child");
@@ -367,8 +383,8 @@ static void test_map_unmap(void)
         *(volatile uint64_t *)at = 42;
         EXPECT_STATUS(SysUnmap(at, PAGE), STATUS_SUCCESS);
     }
-    static const uint64_t kernel_addrs[] = { KERNEL_DIRECT_MAP, KERNEL_IMAGE, NON_CANONICAL,
-                                             NON_CANONICAL - PAGE };
+    static const uint64_t kernel_addrs[] = {KERNEL_DIRECT_MAP, KERNEL_IMAGE, NON_CANONICAL,
+                                            NON_CANONICAL - PAGE};
     for (size_t i = 0; i < sizeof kernel_addrs / sizeof kernel_addrs[0]; i++) {
         at = (void *)(uintptr_t)kernel_addrs[i];
         size_t len = kernel_addrs[i] == NON_CANONICAL - PAGE ? 2 * PAGE : PAGE;
@@ -400,8 +416,9 @@ static void test_map_no_leak(void)
         EXPECT_STATUS(SysUnmap(p, 16 * PAGE), STATUS_SUCCESS);
     }
     SysSelfCheck(&after);
-    EXPECT(after.free_pages == before.free_pages, "free pages %lu before 100 map/unmap rounds, %lu after",
-           before.free_pages, after.free_pages);
+    EXPECT(after.free_pages == before.free_pages,
+           "free pages %lu before 100 map/unmap rounds, %lu after", before.free_pages,
+           after.free_pages);
 }
 
 static void test_malloc_stress(void)
@@ -447,8 +464,8 @@ static void test_malloc_stress(void)
         free(slot[i]);
     struct malloc_stats st;
     malloc_stats(&st);
-    EXPECT(st.allocations == 0 && st.bytes_in_use == 0, "after freeing everything: %lu allocations, %lu bytes",
-           st.allocations, st.bytes_in_use);
+    EXPECT(st.allocations == 0 && st.bytes_in_use == 0,
+           "after freeing everything: %lu allocations, %lu bytes", st.allocations, st.bytes_in_use);
     EXPECT(st.bytes_mapped <= 256 * 1024, "after freeing everything %lu bytes are still mapped",
            st.bytes_mapped);
     void *big = calloc((size_t)1 << 62, 8);
@@ -538,7 +555,7 @@ static void test_files(void)
     EXPECT(program_exists("usertests") && program_exists("sh"), "usertests or sh missing from:\n%s",
            list ? list : "");
     free(list);
-    char buf[8] = { 0 };
+    char buf[8] = {0};
     size_t got = 0;
     EXPECT_STATUS(SysFileRead("usertests", 0, buf, 4, &got), STATUS_SUCCESS);
     EXPECT(got == 4 && memcmp(buf, "\177ELF", 4) == 0, "usertests does not start with \\177ELF");
@@ -562,7 +579,7 @@ static void test_console(void)
 // ---------------------------------------------------------------------------
 // Handles.
 
-static const uintptr_t bad_handles[] = { 0, 0x1234, 0x7fffffff, (uintptr_t)-2, KERNEL_DIRECT_MAP };
+static const uintptr_t bad_handles[] = {0, 0x1234, 0x7fffffff, (uintptr_t)-2, KERNEL_DIRECT_MAP};
 
 static void test_bad_handles(void)
 {
@@ -626,11 +643,20 @@ static ULONG profile_buf[4096];
 static char scratch[256];
 static size_t scratch_got;
 static uint32_t scratch_count;
-static const char *exit0_argv[] = { "usertests", "--child", "exit", "0", NULL };
+static const char *exit0_argv[] = {"usertests", "--child", "exit", "0", NULL};
 
-static NTSTATUS via_write(void *p) { return SysWrite(1, p, 16); }
-static NTSTATUS via_read_buf(void *p) { return SysRead(0, p, 16, &scratch_got); }
-static NTSTATUS via_read_got(void *p) { return SysRead(0, scratch, 16, p); }
+static NTSTATUS via_write(void *p)
+{
+    return SysWrite(1, p, 16);
+}
+static NTSTATUS via_read_buf(void *p)
+{
+    return SysRead(0, p, 16, &scratch_got);
+}
+static NTSTATUS via_read_got(void *p)
+{
+    return SysRead(0, scratch, 16, p);
+}
 // A call that should have failed but made a process or a profile: undo it,
 // so one kernel bug shows as one failure rather than as a leak too.
 // (h is a pointer: the call that fills it is an argument evaluated first.)
@@ -644,29 +670,82 @@ static NTSTATUS reap(NTSTATUS s, HANDLE *h, int is_process)
     return s;
 }
 
-static NTSTATUS via_spawn_path(void *p) { HANDLE h = NULL; return reap(SysSpawn(p, exit0_argv, 0, &h), &h, 1); }
-static NTSTATUS via_spawn_argv(void *p) { HANDLE h = NULL; return reap(SysSpawn(self, p, 0, &h), &h, 1); }
+static NTSTATUS via_spawn_path(void *p)
+{
+    HANDLE h = NULL;
+    return reap(SysSpawn(p, exit0_argv, 0, &h), &h, 1);
+}
+static NTSTATUS via_spawn_argv(void *p)
+{
+    HANDLE h = NULL;
+    return reap(SysSpawn(self, p, 0, &h), &h, 1);
+}
 static NTSTATUS via_spawn_arg(void *p)
 {
-    const char *argv[] = { self, "--child", p, NULL };
+    const char *argv[] = {self, "--child", p, NULL};
     HANDLE h = NULL;
     return reap(SysSpawn(self, argv, 0, &h), &h, 1);
 }
-static NTSTATUS via_spawn_handle(void *p) { return SysSpawn(self, exit0_argv, 0, p); }
-static NTSTATUS via_wait(void *p) { return SysWait(valid_child, p); }
-static NTSTATUS via_map(void *p) { return SysMap(p, PAGE, PROT_READ | PROT_WRITE); }
-static NTSTATUS via_clock(void *p) { return SysClock(p); }
-static NTSTATUS via_plist_buf(void *p) { return SysProcessList(p, 4, &scratch_count); }
-static NTSTATUS via_plist_count(void *p) { return SysProcessList((void *)plist, 4, p); }
-static NTSTATUS via_info(void *p) { return SysInfo(p); }
-static NTSTATUS via_open(void *p) { return SysOpenProcess(SysGetPid(), p); }
-static NTSTATUS via_fread_name(void *p) { return SysFileRead(p, 0, scratch, 16, &scratch_got); }
-static NTSTATUS via_fread_buf(void *p) { return SysFileRead(self, 0, p, 16, &scratch_got); }
-static NTSTATUS via_fread_got(void *p) { return SysFileRead(self, 0, scratch, 16, p); }
-static NTSTATUS via_flist_buf(void *p) { return SysFileList(p, 4096, &scratch_got); }
-static NTSTATUS via_flist_needed(void *p) { return SysFileList(scratch, sizeof scratch, p); }
-static NTSTATUS via_cpus_buf(void *p) { return SysCpuInfo(p, 4, &scratch_count); }
-static NTSTATUS via_cpus_count(void *p) { return SysCpuInfo((void *)plist, 4, p); }
+static NTSTATUS via_spawn_handle(void *p)
+{
+    return SysSpawn(self, exit0_argv, 0, p);
+}
+static NTSTATUS via_wait(void *p)
+{
+    return SysWait(valid_child, p);
+}
+static NTSTATUS via_map(void *p)
+{
+    return SysMap(p, PAGE, PROT_READ | PROT_WRITE);
+}
+static NTSTATUS via_clock(void *p)
+{
+    return SysClock(p);
+}
+static NTSTATUS via_plist_buf(void *p)
+{
+    return SysProcessList(p, 4, &scratch_count);
+}
+static NTSTATUS via_plist_count(void *p)
+{
+    return SysProcessList((void *)plist, 4, p);
+}
+static NTSTATUS via_info(void *p)
+{
+    return SysInfo(p);
+}
+static NTSTATUS via_open(void *p)
+{
+    return SysOpenProcess(SysGetPid(), p);
+}
+static NTSTATUS via_fread_name(void *p)
+{
+    return SysFileRead(p, 0, scratch, 16, &scratch_got);
+}
+static NTSTATUS via_fread_buf(void *p)
+{
+    return SysFileRead(self, 0, p, 16, &scratch_got);
+}
+static NTSTATUS via_fread_got(void *p)
+{
+    return SysFileRead(self, 0, scratch, 16, p);
+}
+static NTSTATUS via_flist_buf(void *p)
+{
+    return SysFileList(p, 4096, &scratch_got);
+}
+static NTSTATUS via_flist_needed(void *p)
+{
+    return SysFileList(scratch, sizeof scratch, p);
+}
+static NTSTATUS via_cpus_buf(void *p)
+{
+    return SysCpuInfo(p, 4, &scratch_count);
+}
+static NTSTATUS via_cpus_count(void *p)
+{
+    return SysCpuInfo((void *)plist, 4, p);
+}
 static NTSTATUS via_profile_handle(void *p)
 {
     return NtCreateProfile(p, valid_self, (void *)0x400000, 0x10000, 4, profile_buf,
@@ -681,16 +760,16 @@ static NTSTATUS via_profile_buffer(void *p)
 }
 static NTSTATUS via_profile_ex_handle(void *p)
 {
-    GROUP_AFFINITY g = { .Mask = 1 };
+    GROUP_AFFINITY g = {.Mask = 1};
     return NtCreateProfileEx(p, valid_self, (void *)0x400000, 0x10000, 4, profile_buf,
                              sizeof profile_buf, ProfileTime, 1, &g);
 }
 static NTSTATUS via_profile_ex_buffer(void *p)
 {
-    GROUP_AFFINITY g = { .Mask = 1 };
+    GROUP_AFFINITY g = {.Mask = 1};
     HANDLE h = NULL;
-    return reap(NtCreateProfileEx(&h, valid_self, (void *)0x400000, 0x10000, 4, p, sizeof profile_buf,
-                                  ProfileTime, 1, &g),
+    return reap(NtCreateProfileEx(&h, valid_self, (void *)0x400000, 0x10000, 4, p,
+                                  sizeof profile_buf, ProfileTime, 1, &g),
                 &h, 0);
 }
 static NTSTATUS via_profile_ex_groups(void *p)
@@ -700,19 +779,43 @@ static NTSTATUS via_profile_ex_groups(void *p)
                                   sizeof profile_buf, ProfileTime, 1, p),
                 &h, 0);
 }
-static NTSTATUS via_query_interval(void *p) { return NtQueryIntervalProfile(ProfileTime, p); }
-static NTSTATUS via_sources_buf(void *p) { return SysProfileSources(p, 4, &scratch_count); }
+static NTSTATUS via_query_interval(void *p)
+{
+    return NtQueryIntervalProfile(ProfileTime, p);
+}
+static NTSTATUS via_sources_buf(void *p)
+{
+    return SysProfileSources(p, 4, &scratch_count);
+}
 static NTSTATUS via_sources_count(void *p)
 {
     static struct sys_profile_source rows[4];
     return SysProfileSources(rows, 4, p);
 }
-static NTSTATUS via_profile_stats(void *p) { return SysProfileStats(valid_profile, p); }
-static NTSTATUS via_pmc_trace_buf(void *p) { return SysPmcTrace(0, p, 64, &scratch_got); }
-static NTSTATUS via_pmc_trace_got(void *p) { return SysPmcTrace(0, scratch, 64, p); }
-static NTSTATUS via_pmc_info_buf(void *p) { return SysPmcInfo(p, 64, &scratch_got); }
-static NTSTATUS via_pmc_info_got(void *p) { return SysPmcInfo(scratch, sizeof scratch, p); }
-static NTSTATUS via_self_check(void *p) { return SysSelfCheck(p); }
+static NTSTATUS via_profile_stats(void *p)
+{
+    return SysProfileStats(valid_profile, p);
+}
+static NTSTATUS via_pmc_trace_buf(void *p)
+{
+    return SysPmcTrace(0, p, 64, &scratch_got);
+}
+static NTSTATUS via_pmc_trace_got(void *p)
+{
+    return SysPmcTrace(0, scratch, 64, p);
+}
+static NTSTATUS via_pmc_info_buf(void *p)
+{
+    return SysPmcInfo(p, 64, &scratch_got);
+}
+static NTSTATUS via_pmc_info_got(void *p)
+{
+    return SysPmcInfo(scratch, sizeof scratch, p);
+}
+static NTSTATUS via_self_check(void *p)
+{
+    return SysSelfCheck(p);
+}
 
 // What a call may answer besides STATUS_ACCESS_VIOLATION.
 enum also {
@@ -726,41 +829,41 @@ static const struct pointer_call {
     NTSTATUS (*call)(void *p);
     enum also also;
 } pointer_calls[] = {
-    { "SysWrite buf", via_write, ONLY_AV },
-    { "SysRead buf", via_read_buf, ONLY_AV },
-    { "SysRead got", via_read_got, ONLY_AV },
-    { "SysSpawn path", via_spawn_path, ONLY_AV },
-    { "SysSpawn argv", via_spawn_argv, ONLY_AV },
-    { "SysSpawn argv[2]", via_spawn_arg, NULL_ENDS },
-    { "SysSpawn process", via_spawn_handle, ONLY_AV },
-    { "SysWait exit_status", via_wait, ONLY_AV },
-    { "SysMap addr", via_map, ONLY_AV },
-    { "SysClock", via_clock, ONLY_AV },
-    { "SysProcessList buf", via_plist_buf, ONLY_AV },
-    { "SysProcessList count", via_plist_count, ONLY_AV },
-    { "SysInfo", via_info, ONLY_AV },
-    { "SysOpenProcess process", via_open, ONLY_AV },
-    { "SysFileRead name", via_fread_name, ONLY_AV },
-    { "SysFileRead buf", via_fread_buf, ONLY_AV },
-    { "SysFileRead got", via_fread_got, ONLY_AV },
-    { "SysFileList buf", via_flist_buf, ONLY_AV },
-    { "SysFileList needed", via_flist_needed, ONLY_AV },
-    { "SysCpuInfo buf", via_cpus_buf, ONLY_AV },
-    { "SysCpuInfo count", via_cpus_count, ONLY_AV },
-    { "NtCreateProfile ProfileHandle", via_profile_handle, ONLY_AV },
-    { "NtCreateProfile Buffer", via_profile_buffer, ONLY_AV },
-    { "NtCreateProfileEx ProfileHandle", via_profile_ex_handle, ONLY_AV },
-    { "NtCreateProfileEx Buffer", via_profile_ex_buffer, ONLY_AV },
-    { "NtCreateProfileEx GroupAffinity", via_profile_ex_groups, ONLY_AV },
-    { "NtQueryIntervalProfile Interval", via_query_interval, ONLY_AV },
-    { "SysProfileSources buf", via_sources_buf, ONLY_AV },
-    { "SysProfileSources count", via_sources_count, ONLY_AV },
-    { "SysProfileStats out", via_profile_stats, ONLY_AV },
-    { "SysPmcTrace buf", via_pmc_trace_buf, ANY_FAILURE }, // op 0's meaning is the kernel's
-    { "SysPmcTrace got", via_pmc_trace_got, ANY_FAILURE },
-    { "SysPmcInfo buf", via_pmc_info_buf, ONLY_AV },
-    { "SysPmcInfo got", via_pmc_info_got, ONLY_AV },
-    { "SysSelfCheck", via_self_check, ONLY_AV },
+    {"SysWrite buf", via_write, ONLY_AV},
+    {"SysRead buf", via_read_buf, ONLY_AV},
+    {"SysRead got", via_read_got, ONLY_AV},
+    {"SysSpawn path", via_spawn_path, ONLY_AV},
+    {"SysSpawn argv", via_spawn_argv, ONLY_AV},
+    {"SysSpawn argv[2]", via_spawn_arg, NULL_ENDS},
+    {"SysSpawn process", via_spawn_handle, ONLY_AV},
+    {"SysWait exit_status", via_wait, ONLY_AV},
+    {"SysMap addr", via_map, ONLY_AV},
+    {"SysClock", via_clock, ONLY_AV},
+    {"SysProcessList buf", via_plist_buf, ONLY_AV},
+    {"SysProcessList count", via_plist_count, ONLY_AV},
+    {"SysInfo", via_info, ONLY_AV},
+    {"SysOpenProcess process", via_open, ONLY_AV},
+    {"SysFileRead name", via_fread_name, ONLY_AV},
+    {"SysFileRead buf", via_fread_buf, ONLY_AV},
+    {"SysFileRead got", via_fread_got, ONLY_AV},
+    {"SysFileList buf", via_flist_buf, ONLY_AV},
+    {"SysFileList needed", via_flist_needed, ONLY_AV},
+    {"SysCpuInfo buf", via_cpus_buf, ONLY_AV},
+    {"SysCpuInfo count", via_cpus_count, ONLY_AV},
+    {"NtCreateProfile ProfileHandle", via_profile_handle, ONLY_AV},
+    {"NtCreateProfile Buffer", via_profile_buffer, ONLY_AV},
+    {"NtCreateProfileEx ProfileHandle", via_profile_ex_handle, ONLY_AV},
+    {"NtCreateProfileEx Buffer", via_profile_ex_buffer, ONLY_AV},
+    {"NtCreateProfileEx GroupAffinity", via_profile_ex_groups, ONLY_AV},
+    {"NtQueryIntervalProfile Interval", via_query_interval, ONLY_AV},
+    {"SysProfileSources buf", via_sources_buf, ONLY_AV},
+    {"SysProfileSources count", via_sources_count, ONLY_AV},
+    {"SysProfileStats out", via_profile_stats, ONLY_AV},
+    {"SysPmcTrace buf", via_pmc_trace_buf, ANY_FAILURE}, // op 0's meaning is the kernel's
+    {"SysPmcTrace got", via_pmc_trace_got, ANY_FAILURE},
+    {"SysPmcInfo buf", via_pmc_info_buf, ONLY_AV},
+    {"SysPmcInfo got", via_pmc_info_got, ONLY_AV},
+    {"SysSelfCheck", via_self_check, ONLY_AV},
 };
 
 // A misaligned bad pointer may also be refused for its alignment.
@@ -792,22 +895,23 @@ static void test_bad_pointers(void)
         const char *what;
         uintptr_t p;
     } bad[] = {
-        { "NULL", 0 },
-        { "unmapped 0x1000", 0x1000 },
-        { "an unmapped page", hole },
-        { "unmapped, misaligned", hole + 3 },
-        { "kernel direct map", KERNEL_DIRECT_MAP },
-        { "kernel image", KERNEL_IMAGE },
-        { "kernel, misaligned", KERNEL_IMAGE + 5 },
-        { "non-canonical", NON_CANONICAL },
-        { "top of memory", ~(uintptr_t)7 },
-        { "running into a hole", hole - 2 }, // even a 4-byte value straddles
+        {"NULL", 0},
+        {"unmapped 0x1000", 0x1000},
+        {"an unmapped page", hole},
+        {"unmapped, misaligned", hole + 3},
+        {"kernel direct map", KERNEL_DIRECT_MAP},
+        {"kernel image", KERNEL_IMAGE},
+        {"kernel, misaligned", KERNEL_IMAGE + 5},
+        {"non-canonical", NON_CANONICAL},
+        {"top of memory", ~(uintptr_t)7},
+        {"running into a hole", hole - 2}, // even a 4-byte value straddles
     };
 
     EXPECT_STATUS(SysOpenProcess(SysGetPid(), &valid_self), STATUS_SUCCESS);
     NTSTATUS profile = NtCreateProfile(&valid_profile, valid_self, (void *)0x400000, 0x10000, 4,
                                        profile_buf, sizeof profile_buf, ProfileTime, 1);
-    EXPECT(NT_SUCCESS(profile), "NtCreateProfile (for SysProfileStats): %s", nt_status_name(profile));
+    EXPECT(NT_SUCCESS(profile), "NtCreateProfile (for SysProfileStats): %s",
+           nt_status_name(profile));
     NTSTATUS child = SysSpawn(self, exit0_argv, 0, &valid_child); // for SysWait
     EXPECT(NT_SUCCESS(child), "spawn: %s", nt_status_name(child));
 
@@ -835,7 +939,8 @@ static void test_bad_pointers(void)
     EXPECT_STATUS(SysWrite(1, (void *)top, 0x2000), STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(SysWrite(1, (void *)(NON_CANONICAL - 16), 32), STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(SysRead(0, (void *)top, 0x2000, &scratch_got), STATUS_ACCESS_VIOLATION);
-    EXPECT_STATUS(SysFileRead(self, 0, (void *)(hole - 8), 64, &scratch_got), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysFileRead(self, 0, (void *)(hole - 8), 64, &scratch_got),
+                  STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(SysFileRead(self, 0, scratch, SIZE_MAX, &scratch_got), STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(SysPmcInfo((void *)(hole - 8), 64, &scratch_got), STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(SysProcessList((void *)(hole - 8), 4, &scratch_count), STATUS_ACCESS_VIOLATION);
@@ -851,8 +956,8 @@ static void test_bad_pointers(void)
     EXPECT(s == STATUS_SUCCESS || s == STATUS_DATATYPE_MISALIGNMENT, "misaligned SysInfo: %s",
            nt_status_name(s));
     s = SysOpenProcess(SysGetPid(), (HANDLE *)(scratch + 5));
-    EXPECT(s == STATUS_SUCCESS || s == STATUS_DATATYPE_MISALIGNMENT, "misaligned SysOpenProcess: %s",
-           nt_status_name(s));
+    EXPECT(s == STATUS_SUCCESS || s == STATUS_DATATYPE_MISALIGNMENT,
+           "misaligned SysOpenProcess: %s", nt_status_name(s));
     if (NT_SUCCESS(s)) {
         HANDLE h;
         memcpy(&h, scratch + 5, sizeof h);
@@ -864,8 +969,16 @@ static void test_bad_pointers(void)
 // ---------------------------------------------------------------------------
 // Faults: each test provokes one in itself and expects to be killed for it.
 
-static void fault_null_write(void) { *(volatile int *)0 = 1; survived("writing to NULL"); }
-static void fault_null_read(void) { (void)*(volatile int *)0; survived("reading NULL"); }
+static void fault_null_write(void)
+{
+    *(volatile int *)0 = 1;
+    survived("writing to NULL");
+}
+static void fault_null_read(void)
+{
+    (void)*(volatile int *)0;
+    survived("reading NULL");
+}
 static void fault_kernel_read(void)
 {
     (void)*(volatile uint64_t *)KERNEL_IMAGE;
@@ -881,11 +994,31 @@ static void fault_non_canonical(void)
     (void)*(volatile uint64_t *)NON_CANONICAL; // #GP, not #PF
     survived("reading a non-canonical address");
 }
-static void fault_cli(void) { __asm__ volatile("cli"); survived("cli"); }
-static void fault_hlt(void) { __asm__ volatile("hlt"); survived("hlt"); }
-static void fault_port_io(void) { __asm__ volatile("outb %%al, $0x80" : : "a"(0)); survived("outb"); }
-static void fault_ud2(void) { __asm__ volatile("ud2"); survived("ud2"); }
-static void fault_int3(void) { __asm__ volatile("int3"); survived("int3"); }
+static void fault_cli(void)
+{
+    __asm__ volatile("cli");
+    survived("cli");
+}
+static void fault_hlt(void)
+{
+    __asm__ volatile("hlt");
+    survived("hlt");
+}
+static void fault_port_io(void)
+{
+    __asm__ volatile("outb %%al, $0x80" : : "a"(0));
+    survived("outb");
+}
+static void fault_ud2(void)
+{
+    __asm__ volatile("ud2");
+    survived("ud2");
+}
+static void fault_int3(void)
+{
+    __asm__ volatile("int3");
+    survived("int3");
+}
 static void fault_divide(void)
 {
     volatile unsigned num = 1, den = 0;
@@ -913,7 +1046,7 @@ static void fault_write_readonly_map(void)
 }
 static void fault_exec_stack(void)
 {
-    volatile uint8_t code[16] = { 0xC3 }; // ret
+    volatile uint8_t code[16] = {0xC3}; // ret
     ((void (*)(void))(uintptr_t)code)();
     survived("running code on the stack");
 }
@@ -941,47 +1074,47 @@ static void fault_after_unmap(void)
 // The list.
 
 static const struct child_test tests[] = {
-    { "exit_status", test_exit_status, EXITS_0, 0 },
-    { "spawn_args", test_spawn_args, EXITS_0, 0 },
-    { "spawn_limits", test_spawn_limits, EXITS_0, 0 },
-    { "getpid", test_getpid, EXITS_0, 0 },
-    { "kill_spinning", test_kill_spinning, EXITS_0, 0 },
-    { "kill_sleeping", test_kill_sleeping, EXITS_0, 0 },
-    { "kill_suspended", test_kill_suspended, EXITS_0, 0 },
-    { "kill_bad_pid", test_kill_bad_pid, EXITS_0, 0 },
-    { "suspended_resume", test_suspended_resume, EXITS_0, 0 },
-    { "close_before_exit", test_close_before_exit, EXITS_0, 0 },
-    { "concurrent_processes", test_concurrent_processes, EXITS_0, 0 },
-    { "privilege_denied", test_privilege_denied, EXITS_0, 0 },
-    { "privilege_granted", test_privilege_granted, EXITS_0, SPAWN_PRIVILEGED },
-    { "map_unmap", test_map_unmap, EXITS_0, 0 },
-    { "map_no_leak", test_map_no_leak, EXITS_0, 0 },
-    { "malloc_stress", test_malloc_stress, EXITS_0, 0 },
-    { "clock_sleep", test_clock_sleep, EXITS_0, 0 },
-    { "system_info", test_system_info, EXITS_0, 0 },
-    { "buffer_bounds", test_buffer_bounds, EXITS_0, 0 },
-    { "files", test_files, EXITS_0, 0 },
-    { "console", test_console, EXITS_0, 0 },
-    { "bad_handles", test_bad_handles, EXITS_0, 0 },
-    { "profile_handles", test_profile_handles, EXITS_0, 0 },
-    { "bad_pointers", test_bad_pointers, EXITS_0, 0 },
-    { "fault_null_write", fault_null_write, KILLED, 0 },
-    { "fault_null_read", fault_null_read, KILLED, 0 },
-    { "fault_kernel_read", fault_kernel_read, KILLED, 0 },
-    { "fault_kernel_write", fault_kernel_write, KILLED, 0 },
-    { "fault_non_canonical", fault_non_canonical, KILLED, 0 },
-    { "fault_cli", fault_cli, KILLED, 0 },
-    { "fault_hlt", fault_hlt, KILLED, 0 },
-    { "fault_port_io", fault_port_io, KILLED, 0 },
-    { "fault_ud2", fault_ud2, KILLED, 0 },
-    { "fault_int3", fault_int3, KILLED, 0 },
-    { "fault_divide", fault_divide, KILLED, 0 },
-    { "fault_write_text", fault_write_text, KILLED, 0 },
-    { "fault_write_rodata", fault_write_rodata, KILLED, 0 },
-    { "fault_write_readonly_map", fault_write_readonly_map, KILLED, 0 },
-    { "fault_exec_stack", fault_exec_stack, KILLED, 0 },
-    { "fault_exec_map", fault_exec_map, KILLED, 0 },
-    { "fault_after_unmap", fault_after_unmap, KILLED, 0 },
+    {"exit_status", test_exit_status, EXITS_0, 0},
+    {"spawn_args", test_spawn_args, EXITS_0, 0},
+    {"spawn_limits", test_spawn_limits, EXITS_0, 0},
+    {"getpid", test_getpid, EXITS_0, 0},
+    {"kill_spinning", test_kill_spinning, EXITS_0, 0},
+    {"kill_sleeping", test_kill_sleeping, EXITS_0, 0},
+    {"kill_suspended", test_kill_suspended, EXITS_0, 0},
+    {"kill_bad_pid", test_kill_bad_pid, EXITS_0, 0},
+    {"suspended_resume", test_suspended_resume, EXITS_0, 0},
+    {"close_before_exit", test_close_before_exit, EXITS_0, 0},
+    {"concurrent_processes", test_concurrent_processes, EXITS_0, 0},
+    {"privilege_denied", test_privilege_denied, EXITS_0, 0},
+    {"privilege_granted", test_privilege_granted, EXITS_0, SPAWN_PRIVILEGED},
+    {"map_unmap", test_map_unmap, EXITS_0, 0},
+    {"map_no_leak", test_map_no_leak, EXITS_0, 0},
+    {"malloc_stress", test_malloc_stress, EXITS_0, 0},
+    {"clock_sleep", test_clock_sleep, EXITS_0, 0},
+    {"system_info", test_system_info, EXITS_0, 0},
+    {"buffer_bounds", test_buffer_bounds, EXITS_0, 0},
+    {"files", test_files, EXITS_0, 0},
+    {"console", test_console, EXITS_0, 0},
+    {"bad_handles", test_bad_handles, EXITS_0, 0},
+    {"profile_handles", test_profile_handles, EXITS_0, 0},
+    {"bad_pointers", test_bad_pointers, EXITS_0, 0},
+    {"fault_null_write", fault_null_write, KILLED, 0},
+    {"fault_null_read", fault_null_read, KILLED, 0},
+    {"fault_kernel_read", fault_kernel_read, KILLED, 0},
+    {"fault_kernel_write", fault_kernel_write, KILLED, 0},
+    {"fault_non_canonical", fault_non_canonical, KILLED, 0},
+    {"fault_cli", fault_cli, KILLED, 0},
+    {"fault_hlt", fault_hlt, KILLED, 0},
+    {"fault_port_io", fault_port_io, KILLED, 0},
+    {"fault_ud2", fault_ud2, KILLED, 0},
+    {"fault_int3", fault_int3, KILLED, 0},
+    {"fault_divide", fault_divide, KILLED, 0},
+    {"fault_write_text", fault_write_text, KILLED, 0},
+    {"fault_write_rodata", fault_write_rodata, KILLED, 0},
+    {"fault_write_readonly_map", fault_write_readonly_map, KILLED, 0},
+    {"fault_exec_stack", fault_exec_stack, KILLED, 0},
+    {"fault_exec_map", fault_exec_map, KILLED, 0},
+    {"fault_after_unmap", fault_after_unmap, KILLED, 0},
 };
 
 #define NTESTS (sizeof tests / sizeof tests[0])

@@ -44,7 +44,8 @@ void failf(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
     do { \
         NTSTATUS got_ = (call); \
         if (got_ != (want)) \
-            failf(__LINE__, "%s: %s, expected %s", #call, nt_status_name(got_), nt_status_name(want)); \
+            failf(__LINE__, "%s: %s, expected %s", #call, nt_status_name(got_), \
+                  nt_status_name(want)); \
     } while (0)
 
 #define EXPECT_FAILS(call) \
@@ -85,7 +86,7 @@ struct child_test {
     const char *name;
     void (*run)(void);    // the test itself, in the child
     enum outcome outcome; // how the child must end for the test to pass
-    uint32_t flags;       // SysSpawn's; SPAWN_PRIVILEGED: run privileged (skipped when the driver is not)
+    uint32_t flags; // SysSpawn's; SPAWN_PRIVILEGED: run privileged (skipped when the driver is not)
 };
 
 // The child's side: runs the test called name as test_name. Returns the

@@ -7,15 +7,15 @@
 #include "abi.h"
 
 struct elf_func {
-    uint64_t addr;        // link-time address (= run-time: static, not relocated)
-    uint64_t size;        // 0 for assembly labels
-    const char *name;     // points into the image's string table
+    uint64_t addr;    // link-time address (= run-time: static, not relocated)
+    uint64_t size;    // 0 for assembly labels
+    const char *name; // points into the image's string table
 };
 
 struct elf_image {
-    char name[32];                 // the ramdisk file it came from
-    uint64_t text_base, text_end;  // covers every executable PT_LOAD: [base, end)
-    struct elf_func *funcs;        // sorted by address, one per address
+    char name[32];                // the ramdisk file it came from
+    uint64_t text_base, text_end; // covers every executable PT_LOAD: [base, end)
+    struct elf_func *funcs;       // sorted by address, one per address
     size_t nfuncs;
     char *strtab;
 };

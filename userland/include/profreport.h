@@ -8,10 +8,10 @@
 
 // One profile object's histogram over one module's text.
 struct prof_range {
-    const char *module;             // "primes", "kernel"
-    const struct elf_image *image;  // for symbols
-    uint64_t base, size;            // RangeBase, RangeSize
-    uint32_t shift;                 // BucketSize: log2 of the bucket size in bytes
+    const char *module;            // "primes", "kernel"
+    const struct elf_image *image; // for symbols
+    uint64_t base, size;           // RangeBase, RangeSize
+    uint32_t shift;                // BucketSize: log2 of the bucket size in bytes
     ULONG *buckets;
     uint64_t nbuckets;
     struct sys_profile_stats stats; // SysProfileStats after the stop
@@ -19,15 +19,15 @@ struct prof_range {
 
 // Everything one source's report says.
 struct prof_report {
-    const char *title;                         // what was profiled, e.g. "primes 20000"
+    const char *title; // what was profiled, e.g. "primes 20000"
     const struct sys_profile_source *source;
-    uint64_t interval;                         // in force during the run
+    uint64_t interval; // in force during the run
     uint64_t elapsed_ns;
-    uint32_t ncpus;                            // processors whose samples counted
+    uint32_t ncpus; // processors whose samples counted
     const struct prof_range *ranges;
     size_t nranges;
-    unsigned top;                              // function rows per module
-    const char *note;                          // printed under the header when not NULL
+    unsigned top;     // function rows per module
+    const char *note; // printed under the header when not NULL
 };
 
 uint64_t prof_range_hits(const struct prof_range *r);

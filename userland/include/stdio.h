@@ -23,11 +23,11 @@ int printf(const char *fmt, ...) PRINTF_LIKE(1, 2);
 int fprintf(FILE *f, const char *fmt, ...) PRINTF_LIKE(2, 3);
 int vprintf(const char *fmt, va_list ap);
 int vfprintf(FILE *f, const char *fmt, va_list ap);
-int puts(const char *s);             // s and a newline
-int fputs(const char *s, FILE *f);   // s only
+int puts(const char *s);           // s and a newline
+int fputs(const char *s, FILE *f); // s only
 int putchar(int c);
 int fputc(int c, FILE *f);
 size_t fwrite(const void *buf, size_t size, size_t count, FILE *f); // count, or less on failure
-int fflush(FILE *f);                 // NULL flushes both streams
+int fflush(FILE *f);                                                // NULL flushes both streams
 
-int getchar(void);                   // next byte of the console, EOF when reading failed
+int getchar(void); // next byte of the console, EOF when reading failed

@@ -9,9 +9,9 @@ void *realloc(void *p, size_t size);
 
 // What the allocator holds, for leak checks (usertests) and the host tests.
 struct malloc_stats {
-    size_t bytes_in_use;  // payload bytes of live allocations (rounded up to 16)
-    size_t bytes_mapped;  // memory obtained from SysMap and not yet returned
-    size_t allocations;   // live allocations
+    size_t bytes_in_use; // payload bytes of live allocations (rounded up to 16)
+    size_t bytes_mapped; // memory obtained from SysMap and not yet returned
+    size_t allocations;  // live allocations
 };
 void malloc_stats(struct malloc_stats *out);
 

@@ -19,5 +19,6 @@ char *strstr(const char *haystack, const char *needle);
 char *strcpy(char *dst, const char *src);
 char *strncpy(char *dst, const char *src, size_t n);
 char *strcat(char *dst, const char *src);
-size_t strlcpy(char *dst, const char *src, size_t size); // always terminates (size > 0); returns strlen(src)
-char *strdup(const char *s);                              // malloc'd copy, NULL when out of memory
+size_t strlcpy(char *dst, const char *src,
+               size_t size); // always terminates (size > 0); returns strlen(src)
+char *strdup(const char *s); // malloc'd copy, NULL when out of memory

@@ -57,7 +57,7 @@ int privileged(void)
 
 NTSTATUS spawn_child(uint32_t flags, HANDLE *h, const char *name, const char *arg)
 {
-    const char *argv[] = { self, "--child", name, arg, NULL }; // a NULL arg ends argv early
+    const char *argv[] = {self, "--child", name, arg, NULL}; // a NULL arg ends argv early
     return SysSpawn(self, argv, flags, h);
 }
 
@@ -210,11 +210,11 @@ int same_counters(const struct sys_self_check *a, const struct sys_self_check *b
         const char *name;
         size_t offset;
     } counters[] = {
-        { "free pages", offsetof(struct sys_self_check, free_pages) },
-        { "heap bytes", offsetof(struct sys_self_check, heap_bytes) },
-        { "live processes", offsetof(struct sys_self_check, live_processes) },
-        { "live objects", offsetof(struct sys_self_check, live_objects) },
-        { "pinned pages", offsetof(struct sys_self_check, pinned_pages) },
+        {"free pages", offsetof(struct sys_self_check, free_pages)},
+        {"heap bytes", offsetof(struct sys_self_check, heap_bytes)},
+        {"live processes", offsetof(struct sys_self_check, live_processes)},
+        {"live objects", offsetof(struct sys_self_check, live_objects)},
+        {"pinned pages", offsetof(struct sys_self_check, pinned_pages)},
     };
     int same = 1;
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
@@ -232,7 +232,7 @@ int same_counters(const struct sys_self_check *a, const struct sys_self_check *b
 
 int counters_settled(const struct sys_self_check *before)
 {
-    struct sys_self_check after = { 0 };
+    struct sys_self_check after = {0};
     for (int tries = 0; tries < 200; tries++) {
         NTSTATUS s = SysSelfCheck(&after);
         if (!NT_SUCCESS(s)) {

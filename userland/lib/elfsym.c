@@ -10,8 +10,8 @@
 #include "elf.h"
 
 #define STT_NOTYPE 0
-#define SHN_UNDEF 0
-#define MAX_TABLE (16u << 20) // refuse absurd section sizes from a damaged file
+#define SHN_UNDEF  0
+#define MAX_TABLE  (16u << 20) // refuse absurd section sizes from a damaged file
 
 // Reads exactly len bytes at offset into a new allocation (NULL on failure).
 static void *read_part(const char *file, uint64_t offset, size_t len)
@@ -77,7 +77,7 @@ static NTSTATUS load_symbols(const char *file, const Elf64_Ehdr *eh, struct elf_
             const char *name = img->strtab + syms[k].st_name;
             if (is_function(&syms[k], name, img))
                 img->funcs[img->nfuncs++] =
-                    (struct elf_func){ syms[k].st_value, syms[k].st_size, name };
+                    (struct elf_func){syms[k].st_value, syms[k].st_size, name};
         }
         break;
     }

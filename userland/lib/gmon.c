@@ -12,9 +12,9 @@
 #include <string.h>
 
 #define GMON_TAG_TIME_HIST 0
-#define BIN_MAX 65535u
-#define HIST_HEADER 41 // tag 1, two addresses 16, count 4, rate 4, dimension 15, abbreviation 1
-#define B64_LINE 57    // input bytes per console line (76 characters)
+#define BIN_MAX            65535u
+#define HIST_HEADER        41 // tag 1, two addresses 16, count 4, rate 4, dimension 15, abbreviation 1
+#define B64_LINE           57 // input bytes per console line (76 characters)
 
 static uint8_t *put_le(uint8_t *p, uint64_t v, int bytes)
 {
@@ -37,8 +37,7 @@ uint32_t crc32(const void *data, size_t len)
 
 static void base64_line(const uint8_t *in, size_t len)
 {
-    static const char digits[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     char out[B64_LINE / 3 * 4 + 1];
     size_t o = 0;
     for (size_t i = 0; i < len; i += 3) {

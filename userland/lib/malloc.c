@@ -16,43 +16,58 @@
 #include <string.h>
 #include <syscall.h>
 
-#define PAGE_SIZE 4096
+#define PAGE_SIZE  4096
 #define ARENA_SIZE (256 * 1024)
-#define BIG_SIZE (64 * 1024)      // payloads this large are mapped on their own
-#define ALIGNMENT 16
+#define BIG_SIZE   (64 * 1024) // payloads this large are mapped on their own
+#define ALIGNMENT  16
 
 #define IN_USE 0x1
-#define BIG 0x2
-#define FLAGS 0xF                 // sizes are multiples of 16: the low bits are free
+#define BIG    0x2
+#define FLAGS  0xF // sizes are multiples of 16: the low bits are free
 
 struct block {
-    size_t prev_size;             // the block before this one in its arena; 0 for the first
-                                  // (for a big block: the length of its mapping)
-    size_t info;                  // this block's size, header included, | flags
-    struct block *next, *prev;    // free-list links: only while free (they overlay the payload)
+    size_t prev_size;          // the block before this one in its arena; 0 for the first
+                               // (for a big block: the length of its mapping)
+    size_t info;               // this block's size, header included, | flags
+    struct block *next, *prev; // free-list links: only while free (they overlay the payload)
 };
 
-#define HEADER offsetof(struct block, next)
+#define HEADER    offsetof(struct block, next)
 #define MIN_BLOCK sizeof(struct block)
 _Static_assert(HEADER % ALIGNMENT == 0, "payloads stay 16-byte aligned");
 
 struct arena {
-    uint64_t magic;               // ARENA_MAGIC, checked when the arena is released
+    uint64_t magic; // ARENA_MAGIC, checked when the arena is released
     uint64_t pad;
 };
 #define ARENA_MAGIC 0x6172656e61303031ull
 _Static_assert(sizeof(struct arena) % ALIGNMENT == 0, "first block stays aligned");
 
-#define NBINS 20                  // classes 2^4 .. 2^23: beyond any arena
+#define NBINS 20 // classes 2^4 .. 2^23: beyond any arena
 static struct block *bins[NBINS];
 static size_t arena_count;
 static struct malloc_stats stats;
 
-static size_t block_size(const struct block *b) { return b->info & ~(size_t)FLAGS; }
-static struct block *next_block(struct block *b) { return (struct block *)((char *)b + block_size(b)); }
-static struct block *prev_block(struct block *b) { return (struct block *)((char *)b - b->prev_size); }
-static void *payload(struct block *b) { return (char *)b + HEADER; }
-static struct block *header_of(void *p) { return (struct block *)((char *)p - HEADER); }
+static size_t block_size(const struct block *b)
+{
+    return b->info & ~(size_t)FLAGS;
+}
+static struct block *next_block(struct block *b)
+{
+    return (struct block *)((char *)b + block_size(b));
+}
+static struct block *prev_block(struct block *b)
+{
+    return (struct block *)((char *)b - b->prev_size);
+}
+static void *payload(struct block *b)
+{
+    return (char *)b + HEADER;
+}
+static struct block *header_of(void *p)
+{
+    return (struct block *)((char *)p - HEADER);
+}
 
 // Corruption or a bad free: stop at once, before the damage spreads.
 static _Noreturn void malloc_fail(const char *why)

@@ -77,8 +77,8 @@ static void print_functions(const struct prof_report *rep, const struct prof_ran
         return;
     }
     for (size_t i = 0; i < img->nfuncs; i++)
-        rows[i] = (struct func_row){ img->funcs[i].name, img->funcs[i].addr, 0 };
-    rows[img->nfuncs] = (struct func_row){ "(no symbol)", r->base, 0 };
+        rows[i] = (struct func_row){img->funcs[i].name, img->funcs[i].addr, 0};
+    rows[img->nfuncs] = (struct func_row){"(no symbol)", r->base, 0};
     for (uint64_t b = 0; b < r->nbuckets; b++) {
         if (!r->buckets[b])
             continue;
@@ -111,7 +111,8 @@ static void print_header(const struct prof_report *rep, uint64_t total)
                rep->interval / 10, rep->interval % 10, rep->interval);
     else
         printf("Interval    %lu %s, %lu events per hit\n", rep->interval, s->units, rep->interval);
-    printf("Elapsed     %lu.%03lu s\n", rep->elapsed_ns / 1000000000, rep->elapsed_ns / 1000000 % 1000);
+    printf("Elapsed     %lu.%03lu s\n", rep->elapsed_ns / 1000000000,
+           rep->elapsed_ns / 1000000 % 1000);
     printf("Processors  %u\n", rep->ncpus);
     printf("Total hits  %lu\n", total);
     if (rep->note)
@@ -125,7 +126,8 @@ static void print_modules(const struct prof_report *rep, uint64_t total)
     for (size_t i = 0; i < rep->nranges; i++) {
         const struct prof_range *r = &rep->ranges[i];
         uint64_t hits = prof_range_hits(r);
-        printf("%-*s %10lu %8s %14lu\n", NAME_WIDTH, r->module, hits, percent(p, sizeof p, hits, total),
+        printf("%-*s %10lu %8s %14lu\n", NAME_WIDTH, r->module, hits,
+               percent(p, sizeof p, hits, total),
                events_per_second(hits, rep->interval, rep->elapsed_ns));
     }
 }

@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define HISTORY 32       // lines remembered
-#define LINE_MAX 256     // longest remembered line, terminator included
+#define HISTORY  32  // lines remembered
+#define LINE_MAX 256 // longest remembered line, terminator included
 
-#define CTRL(c) ((c) & 0x1F)
-#define ESC 0x1B
-#define DEL 0x7F
+#define CTRL(c) ((c)&0x1F)
+#define ESC     0x1B
+#define DEL     0x7F
 
 // A ring: the newest line is history[(first + count - 1) % HISTORY].
 static char history[HISTORY][LINE_MAX];

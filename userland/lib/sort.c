@@ -14,12 +14,12 @@ static void swap_bytes(uint8_t *a, uint8_t *b, size_t size)
 
 void sort_array(void *base, size_t count, size_t size, int (*cmp)(const void *, const void *))
 {
-    static const size_t small_gaps[] = { 701, 301, 132, 57, 23, 10, 4, 1 };
+    static const size_t small_gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
     uint8_t *a = base;
     size_t gap = 701;
     while (gap * 9 / 4 < count)
         gap = gap * 9 / 4;
-    for (size_t g = 0;; ) {
+    for (size_t g = 0;;) {
         for (size_t i = gap; i < count; i++)
             for (size_t j = i; j >= gap && cmp(a + (j - gap) * size, a + j * size) > 0; j -= gap)
                 swap_bytes(a + (j - gap) * size, a + j * size, size);

@@ -2,7 +2,10 @@
 #include <nt.h>
 #include <stdio.h>
 
-#define ENTRY(code) { code, #code }
+#define ENTRY(code) \
+    { \
+        code, #code \
+    }
 
 // One row per status code in kernel/abi.h (tests/test_libc.c checks that none
 // is missing).

@@ -13,8 +13,8 @@ struct file {
     char buf[1024];
 };
 
-static struct file stdout_file = { .fd = 1, .line_buffered = true };
-static struct file stderr_file = { .fd = 2 };
+static struct file stdout_file = {.fd = 1, .line_buffered = true};
+static struct file stderr_file = {.fd = 2};
 FILE *const stdout = &stdout_file;
 FILE *const stderr = &stderr_file;
 

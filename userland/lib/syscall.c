@@ -11,8 +11,7 @@
     __asm__(".text\n" \
             ".p2align 4\n" \
             ".globl " #name "\n" \
-            ".type " #name ", @function\n" \
-            #name ":\n" \
+            ".type " #name ", @function\n" #name ":\n" \
             "    mov %rcx, %r10\n" \
             "    mov $" #num ", %eax\n" \
             "    syscall\n" \
@@ -24,5 +23,5 @@ SYSCALL_LIST(STUB)
 // Naming each call here fails the build when syscall.h lacks a prototype for
 // an entry of the list (an implicit declaration is an error under -Werror).
 #define NAME(num, name, nargs) (const void *)name,
-__attribute__((used)) static const void *const prototyped[] = { SYSCALL_LIST(NAME) };
+__attribute__((used)) static const void *const prototyped[] = {SYSCALL_LIST(NAME)};
 #undef NAME

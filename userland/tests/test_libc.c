@@ -28,7 +28,9 @@ static int checks, failed;
     } while (0)
 
 // The renamed libc.
-struct ul_malloc_stats { size_t bytes_in_use, bytes_mapped, allocations; };
+struct ul_malloc_stats {
+    size_t bytes_in_use, bytes_mapped, allocations;
+};
 void *ul_malloc(size_t n);
 void ul_free(void *p);
 void *ul_calloc(size_t n, size_t m);
@@ -86,7 +88,10 @@ static const char *keys;
 static char echo[4096];
 static size_t echo_len;
 
-int ul_getchar(void) { return *keys ? (unsigned char)*keys++ : -1; }
+int ul_getchar(void)
+{
+    return *keys ? (unsigned char)*keys++ : -1;
+}
 int ul_putchar(int c)
 {
     if (echo_len < sizeof echo - 1)
@@ -107,7 +112,11 @@ size_t ul_fwrite(const void *buf, size_t size, size_t n, void *f)
         ul_putchar(((const char *)buf)[i]);
     return n;
 }
-int ul_fflush(void *f) { (void)f; return 0; }
+int ul_fflush(void *f)
+{
+    (void)f;
+    return 0;
+}
 void *const ul_stdout = NULL;
 
 // ---------------------------------------------------------------------------
@@ -155,8 +164,8 @@ static void test_malloc(void)
     for (int i = 0; i < SLOTS; i++)
         ul_free(slot[i]);
     ul_malloc_stats(&st);
-    CHECK(st.allocations == 0 && st.bytes_in_use == 0, "malloc: all freed (%zu, %zu)", st.allocations,
-          st.bytes_in_use);
+    CHECK(st.allocations == 0 && st.bytes_in_use == 0, "malloc: all freed (%zu, %zu)",
+          st.allocations, st.bytes_in_use);
     CHECK(st.bytes_mapped == mapped_now && st.bytes_mapped <= 256 * 1024,
           "malloc: one arena left mapped (%zu bytes, host sees %zu)", st.bytes_mapped, mapped_now);
 
@@ -191,8 +200,10 @@ static void test_strings(void)
     CHECK(strcmp(ul_strcpy(buf, "abc"), "abc") == 0, "strcpy");
     CHECK(strcmp(ul_strcat(buf, "def"), "abcdef") == 0, "strcat");
     CHECK(ul_strrchr("a/b/c", '/') && strcmp(ul_strrchr("a/b/c", '/'), "/c") == 0, "strrchr");
-    CHECK(ul_strrchr("abc", 'x') == NULL && *ul_strrchr("abc", '\0') == '\0', "strrchr misses and NUL");
-    CHECK(ul_strstr("hello world", "o w") && ul_strstr("abc", "") && !ul_strstr("abc", "abcd"), "strstr");
+    CHECK(ul_strrchr("abc", 'x') == NULL && *ul_strrchr("abc", '\0') == '\0',
+          "strrchr misses and NUL");
+    CHECK(ul_strstr("hello world", "o w") && ul_strstr("abc", "") && !ul_strstr("abc", "abcd"),
+          "strstr");
     memset(buf, 'x', sizeof buf);
     ul_strncpy(buf, "ab", 5);
     CHECK(memcmp(buf, "ab\0\0\0x", 6) == 0, "strncpy pads with NULs");
@@ -254,21 +265,30 @@ static int type_line(const char *script, char *buf, size_t size)
 static void test_readline(void)
 {
     char buf[64];
-    CHECK(type_line("ls -l\n", buf, sizeof buf) == 5 && strcmp(buf, "ls -l") == 0, "readline: a line");
+    CHECK(type_line("ls -l\n", buf, sizeof buf) == 5 && strcmp(buf, "ls -l") == 0,
+          "readline: a line");
     CHECK(strcmp(echo, "$ ls -l\n") == 0, "readline: prompt and echo");
-    CHECK(type_line("abx\x7f" "c\n", buf, sizeof buf) == 3 && strcmp(buf, "abc") == 0, "readline: DEL");
-    CHECK(type_line("ab\bc\n", buf, sizeof buf) == 2 && strcmp(buf, "ac") == 0, "readline: backspace");
+    CHECK(type_line("abx\x7f"
+                    "c\n",
+                    buf, sizeof buf) == 3 &&
+              strcmp(buf, "abc") == 0,
+          "readline: DEL");
+    CHECK(type_line("ab\bc\n", buf, sizeof buf) == 2 && strcmp(buf, "ac") == 0,
+          "readline: backspace");
     CHECK(type_line("\x7f\x7fok\n", buf, sizeof buf) == 2 && strcmp(buf, "ok") == 0,
           "readline: backspace on an empty line");
-    CHECK(type_line("junk\x15pwd\n", buf, sizeof buf) == 3 && strcmp(buf, "pwd") == 0, "readline: ctrl-U");
-    CHECK(type_line("\x1b[A\n", buf, sizeof buf) == 3 && strcmp(buf, "pwd") == 0, "readline: up = last line");
+    CHECK(type_line("junk\x15pwd\n", buf, sizeof buf) == 3 && strcmp(buf, "pwd") == 0,
+          "readline: ctrl-U");
+    CHECK(type_line("\x1b[A\n", buf, sizeof buf) == 3 && strcmp(buf, "pwd") == 0,
+          "readline: up = last line");
     CHECK(type_line("\x1b[A\x1b[A\x1b[A\n", buf, sizeof buf) == 2 && strcmp(buf, "ac") == 0,
           "readline: up three times (repeats are stored once)");
     CHECK(type_line("new\x1b[A\x1b[B\n", buf, sizeof buf) == 3 && strcmp(buf, "new") == 0,
           "readline: down returns to the draft");
     CHECK(type_line("\x1b[1;5A\x1b[C\n", buf, sizeof buf) == 3 && strcmp(buf, "new") == 0,
           "readline: modified arrows and other sequences");
-    CHECK(type_line("abcdefghij\n", buf, 5) == 4 && strcmp(buf, "abcd") == 0, "readline: buffer limit");
+    CHECK(type_line("abcdefghij\n", buf, 5) == 4 && strcmp(buf, "abcd") == 0,
+          "readline: buffer limit");
     CHECK(type_line("x\x03", buf, sizeof buf) == 0 && buf[0] == 0, "readline: ctrl-C abandons");
     CHECK(type_line("eof", buf, sizeof buf) == -1, "readline: end of input");
     CHECK(type_line("\t\x01z\r", buf, sizeof buf) == 1 && strcmp(buf, "z") == 0,

@@ -24,7 +24,7 @@ static void pit_measure(uint64_t *tsc_delta, uint64_t *lapic_delta, uint64_t *pi
     outb(0x43, 0xB0);                       // channel 2, lo/hi byte, mode 0
     outb(0x42, count & 0xFF);
     outb(0x42, count >> 8);
-    lapic_write(LAPIC_TIMER_DIV, 0xB);      // divide by 1
+    lapic_write(LAPIC_TIMER_DIV, 0xB); // divide by 1
     lapic_write(LAPIC_LVT_TIMER, LVT_MASKED | VEC_TIMER);
     lapic_write(LAPIC_TIMER_INIT, 0xFFFFFFFF);
     uint32_t l0 = lapic_read(LAPIC_TIMER_CUR);

@@ -9,9 +9,18 @@ uint64_t irq_save(void);
 void irq_restore(uint64_t flags);
 static inline void cpu_relax(void) {}
 #else
-static inline void outb(uint16_t port, uint8_t v) { __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port)); }
-static inline void outw(uint16_t port, uint16_t v) { __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port)); }
-static inline void outl(uint16_t port, uint32_t v) { __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port)); }
+static inline void outb(uint16_t port, uint8_t v)
+{
+    __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port));
+}
+static inline void outw(uint16_t port, uint16_t v)
+{
+    __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port));
+}
+static inline void outl(uint16_t port, uint32_t v)
+{
+    __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port));
+}
 static inline uint8_t inb(uint16_t port)
 {
     uint8_t v;
@@ -31,10 +40,22 @@ static inline uint64_t read_rflags(void)
     __asm__ volatile("pushfq; popq %0" : "=r"(f));
     return f;
 }
-static inline void cli(void) { __asm__ volatile("cli" ::: "memory"); }
-static inline void sti(void) { __asm__ volatile("sti" ::: "memory"); }
-static inline void hlt(void) { __asm__ volatile("hlt" ::: "memory"); }
-static inline void cpu_relax(void) { __asm__ volatile("pause" ::: "memory"); }
+static inline void cli(void)
+{
+    __asm__ volatile("cli" ::: "memory");
+}
+static inline void sti(void)
+{
+    __asm__ volatile("sti" ::: "memory");
+}
+static inline void hlt(void)
+{
+    __asm__ volatile("hlt" ::: "memory");
+}
+static inline void cpu_relax(void)
+{
+    __asm__ volatile("pause" ::: "memory");
+}
 
 // Disable interrupts and return the previous flags, for irq_restore.
 static inline uint64_t irq_save(void)
@@ -48,7 +69,10 @@ static inline void irq_restore(uint64_t flags)
     if (flags & RFLAGS_IF)
         sti();
 }
-static inline bool irq_enabled(void) { return read_rflags() & RFLAGS_IF; }
+static inline bool irq_enabled(void)
+{
+    return read_rflags() & RFLAGS_IF;
+}
 
 static inline uint64_t rdtsc(void)
 {
@@ -57,13 +81,42 @@ static inline uint64_t rdtsc(void)
     return ((uint64_t)hi << 32) | lo;
 }
 
-static inline uint64_t read_cr0(void) { uint64_t v; __asm__ volatile("mov %%cr0, %0" : "=r"(v)); return v; }
-static inline uint64_t read_cr2(void) { uint64_t v; __asm__ volatile("mov %%cr2, %0" : "=r"(v)); return v; }
-static inline uint64_t read_cr3(void) { uint64_t v; __asm__ volatile("mov %%cr3, %0" : "=r"(v)); return v; }
-static inline uint64_t read_cr4(void) { uint64_t v; __asm__ volatile("mov %%cr4, %0" : "=r"(v)); return v; }
-static inline void write_cr3(uint64_t v) { __asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
-static inline void write_cr4(uint64_t v) { __asm__ volatile("mov %0, %%cr4" ::"r"(v) : "memory"); }
-static inline void invlpg(uintptr_t va) { __asm__ volatile("invlpg (%0)" ::"r"(va) : "memory"); }
+static inline uint64_t read_cr0(void)
+{
+    uint64_t v;
+    __asm__ volatile("mov %%cr0, %0" : "=r"(v));
+    return v;
+}
+static inline uint64_t read_cr2(void)
+{
+    uint64_t v;
+    __asm__ volatile("mov %%cr2, %0" : "=r"(v));
+    return v;
+}
+static inline uint64_t read_cr3(void)
+{
+    uint64_t v;
+    __asm__ volatile("mov %%cr3, %0" : "=r"(v));
+    return v;
+}
+static inline uint64_t read_cr4(void)
+{
+    uint64_t v;
+    __asm__ volatile("mov %%cr4, %0" : "=r"(v));
+    return v;
+}
+static inline void write_cr3(uint64_t v)
+{
+    __asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory");
+}
+static inline void write_cr4(uint64_t v)
+{
+    __asm__ volatile("mov %0, %%cr4" ::"r"(v) : "memory");
+}
+static inline void invlpg(uintptr_t va)
+{
+    __asm__ volatile("invlpg (%0)" ::"r"(va) : "memory");
+}
 
 static inline void NORETURN halt_forever(void)
 {

@@ -17,7 +17,7 @@ static void load_gdt(struct gdt *g)
     struct {
         uint16_t limit;
         uint64_t base;
-    } __attribute__((packed)) ptr = { sizeof *g - 1, (uint64_t)g };
+    } __attribute__((packed)) ptr = {sizeof *g - 1, (uint64_t)g};
     __asm__ volatile("lgdt %0" ::"m"(ptr));
     // Reload CS with a far return, then the data segments. FS and GS keep the
     // null selector entry.asm gave them: loading GS would clear its base on

@@ -9,8 +9,8 @@
 #define SEL_TSS   0x28
 
 // IST slots in the TSS (1-based, as the IDT gate's IST field).
-#define IST_NMI 1
-#define IST_DOUBLE_FAULT 2
+#define IST_NMI           1
+#define IST_DOUBLE_FAULT  2
 #define IST_MACHINE_CHECK 3
 
 struct tss {

@@ -45,6 +45,6 @@ void idt_load(void)
     struct {
         uint16_t limit;
         uint64_t base;
-    } __attribute__((packed)) ptr = { sizeof idt - 1, (uint64_t)idt };
+    } __attribute__((packed)) ptr = {sizeof idt - 1, (uint64_t)idt};
     __asm__ volatile("lidt %0" ::"m"(ptr));
 }

@@ -8,9 +8,9 @@
 #include "memlayout.h"
 #include "percpu.h"
 
-#define IOREGSEL 0x00
-#define IOWIN    0x10
-#define IOAPIC_VER 0x01
+#define IOREGSEL         0x00
+#define IOWIN            0x10
+#define IOAPIC_VER       0x01
 #define IOAPIC_REDTBL(n) (0x10 + 2 * (n))
 
 static uint32_t ioapic_read(volatile uint32_t *base, uint32_t reg)

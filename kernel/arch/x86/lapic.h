@@ -2,27 +2,27 @@
 #pragma once
 #include "types.h"
 
-#define LAPIC_ID      0x020
-#define LAPIC_VERSION 0x030
-#define LAPIC_TPR     0x080
-#define LAPIC_EOI     0x0B0
-#define LAPIC_SVR     0x0F0
-#define LAPIC_ESR     0x280
-#define LAPIC_ICR     0x300 // x2APIC: one 64-bit MSR; xAPIC: low half, high at 0x310
-#define LAPIC_ICR_HI  0x310
-#define LAPIC_LVT_TIMER 0x320
-#define LAPIC_LVT_PMC   0x340 // performance-monitoring counter overflow (LVTPC)
-#define LAPIC_LVT_LINT0 0x350
-#define LAPIC_LVT_LINT1 0x360
-#define LAPIC_LVT_ERROR 0x370
-#define LAPIC_TIMER_INIT  0x380
-#define LAPIC_TIMER_CUR   0x390
-#define LAPIC_TIMER_DIV   0x3E0
+#define LAPIC_ID         0x020
+#define LAPIC_VERSION    0x030
+#define LAPIC_TPR        0x080
+#define LAPIC_EOI        0x0B0
+#define LAPIC_SVR        0x0F0
+#define LAPIC_ESR        0x280
+#define LAPIC_ICR        0x300 // x2APIC: one 64-bit MSR; xAPIC: low half, high at 0x310
+#define LAPIC_ICR_HI     0x310
+#define LAPIC_LVT_TIMER  0x320
+#define LAPIC_LVT_PMC    0x340 // performance-monitoring counter overflow (LVTPC)
+#define LAPIC_LVT_LINT0  0x350
+#define LAPIC_LVT_LINT1  0x360
+#define LAPIC_LVT_ERROR  0x370
+#define LAPIC_TIMER_INIT 0x380
+#define LAPIC_TIMER_CUR  0x390
+#define LAPIC_TIMER_DIV  0x3E0
 
-#define LVT_MASKED        (1u << 16)
-#define LVT_DELIVERY_NMI  (4u << 8)
-#define LVT_TIMER_ONESHOT (0u << 17)
-#define LVT_TIMER_PERIODIC (1u << 17)
+#define LVT_MASKED             (1u << 16)
+#define LVT_DELIVERY_NMI       (4u << 8)
+#define LVT_TIMER_ONESHOT      (0u << 17)
+#define LVT_TIMER_PERIODIC     (1u << 17)
 #define LVT_TIMER_TSC_DEADLINE (2u << 17)
 
 #ifdef KERNEL_HOSTED
@@ -53,10 +53,10 @@ static inline void lapic_eoi(void)
     lapic_write(LAPIC_EOI, 0);
 }
 
-void lapic_init_bsp(void);   // choose xAPIC or x2APIC from CPUID, map the registers
-void lapic_init_cpu(void);   // enable this CPU's LAPIC, mask LINTs, set spurious vector
-uint32_t lapic_id(void);     // this CPU's APIC id
-bool lapic_x2apic(void);     // true when running in x2APIC mode
+void lapic_init_bsp(void); // choose xAPIC or x2APIC from CPUID, map the registers
+void lapic_init_cpu(void); // enable this CPU's LAPIC, mask LINTs, set spurious vector
+uint32_t lapic_id(void);   // this CPU's APIC id
+bool lapic_x2apic(void);   // true when running in x2APIC mode
 
 // Interprocessor interrupts.
 enum ipi_dest { IPI_SELF, IPI_ALL, IPI_ALL_BUT_SELF };

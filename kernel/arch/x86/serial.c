@@ -4,19 +4,19 @@
 #include "arch/x86/irq.h"
 #include "console.h"
 
-#define COM1 0x3F8
-#define UART_DATA 0     // RBR/THR (DLL when DLAB=1)
-#define UART_IER 1      // interrupt enable (DLM when DLAB=1)
-#define UART_FCR 2      // FIFO control
-#define UART_LCR 3      // line control, bit 7 DLAB
-#define UART_MCR 4      // modem control, bit 3 OUT2 gates the IRQ line
-#define UART_LSR 5      // line status: bit 0 data ready, bit 5 THR empty
+#define COM1      0x3F8
+#define UART_DATA 0 // RBR/THR (DLL when DLAB=1)
+#define UART_IER  1 // interrupt enable (DLM when DLAB=1)
+#define UART_FCR  2 // FIFO control
+#define UART_LCR  3 // line control, bit 7 DLAB
+#define UART_MCR  4 // modem control, bit 3 OUT2 gates the IRQ line
+#define UART_LSR  5 // line status: bit 0 data ready, bit 5 THR empty
 
 void serial_init(void)
 {
     outb(COM1 + UART_IER, 0x00);
     outb(COM1 + UART_LCR, 0x80);
-    outb(COM1 + UART_DATA, 1);  // divisor 1: 115200 baud
+    outb(COM1 + UART_DATA, 1); // divisor 1: 115200 baud
     outb(COM1 + UART_IER, 0x00);
     outb(COM1 + UART_LCR, 0x03); // 8 bits, no parity, one stop bit
     // FIFOs stay off: switching them on flushes them, losing input typed

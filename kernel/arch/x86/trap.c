@@ -13,12 +13,26 @@
 #include "trap.h"
 
 static const char *const exception_names[32] = {
-    [0] = "divide error", [1] = "debug", [2] = "NMI", [3] = "breakpoint",
-    [4] = "overflow", [5] = "bound range", [6] = "invalid opcode", [7] = "device not available",
-    [8] = "double fault", [10] = "invalid TSS", [11] = "segment not present",
-    [12] = "stack fault", [13] = "general protection", [14] = "page fault",
-    [16] = "x87 error", [17] = "alignment check", [18] = "machine check",
-    [19] = "SIMD error", [20] = "virtualization", [21] = "control protection",
+    [0] = "divide error",
+    [1] = "debug",
+    [2] = "NMI",
+    [3] = "breakpoint",
+    [4] = "overflow",
+    [5] = "bound range",
+    [6] = "invalid opcode",
+    [7] = "device not available",
+    [8] = "double fault",
+    [10] = "invalid TSS",
+    [11] = "segment not present",
+    [12] = "stack fault",
+    [13] = "general protection",
+    [14] = "page fault",
+    [16] = "x87 error",
+    [17] = "alignment check",
+    [18] = "machine check",
+    [19] = "SIMD error",
+    [20] = "virtualization",
+    [21] = "control protection",
 };
 
 const char *exception_name(unsigned vector)

@@ -6,8 +6,8 @@
 struct trapframe {
     uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
     uint64_t rbp, rdi, rsi, rdx, rcx, rbx, rax;
-    uint64_t vector; // pushed by the stub
-    uint64_t error;  // pushed by the CPU, or 0 by the stub
+    uint64_t vector;                   // pushed by the stub
+    uint64_t error;                    // pushed by the CPU, or 0 by the stub
     uint64_t rip, cs, rflags, rsp, ss; // pushed by the CPU
 };
 
