@@ -199,7 +199,8 @@ struct sys_cpu_info {
     uint64_t ticks;       // scheduler ticks
     uint64_t idle_ns, busy_ns;
     uint64_t profile_ticks;         // ProfileTime expiries since it last started here
-    uint64_t profile_ticks_skipped; // of those, dropped because the CPU fell far behind
+    uint64_t profile_ticks_skipped; // of those, missed: the CPU came a period or more late
+                                    // (it gets one tick then, not a burst)
 };
 
 // Counters that must return to their baseline when nothing leaks.

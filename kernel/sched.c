@@ -111,8 +111,9 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
 // A new thread's first code (switch.asm's thread_start), on its trap frame.
 void thread_first_run(struct trapframe *tf)
 {
+    UNUSED(tf);
     sched_after_switch();
-    sched_user_return(tf); // killed before it ever ran?
+    sched_user_return(); // killed before it ever ran?
 }
 
 // After any switch, on the new thread: release the lock the old one took and
@@ -311,9 +312,8 @@ void sched_tick(void)
     spin_unlock(&rq_lock);
 }
 
-void sched_user_return_slow(struct trapframe *tf)
+void sched_user_return_slow(void)
 {
-    UNUSED(tf);
     struct cpu *c = this_cpu();
     struct thread *t = c->current;
     if (t->proc && READ_ONCE(t->proc->killed))

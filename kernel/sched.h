@@ -60,11 +60,11 @@ struct thread *current_thread(void);
 // Called on every return to ring 3 (trap and syscall paths): handles kills and
 // preemption. Inline, because every timer tick that lands in ring 3 passes
 // here and almost never has anything to do.
-void sched_user_return_slow(struct trapframe *tf);
+void sched_user_return_slow(void);
 
-static inline void sched_user_return(struct trapframe *tf)
+static inline void sched_user_return(void)
 {
     struct cpu *c = this_cpu();
     if (c->need_resched || *c->current->killed)
-        sched_user_return_slow(tf);
+        sched_user_return_slow();
 }

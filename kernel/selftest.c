@@ -65,9 +65,9 @@ static void test_ipi_handler(struct trapframe *tf)
 
 // --- timers ---
 static uint64_t test_slot_counts[MAX_CPUS];
-static void test_tick(struct trapframe *tf, void *arg)
+static void test_tick(const struct intr_frame *f, void *arg)
 {
-    UNUSED(tf);
+    UNUSED(f);
     UNUSED(arg);
 }
 static void start_test_timer(void *arg)

@@ -36,7 +36,7 @@ void syscall_dispatch(struct trapframe *tf)
     }
     tf->rax = result;
     cli();
-    sched_user_return(tf);
+    sched_user_return();
 }
 
 extern void syscall_entry(void);

@@ -11,84 +11,109 @@
 #include "percpu.h"
 #include "sched.h"
 
-#define MAX_CATCHUP 1000 // periods delivered late in one interrupt before skipping ahead
-
 struct periodic {
+    uint64_t deadline; // absolute TSC of the next expiry; UINT64_MAX: stopped
     uint64_t period;   // TSC ticks
-    uint64_t deadline; // absolute TSC of the next expiry
-    uint64_t count;    // expiries since start, delivered or skipped
-    uint64_t skipped;  // expiries dropped because the CPU fell too far behind
-    timer_fn fn;
-    void *arg;
-    bool active;
+    uint64_t count;    // expiries since start, delivered or missed
+    uint64_t missed;   // expiries not delivered: the CPU was a period or more late
 };
 
 struct timer_cpu {
-    unsigned active; // bit i: slot i is running (the interrupt visits only these)
     struct periodic slot[TIMER_SLOTS];
+    struct timer_user {
+        timer_fn fn;
+        void *arg;
+    } user[TIMER_SLOTS];
 } __attribute__((aligned(64)));
 
 static struct timer_cpu timers[MAX_CPUS];
 static bool tsc_deadline;
 static uint64_t lapic_per_tsc; // LAPIC counts per TSC tick, 32.32 fixed point
 
-// Program the LAPIC timer for deadline next (UINT64_MAX: stop it).
-static void program(uint64_t next)
+// Load the LAPIC timer to fire in delta TSC ticks (one-shot mode), rounded up:
+// firing early costs an extra interrupt, firing late costs accuracy.
+static inline void program_delta(uint64_t delta)
 {
-    if (tsc_deadline) {
-        wrmsr(MSR_IA32_TSC_DEADLINE, next == UINT64_MAX ? 0 : next);
-        return;
-    }
-    if (next == UINT64_MAX) {
-        lapic_write(LAPIC_TIMER_INIT, 0);
-        return;
-    }
-    uint64_t now = rdtsc();
-    uint64_t delta = next > now ? next - now : 0;
-    // Round up: firing early costs an extra interrupt, firing late costs accuracy.
     uint64_t count = (uint64_t)(((unsigned __int128)delta * lapic_per_tsc) >> 32) + 1;
     lapic_write(LAPIC_TIMER_INIT, (uint32_t)MIN(count, 0xFFFFFFFFull));
 }
 
-// Arm the LAPIC timer for the earliest active deadline (or stop it).
-static void arm(struct timer_cpu *t)
+// Program the LAPIC timer for deadline next (UINT64_MAX: stop it); now is a
+// recent TSC reading (a late one only delays the interrupt, never loses it).
+static inline void program(uint64_t next, uint64_t now)
 {
-    uint64_t next = UINT64_MAX;
-    for (unsigned m = t->active; m; m &= m - 1) {
-        const struct periodic *p = &t->slot[__builtin_ctz(m)];
-        if (p->deadline < next)
-            next = p->deadline;
-    }
-    program(next);
+    if (tsc_deadline)
+        wrmsr(MSR_IA32_TSC_DEADLINE, next == UINT64_MAX ? 0 : next);
+    else if (next == UINT64_MAX)
+        lapic_write(LAPIC_TIMER_INIT, 0);
+    else
+        program_delta(next > now ? next - now : 0);
 }
 
-static void timer_irq(struct trapframe *tf)
+// The earliest deadline of this CPU's slots (UINT64_MAX: all stopped).
+static uint64_t earliest(const struct timer_cpu *t)
+{
+    uint64_t next = UINT64_MAX;
+    for (unsigned i = 0; i < TIMER_SLOTS; i++)
+        next = MIN(next, t->slot[i].deadline);
+    return next;
+}
+
+// Expire p at now (its deadline has passed): the deadline moves past now.
+// The user is called once per interrupt however late the CPU is: a CPU that
+// was stalled (a vCPU the host descheduled, a long interrupts-off section)
+// would otherwise replay every period it slept through back to back, and a
+// ProfileTime user would see one stall as a burst of samples at one
+// instruction. The periods not delivered are counted in missed.
+static inline void expire(struct periodic *p, uint64_t now)
+{
+    uint64_t late = now - p->deadline, n = 1;
+    if (__builtin_expect(late >= p->period, 0)) {
+        uint64_t behind = late / p->period;
+        p->missed += behind;
+        n += behind;
+    }
+    p->deadline += n * p->period;
+    p->count += n;
+}
+
+// The LAPIC timer's interrupt, entered from timer_entry (vectors.asm) with
+// only the CPU's frame: every due deadline moves on, the timer is re-armed for
+// the earliest and the interrupt acknowledged (interrupts stay off until the
+// iretq, so nothing can nest), then each due slot's user is called once, and
+// on the way back to ring 3 the scheduler may preempt or a kill take effect.
+// A user that starts or stops a slot re-arms the timer itself. A stopped slot
+// has the deadline UINT64_MAX, never due, so the loops need no active mask;
+// they run over a constant number of slots and unroll.
+void timer_interrupt(const struct intr_frame *f)
 {
     struct timer_cpu *t = &timers[cpu_id()];
+    // Keep t in a register: without this the compiler recomputes the array
+    // address from the CPU number at every use (the idiom of Linux's
+    // OPTIMIZER_HIDE_VAR).
+    __asm__("" : "+r"(t));
     uint64_t now = rdtsc(), next = UINT64_MAX;
-    unsigned active = t->active;
-    for (unsigned m = active; m; m &= m - 1) {
-        struct periodic *p = &t->slot[__builtin_ctz(m)];
-        for (int n = 0; p->active && p->deadline <= now; n++) {
-            if (n == MAX_CATCHUP) { // hopelessly behind: count the rest, do not replay them
-                uint64_t behind = (now - p->deadline) / p->period + 1;
-                p->skipped += behind;
-                p->count += behind;
-                p->deadline += behind * p->period;
-                break;
-            }
-            p->deadline += p->period;
-            p->count++;
-            p->fn(tf, p->arg);
+    unsigned due = 0;
+#pragma GCC unroll 4
+    for (unsigned i = 0; i < TIMER_SLOTS; i++) {
+        if (t->slot[i].deadline <= now) {
+            expire(&t->slot[i], now);
+            due |= 1u << i;
         }
-        if (p->active && p->deadline < next)
-            next = p->deadline;
+        next = MIN(next, t->slot[i].deadline);
     }
-    // A callback may have started or stopped a slot: then look again.
-    if (t->active != active)
-        arm(t);
+    // Some slot is always running here (the scheduler tick never stops).
+    if (tsc_deadline)
+        wrmsr(MSR_IA32_TSC_DEADLINE, next);
     else
-        program(next);
+        program_delta(next - now); // every deadline moved past now
+    lapic_eoi();
+#pragma GCC unroll 4
+    for (unsigned i = 0; i < TIMER_SLOTS; i++)
+        if (due & (1u << i))
+            t->user[i].fn(f, t->user[i].arg);
+    if (intr_from_user(f))
+        sched_user_return();
 }
 
 void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn, void *arg)
@@ -96,32 +121,29 @@ void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn,
     assert(slot < TIMER_SLOTS && period_ns >= 1000 && !irq_enabled());
     struct timer_cpu *t = &timers[cpu_id()];
     struct periodic *p = &t->slot[slot];
+    uint64_t now = rdtsc();
     p->period = MAX(ns_to_tsc(period_ns), 1ull);
-    p->deadline = rdtsc() + p->period;
-    p->count = p->skipped = 0;
-    p->fn = fn;
-    p->arg = arg;
-    p->active = true;
-    t->active |= 1u << slot;
-    arm(t);
+    p->deadline = now + p->period;
+    p->count = p->missed = 0;
+    t->user[slot] = (struct timer_user){fn, arg};
+    program(earliest(t), now);
 }
 
 // Expiries already due but not yet handled (this CPU was busy with interrupts
-// off) are counted as skipped, so that every period that passed is accounted.
+// off) are counted as missed, so that every period that passed is accounted.
 void timer_periodic_stop(enum timer_slot slot)
 {
     assert(slot < TIMER_SLOTS && !irq_enabled());
     struct timer_cpu *t = &timers[cpu_id()];
     struct periodic *p = &t->slot[slot];
     uint64_t now = rdtsc();
-    if (p->active && p->deadline <= now) {
+    if (p->deadline <= now) {
         uint64_t behind = (now - p->deadline) / p->period + 1;
         p->count += behind;
-        p->skipped += behind;
+        p->missed += behind;
     }
-    p->active = false;
-    t->active &= ~(1u << slot);
-    arm(t);
+    p->deadline = UINT64_MAX;
+    program(earliest(t), now);
 }
 
 uint64_t timer_periodic_count(enum timer_slot slot)
@@ -129,15 +151,15 @@ uint64_t timer_periodic_count(enum timer_slot slot)
     return READ_ONCE(timers[cpu_id()].slot[slot].count);
 }
 
-void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, uint64_t *skipped)
+void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, uint64_t *missed)
 {
     *count = READ_ONCE(timers[cpu].slot[slot].count);
-    *skipped = READ_ONCE(timers[cpu].slot[slot].skipped);
+    *missed = READ_ONCE(timers[cpu].slot[slot].missed);
 }
 
-static void sched_timer(struct trapframe *tf, void *arg)
+static void sched_timer(const struct intr_frame *f, void *arg)
 {
-    UNUSED(tf);
+    UNUSED(f);
     UNUSED(arg);
     this_cpu()->ticks++;
     sched_tick();
@@ -145,10 +167,12 @@ static void sched_timer(struct trapframe *tf, void *arg)
 
 void timer_init_cpu(void)
 {
+    struct timer_cpu *t = &timers[cpu_id()];
+    for (unsigned i = 0; i < TIMER_SLOTS; i++)
+        t->slot[i].deadline = UINT64_MAX;
     if (cpu_id() == 0) {
         tsc_deadline = cpuid(1, 0).ecx & CPUID1_ECX_TSC_DEADLINE;
         lapic_per_tsc = (lapic_timer_hz << 32) / tsc_hz; // clock.c keeps lapic_timer_hz < 2^32
-        irq_register(VEC_TIMER, timer_irq);
     }
     if (tsc_deadline) {
         lapic_write(LAPIC_LVT_TIMER, LVT_TIMER_TSC_DEADLINE | VEC_TIMER);

@@ -15,7 +15,8 @@ enum timer_slot {
     TIMER_SLOT_TEST = 2,    // self-tests
 };
 
-typedef void (*timer_fn)(struct trapframe *tf, void *arg);
+// Called in the timer interrupt, interrupts off, with the interrupted context.
+typedef void (*timer_fn)(const struct intr_frame *f, void *arg);
 
 // Start (or restart with a new period) the periodic timer in slot on the current
 // CPU. Call with interrupts off (e.g. from smp_call_all). period_ns >= 1000.
@@ -24,8 +25,12 @@ void timer_periodic_stop(enum timer_slot slot);
 
 // Number of expiries delivered in slot on the current CPU since its start.
 uint64_t timer_periodic_count(enum timer_slot slot);
-// Expiries in slot on any CPU since its start there, and how many were skipped
-// (not delivered: the CPU was more than MAX_CATCHUP periods late).
-void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, uint64_t *skipped);
+// Expiries in slot on any CPU since its start there, and how many of them were
+// missed: a user is called at most once per interrupt, so when the CPU comes
+// back a period or more late the periods in between are counted, not replayed.
+void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, uint64_t *missed);
+
+// The LAPIC timer's interrupt handler (entered from vectors.asm, timer_entry).
+void timer_interrupt(const struct intr_frame *f);
 
 void timer_init_cpu(void); // per CPU: start the LAPIC timer machinery and the sched tick

@@ -10,6 +10,7 @@
 // that overlap another start/stop get STATUS_DEVICE_BUSY.
 #pragma once
 #include "abi.h"
+#include "arch/x86/trapframe.h"
 #include "pmc/profile_source.h"
 #include "types.h"
 
@@ -34,11 +35,11 @@ typedef struct {
     uint32_t Interval;             // out: current interval, saturated to 32 bits
 } HAL_PROFILE_SOURCE_INFORMATION;
 
-// Called for every sample, in interrupt context with interrupts off: the source,
-// the interrupted instruction pointer, whether it was user mode, and the CPU.
-// It must not sleep, allocate or take a lock that is held with interrupts on.
-typedef void (*HAL_PROFILE_INTERRUPT_HANDLER)(KPROFILE_SOURCE source, uint64_t ip, bool user,
-                                              unsigned cpu);
+// Called for every sample, in interrupt context with interrupts off, with the
+// source and the interrupted context as the CPU pushed it (instruction
+// pointer, code segment: user or kernel mode, stack pointer). It must not
+// sleep, allocate or take a lock that is held with interrupts on.
+typedef void (*HAL_PROFILE_INTERRUPT_HANDLER)(KPROFILE_SOURCE source, const struct intr_frame *f);
 
 // Start or stop counting source on every CPU. *reason (if reason is not NULL)
 // gets a static string saying why on failure, "" on success:

@@ -41,14 +41,14 @@ static uint64_t throttled_by_source[ProfileSourceCount];
 
 // Report one overflow of counter i and re-arm it, or stop it if this CPU is
 // over its sample rate.
-static void sample(const struct halp_profile_interface *pi, struct pmi_cpu *pc, unsigned cpu,
-                   unsigned i, KPROFILE_SOURCE source, const struct trapframe *tf)
+static void sample(const struct halp_profile_interface *pi, struct pmi_cpu *pc, unsigned i,
+                   KPROFILE_SOURCE source, const struct trapframe *tf)
 {
     HAL_PROFILE_INTERRUPT_HANDLER handler = READ_ONCE(halp_profile_handler);
     pc->stats.samples++;
     PMC_TRACE_STEP(PMC_STEP_SAMPLE, source, tf->rip);
     if (handler)
-        handler(source, tf->rip, tf_from_user(tf), cpu);
+        handler(source, tf_intr_frame(tf));
     if (++pc->window_samples > WINDOW_SAMPLES) {
         pi->StopCounter(i);
         pc->stats.throttled++;
@@ -107,7 +107,7 @@ void pmc_pmi_handler(struct trapframe *tf)
                 break;
             }
             for (unsigned k = 0; k < ovf.Number; k++)
-                sample(pi, pc, cpu, ovf.Counter[k], ovf.Source[k], tf);
+                sample(pi, pc, ovf.Counter[k], ovf.Source[k], tf);
             pi->AcknowledgeOverflow(ovf.Mask);
             pi->CheckOverflowStatus(&ovf);
         }

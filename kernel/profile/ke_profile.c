@@ -1,5 +1,6 @@
 // Profile objects: start, stop, and the sample path into the buckets.
 #include "profile/ke_profile.h"
+#include "profile/profile_index.h"
 #include "addrspace.h"
 #include "heap.h"
 #include "memlayout.h"
@@ -14,35 +15,6 @@
 #include "vm.h"
 
 #define PROFILES_PER_CPU_LIMIT 8192 // NT's STATUS_PROFILING_AT_LIMIT: 8,192 x processors
-
-// An immutable candidate list. Entries e[0..n) are sorted by base; max_end is
-// the largest end among entries 0..i, so a backwards scan can stop as soon as
-// no earlier range can reach the sampled address. A hash table keyed by 2 MiB
-// granule gives, for each granule some range covers, the last entry covering
-// it: a lookup starts there, so ranges elsewhere in the address space cost
-// nothing however many there are. Ranges covering more than WIDE_GRANULES
-// granules (a whole address space, say) sit in e[n..n+nwide) and are checked
-// one by one instead: there are few of those.
-#define GRANULE_SHIFT 21
-#define WIDE_GRANULES 32
-
-struct profile_set {
-    unsigned n, nwide;
-    unsigned mask; // the granule table has mask + 1 slots
-    struct granule {
-        uint64_t key;  // granule number + 1; 0: empty slot
-        uint32_t last; // the last entry of e[0..n) covering the granule
-    } * table;
-    struct set_entry {
-        uint64_t base, end, max_end;
-        struct kprofile *p;
-    } e[];
-};
-
-static inline unsigned granule_slot(uint64_t key, unsigned mask)
-{
-    return (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
-}
 
 static struct mutex profile_mutex = MUTEX_INIT("profiles"); // start, stop, set changes
 static struct kprofile dead_profile; // stands in for a stopped profile when memory is short
@@ -60,135 +32,98 @@ static inline void count_bucket(struct kprofile *p, uint64_t ip)
     __atomic_fetch_add(&p->in_range, 1, __ATOMIC_RELAXED);
 }
 
-static inline void sample_entry(const struct set_entry *e, uint64_t ip, uint64_t bit)
+// Count ip, which e covers, in e's profile if it counts on this CPU (bit).
+static inline void count_entry(const struct profile_set_entry *e, uint64_t ip, uint64_t bit)
 {
     struct kprofile *p = READ_ONCE(e->p);
-    if (e->base <= ip && ip < e->end && (READ_ONCE(p->active) & bit))
+    if (READ_ONCE(p->active) & bit)
         count_bucket(p, ip);
+}
+
+static inline void sample_entry(const struct profile_set_entry *e, uint64_t ip, uint64_t bit)
+{
+    if (e->base <= ip && ip < e->end)
+        count_entry(e, ip, bit);
+}
+
+static void count_entry_fn(const struct profile_set_entry *e, uint64_t ip, uint64_t bit)
+{
+    count_entry(e, ip, bit);
+}
+
+// Whether cache answers a sample at ip in set without a lookup (a set with
+// wide entries, to be checked one by one, is never cached).
+static inline bool cached(const struct profile_set *set, const struct profile_lookup_cache *cache,
+                          uint64_t ip)
+{
+    return cache->serial == set->serial && ip - cache->lo <= cache->span;
 }
 
 // Samples are counted only while a set is published: counts matter only as
 // differences between a profile's activation and deactivation, both of which
 // happen on each CPU while the set is there (see activate_on_cpu).
-static inline void sample_slot(struct profile_slot *slot, uint64_t ip, unsigned cpu)
+static void sample_slot(struct profile_slot *slot, const struct profile_set *set, uint64_t ip,
+                        unsigned cpu, struct profile_lookup_cache *cache)
 {
-    const struct profile_set *set = __atomic_load_n(&slot->set, __ATOMIC_ACQUIRE);
-    if (!set)
-        return;
-    slot->samples[cpu]++; // only this CPU writes its counter
     uint64_t bit = 1ull << cpu;
+    slot->samples[cpu]++; // only this CPU writes its counter
     for (unsigned i = set->n; i < set->n + set->nwide; i++)
         sample_entry(&set->e[i], ip, bit);
-    if (!set->n)
-        return;
-    uint64_t key = (ip >> GRANULE_SHIFT) + 1;
-    for (unsigned h = granule_slot(key, set->mask); set->table[h].key; h = (h + 1) & set->mask) {
-        if (set->table[h].key != key)
-            continue;
-        for (unsigned i = set->table[h].last + 1; i-- > 0 && set->e[i].max_end > ip;)
-            sample_entry(&set->e[i], ip, bit);
+    if (cached(set, cache, ip)) {
+        if (cache->entry)
+            count_entry(cache->entry, ip, bit);
         return;
     }
+    profile_set_lookup(set, ip, cache, count_entry_fn, bit);
 }
 
-// The HAL's sample callback, in interrupt context.
-void KeProfileInterruptWithSource(KPROFILE_SOURCE source, uint64_t ip, bool user, unsigned cpu)
+static __attribute__((noinline)) void sample_slow(struct profile_slot *sys,
+                                                  struct profile_slot *own, uint64_t ip,
+                                                  unsigned cpu, struct profile_lookup_cache *cache)
 {
-    UNUSED(user); // scope is by process and range, not by mode
+    const struct profile_set *set = __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE);
+    if (set)
+        sample_slot(sys, set, ip, cpu, &cache[PROFILE_SCOPE_SYSTEM]);
+    if (own && (set = __atomic_load_n(&own->set, __ATOMIC_ACQUIRE)))
+        sample_slot(own, set, ip, cpu, &cache[PROFILE_SCOPE_PROCESS]);
+}
+
+// The HAL's sample callback, in interrupt context: the system-scope profiles
+// of the source, then the current process's. The common case, in which this
+// CPU's last lookups still answer for both scopes, is counted here without a
+// call; anything else goes the general way (sample_slow).
+void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_frame *f)
+{
     if ((unsigned)source >= ProfileSourceCount)
         return;
-    sample_slot(&system_slots[source], ip, cpu);
-    struct thread *t = cpus[cpu].current;
-    struct process *pr = t ? t->proc : NULL;
-    struct profile_slot *slot = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
-    if (slot)
-        sample_slot(slot, ip, cpu);
+    struct cpu *c = this_cpu();
+    unsigned cpu = c->id;
+    uint64_t ip = f->rip;
+    struct profile_lookup_cache *cache = profile_lookup_caches[cpu];
+    struct profile_slot *sys = &system_slots[source];
+    struct process *pr = c->current->proc;
+    struct profile_slot *own = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
+    const struct profile_set *sys_set = __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE);
+    const struct profile_set *own_set = own ? __atomic_load_n(&own->set, __ATOMIC_ACQUIRE) : NULL;
+    if ((sys_set && !cached(sys_set, &cache[PROFILE_SCOPE_SYSTEM], ip)) ||
+        (own_set && !cached(own_set, &cache[PROFILE_SCOPE_PROCESS], ip))) {
+        sample_slow(sys, own, ip, cpu, cache);
+        return;
+    }
+    uint64_t bit = 1ull << cpu;
+    if (sys_set) {
+        sys->samples[cpu]++;
+        if (cache[PROFILE_SCOPE_SYSTEM].entry)
+            count_entry(cache[PROFILE_SCOPE_SYSTEM].entry, ip, bit);
+    }
+    if (own_set) {
+        own->samples[cpu]++;
+        if (cache[PROFILE_SCOPE_PROCESS].entry)
+            count_entry(cache[PROFILE_SCOPE_PROCESS].entry, ip, bit);
+    }
 }
 
 // --- sets ---------------------------------------------------------------------
-
-static uint64_t granules(const struct kprofile *p) // how many granules the range covers
-{
-    if (p->range_size == 0)
-        return 0;
-    uint64_t end = p->range_base + p->range_size;
-    return ((end - 1) >> GRANULE_SHIFT) - (p->range_base >> GRANULE_SHIFT) + 1;
-}
-
-// A copy of old with add inserted or remove left out. NULL with *ok when the
-// result is empty; NULL with !*ok when out of memory.
-static struct profile_set *set_change(const struct profile_set *old, struct kprofile *add,
-                                      struct kprofile *remove, bool *ok)
-{
-    unsigned n = 0, nwide = 0, total = old ? old->n + old->nwide : 0;
-    uint64_t cover = 0;
-    *ok = true;
-    for (unsigned i = 0; i <= total; i++) { // count what the new set holds
-        struct kprofile *p = i < total ? old->e[i].p : add;
-        if (!p || p == remove || p == &dead_profile)
-            continue;
-        if (granules(p) > WIDE_GRANULES) {
-            nwide++;
-        } else {
-            n++;
-            cover += granules(p);
-        }
-    }
-    if (n + nwide == 0)
-        return NULL;
-    unsigned slots = 8;
-    while (slots < 2 * cover)
-        slots *= 2;
-    size_t entries = sizeof(struct profile_set) + (n + nwide) * sizeof(struct set_entry);
-    struct profile_set *set = kzalloc(entries + slots * sizeof(struct granule));
-    if (!set) {
-        *ok = false;
-        return NULL;
-    }
-    set->n = n;
-    set->nwide = nwide;
-    set->mask = slots - 1;
-    set->table = (struct granule *)((uint8_t *)set + entries);
-    // The narrow entries stay sorted: old ones in order, add at its place.
-    unsigned k = 0, w = n;
-    for (unsigned i = 0; i < total; i++) {
-        struct kprofile *p = old->e[i].p;
-        if (p == remove || p == &dead_profile)
-            continue;
-        if (granules(p) > WIDE_GRANULES) {
-            set->e[w++].p = p;
-            continue;
-        }
-        if (add && granules(add) <= WIDE_GRANULES && add->range_base < p->range_base) {
-            set->e[k++].p = add;
-            add = NULL;
-        }
-        set->e[k++].p = p;
-    }
-    if (add)
-        set->e[granules(add) > WIDE_GRANULES ? w : k].p = add;
-    uint64_t max_end = 0;
-    for (unsigned i = 0; i < n + nwide; i++) {
-        struct kprofile *p = set->e[i].p;
-        set->e[i].base = p->range_base;
-        set->e[i].end = p->range_base + p->range_size;
-        if (i < n) {
-            max_end = MAX(max_end, set->e[i].end);
-            set->e[i].max_end = max_end;
-        }
-    }
-    for (unsigned i = 0; i < n; i++) { // ascending: each granule ends with its last entry
-        uint64_t first = set->e[i].base >> GRANULE_SHIFT, count = granules(set->e[i].p);
-        for (uint64_t g = first; g < first + count; g++) {
-            unsigned h = granule_slot(g + 1, set->mask);
-            while (set->table[h].key && set->table[h].key != g + 1)
-                h = (h + 1) & set->mask;
-            set->table[h].key = g + 1;
-            set->table[h].last = i;
-        }
-    }
-    return set;
-}
 
 static struct profile_slot *slot_of(struct kprofile *p, bool create)
 {
@@ -330,7 +265,7 @@ NTSTATUS KeStartProfile(struct kprofile *p)
         s = STATUS_INSUFFICIENT_RESOURCES;
     } else if (!NT_SUCCESS(s = pin_buffer(p))) {
         // s says why
-    } else if (set = set_change(slot->set, p, NULL, &ok), !ok) {
+    } else if (set = profile_set_change(slot->set, p, NULL, &dead_profile, &ok), !ok) {
         unpin_buffer(p);
         s = STATUS_INSUFFICIENT_RESOURCES;
     }
@@ -371,7 +306,7 @@ NTSTATUS KeStopProfile(struct kprofile *p)
     }
     struct profile_slot *slot = slot_of(p, false);
     bool ok;
-    struct profile_set *set = set_change(slot->set, NULL, p, &ok);
+    struct profile_set *set = profile_set_change(slot->set, NULL, p, &dead_profile, &ok);
     smp_call_all(deactivate_on_cpu, p); // no CPU counts into the buffer after this
     struct profile_set *old = slot->set;
     if (ok) {

@@ -12,6 +12,7 @@
 // profile's buffer: only then is the old set freed and the buffer unpinned.
 #pragma once
 #include "abi.h"
+#include "arch/x86/trapframe.h"
 #include "object.h"
 #include "param.h"
 #include "types.h"
@@ -59,7 +60,7 @@ NTSTATUS KeStartProfile(struct kprofile *p);
 NTSTATUS KeStopProfile(struct kprofile *p);              // stops the source on 1 -> 0, unpins
 uint64_t KeQueryIntervalProfile(KPROFILE_SOURCE source); // 0 when unsupported
 NTSTATUS KeSetIntervalProfile(uint64_t interval, KPROFILE_SOURCE source);
-void KeProfileInterruptWithSource(KPROFILE_SOURCE source, uint64_t ip, bool user, unsigned cpu);
+void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_frame *f);
 void KeQueryProfileStats(struct kprofile *p, struct sys_profile_stats *out);
 
 void ke_profile_init(void);                      // register the HAL sample handler

@@ -772,15 +772,11 @@ void model_timer_fire(unsigned cpu, enum timer_slot slot, uint64_t ip, bool user
     struct model_timer *t = &mcpus[cpu].timers[slot];
     if (!t->running)
         return;
-    struct trapframe tf;
-    memset(&tf, 0, sizeof(tf));
-    tf.vector = VEC_TIMER;
-    tf.rip = ip;
-    tf.cs = user ? 0x2B : 0x08;
+    struct intr_frame f = {.rip = ip, .cs = user ? 0x2B : 0x08};
     unsigned saved = current;
     current = cpu;
     mcpus[cpu].irq_on = false;
-    t->fn(&tf, t->arg);
+    t->fn(&f, t->arg);
     mcpus[cpu].irq_on = true;
     current = saved;
 }

@@ -6,10 +6,11 @@
 
 struct samples samples;
 
-static void record(KPROFILE_SOURCE source, uint64_t ip, bool user, unsigned cpu)
+static void record(KPROFILE_SOURCE source, const struct intr_frame *f)
 {
-    if (cpu != cpu_id())
-        samples.wrong_cpu = true;
+    uint64_t ip = f->rip;
+    bool user = intr_from_user(f);
+    unsigned cpu = cpu_id();
     if (cpu < MODEL_MAX_CPUS && (unsigned)source < ProfileSourceCount)
         samples.count[cpu][source]++;
     samples.total++;

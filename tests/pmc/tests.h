@@ -30,7 +30,6 @@ struct samples {
     uint64_t last_ip;
     KPROFILE_SOURCE last_source;
     unsigned last_cpu;
-    bool wrong_cpu; // the callback's cpu argument disagreed with cpu_id()
 };
 extern struct samples samples;
 void samples_clear(void);

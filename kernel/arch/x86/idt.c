@@ -1,6 +1,7 @@
 // One IDT for all CPUs: 256 interrupt gates into the stubs of vectors.asm.
 #include "arch/x86/idt.h"
 #include "arch/x86/gdt.h"
+#include "arch/x86/vectors.h"
 #include "types.h"
 
 struct gate {
@@ -17,9 +18,10 @@ _Static_assert(sizeof(struct gate) == 16, "IDT gate");
 extern const uint64_t isr_stubs[256];
 static struct gate idt[256] __attribute__((aligned(16)));
 
-static void set_gate(unsigned v, unsigned ist, unsigned dpl)
+extern void timer_entry(void); // vectors.asm: the lean entry of the LAPIC timer
+
+static void set_gate_to(unsigned v, uint64_t a, unsigned ist, unsigned dpl)
 {
-    uint64_t a = isr_stubs[v];
     idt[v] = (struct gate){
         .offset_lo = a & 0xFFFF,
         .selector = SEL_KCODE,
@@ -30,6 +32,11 @@ static void set_gate(unsigned v, unsigned ist, unsigned dpl)
     };
 }
 
+static void set_gate(unsigned v, unsigned ist, unsigned dpl)
+{
+    set_gate_to(v, isr_stubs[v], ist, dpl);
+}
+
 void idt_init(void)
 {
     for (unsigned v = 0; v < 256; v++)
@@ -38,6 +45,7 @@ void idt_init(void)
     set_gate(8, IST_DOUBLE_FAULT, 0);
     set_gate(18, IST_MACHINE_CHECK, 0);
     set_gate(3, 0, 3); // int3 from ring 3 is a breakpoint, not a #GP
+    set_gate_to(VEC_TIMER, (uint64_t)timer_entry, 0, 0); // straight to timer_interrupt
 }
 
 void idt_load(void)

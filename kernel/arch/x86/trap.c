@@ -80,7 +80,7 @@ void trap(struct trapframe *tf)
     }
     c->irq_nesting--;
     if (tf_from_user(tf))
-        sched_user_return(tf); // preemption and kills happen only on the way to ring 3
+        sched_user_return(); // preemption and kills happen only on the way to ring 3
 }
 
 // Fault fixups: code that may fault on purpose (copying from user memory)

@@ -1,0 +1,77 @@
+// The address index of started profiles: which profiles a sampled address
+// may land in (the "candidate sets" of KeProfileInterruptWithSource).
+//
+// A profile set is an immutable array of the started profiles of one scope
+// (the system, or one process) and one source, sorted by range base; it is
+// replaced as a whole on start and stop and read without locks by the sample
+// path. Entries e[0..n) are sorted by base; max_end is the largest end among
+// entries 0..i, so a backwards scan can stop as soon as no earlier range can
+// reach the sampled address. A hash table keyed by 2 MiB granule gives, for
+// each granule some range covers, the last entry covering it: a lookup starts
+// there, so ranges elsewhere in the address space cost nothing however many
+// there are. Ranges covering more than PROFILE_WIDE_GRANULES granules (a whole
+// address space, say) sit in e[n..n+nwide) and are checked one by one: there
+// are few of those. Each CPU remembers its last granule lookup per scope kind
+// (a sample usually lands in the granule the previous one did), keyed by the
+// set's serial number, so a replaced set invalidates it.
+#pragma once
+#include "types.h"
+
+struct kprofile;
+
+#define PROFILE_GRANULE_SHIFT 21
+#define PROFILE_WIDE_GRANULES 32
+
+struct profile_set {
+    uint64_t serial; // unique over the kernel's life: names this set in the lookup caches
+    unsigned n, nwide;
+    unsigned mask; // the granule table has mask + 1 slots
+    struct profile_granule {
+        uint64_t key;  // granule number + 1; 0: empty slot
+        uint32_t last; // the last entry of e[0..n) covering the granule
+    } * table;
+    struct profile_set_entry {
+        uint64_t base, end, max_end;
+        struct kprofile *p;
+    } e[];
+};
+
+// A copy of old with add inserted or remove left out (either may be NULL);
+// entries whose profile is skip (a stand-in for a stopped profile) are
+// dropped. NULL with *ok when the result is empty; NULL with !*ok when out of
+// memory. Called under the profile mutex.
+struct profile_set *profile_set_change(const struct profile_set *old, struct kprofile *add,
+                                       struct kprofile *remove, const struct kprofile *skip,
+                                       bool *ok);
+
+static inline unsigned profile_granule_hash(uint64_t key, unsigned mask)
+{
+    return (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+}
+
+// The scope kinds a CPU caches a lookup for.
+enum profile_scope { PROFILE_SCOPE_SYSTEM, PROFILE_SCOPE_PROCESS, PROFILE_SCOPES };
+
+// A CPU's last answer for one scope kind: in the set numbered serial, the
+// addresses [lo, lo + span] are covered by exactly the narrow entry entry
+// (NULL: by none). Samples come in runs at nearby addresses, so most of them
+// are answered here with two comparisons; a replaced set has a new serial,
+// which invalidates the answer.
+struct profile_lookup_cache {
+    uint64_t serial; // 0: nothing cached
+    uint64_t lo, span;
+    const struct profile_set_entry *entry;
+};
+
+// Per CPU and scope kind; written only by its CPU, with interrupts off.
+extern struct profile_lookup_cache profile_lookup_caches[][PROFILE_SCOPES];
+
+typedef void (*profile_entry_fn)(const struct profile_set_entry *e, uint64_t ip, uint64_t arg);
+
+// The slow path of a lookup: calls fn for every narrow entry covering ip and
+// refills cache with the largest address interval around ip (within its 2 MiB
+// granule) over which that answer stays the same, when at most one entry
+// covers ip and the set has no wide entries. O(the entries meeting ip's
+// granule).
+void profile_set_lookup(const struct profile_set *set, uint64_t ip,
+                        struct profile_lookup_cache *cache, profile_entry_fn fn, uint64_t arg);
