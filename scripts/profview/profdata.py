@@ -24,8 +24,9 @@ TRUNCATED = "[truncated]"
 
 def elf_functions(path):
     """[(address, name)] sorted, the text symbols of an ELF64 little-endian
-    file: STT_FUNC and STT_NOTYPE symbols defined in executable sections (the
-    t/T symbols `nm` prints), without local labels."""
+    file: the symbols defined in executable sections (the t/T symbols `nm`
+    prints: functions, labels, data such as a multiboot header), without the
+    compiler's local labels."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
@@ -42,7 +43,7 @@ def elf_functions(path):
         str_off = strtab[4]
         for i in range(sec[5] // 24):
             name_off, info, _other, shndx, value, _size = struct.unpack_from("<IBBHQQ", data, sec[4] + i * 24)
-            if info & 0xF not in (0, 2) or shndx == 0 or shndx >= len(sections):
+            if info & 0xF not in (0, 1, 2) or shndx == 0 or shndx >= len(sections):
                 continue
             if not sections[shndx][2] & SHF_EXECINSTR:
                 continue

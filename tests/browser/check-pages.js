@@ -2,13 +2,16 @@
 // package) from file:// and check what they draw.
 //
 //   node check-pages.js --folded FILE --frames main,ct_left,ct_leaf
-//                       [--shots DIR] PAGE.html...
+//                       [--before FILE] [--shots DIR] PAGE.html...
 //
 // For every page: no console error, no uncaught exception, no request
 // leaving file://; a flame graph is drawn; every frame named in --frames is
 // drawn once per stack prefix of FILE that ends in it, and its rendered width
 // (the SVG rect's on-screen width over the root's) is within 2 points of its
-// share of FILE's samples. Prints PASS/FAIL lines; exits 1 when any failed.
+// share of FILE's samples. With --before (a differential graph, whose
+// widths are the second profile, FILE), a frame whose share grew since the
+// --before profile must be drawn red and one that shrank blue. Prints
+// PASS/FAIL lines; exits 1 when any failed.
 "use strict";
 const fs = require("fs");
 const os = require("os");
@@ -21,11 +24,12 @@ const PAGE_TIMEOUT_MS = 20000;
 const WATCHDOG_MS = 90000;
 
 function parseArgs(argv) {
-  const o = { pages: [], frames: [], shots: null, folded: null };
+  const o = { pages: [], frames: [], shots: null, folded: null, before: null };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--folded") o.folded = argv[++i];
     else if (argv[i] === "--frames") o.frames = argv[++i].split(",");
     else if (argv[i] === "--shots") o.shots = argv[++i];
+    else if (argv[i] === "--before") o.before = argv[++i];
     else o.pages.push(argv[i]);
   }
   if (!o.folded || !o.pages.length || !o.frames.length) {
@@ -59,7 +63,7 @@ let failures = 0;
 function pass(msg) { console.log("PASS " + msg); }
 function fail(msg) { failures++; console.log("FAIL " + msg); }
 
-async function checkPage(context, file, expected, frames, shots) {
+async function checkPage(context, file, expected, before, frames, shots) {
   const name = path.basename(file);
   const page = await context.newPage();
   const errors = [];
@@ -83,8 +87,9 @@ async function checkPage(context, file, expected, frames, shots) {
       for (let d = g.__data__; d; d = d.parent) names.unshift(d.data.name);
       const rect = g.querySelector("rect").getBoundingClientRect();
       const label = g.querySelector("div");
+      const fill = getComputedStyle(g.querySelector("rect")).fill.match(/\d+/g).map(Number);
       out.push({ path: names.slice(1).join(";"), width: rect.width, height: rect.height,
-                 label: label ? label.textContent : "" });
+                 label: label ? label.textContent : "", fill });
     }
     return out;
   });
@@ -106,6 +111,15 @@ async function checkPage(context, file, expected, frames, shots) {
       if (diff <= TOLERANCE) pass(`browser ${name}: ${text}`);
       else fail(`browser ${name}: ${text} (more than ${TOLERANCE} points apart)`);
       if (got[0].label !== frame) fail(`browser ${name}: frame ${key} labelled '${got[0].label}'`);
+      if (before) {
+        const change = expected.get(key) - (before.get(key) || 0);
+        const [r, , b] = got[0].fill;
+        const colour = r > b + 20 ? "red" : b > r + 20 ? "blue" : "neutral";
+        const want = change > 0.5 ? "red" : change < -0.5 ? "blue" : null;
+        const msg = `frame ${key} changed ${change >= 0 ? "+" : ""}${change.toFixed(2)} points, drawn ${colour} rgb(${got[0].fill.join(",")})`;
+        if (!want || colour === want) pass(`browser ${name}: ${msg}`);
+        else fail(`browser ${name}: ${msg}, want ${want}`);
+      }
     }
   }
   if (errors.length) fail(`browser ${name}: ${errors.length} console errors: ${errors.join("; ")}`);
@@ -117,6 +131,7 @@ async function main() {
   const o = parseArgs(process.argv.slice(2));
   const watchdog = setTimeout(() => { console.log("FAIL browser: watchdog, more than " + WATCHDOG_MS + " ms"); process.exit(1); }, WATCHDOG_MS);
   const expected = prefixShares(o.folded);
+  const before = o.before ? prefixShares(o.before) : null;
   if (o.shots) fs.mkdirSync(o.shots, { recursive: true });
   const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), "pmc-chromium-"));
   const context = await chromium.launchPersistentContext(profileDir, {
@@ -135,7 +150,7 @@ async function main() {
     return route.abort();
   });
   try {
-    for (const file of o.pages) await checkPage(context, file, expected, o.frames, o.shots);
+    for (const file of o.pages) await checkPage(context, file, expected, before, o.frames, o.shots);
   } finally {
     await context.close();
     fs.rmSync(profileDir, { recursive: true, force: true });
