@@ -310,9 +310,15 @@ def from_export(block, syms, title="profile"):
         p.by_cpu[cpu][named[0]] += 1
         p.mode_by_pid[pid][mode] += 1
         p.mode_by_cpu[cpu][mode] += 1
-    if p.guest_folded and p.guest_folded != collections.Counter(
-            {";".join(s): n for s, n in p.stacks.items()}):
-        p.warnings.append("the guest's folded lines and the host's symbolization of the samples differ")
+    host = collections.Counter({";".join(s): n for s, n in p.stacks.items()})
+    if p.guest_folded and p.guest_folded != host:
+        # The guest's folded lines define the stacks (`profile report
+        # --folded`); the samples still give the tables and the addresses.
+        differ = sorted(set(p.guest_folded.items()) ^ set(host.items()))
+        p.warnings.append("the guest's folded lines and the host's symbolization of the samples differ "
+                          "(%d lines, e.g. %s %d); the pictures use the guest's" % (len(differ), *differ[0]))
+        p.stacks = collections.Counter({tuple(k.split(";")): n for k, n in p.guest_folded.items()})
+        p.total = sum(p.stacks.values())
     return p
 
 

@@ -91,6 +91,9 @@ class Export(unittest.TestCase):
         lines = [l.replace("folded main 20", "folded main 21") for l in lines]
         p = profdata.from_export(profdata.export_blocks(lines)[0], self.syms)
         self.assertTrue(any("differ" in w for w in p.warnings))
+        # The guest's lines define the stacks; the samples still give the tables.
+        self.assertEqual((p.stacks[("main",)], p.total), (21, 201))
+        self.assertEqual(sum(p.by_pid[7].values()), 200)
 
     def test_folded_file_round_trip(self):
         p, _ = profdata.load(CALLTREE_LOG, self.syms)
