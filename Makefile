@@ -4,6 +4,9 @@
 #   make test       every test (host unit tests, hosted pmc tests, QEMU boots)
 #   make bench      benchmark figures (boot time against a bare multiboot2 kernel)
 #   make profile-demo  the profiler end to end, with gprof reading its histogram
+#   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
+#   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC
+#   make profile-diff PROG=calib A="run -b 2" B="run -b 8"   two profiles compared per function
 #   make fuzz       1,000,000 random system calls on 4 CPUs, then a leak check
 #   make stress     profile storms, kills while sampled, 10 s of ticks on every CPU
 #   make debug      QEMU waiting for gdb
@@ -51,7 +54,8 @@ KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 include tests/host/host.mk
 -include tests/pmc/pmc.mk
 
-.PHONY: lint all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json
+.PHONY: lint all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json \
+	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser
 all: $(KERNEL) $(USER_PROGS)
 
 help:
@@ -59,6 +63,13 @@ help:
 
 deps:
 	@scripts/deps.sh
+
+# Node.js and npm for the flame-graph pages; chromium for their browser test
+# (which says `skipped:` when chromium cannot be installed).
+deps-pictures:
+	@scripts/deps.sh pictures
+deps-browser:
+	@scripts/deps.sh pictures browser || echo "deps: chromium could not be installed; the browser test will skip"
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
@@ -138,7 +149,7 @@ test-kvm: deps
 lint:
 	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 
-test: deps
+test: deps deps-pictures deps-browser
 	@tests/run
 
 # Benchmarks print figures; they do not pass or fail (tests/bench/bench.py).
@@ -175,6 +186,35 @@ stress: deps
 # same run (the histogram leaves the machine as a gmon.out).
 profile-demo: deps
 	@tests/profile-demo
+
+# Pictures of a profile, made on the host (scripts/profview): the guest's
+# export leaves on the console of a headless boot under icount. PROG is a
+# program and its arguments.
+PROFVIEW := scripts/profview/profview.py
+FUNC ?=
+A ?= run -b 2
+B ?= run -b 8
+
+# npm packages, each pinned by a committed lockfile and installed by `npm ci`
+# into build/: the flame-graph renderer the pages inline, and playwright-core,
+# which drives Debian's chromium in the browser test.
+$(BUILD)/profview/node_modules/.installed: scripts/profview/package.json scripts/profview/package-lock.json
+$(BUILD)/browser/node_modules/.installed: tests/browser/package.json tests/browser/package-lock.json
+$(BUILD)/profview/node_modules/.installed $(BUILD)/browser/node_modules/.installed: | deps-pictures
+	@mkdir -p $(dir $(@D)) && cp $^ $(dir $(@D))
+	@cd $(dir $(@D)) && npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1 || { cat npm.log; exit 1; }
+	@touch $@
+profview-vendor: $(BUILD)/profview/node_modules/.installed
+browser-vendor: $(BUILD)/browser/node_modules/.installed
+
+flamegraph: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
+	@$(PROFVIEW) flamegraph --prog "$(PROG)" --out $(BUILD)
+
+annotate: deps all $(BUILD)/tests/shell.iso
+	@$(PROFVIEW) annotate-run --prog "$(PROG)" --func "$(FUNC)" --out $(BUILD)
+
+profile-diff: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
+	@$(PROFVIEW) diff-run --prog "$(PROG)" --a "$(A)" --b "$(B)" --out $(BUILD)
 
 compile_commands.json:
 	@scripts/compile_commands.sh "$(CC)" "$(KCFLAGS)" $(KSRC_C) > $@

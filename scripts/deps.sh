@@ -1,9 +1,22 @@
 #!/bin/sh
 # Install the Debian packages the build and the tests need; do nothing when all
 # are present. Runs as root, or through sudo.
+#
+#   scripts/deps.sh            the build, QEMU and the tests' tools
+#   scripts/deps.sh pictures   also Node.js and npm (the flame-graph pages' renderer)
+#   scripts/deps.sh browser    also Debian's chromium (the pages' browser test)
 set -e
 PKGS="make gcc clang libclang-rt-14-dev nasm binutils grub-pc-bin grub-common xorriso \
 qemu-system-x86 python3 coreutils clang-format"
+for group in "$@"; do
+    case "$group" in
+        # Any Node.js with npm will do (the machine may have one that is not Debian's).
+        pictures) command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+            PKGS="$PKGS nodejs npm" ;;
+        browser) PKGS="$PKGS chromium" ;;
+        *) echo "deps: unknown group '$group'" >&2; exit 2 ;;
+    esac
+done
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

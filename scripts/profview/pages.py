@@ -1,0 +1,195 @@
+"""Self-contained HTML pages of a profile: the flame graph alone, the report
+(kernrate-style tables, per-process and per-CPU views, the flame graph) and
+the differential flame graph of two profiles.
+
+Every script and style is inlined, so a page works from file:// with no
+network. The flame graph is drawn by d3-flame-graph (npm, pinned by
+scripts/profview/package-lock.json and installed into build/profview by
+`make profview-vendor`) from a JSON tree embedded in the page; page.js wires
+it up. The tables are plain HTML, readable without JavaScript.
+"""
+import html
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# d3-flame-graph's UMD build reads the d3 modules from the global `d3`; each
+# module's own UMD build adds itself there. Dependencies come first.
+VENDOR_SCRIPTS = [
+    "internmap/dist/internmap.min.js",
+    "d3-array/dist/d3-array.min.js",
+    "d3-color/dist/d3-color.min.js",
+    "d3-interpolate/dist/d3-interpolate.min.js",
+    "d3-format/dist/d3-format.min.js",
+    "d3-time/dist/d3-time.min.js",
+    "d3-time-format/dist/d3-time-format.min.js",
+    "d3-scale/dist/d3-scale.min.js",
+    "d3-selection/dist/d3-selection.min.js",
+    "d3-dispatch/dist/d3-dispatch.min.js",
+    "d3-timer/dist/d3-timer.min.js",
+    "d3-ease/dist/d3-ease.min.js",
+    "d3-transition/dist/d3-transition.min.js",
+    "d3-hierarchy/dist/d3-hierarchy.min.js",
+    "d3-flame-graph/dist/d3-flamegraph.umd.min.js",
+]
+VENDOR_STYLES = ["d3-flame-graph/dist/d3-flamegraph.css"]
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _script(text):
+    return "<script>\n%s\n</script>" % text.replace("</script", "<\\/script")
+
+
+def _json(element_id, value):
+    text = json.dumps(value, separators=(",", ":")).replace("<", "\\u003c")
+    return '<script type="application/json" id="%s">%s</script>' % (element_id, text)
+
+
+def _vendor(vendor_dir):
+    missing = [p for p in VENDOR_SCRIPTS + VENDOR_STYLES if not os.path.isfile(os.path.join(vendor_dir, p))]
+    if missing:
+        raise FileNotFoundError("%s: no %s (make profview-vendor installs the renderer)"
+                                % (vendor_dir, missing[0]))
+    styles = "".join("<style>\n%s\n</style>\n" % _read(os.path.join(vendor_dir, p)) for p in VENDOR_STYLES)
+    scripts = "\n".join(_script(_read(os.path.join(vendor_dir, p))) for p in VENDOR_SCRIPTS)
+    return styles, scripts
+
+
+def _page(title, body, data, vendor_dir):
+    styles, scripts = _vendor(vendor_dir)
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>%s</title>" % html.escape(title),
+        styles,
+        "<style>\n%s\n</style>" % _read(os.path.join(HERE, "page.css")),
+        "</head><body>",
+        body,
+        "\n".join(_json(k, v) for k, v in data.items()),
+        scripts,
+        _script(_read(os.path.join(HERE, "page.js"))),
+        "</body></html>",
+    ])
+
+
+def _flame(element_id, source, caption, kind="flame"):
+    return ('<div class="flame-box">\n<div class="flame-bar"><input type="search" placeholder="search functions" '
+            'data-for="%(id)s"> <button data-reset="%(id)s">reset zoom</button> '
+            '<span class="details" id="%(id)s-details"></span></div>\n'
+            '<div class="flame" id="%(id)s" data-source="%(src)s" data-kind="%(kind)s"></div>\n'
+            '<p class="caption">%(cap)s</p></div>') % {
+                "id": element_id, "src": source, "kind": kind, "cap": caption}
+
+
+def _table(headers, rows, cls="num"):
+    out = ['<table class="%s"><thead><tr>' % cls]
+    out += ["<th>%s</th>" % html.escape(h) for h in headers]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        out.append("<tr>" + "".join("<td>%s</td>" % html.escape(str(c)) for c in row) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def pct(n, total):
+    return "%.2f%%" % (100.0 * n / total) if total else "-"
+
+
+def _top(counter, n=3):
+    from profdata import label
+    return ", ".join("%s %d" % (label(i, f), h) for (i, f), h in counter.most_common(n))
+
+
+def flame_caption(p):
+    return ("Each box is a function; its width is its share of the %d samples (the function and "
+            "everything it called). A box stands on its caller. Click to zoom; "
+            "hover for the count." % p.total)
+
+
+def flamegraph_page(p, vendor_dir):
+    body = "<h1>Flame graph: %s</h1>\n%s" % (html.escape(p.title), _flame("flame", "tree", flame_caption(p)))
+    return _page("flame graph: " + p.title, body, {"tree": p.tree()}, vendor_dir)
+
+
+def report_page(p, vendor_dir, folded_name="profile.folded"):
+    total = p.total
+    parts = ["<h1>Profile: %s</h1>" % html.escape(p.title)]
+    summary = [("Samples", total), ("Kind", {"export": "call stacks (profile record)", "flat":
+                                           "histogram (profile run -g)", "folded": "folded stacks"}[p.kind])]
+    if p.kind == "flat":
+        summary.append(("Bucket size", "%d bytes" % p.bucket))
+    if p.by_cpu:
+        summary.append(("CPUs with samples", len(p.by_cpu)))
+    if p.by_pid:
+        summary.append(("Processes with samples", len(p.by_pid)))
+    if p.kind == "export":
+        summary.append(("Lost samples", sum(p.lost.values())))
+    parts.append(_table(["", ""], summary, "summary"))
+    for w in p.warnings:
+        parts.append('<p class="warning">%s</p>' % html.escape(w))
+
+    parts.append('<h2 id="flame-graph">Flame graph</h2>')
+    parts.append(_flame("flame", "tree", flame_caption(p)))
+
+    # Kernrate's tables: modules, then each module's functions (self hits).
+    modules = {}
+    for (image, func), n in p.self_hits.items():
+        modules.setdefault(image or "-", []).append((func, n))
+    incl = p.inclusive_hits()
+    parts.append('<h2 id="modules">Modules</h2>')
+    parts.append(_table(["Module", "Hits", "%Total"],
+                        [(m, sum(n for _, n in fs), pct(sum(n for _, n in fs), total))
+                         for m, fs in sorted(modules.items(), key=lambda kv: -sum(n for _, n in kv[1]))]))
+    for m, fs in sorted(modules.items(), key=lambda kv: -sum(n for _, n in kv[1])):
+        from profdata import label
+        rows, cum = [], 0
+        for func, n in sorted(fs, key=lambda fn: (-fn[1], fn[0])):
+            cum += n
+            name = label(m, func)
+            rows.append((name, n, pct(n, total), pct(cum, total), incl.get(name, n), pct(incl.get(name, n), total)))
+        parts.append('<h3>Zoomed module %s</h3>' % html.escape(m))
+        parts.append(_table(["Function", "Hits", "%Total", "Cumulative", "Inclusive", "%Inclusive"], rows,
+                            "num functions"))
+
+    if p.by_pid:
+        parts.append('<h2 id="processes">Processes</h2>')
+        rows = []
+        for pid, c in sorted(p.by_pid.items(), key=lambda kv: -sum(kv[1].values())):
+            n = sum(c.values())
+            rows.append((pid, p.pid_names.get(pid, "?"), n, pct(n, total), p.mode_by_pid[pid]["u"],
+                         p.mode_by_pid[pid]["k"], _top(c)))
+        parts.append(_table(["PID", "Name", "Hits", "%Total", "User", "Kernel", "Top functions"], rows))
+    if p.by_cpu or p.lost:
+        parts.append('<h2 id="cpus">CPUs</h2>')
+        rows = []
+        for cpu in sorted(set(p.by_cpu) | set(p.lost)):
+            c = p.by_cpu.get(cpu, {})
+            n = sum(c.values()) if c else 0
+            rows.append((cpu, n, pct(n, total), p.mode_by_cpu[cpu]["u"], p.mode_by_cpu[cpu]["k"], p.lost[cpu],
+                         _top(c) if c else ""))
+        parts.append(_table(["CPU", "Hits", "%Total", "User", "Kernel", "Lost", "Top functions"], rows))
+
+    parts.append('<h2 id="folded">Folded stacks</h2><p>The same stacks as <code>%s</code> '
+                 '(loads in speedscope and FlameGraph):</p><pre class="folded">%s</pre>'
+                 % (html.escape(folded_name), html.escape("\n".join(p.folded_lines()))))
+    return _page("profile: " + p.title, "\n".join(parts), {"tree": p.tree()}, vendor_dir)
+
+
+def diff_page(rows, tree, a_title, b_title, vendor_dir):
+    """rows: (function, hits a, % a, hits b, % b, delta points)."""
+    body = ["<h1>Profile diff: %s &rarr; %s</h1>" % (html.escape(a_title), html.escape(b_title)),
+            '<h2 id="differential">Differential flame graph</h2>',
+            _flame("flame", "tree", "Widths are the second profile (%s). Red: the frame's share grew since "
+                   "the first (%s); blue: it shrank; the deeper the colour, the larger the change "
+                   "relative to the frame. Hover for both shares." % (html.escape(b_title), html.escape(a_title)),
+                   "diff"),
+            '<h2 id="functions">Functions by change</h2>',
+            _table(["Function", "Hits A", "% A", "Hits B", "% B", "Delta (points)"],
+                   [(f, ha, "%.2f" % pa, hb, "%.2f" % pb, "%+.2f" % d) for f, ha, pa, hb, pb, d in rows],
+                   "num functions")]
+    return _page("profile diff", "\n".join(body), {"tree": tree}, vendor_dir)

@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""profview: pictures of a profile, made on the host from what the guest exports.
+
+    profview.py export INPUT [--out DIR] [--title T]
+        DIR/profile.folded, DIR/flamegraph.html, DIR/profile.html
+    profview.py folded INPUT
+        the folded stacks on standard output
+    profview.py annotate INPUT --func FUNC [--prog PROG]
+        objdump -d of FUNC with samples and % beside each instruction
+    profview.py diff A B [--html OUT]
+        per-function hits and % of two profiles, sorted by |change|;
+        --html also writes a differential flame graph
+    profview.py flamegraph --prog "PROG ARGS" [--out DIR]
+    profview.py annotate-run --prog "PROG ARGS" --func FUNC [--out DIR]
+    profview.py diff-run --prog "PROG ARGS" --a "run -b 2" --b "run -b 8" [--out DIR]
+        boot the shell ISO headless under icount, profile PROG there, and do
+        the above with what comes back on the console (make flamegraph,
+        make annotate, make profile-diff)
+
+INPUT is a console log holding a `profile report --export` block (the last
+one is used) or a `profile run -g` gmon frame, a gmon.out file, or a folded
+file. Symbols come from build/userland/PROG and build/kernel.elf (--elf-dir,
+--kernel). Exit status 0 when done, 1 on an error, 2 for a bad command line,
+77 when the guest has no `profile record` yet.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pages  # noqa: E402
+import profdata  # noqa: E402
+
+SKIP = 77
+QEMU = ["qemu-system-x86_64", "-machine", "pc", "-cpu", "max", "-boot", "d", "-no-reboot",
+        "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-display", "none", "-monitor", "none",
+        "-serial", "stdio", "-smp", "2", "-m", "256M", "-icount", "shift=0,sleep=off"]
+
+
+def symbol_dirs(args):
+    return profdata.SymbolDirs(args.elf_dir or ["build/userland"], args.kernel)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    print("wrote %s" % path)
+
+
+def warn(p):
+    for w in p.warnings:
+        print("profview: warning: %s" % w, file=sys.stderr)
+
+
+# --- export, folded -------------------------------------------------------------
+
+
+def do_export(args, src=None):
+    p, what = profdata.load(src or args.input, symbol_dirs(args))
+    if args.title:
+        p.title = args.title
+    warn(p)
+    if not p.total:
+        print("profview: %s: no samples" % (src or args.input), file=sys.stderr)
+        return 1
+    out = args.out
+    write(os.path.join(out, "profile.folded"), "\n".join(p.folded_lines()) + "\n")
+    write(os.path.join(out, "flamegraph.html"), pages.flamegraph_page(p, args.vendor))
+    write(os.path.join(out, "profile.html"), pages.report_page(p, args.vendor))
+    print("profview: %d samples (%s), %d stacks" % (p.total, what, len(p.stacks)))
+    return 0
+
+
+def do_folded(args):
+    p, _ = profdata.load(args.input, symbol_dirs(args))
+    warn(p)
+    for line in p.folded_lines():
+        print(line)
+    return 0
+
+
+# --- annotate -------------------------------------------------------------------
+
+
+def annotate_rows(p, image, elf, func):
+    """[(address, insn bytes, text, hits, note)] for FUNC: each sample IP to
+    its instruction; a histogram bucket to the first instruction starting in
+    it (note '~' when others start there too)."""
+    insns = profdata.disassemble(elf, func)
+    if not insns:
+        raise ValueError("objdump finds no function %s in %s" % (func, elf))
+    starts = [a for a, _, _ in insns]
+    lo = starts[0]
+    table = profdata.Symbols(profdata.elf_functions(elf) if not elf.endswith(".nm")
+                             else profdata.nm_functions(elf))
+    hi = table.end_of(func) or starts[-1] + 16
+    hits = dict.fromkeys(starts, 0)
+    shared = set()
+    for (img, addr), n in p.addr_hits.items():
+        if img != image or addr + p.bucket <= lo or addr >= hi:
+            continue
+        inside = [a for a in starts if addr <= a < addr + p.bucket]
+        if inside:
+            target = inside[0]
+            if len(inside) > 1:
+                shared.add(target)
+        else:  # the bucket or IP lies inside an instruction: the one containing it
+            target = max([a for a in starts if a <= addr] or [lo])
+        hits[target] += n
+    return [(a, b, t, hits[a], "~" if a in shared else "") for a, b, t in insns]
+
+
+def print_annotation(p, what, image, elf, func):
+    rows = annotate_rows(p, image, elf, func)
+    in_func = sum(r[3] for r in rows)
+    hottest = sorted({r[3] for r in rows if r[3]}, reverse=True)[:3]
+    grain = ("exact sample addresses" if p.bucket == 1 else "%d-byte buckets" % p.bucket)
+    print("annotate: %s in %s: %d of %d samples (%s, %s)" % (func, elf, in_func, p.total, what, grain))
+    print("%2s %7s %7s %7s  %-8s %-22s %s" % ("", "hits", "%all", "%func", "address", "bytes", "instruction"))
+    for addr, raw, text, n, note in rows:
+        mark = ">>" if n and n in hottest else ""
+        bar = "#" * int(round(20.0 * n / in_func)) if in_func else ""
+        print("%2s %7d %7.2f %7.2f  %-8x %-22s %-36s %s%s" % (
+            mark, n, 100.0 * n / p.total if p.total else 0, 100.0 * n / in_func if in_func else 0,
+            addr, raw, text, note, bar))
+    print("annotate: %s: %d samples, %.2f%% of all" % (func, in_func, 100.0 * in_func / p.total if p.total else 0))
+    if any(r[4] for r in rows):
+        print("annotate: ~ = the bucket holding this instruction also holds the next one's start; "
+              "its hits are shown on the first (profile run -b 2 is the finest)")
+    return 0
+
+
+def pick_image(p, prog):
+    if prog:
+        return prog
+    names = {name for _, name, _, _ in p.images if name != "kernel"}
+    if len(names) == 1:
+        return names.pop()
+    raise ValueError("which program? give --prog (images: %s)" % ", ".join(sorted(names)))
+
+
+def do_annotate(args):
+    syms = symbol_dirs(args)
+    p, what = profdata.load(args.input, syms)
+    image = pick_image(p, args.prog)
+    elf = syms.path(image)
+    if elf is None:
+        raise ValueError("no symbol table for %s" % image)
+    return print_annotation(p, what, image, elf, args.func)
+
+
+# --- diff -----------------------------------------------------------------------
+
+
+def diff_rows(a, b):
+    """(function, hits a, % a, hits b, % b, delta points), by |delta| then name."""
+    fa, fb = a.function_hits(), b.function_hits()
+    rows = []
+    for f in set(fa) | set(fb):
+        pa = 100.0 * fa[f] / a.total if a.total else 0.0
+        pb = 100.0 * fb[f] / b.total if b.total else 0.0
+        rows.append((f, fa[f], pa, fb[f], pb, pb - pa))
+    rows.sort(key=lambda r: (-abs(r[5]), r[0]))
+    return rows
+
+
+def diff_tree(a, b):
+    """B's tree (widths), each node with its inclusive share in A and B (pa,
+    pb) and delta, the change in B's samples (d3-flame-graph's differential
+    colours)."""
+    ta, tb = a.tree(), b.tree()
+
+    def index(node, path, out):
+        out[path] = node["value"]
+        for c in node["children"]:
+            index(c, path + (c["name"],), out)
+        return out
+
+    va = index(ta, (), {})
+
+    def walk(node, path):
+        pa = 100.0 * va.get(path, 0) / a.total if a.total else 0.0
+        pb = 100.0 * node["value"] / b.total if b.total else 0.0
+        return {"name": node["name"], "value": node["value"], "pa": pa, "pb": pb,
+                "delta": (pb - pa) * b.total / 100.0,
+                "children": [walk(c, path + (c["name"],)) for c in node["children"]]}
+
+    return walk(tb, ())
+
+
+def print_diff(a, b, a_name, b_name, top):
+    rows = diff_rows(a, b)
+    print("diff: A = %s (%d samples), B = %s (%d samples)" % (a_name, a.total, b_name, b.total))
+    print("%-32s %8s %7s %8s %7s %8s" % ("function", "hits A", "% A", "hits B", "% B", "delta"))
+    for f, ha, pa, hb, pb, d in rows[:top]:
+        print("%-32s %8d %7.2f %8d %7.2f %+8.2f" % (f, ha, pa, hb, pb, d))
+    if len(rows) > top:
+        print("(%d more functions)" % (len(rows) - top))
+    if rows:
+        print("diff: largest change %.2f points (%s)" % (abs(rows[0][5]), rows[0][0]))
+    return rows
+
+
+def do_diff(args, a_spec=None, b_spec=None):
+    syms = symbol_dirs(args)
+    a_spec, b_spec = a_spec or args.a, b_spec or args.b
+    a, _ = profdata.load(a_spec, syms)
+    b, _ = profdata.load(b_spec, syms)
+    warn(a)
+    warn(b)
+    a_name = args.a_name or a_spec
+    b_name = args.b_name or b_spec
+    print_diff(a, b, a_name, b_name, args.top)
+    if args.html:
+        write(args.html, pages.diff_page(diff_rows(a, b), diff_tree(a, b), a_name, b_name, args.vendor))
+    return 0
+
+
+# --- sessions in QEMU -----------------------------------------------------------
+
+
+def boot(commands, log, timeout):
+    """Boots build/tests/shell.iso, types COMMANDS and poweroff, saves the
+    console (without carriage returns) in LOG; returns its lines."""
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    print("profview: booting QEMU (TCG, -smp 2, -icount shift=0,sleep=off): %s" % "; ".join(commands))
+    stdin = "".join(c + "\n" for c in commands + ["poweroff"])
+    try:
+        r = subprocess.run(QEMU + ["-cdrom", "build/tests/shell.iso"], input=stdin.encode(),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+        out = r.stdout
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout or b""
+        print("profview: QEMU timed out after %d s" % timeout, file=sys.stderr)
+    text = out.decode("utf-8", "replace").replace("\r", "")
+    with open(log, "w", encoding="utf-8") as f:
+        f.write(text)
+    print("profview: console in %s" % log)
+    return text.splitlines()
+
+
+def section(lines, cmd):
+    """The lines from the prompt that echoes CMD to the next prompt."""
+    out, on = [], False
+    for line in lines:
+        if line.startswith("sh$ "):
+            if on:
+                break
+            on = line == "sh$ " + cmd
+        if on:
+            out.append(line)
+    return out
+
+
+def rejects_record(lines, cmd):
+    return any("unknown command 'record'" in l for l in section(lines, cmd))
+
+
+def save_section(lines, cmd, path):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(section(lines, cmd)) + "\n")
+    return path
+
+
+def do_flamegraph(args):
+    prog = args.prog or "calltree"
+    record = "sudo profile record -g " + prog
+    lines = boot([record, "profile report --export"], os.path.join(args.out, "flamegraph", "console.log"),
+                 args.timeout)
+    if rejects_record(lines, record):
+        print("profview: guest has no 'profile record' yet (%s)" % record)
+        return SKIP
+    if not profdata.export_blocks(lines):
+        print("profview: no export block on the console; the session said:", file=sys.stderr)
+        print("\n".join(section(lines, record)[-10:]), file=sys.stderr)
+        return 1
+    args.title = args.title or prog
+    return do_export(args, os.path.join(args.out, "flamegraph", "console.log"))
+
+
+def do_annotate_run(args):
+    prog = args.prog or "calib"
+    func = args.func or ("calib_a" if prog.split()[0] == "calib" else "main")
+    record = "sudo profile record " + prog
+    flat = "sudo profile run -b 2 -g " + prog
+    outdir = os.path.join(args.out, "annotate")
+    lines = boot([record, "profile report --export", flat], os.path.join(outdir, "console.log"), args.timeout)
+    name = prog.split()[0]
+    if profdata.export_blocks(lines):  # exact sample addresses
+        src = save_section(lines, "profile report --export", os.path.join(outdir, "record.log"))
+    else:
+        if rejects_record(lines, record):
+            print("profview: guest has no 'profile record' yet: annotating the flat profile (-b 2)")
+        src = save_section(lines, flat, os.path.join(outdir, "flat.log"))
+    syms = symbol_dirs(args)
+    p, what = profdata.load(src, syms)
+    elf = syms.path(name)
+    if elf is None:
+        raise ValueError("no symbol table for %s" % name)
+    return print_annotation(p, what, name, elf, func)
+
+
+def side_commands(side, prog):
+    """'run -b 2' -> the flat profile with its gmon.out; 'record ...' -> the
+    recorded profile and its export."""
+    words = side.split()
+    if not words or words[0] not in ("run", "record"):
+        raise ValueError("a side is 'run OPTIONS' or 'record OPTIONS', not %r" % side)
+    if words[0] == "run":
+        return ["sudo profile run -g %s %s" % (" ".join(words[1:]), prog)]
+    return ["sudo profile record -g %s %s" % (" ".join(words[1:]), prog), "profile report --export"]
+
+
+def do_diff_run(args):
+    prog = args.prog or "calib"
+    outdir = os.path.join(args.out, "profile-diff")
+    ca, cb = side_commands(args.a_side, prog), side_commands(args.b_side, prog)
+    cmds = [" ".join(c.split()) for c in ca + cb]
+    lines = boot(cmds, os.path.join(outdir, "console.log"), args.timeout)
+    if rejects_record(lines, cmds[0]) or rejects_record(lines, cmds[len(ca)]):
+        print("profview: guest has no 'profile record' yet")
+        return SKIP
+    a = save_section(lines, cmds[len(ca) - 1], os.path.join(outdir, "a.log"))
+    b = save_section(lines, cmds[-1], os.path.join(outdir, "b.log"))
+    args.a_name = args.a_name or "%s (%s)" % (prog, args.a_side)
+    args.b_name = args.b_name or "%s (%s)" % (prog, args.b_side)
+    args.html = args.html or os.path.join(args.out, "profile-diff.html")
+    return do_diff(args, a, b)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="profview.py", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--elf-dir", action="append", help="where program ELF files are (build/userland)")
+    ap.add_argument("--kernel", default="build/kernel.elf", help="the kernel ELF")
+    ap.add_argument("--vendor", default="build/profview/node_modules", help="the installed renderer")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds for a QEMU session")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("export")
+    s.add_argument("input")
+    s.add_argument("--out", default="build")
+    s.add_argument("--title")
+    s = sub.add_parser("folded")
+    s.add_argument("input")
+    s = sub.add_parser("annotate")
+    s.add_argument("input")
+    s.add_argument("--func", required=True)
+    s.add_argument("--prog")
+    s = sub.add_parser("diff")
+    s.add_argument("a")
+    s.add_argument("b")
+    s.add_argument("--html")
+    s.add_argument("--a-name")
+    s.add_argument("--b-name")
+    s.add_argument("--top", type=int, default=30)
+    s = sub.add_parser("flamegraph")
+    s.add_argument("--prog")
+    s.add_argument("--out", default="build")
+    s.add_argument("--title")
+    s = sub.add_parser("annotate-run")
+    s.add_argument("--prog")
+    s.add_argument("--func")
+    s.add_argument("--out", default="build")
+    s = sub.add_parser("diff-run")
+    s.add_argument("--prog")
+    s.add_argument("--a", dest="a_side", default="run -b 2")
+    s.add_argument("--b", dest="b_side", default="run -b 8")
+    s.add_argument("--out", default="build")
+    s.add_argument("--html")
+    s.add_argument("--a-name")
+    s.add_argument("--b-name")
+    s.add_argument("--top", type=int, default=30)
+    args = ap.parse_args(argv)
+    run = {"export": do_export, "folded": do_folded, "annotate": do_annotate, "diff": do_diff,
+           "flamegraph": do_flamegraph, "annotate-run": do_annotate_run, "diff-run": do_diff_run}[args.cmd]
+    try:
+        return run(args)
+    except (OSError, ValueError, subprocess.CalledProcessError) as e:
+        print("profview: %s" % e, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
