@@ -244,3 +244,4 @@ struct sys_profile_stats {
 #define PMC_TRACE_OFF   2
 #define PMC_TRACE_CLEAR 3
 #define PMC_TRACE_READ  4 // the records of every CPU as text, one per line, oldest first
+#define PMC_TRACE_FILTER 5 // buf = a pid: keep samples of it and its descendants only; 0: all
