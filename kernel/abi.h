@@ -240,8 +240,8 @@ struct sys_profile_stats {
 };
 
 // SysPmcTrace operations (the system-profile privilege is required).
-#define PMC_TRACE_ON    1 // start recording every HAL step and PMU register access
-#define PMC_TRACE_OFF   2
-#define PMC_TRACE_CLEAR 3
-#define PMC_TRACE_READ  4 // the records of every CPU as text, one per line, oldest first
+#define PMC_TRACE_ON     1 // start recording every HAL step and PMU register access
+#define PMC_TRACE_OFF    2
+#define PMC_TRACE_CLEAR  3
+#define PMC_TRACE_READ   4 // the records of every CPU as text, one per line, oldest first
 #define PMC_TRACE_FILTER 5 // buf = a pid: keep samples of it and its descendants only; 0: all
