@@ -88,6 +88,13 @@ $(OBJ)/kernel/arch/x86/trampoline_blob.o: $(BUILD)/trampoline.bin
 $(KERNEL): $(KOBJ) linker.ld
 	$(LD) $(KLDFLAGS) -o $@ $(KOBJ)
 
+# The GRUB modules an image carries: what booting from the CD needs, and the
+# partition maps GRUB's normal mode probes every disk with when it starts
+# (grub-mkrescue lists all of them in partmap.lst; a missing one prints an
+# "error: file ... not found" line on the boot screen).
+GRUB_MODULES := multiboot2 normal iso9660 biosdisk configfile part_acorn part_amiga \
+	part_apple part_bsd part_dfly part_dvh part_gpt part_msdos part_plan part_sun part_sunpc
+
 # An ISO whose GRUB passes $(1) as the kernel command line. Every userland
 # program is a module named after itself (the ramdisk), and so is the kernel
 # ("kernel", for symbolizing kernel samples in ring 3). Debug information is
@@ -100,19 +107,19 @@ define make_iso
 	   printf '  module2 /boot/kernel.elf kernel\n'; \
 	   for p in $(notdir $(USER_PROGS)); do printf '  module2 /boot/bin/%s %s\n' $$p $$p; done; \
 	   printf '  boot\n}\n'; } > $(2).d/boot/grub/grub.cfg
-	@grub-mkrescue -o $(2) --install-modules="multiboot2 normal iso9660 biosdisk configfile" \
+	@grub-mkrescue -o $(2) --install-modules="$(GRUB_MODULES)" \
 		--fonts= --locales= --themes= --compress=xz $(2).d >/dev/null 2>&1
 	@rm -rf $(2).d
 endef
 
 # Test ISOs: build/tests/NAME.iso boots with test=NAME; build/tests/NAME+opt~val.iso
 # adds opt=val (make reads "=" in a target as an assignment).
-$(BUILD)/tests/%.iso: $(KERNEL) $(USER_PROGS)
+$(BUILD)/tests/%.iso: $(KERNEL) $(USER_PROGS) Makefile
 	@mkdir -p $(@D)
 	$(call make_iso,test=$(subst ~,=,$(subst +, ,$*)),$@)
 
 # The shell as init in a plain boot (no test mode): for scripted sessions.
-$(BUILD)/tests/shell.iso: $(KERNEL) $(USER_PROGS)
+$(BUILD)/tests/shell.iso: $(KERNEL) $(USER_PROGS) Makefile
 	@mkdir -p $(@D)
 	$(call make_iso,,$@)
 
@@ -123,7 +130,7 @@ $(BUILD)/cmdline.txt: FORCE
 FORCE:
 
 iso: $(ISO)
-$(ISO): $(KERNEL) $(USER_PROGS) $(BUILD)/cmdline.txt
+$(ISO): $(KERNEL) $(USER_PROGS) $(BUILD)/cmdline.txt Makefile
 	$(call make_iso,$(CMDLINE),$@)
 	@echo "iso: $@"
 
@@ -158,7 +165,7 @@ $(BUILD)/bench/hello.iso: tests/bench/hello.asm tests/bench/hello.ld
 	$(NASM) -f elf32 $< -o $(@D)/hello.o
 	$(LD) -m elf_i386 -T tests/bench/hello.ld -o $(@D)/iso/boot/hello.elf $(@D)/hello.o
 	@printf 'set timeout=0\nset default=0\nmenuentry "hello" {\n  multiboot2 /boot/hello.elf\n  boot\n}\n' > $(@D)/iso/boot/grub/grub.cfg
-	@grub-mkrescue -o $@ --install-modules="multiboot2 normal iso9660 biosdisk configfile" \
+	@grub-mkrescue -o $@ --install-modules="$(GRUB_MODULES)" \
 		--fonts= --locales= --themes= --compress=xz $(@D)/iso >/dev/null 2>&1
 
 bench: deps $(ISO) $(BUILD)/bench/hello.iso

@@ -26,6 +26,7 @@ typedef int32_t NTSTATUS;
 #define STATUS_INVALID_SYSTEM_SERVICE ((NTSTATUS)0xC000001C)
 #define STATUS_ACCESS_DENIED          ((NTSTATUS)0xC0000022)
 #define STATUS_BUFFER_TOO_SMALL       ((NTSTATUS)0xC0000023)
+#define STATUS_OBJECT_TYPE_MISMATCH   ((NTSTATUS)0xC0000024)
 #define STATUS_PRIVILEGE_NOT_HELD     ((NTSTATUS)0xC0000061)
 #define STATUS_INSUFFICIENT_RESOURCES ((NTSTATUS)0xC000009A)
 #define STATUS_PROFILING_NOT_STARTED  ((NTSTATUS)0xC00000B7)
@@ -240,7 +241,8 @@ struct sys_profile_stats {
 };
 
 // SysPmcTrace operations (the system-profile privilege is required).
-#define PMC_TRACE_ON    1 // start recording every HAL step and PMU register access
-#define PMC_TRACE_OFF   2
-#define PMC_TRACE_CLEAR 3
-#define PMC_TRACE_READ  4 // the records of every CPU as text, one per line, oldest first
+#define PMC_TRACE_ON     1 // start recording every HAL step and PMU register access
+#define PMC_TRACE_OFF    2
+#define PMC_TRACE_CLEAR  3
+#define PMC_TRACE_READ   4 // the records of every CPU as text, one per line, oldest first
+#define PMC_TRACE_FILTER 5 // buf = a pid: keep samples of it and its descendants only; 0: all

@@ -1,6 +1,7 @@
 // Handle tables.
 #include "handle.h"
 #include "heap.h"
+#include "process.h"
 #include "string.h"
 
 static int64_t slot_of(struct handle_table *ht, HANDLE h)
@@ -53,17 +54,32 @@ NTSTATUS handle_insert(struct handle_table *ht, struct object *o, HANDLE *out)
     }
 }
 
+// The pseudo-handles name the caller itself, as on NT: NtCurrentProcess() is
+// a process, NtCurrentThread() a thread (an object type this kernel does not
+// hand out: each process has one thread and no call takes a thread handle).
+// Anything else is looked up in the table; an object of another type is
+// STATUS_OBJECT_TYPE_MISMATCH, as NT's ObReferenceObjectByHandle says.
 NTSTATUS handle_lookup(struct handle_table *ht, HANDLE h, enum object_type type,
                        struct object **out)
 {
+    if (h == NT_CURRENT_PROCESS || h == NT_CURRENT_THREAD) {
+        if (h == NT_CURRENT_THREAD || type != OBJ_PROCESS)
+            return STATUS_OBJECT_TYPE_MISMATCH;
+        struct process *me = process_current();
+        object_ref(&me->obj);
+        *out = &me->obj;
+        return STATUS_SUCCESS;
+    }
     uint64_t f = spin_lock_irqsave(&ht->lock);
     int64_t i = slot_of(ht, h);
     struct object *o = i >= 0 ? ht->slot[i] : NULL;
     if (o && o->type == type)
         object_ref(o);
     spin_unlock_irqrestore(&ht->lock, f);
-    if (!o || o->type != type)
+    if (!o)
         return STATUS_INVALID_HANDLE;
+    if (o->type != type)
+        return STATUS_OBJECT_TYPE_MISMATCH;
     *out = o;
     return STATUS_SUCCESS;
 }

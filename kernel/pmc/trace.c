@@ -11,32 +11,53 @@
 
 struct trace_ring {
     uint64_t written; // records ever written; the newest is at (written - 1) % size
-    struct pmc_trace_record rec[PMC_TRACE_RECORDS];
+    struct pmc_trace_record rec[PMC_TRACE_RING];
 };
 
 bool pmc_trace_on;
+bool (*pmc_trace_sample_filter)(struct pmc_trace_record *r);
 static struct trace_ring *rings;
 static unsigned nrings;
 
+static bool is_sample_step(enum pmc_trace_kind kind, uint32_t reg)
+{
+    return kind == PMC_TRACE_STEP &&
+           (reg == PMC_STEP_PMI || reg == PMC_STEP_SAMPLE || reg == PMC_STEP_BUCKET);
+}
+
 // Appends with interrupts off, so a PMI cannot interleave with a HAL step on
-// the same CPU; each CPU writes only its own ring.
-void pmc_trace_record(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, unsigned source)
+// the same CPU; each CPU writes only its own ring. A sample step the filter
+// refuses leaves no record.
+void pmc_trace_record2(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, uint64_t arg,
+                       unsigned source)
 {
     unsigned cpu = cpu_id();
     if (cpu >= nrings)
         return;
+    struct pmc_trace_record rec = {
+        .value = value,
+        .arg = arg,
+        .reg = reg,
+        .kind = (uint8_t)kind,
+        .cpu = (uint8_t)cpu,
+        .source = (uint8_t)source,
+    };
     uint64_t flags = irq_save();
+    bool (*filter)(struct pmc_trace_record *) = READ_ONCE(pmc_trace_sample_filter);
+    if (filter && is_sample_step(kind, reg) && !filter(&rec)) {
+        irq_restore(flags);
+        return;
+    }
     struct trace_ring *r = &rings[cpu];
-    struct pmc_trace_record *t = &r->rec[r->written % PMC_TRACE_RECORDS];
-    t->time_ns = clock_ns();
-    t->value = value;
-    t->reg = reg;
-    t->kind = (uint8_t)kind;
-    t->cpu = (uint8_t)cpu;
-    t->source = (uint8_t)source;
-    t->unused = 0;
+    rec.time_ns = clock_ns();
+    r->rec[r->written % PMC_TRACE_RING] = rec;
     r->written++;
     irq_restore(flags);
+}
+
+void pmc_trace_record(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, unsigned source)
+{
+    pmc_trace_record2(kind, reg, value, 0, source);
 }
 
 NTSTATUS pmc_trace_enable(void)
@@ -77,11 +98,11 @@ size_t pmc_trace_read(unsigned cpu, struct pmc_trace_record *out, size_t max)
         return 0;
     const struct trace_ring *r = &rings[cpu];
     uint64_t end = READ_ONCE(r->written);
-    uint64_t n = end < PMC_TRACE_RECORDS ? end : PMC_TRACE_RECORDS;
+    uint64_t n = end < PMC_TRACE_RING ? end : PMC_TRACE_RING;
     if (n > max)
         n = max;
     for (uint64_t i = 0; i < n; i++)
-        out[i] = r->rec[(end - n + i) % PMC_TRACE_RECORDS];
+        out[i] = r->rec[(end - n + i) % PMC_TRACE_RING];
     return (size_t)n;
 }
 
@@ -90,7 +111,7 @@ uint64_t pmc_trace_dropped(unsigned cpu)
     if (cpu >= nrings)
         return 0;
     uint64_t w = READ_ONCE(rings[cpu].written);
-    return w > PMC_TRACE_RECORDS ? w - PMC_TRACE_RECORDS : 0;
+    return w > PMC_TRACE_RING ? w - PMC_TRACE_RING : 0;
 }
 
 // ---- Decoding ----
@@ -292,6 +313,7 @@ static const struct {
     [PMC_STEP_SAMPLE] = {"sample", "ip", ARG_HEX},
     [PMC_STEP_THROTTLE] = {"throttled: stopped on this CPU", "samples in window", ARG_DEC},
     [PMC_STEP_STUCK] = {"PMI stuck: counters reset", "loops", ARG_DEC},
+    [PMC_STEP_BUCKET] = {"bucket", "index", ARG_DEC},
 };
 
 static void decode_step(struct pmc_text *o, const struct pmc_trace_record *r)
@@ -315,6 +337,8 @@ static void decode_step(struct pmc_text *o, const struct pmc_trace_record *r)
             pmc_text_put(o, " %s MSR 0x%x", steps[r->reg].arg, (unsigned)r->value);
         break;
     }
+    if (r->reg == PMC_STEP_BUCKET)
+        pmc_text_put(o, " of the profile at 0x%lx", (unsigned long)r->arg);
 }
 
 int pmc_trace_format(const struct pmc_trace_record *r, char *buf, size_t size)

@@ -32,24 +32,38 @@ enum pmc_trace_step {
     PMC_STEP_SAMPLE,       // value = interrupted IP
     PMC_STEP_THROTTLE,     // source stopped on this CPU: too many samples
     PMC_STEP_STUCK,        // overflow kept recurring: counters reset
+    PMC_STEP_BUCKET,       // a sample counted: value = bucket index, arg = the profile's RangeBase
     PMC_STEP_COUNT
 };
 
 #define PMC_TRACE_NO_SOURCE 0xFF
+#define PMC_TRACE_RING      4096 // records per CPU: a short command's samples and HAL steps
 
 struct pmc_trace_record {
     uint64_t time_ns; // clock_ns() when recorded
     uint64_t value;   // MSR/LAPIC value, or the step's argument
+    uint64_t arg;     // a second argument (PMC_STEP_BUCKET: the profile's RangeBase)
     uint32_t reg;     // MSR number, LAPIC offset or step
+    uint32_t pid;     // sample steps: the interrupted process (0: none), set by the filter
     uint8_t kind;     // enum pmc_trace_kind
     uint8_t cpu;
     uint8_t source; // KPROFILE_SOURCE of a step, PMC_TRACE_NO_SOURCE otherwise
-    uint8_t unused;
+    uint8_t flags;  // sample steps: PMC_TRACE_* below, set by the filter
 };
+
+#define PMC_TRACE_PROFILED 0x01 // the interrupted scope has a started profile on the source
 
 extern bool pmc_trace_on;
 
+// Sample steps (PMC_STEP_PMI, _SAMPLE, _BUCKET) go through this filter when it
+// is set: it fills in pid and flags and says whether to keep the record (so a
+// trace can leave out the idle CPUs and the processes it is not about). The
+// profile layer sets it; the pmc layer knows nothing of processes.
+extern bool (*pmc_trace_sample_filter)(struct pmc_trace_record *r);
+
 void pmc_trace_record(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, unsigned source);
+void pmc_trace_record2(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, uint64_t arg,
+                       unsigned source);
 
 static inline uint64_t pmc_rdmsr(uint32_t msr)
 {
@@ -77,6 +91,14 @@ static inline void pmc_lapic_write(uint32_t reg, uint32_t value)
     do { \
         if (__builtin_expect(pmc_trace_on, 0)) \
             pmc_trace_record(PMC_TRACE_STEP, (step), (value), (unsigned)(source)); \
+    } while (0)
+
+// Where a sample landed: one record per bucket counted (the profile layer).
+#define PMC_TRACE_BUCKET(source, index, range_base) \
+    do { \
+        if (__builtin_expect(pmc_trace_on, 0)) \
+            pmc_trace_record2(PMC_TRACE_STEP, PMC_STEP_BUCKET, (index), (range_base), \
+                              (unsigned)(source)); \
     } while (0)
 
 // Turn tracing on (allocating the rings the first time: STATUS_NO_MEMORY if that

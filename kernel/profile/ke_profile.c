@@ -9,6 +9,7 @@
 #include "pin.h"
 #include "pmc/hal.h"
 #include "pmc/pmi.h"
+#include "pmc/trace.h"
 #include "process.h"
 #include "smp.h"
 #include "string.h"
@@ -30,6 +31,7 @@ static inline void count_bucket(struct kprofile *p, uint64_t ip)
     uint32_t *bucket = (uint32_t *)(p->page_va[off >> 12] + (off & 4095));
     __atomic_fetch_add(bucket, 1, __ATOMIC_RELAXED); // every CPU may hit the same bucket
     __atomic_fetch_add(&p->in_range, 1, __ATOMIC_RELAXED);
+    PMC_TRACE_BUCKET(p->source, (ip - p->range_base) >> p->bucket_shift, p->range_base);
 }
 
 // Count ip, which e covers, in e's profile if it counts on this CPU (bit).
@@ -375,6 +377,14 @@ void ke_profile_process_gone(struct process *p)
         kfree(p->profile_slot[s]); // no started profile can name a destroyed process
         p->profile_slot[s] = NULL;
     }
+}
+
+bool ke_profile_scope_started(struct process *pr, KPROFILE_SOURCE source)
+{
+    if ((unsigned)source >= ProfileSourceCount)
+        return false;
+    struct profile_slot *slot = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
+    return READ_ONCE(system_slots[source].set) || (slot && READ_ONCE(slot->set));
 }
 
 uint64_t ke_profiles_started(void)

@@ -65,4 +65,8 @@ void KeQueryProfileStats(struct kprofile *p, struct sys_profile_stats *out);
 
 void ke_profile_init(void);                      // register the HAL sample handler
 void ke_profile_process_gone(struct process *p); // free a destroyed process's slots
+// Whether a sample of source interrupting pr (NULL: no process) meets a
+// started profile, system-wide or of pr: `pmc trace` tells "out of range"
+// from "not profiled" with it.
+bool ke_profile_scope_started(struct process *pr, KPROFILE_SOURCE source);
 uint64_t ke_profiles_started(void);

@@ -5,6 +5,10 @@
 // (BufferSize / 4 >= ceil(RangeSize / 2^BucketSize)); any range reaching kernel
 // space needs the system-profile privilege, like system scope; profiling
 // another process needs rights over it (its parent, or the privilege).
+//
+// The process may be NtCurrentProcess(), (HANDLE)-1, as on NT (handle_lookup
+// knows the pseudo-handles); a handle to anything but a process is
+// STATUS_OBJECT_TYPE_MISMATCH.
 #include "addrspace.h"
 #include "percpu.h"
 #include "pmc/hal.h"

@@ -3,14 +3,14 @@
 #include <string.h>
 #include "tests.h"
 
-static struct pmc_trace_record rec[PMC_TRACE_RECORDS];
+static struct pmc_trace_record rec[PMC_TRACE_RING];
 
 // All of cpu's records as text, one per line; counts records from other CPUs.
 static unsigned foreign;
 static const char *trace_text(unsigned cpu)
 {
     static char text[65536];
-    size_t n = pmc_trace_read(cpu, rec, PMC_TRACE_RECORDS), len = 0;
+    size_t n = pmc_trace_read(cpu, rec, PMC_TRACE_RING), len = 0;
     text[0] = '\0';
     for (size_t i = 0; i < n && len < sizeof(text) - 200; i++) {
         foreign += rec[i].cpu != cpu;
@@ -26,7 +26,7 @@ static void check_intel(void)
     boot(&MODEL_INTEL_KVM_V2);
     tap_ok(!pmc_trace_on, "trace is off by default");
     start_ok(ProfileLLCMisses);
-    tap_eq(pmc_trace_read(0, rec, PMC_TRACE_RECORDS), 0, "off: nothing recorded");
+    tap_eq(pmc_trace_read(0, rec, PMC_TRACE_RING), 0, "off: nothing recorded");
     stop_ok(ProfileLLCMisses);
 
     STATUS_EQ(pmc_trace_enable(), STATUS_SUCCESS, "pmc_trace_enable");
@@ -71,18 +71,17 @@ static void check_intel(void)
                !strstr(t2, "HalStart") && !strstr(t2, "\nPMI\n") && foreign == 0,
            "cpu2's ring holds its own steps only (the HAL call and the PMI ran on cpu0)");
 
-    size_t before = pmc_trace_read(0, rec, PMC_TRACE_RECORDS);
+    size_t before = pmc_trace_read(0, rec, PMC_TRACE_RING);
     pmc_trace_disable();
     start_ok(ProfileLLCMisses);
     model_retire(0, EV_LLC_MISSES, 5000, 0x1000, false);
-    tap_eq(pmc_trace_read(0, rec, PMC_TRACE_RECORDS), before, "disabled: no new records");
+    tap_eq(pmc_trace_read(0, rec, PMC_TRACE_RING), before, "disabled: no new records");
     pmc_trace_enable();
     pmc_trace_clear();
-    tap_eq(pmc_trace_read(0, rec, PMC_TRACE_RECORDS), 0, "clear empties the rings");
-    model_retire(0, EV_LLC_MISSES, 1000 * 100, 0x1000, false); // 100 PMIs, ~12 records each
-    tap_eq(pmc_trace_read(0, rec, PMC_TRACE_RECORDS), PMC_TRACE_RECORDS,
-           "a full ring returns its size");
-    tap_ok(pmc_trace_dropped(0) > 0 && rec[PMC_TRACE_RECORDS - 1].time_ns >= rec[0].time_ns,
+    tap_eq(pmc_trace_read(0, rec, PMC_TRACE_RING), 0, "clear empties the rings");
+    model_retire(0, EV_LLC_MISSES, 1000 * 1000, 0x1000, false); // 1000 PMIs, ~10 records each
+    tap_eq(pmc_trace_read(0, rec, PMC_TRACE_RING), PMC_TRACE_RING, "a full ring returns its size");
+    tap_ok(pmc_trace_dropped(0) > 0 && rec[PMC_TRACE_RING - 1].time_ns >= rec[0].time_ns,
            "the oldest records are overwritten and counted as dropped; order is oldest first");
     finish("kvm-v2 trace");
 }

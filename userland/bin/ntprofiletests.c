@@ -569,7 +569,7 @@ static void test_create_validation(void)
     HANDLE prof = NULL, closed = open_self();
     EXPECT_STATUS(profile(&prof, me, BUSY_A, 64, 2, vbuf, 64), STATUS_SUCCESS);
     EXPECT_STATUS(try_create(&created, prof, BUSY_A, 64, 2, (uintptr_t)vbuf, 64, ProfileTime, 1),
-                  STATUS_INVALID_HANDLE);
+                  STATUS_OBJECT_TYPE_MISMATCH);
     EXPECT_STATUS(NtClose(prof), STATUS_SUCCESS);
     EXPECT_STATUS(NtClose(closed), STATUS_SUCCESS);
     EXPECT_STATUS(try_create(&created, closed, BUSY_A, 64, 2, (uintptr_t)vbuf, 64, ProfileTime, 1),
@@ -650,7 +650,7 @@ static void test_create_ex_validation(void)
 static void test_start_stop(void)
 {
     static const uintptr_t bad[] = {
-        0, 4, 0x1234, 0x7fffffff, (uintptr_t)-1, (uintptr_t)-2, KERNEL_DIRECT_MAP, KERNEL_IMAGE};
+        0, 4, 0x1234, 0x7fffffff, (uintptr_t)-3, KERNEL_DIRECT_MAP, KERNEL_IMAGE};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         HANDLE h = (HANDLE)bad[i];
         EXPECT(NtStartProfile(h) == STATUS_INVALID_HANDLE, "NtStartProfile(%p)", h);
@@ -658,8 +658,8 @@ static void test_start_stop(void)
         EXPECT(NtClose(h) == STATUS_INVALID_HANDLE, "NtClose(%p)", h);
     }
     HANDLE me = open_self(), h = NULL;
-    EXPECT_STATUS(NtStartProfile(me), STATUS_INVALID_HANDLE); // a process is not a profile
-    EXPECT_STATUS(NtStopProfile(me), STATUS_INVALID_HANDLE);
+    EXPECT_STATUS(NtStartProfile(me), STATUS_OBJECT_TYPE_MISMATCH); // a process is not a profile
+    EXPECT_STATUS(NtStopProfile(me), STATUS_OBJECT_TYPE_MISMATCH);
     EXPECT_STATUS(profile(&h, me, BUSY_A, 64, 2, vbuf, 64), STATUS_SUCCESS);
     EXPECT_STATUS(NtStopProfile(h), STATUS_PROFILING_NOT_STARTED);
     EXPECT_STATUS(NtStartProfile(h), STATUS_SUCCESS);
@@ -681,6 +681,9 @@ static void test_start_stop(void)
 }
 
 // NtQueryIntervalProfile: the HAL's interval; 0 (with success) when unsupported.
+// The interval in force is whatever the system has (the shell sets 1,221 at
+// start): only its agreement with the HAL and its range are checked here;
+// test_set_interval sets the default and reads it back.
 static void test_query_interval(void)
 {
     struct sys_profile_source *r = source_row(ProfileTime);
@@ -688,14 +691,20 @@ static void test_query_interval(void)
     if (!r)
         return;
     uint64_t row_interval = r->interval, row_default = r->default_interval;
+    uint64_t min = r->min_interval, max = r->max_interval;
     EXPECT(r->supported, "ProfileTime unsupported: %s", r->reason);
     EXPECT(row_default == DEFAULT_INTERVAL, "ProfileTime's default interval %lu, expected %u",
            row_default, DEFAULT_INTERVAL);
     ULONG v = 0xDEADBEEF;
     EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, &v), STATUS_SUCCESS);
     EXPECT(v == row_interval, "ProfileTime interval %u, the HAL says %lu", v, row_interval);
-    EXPECT(v == DEFAULT_INTERVAL, "ProfileTime interval %u before anyone set it, expected %u", v,
-           DEFAULT_INTERVAL);
+    EXPECT(v >= min && v <= max, "ProfileTime interval %u outside %lu..%lu", v, min, max);
+    // ProfileMaximum ends the source table: no row, and queried like any
+    // source the HAL cannot run (success, interval 0).
+    EXPECT(source_row(ProfileMaximum) == NULL, "SysProfileSources lists ProfileMaximum");
+    v = 0xDEADBEEF;
+    EXPECT_STATUS(NtQueryIntervalProfile(ProfileMaximum, &v), STATUS_SUCCESS);
+    EXPECT(v == 0, "ProfileMaximum: interval %u, expected 0", v);
     KPROFILE_SOURCE bad = unsupported_source();
     if (bad != ProfileSourceCount) {
         v = 0xDEADBEEF;
@@ -730,9 +739,77 @@ static void test_set_interval(void)
     EXPECT_STATUS(NtSetIntervalProfile(0xFFFFFFFF, ProfileTime), STATUS_SUCCESS);
     EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, &v), STATUS_SUCCESS);
     EXPECT(v == (max < 0xFFFFFFFF ? max : 0xFFFFFFFF), "set 2^32-1, got %u (max %lu)", v, max);
+    EXPECT_STATUS(NtSetIntervalProfile(DEFAULT_INTERVAL, ProfileTime), STATUS_SUCCESS);
+    EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, &v), STATUS_SUCCESS);
+    EXPECT(v == DEFAULT_INTERVAL, "set the default %u, got %u", DEFAULT_INTERVAL, v);
     EXPECT_STATUS(NtSetIntervalProfile(old, ProfileTime), STATUS_SUCCESS);
     EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, &v), STATUS_SUCCESS);
     EXPECT(v == old, "restored %u, got %u", old, v);
+}
+
+// NT's pseudo-handles: NtCurrentProcess() is the caller wherever a process
+// handle is taken (code written for Windows passes it to NtCreateProfile);
+// NtCurrentThread(), a profile handle, or a process handle where a profile is
+// wanted are objects of the wrong type: STATUS_OBJECT_TYPE_MISMATCH.
+static void test_pseudo_handles(void)
+{
+    HANDLE h = NULL, me = open_self();
+    uint32_t pid = 0;
+    EXPECT_STATUS(SysProcessId(NtCurrentProcess(), &pid), STATUS_SUCCESS);
+    EXPECT(pid == SysGetPid(), "NtCurrentProcess() is pid %u, the caller %u", pid, SysGetPid());
+    EXPECT_STATUS(SysProcessId(NtCurrentThread(), &pid), STATUS_OBJECT_TYPE_MISMATCH);
+
+    // NtCreateProfile(NtCurrentProcess()) profiles the caller: its samples
+    // land in the buckets over its own code.
+    static ULONG b[8];
+    uint64_t n = nbuckets(BUSY_A_SIZE, 2);
+    memset(b, 0, sizeof b);
+    EXPECT_STATUS(NtCreateProfile(&h, NtCurrentProcess(), (void *)BUSY_A, BUSY_A_SIZE, 2, b,
+                                  (ULONG)(n * 4), ProfileTime, (KAFFINITY)-1),
+                  STATUS_SUCCESS);
+    if (h) {
+        EXPECT_STATUS(NtStartProfile(h), STATUS_SUCCESS);
+        EXPECT(spin_for_samples(h, busy_a, 3), "no samples in busy_a through NtCurrentProcess()");
+        EXPECT_STATUS(NtStopProfile(h), STATUS_SUCCESS);
+        struct sys_profile_stats st = stats_of(h);
+        EXPECT(sum(b, n) == st.in_range && st.in_range >= 3,
+               "buckets hold %lu, %lu counted in range", sum(b, n), st.in_range);
+        EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
+    }
+    GROUP_AFFINITY all = {.Mask = 0};
+    EXPECT_STATUS(NtCreateProfileEx(&h, NtCurrentProcess(), (void *)BUSY_A, BUSY_A_SIZE, 2, b,
+                                    (ULONG)(n * 4), ProfileTime, 0, &all),
+                  STATUS_SUCCESS);
+    if (h) {
+        EXPECT_STATUS(NtStartProfile(h), STATUS_SUCCESS);
+        EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
+    }
+
+    // Objects of the wrong type.
+    EXPECT_STATUS(
+        try_create(&created, NtCurrentThread(), BUSY_A, 64, 2, (uintptr_t)vbuf, 64, ProfileTime, 1),
+        STATUS_OBJECT_TYPE_MISMATCH);
+    EXPECT_STATUS(NtCreateProfileEx(&h, NtCurrentThread(), (void *)BUSY_A, 64, 2, vbuf, 64,
+                                    ProfileTime, 0, &all),
+                  STATUS_OBJECT_TYPE_MISMATCH);
+    HANDLE pseudo[] = {NtCurrentProcess(), NtCurrentThread(), me};
+    struct sys_profile_stats st;
+    for (size_t i = 0; i < sizeof pseudo / sizeof pseudo[0]; i++) {
+        EXPECT(NtStartProfile(pseudo[i]) == STATUS_OBJECT_TYPE_MISMATCH, "NtStartProfile(%p)",
+               pseudo[i]);
+        EXPECT(NtStopProfile(pseudo[i]) == STATUS_OBJECT_TYPE_MISMATCH, "NtStopProfile(%p)",
+               pseudo[i]);
+        EXPECT(SysProfileStats(pseudo[i], &st) == STATUS_OBJECT_TYPE_MISMATCH,
+               "SysProfileStats(%p)", pseudo[i]);
+    }
+    // The earlier checks come first: a bad buffer with a good pseudo-handle.
+    EXPECT_STATUS(
+        NtCreateProfile(&h, NtCurrentProcess(), (void *)BUSY_A, 64, 2, vbuf, 0, ProfileTime, 1),
+        STATUS_INVALID_PARAMETER_7);
+    // A pseudo-handle is in no table: closing one closes nothing.
+    EXPECT_STATUS(NtClose(NtCurrentProcess()), STATUS_INVALID_HANDLE);
+    EXPECT_STATUS(SysProcessId(NtCurrentProcess(), &pid), STATUS_SUCCESS);
+    EXPECT_STATUS(NtClose(me), STATUS_SUCCESS);
 }
 
 // ---------------------------------------------------------------------------
@@ -1240,10 +1317,11 @@ static void test_system_all_cpus(void)
 // The table of tests.
 
 static const struct child_test tests[] = {
-    {"query_interval", test_query_interval, EXITS_0, 0}, // first: nothing has set the interval yet
+    {"query_interval", test_query_interval, EXITS_0, 0},
     {"create_validation", test_create_validation, EXITS_0, 0},
     {"create_ex_validation", test_create_ex_validation, EXITS_0, 0},
     {"start_stop", test_start_stop, EXITS_0, 0},
+    {"pseudo_handles", test_pseudo_handles, EXITS_0, 0},
     {"privilege_denied", test_privilege_denied, EXITS_0, 0},
     {"privilege_granted", test_privilege_granted, EXITS_0, SPAWN_PRIVILEGED},
     {"set_interval", test_set_interval, EXITS_0, SPAWN_PRIVILEGED},

@@ -1,22 +1,33 @@
 // pmc: look at the profiling hardware layer from the shell.
 //
-//   pmc info                  CPUID leaves decoded, the interface chosen, counters in use
-//   pmc trace on|off|clear    record every HAL step and PMU register access (sudo)
-//   pmc trace show            print (and drain) what was recorded, every CPU
-//   pmc trace CMD [ARGS]      clear, on, run CMD, off, show: what CMD did to the PMU
+//   pmc info                        CPUID leaves decoded, the interface chosen, counters in use
+//   pmc trace on|off|clear          record every HAL step and PMU register access (sudo)
+//   pmc trace show                  print what was recorded, every CPU, as the kernel wrote it
+//   pmc trace [-a] [-v] CMD [ARGS]  clear, on, run CMD, off, then explain what was recorded
 //
 // The trace needs the system-profile privilege. CMD runs with the same
 // privilege as pmc itself (so `sudo pmc trace profile run -k x` works).
+//
+// `pmc trace CMD` keeps only the samples of CMD and its descendants (-a: of
+// every CPU and process), names the function of each sampled address (the
+// program's or the kernel's, from the ramdisk's ELF files), says which
+// profile's bucket each sample landed in or why none (out of range, a process
+// without a profile, an idle CPU), shows the first SHOW_SAMPLES samples of each
+// CPU (-v: all), and ends with how many records of each step there were.
+#include <elfsym.h>
 #include <process.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syscall.h>
 
-#define LINE_BYTES   192 // the kernel's longest trace line
-#define RING_RECORDS 512 // per CPU (kernel/pmc/pmc_param.h)
+#define LINE_BYTES   192                   // the kernel's longest trace line
+#define RING_RECORDS 4096                  // per CPU (PMC_TRACE_RING, kernel/pmc/trace.h)
+#define SHOW_SAMPLES 8                     // sample lines shown per CPU without -v
+#define KERNEL_HALF  0xFFFF800000000000ull // addresses from here up are the kernel's
 
-static const char usage[] = "usage: pmc info | pmc trace on|off|clear|show | pmc trace CMD [ARGS]";
+static const char usage[] =
+    "usage: pmc info | pmc trace on|off|clear|show | pmc trace [-a] [-v] CMD [ARGS]";
 
 static int fail(const char *what, NTSTATUS s)
 {
@@ -74,15 +85,279 @@ static int trace_op(uint32_t op, const char *what)
     return NT_SUCCESS(s) ? 0 : fail(what, s);
 }
 
-// clear, on, run, off, show. The command's own exit status is reported, but
-// the trace is shown whatever it was.
-static int trace_command(char **argv)
+// ---------------------------------------------------------------------------
+// Explaining a trace.
+
+// ELF images by ramdisk name, loaded when first needed.
+static struct image_cache {
+    char name[32];
+    struct elf_image img;
+    int ok;
+} images[8];
+static unsigned nimages;
+
+static const struct elf_image *image(const char *name)
 {
-    if (trace_op(PMC_TRACE_CLEAR, "trace clear") || trace_op(PMC_TRACE_ON, "trace on"))
-        return 1;
-    int status = 0;
-    NTSTATUS s = run_program(argv[0], (const char *const *)argv, SPAWN_PRIVILEGED, &status);
-    trace_op(PMC_TRACE_OFF, "trace off");
+    for (unsigned i = 0; i < nimages; i++)
+        if (strcmp(images[i].name, name) == 0)
+            return images[i].ok ? &images[i].img : NULL;
+    if (nimages == sizeof images / sizeof images[0])
+        return NULL;
+    struct image_cache *c = &images[nimages++];
+    strlcpy(c->name, name, sizeof c->name);
+    c->ok = NT_SUCCESS(elf_image_load(name, &c->img));
+    return c->ok ? &c->img : NULL;
+}
+
+// "is_prime+0x14" for an address of program prog (or of the kernel).
+static const char *symbolize(uint64_t ip, const char *prog, char *buf, size_t size)
+{
+    const struct elf_image *img = image(ip >= KERNEL_HALF ? "kernel" : prog);
+    const struct elf_func *f = img ? elf_func_at(img, ip) : NULL;
+    if (!f)
+        snprintf(buf, size, "?");
+    else if (ip == f->addr)
+        snprintf(buf, size, "%s", f->name);
+    else
+        snprintf(buf, size, "%s+0x%lx", f->name, ip - f->addr);
+    return buf;
+}
+
+// Records counted by step ("sample", "wrmsr IA32_PMC0") and samples by fate.
+static struct step_count {
+    char name[48];
+    unsigned long n;
+} counts[64];
+static unsigned ncounts;
+static unsigned long landed, out_of_range, unprofiled, idle, overwritten;
+
+static void count_step(const char *text)
+{
+    static const char *const ends[] = {" Profile", " = ",    " ip ",    " index ",
+                                       " on ",     " cpus ", " loops ", " interval "};
+    size_t len = strlen(text);
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        const char *e = strstr(text, ends[i]);
+        if (e && (size_t)(e - text) < len)
+            len = (size_t)(e - text);
+    }
+    char name[48];
+    snprintf(name, sizeof name, "%.*s", (int)len, text);
+    for (unsigned i = 0; i < ncounts; i++)
+        if (strcmp(counts[i].name, name) == 0) {
+            counts[i].n++;
+            return;
+        }
+    if (ncounts < sizeof counts / sizeof counts[0]) {
+        strlcpy(counts[ncounts].name, name, sizeof counts[0].name);
+        counts[ncounts++].n = 1;
+    }
+}
+
+static uint64_t number_after(const char *text, const char *label)
+{
+    const char *p = strstr(text, label);
+    return p ? strtoul(p + strlen(label), NULL, 0) : 0;
+}
+
+// The sample being explained: its line, then the buckets it landed in.
+static struct pending {
+    int on;
+    unsigned cpu;
+    char when[24];
+    uint64_t ip;
+    uint32_t pid;
+    char prog[32];
+    int profiled;
+    char landed[160];
+} cur;
+// Samples shown and not, per CPU and process: SHOW_SAMPLES of each unless -v.
+static struct group {
+    unsigned cpu;
+    uint32_t pid;
+    unsigned long shown, hidden;
+} groups[64];
+static unsigned ngroups;
+static int verbose;
+
+static struct group *group_of(unsigned cpu, uint32_t pid)
+{
+    for (unsigned i = 0; i < ngroups; i++)
+        if (groups[i].cpu == cpu && groups[i].pid == pid)
+            return &groups[i];
+    if (ngroups == sizeof groups / sizeof groups[0])
+        return &groups[ngroups - 1];
+    groups[ngroups] = (struct group){.cpu = cpu, .pid = pid};
+    return &groups[ngroups++];
+}
+
+static void flush_sample(void)
+{
+    if (!cur.on)
+        return;
+    cur.on = 0;
+    const char *fate = cur.landed;
+    if (cur.landed[0])
+        landed++;
+    else if (cur.profiled)
+        out_of_range++, fate = "-> none: out of range";
+    else if (cur.pid == 0)
+        idle++, fate = "-> none: idle";
+    else
+        unprofiled++, fate = "-> none: other process";
+    struct group *g = group_of(cur.cpu, cur.pid);
+    if (!verbose && g->shown >= SHOW_SAMPLES) {
+        g->hidden++;
+        return;
+    }
+    g->shown++;
+    char sym[96], who[48];
+    if (cur.pid)
+        snprintf(who, sizeof who, "%s, pid %u", cur.prog, cur.pid);
+    else
+        snprintf(who, sizeof who, "idle");
+    printf("cpu%u %s  sample ip 0x%lx %s [%s] %s\n", cur.cpu, cur.when, cur.ip,
+           symbolize(cur.ip, cur.prog, sym, sizeof sym), who, fate);
+}
+
+// Which module a profile over base covers, for the bucket line.
+static const char *profile_module(uint64_t base)
+{
+    const struct elf_image *k = image("kernel");
+    if (k && k->text_base == base)
+        return "kernel";
+    if (cur.pid) {
+        const struct elf_image *p = image(cur.prog);
+        if (p && p->text_base == base)
+            return cur.prog;
+    }
+    return NULL;
+}
+
+static void explain_line(char *line)
+{
+    unsigned cpu = (unsigned)strtoul(line + 3, NULL, 10);
+    char *sp = strchr(line, ' ');
+    if (strncmp(line, "cpu", 3) != 0 || !sp) {
+        flush_sample();
+        printf("%s\n", line);
+        return;
+    }
+    if (strncmp(sp, " overwritten: ", 14) == 0) {
+        flush_sample();
+        overwritten += strtoul(sp + 14, NULL, 10);
+        printf("cpu%u: %s (the ring keeps the newest %u records of each CPU)\n", cpu, sp + 1,
+               RING_RECORDS);
+        return;
+    }
+    char *text = strstr(line, " us  ");
+    if (!text) {
+        printf("%s\n", line);
+        return;
+    }
+    *text = '\0';
+    text += 5;
+    count_step(text);
+    if (strncmp(text, "bucket ", 7) == 0 && cur.on && cur.cpu == cpu) {
+        uint64_t index = number_after(text, " index "), base = number_after(text, " at ");
+        const char *m = profile_module(base);
+        size_t used = strlen(cur.landed);
+        char mod[48];
+        if (m)
+            snprintf(mod, sizeof mod, "%s", m);
+        else
+            snprintf(mod, sizeof mod, "0x%lx", base);
+        snprintf(cur.landed + used, sizeof cur.landed - used, "%s %s profile, bucket %lu",
+                 used ? "," : "->", mod, index);
+        return;
+    }
+    flush_sample();
+    uint64_t us = strtoul(sp + 1, NULL, 10);
+    char when[24];
+    snprintf(when, sizeof when, "%5lu.%03lu ms", us / 1000, us % 1000);
+    if (strncmp(text, "bucket ", 7) == 0)
+        return; // its sample was overwritten: counted above, not shown
+    if (strncmp(text, "sample ", 7) != 0) {
+        printf("cpu%u %s  %s\n", cpu, when, text);
+        return;
+    }
+    // "sample ProfileTime ip 0x401234 pid 7 primes profiled", or "... idle"
+    cur = (struct pending){.on = 1, .cpu = cpu};
+    strlcpy(cur.when, when, sizeof cur.when);
+    cur.ip = number_after(text, " ip ");
+    cur.profiled = strstr(text, " profiled") != NULL;
+    const char *pid = strstr(text, " pid ");
+    if (pid) {
+        char *end;
+        cur.pid = (uint32_t)strtoul(pid + 5, &end, 10);
+        const char *name = end + 1, *stop = strchr(name, ' ');
+        size_t n = stop ? (size_t)(stop - name) : strlen(name);
+        snprintf(cur.prog, sizeof cur.prog, "%.*s", (int)n, name);
+    }
+}
+
+static void explain_summary(void)
+{
+    printf("----- summary: records by step -----\n");
+    for (unsigned i = 0; i < ncounts; i++)
+        printf("%8lu  %s\n", counts[i].n, counts[i].name);
+    unsigned long samples = landed + out_of_range + unprofiled + idle;
+    printf("samples: %lu: %lu in a bucket, %lu out of range, %lu in another process, %lu on an "
+           "idle CPU\n",
+           samples, landed, out_of_range, unprofiled, idle);
+    unsigned long hidden = 0;
+    for (unsigned i = 0; i < ngroups; i++)
+        hidden += groups[i].hidden;
+    if (hidden)
+        printf("not shown: %lu samples after the first %u of each process on each CPU (pmc trace "
+               "-v shows every one)\n",
+               hidden, SHOW_SAMPLES);
+    if (overwritten)
+        printf("overwritten: %lu records lost to the rings' size: trace a shorter command\n",
+               overwritten);
+    if (samples == 0)
+        printf("no sample: the command started no profile, or ended before the first tick\n");
+}
+
+static int trace_explain(void)
+{
+    struct sys_info si;
+    uint32_t ncpus = NT_SUCCESS(SysInfo(&si)) && si.ncpus ? si.ncpus : 1;
+    size_t cap = (size_t)ncpus * (RING_RECORDS + 1) * LINE_BYTES, got = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf)
+        return fail("trace show", STATUS_NO_MEMORY);
+    NTSTATUS s = SysPmcTrace(PMC_TRACE_READ, buf, cap, &got);
+    if (!NT_SUCCESS(s) && s != STATUS_BUFFER_TOO_SMALL) {
+        free(buf);
+        return fail("trace show", s);
+    }
+    buf[got] = '\0';
+    for (char *line = buf, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        if (!nl)
+            nl = line + strlen(line) - 1;
+        else
+            *nl = '\0';
+        explain_line(line);
+    }
+    flush_sample();
+    explain_summary();
+    free(buf);
+    for (unsigned i = 0; i < nimages; i++)
+        if (images[i].ok)
+            elf_image_free(&images[i].img);
+    return 0;
+}
+
+// Spawned suspended, so that the filter names it before it runs; then on,
+// resume, wait, off, and the explanation whatever the command's status.
+static int trace_command(char **argv, int all)
+{
+    HANDLE h = NULL;
+    uint32_t pid = 0;
+    NTSTATUS s =
+        SysSpawn(argv[0], (const char *const *)argv, SPAWN_PRIVILEGED | SPAWN_SUSPENDED, &h);
     if (!NT_SUCCESS(s)) {
         if (s == STATUS_OBJECT_NAME_NOT_FOUND || !program_exists(argv[0]))
             fprintf(stderr, "pmc: %s: no such program\n", argv[0]);
@@ -90,10 +365,26 @@ static int trace_command(char **argv)
             fprintf(stderr, "pmc: %s: %s\n", argv[0], nt_status_name(s));
         return 1;
     }
+    int status = 0;
+    if (NT_SUCCESS(s = SysProcessId(h, &pid)) &&
+        NT_SUCCESS(
+            s = SysPmcTrace(PMC_TRACE_FILTER, (void *)(uintptr_t)(all ? 0 : pid), 0, NULL)) &&
+        NT_SUCCESS(s = SysPmcTrace(PMC_TRACE_CLEAR, NULL, 0, NULL)) &&
+        NT_SUCCESS(s = SysPmcTrace(PMC_TRACE_ON, NULL, 0, NULL)) && NT_SUCCESS(s = SysResume(h)))
+        s = SysWait(h, &status);
+    trace_op(PMC_TRACE_OFF, "trace off");
+    SysPmcTrace(PMC_TRACE_FILTER, NULL, 0, NULL);
+    if (!NT_SUCCESS(s)) {
+        SysKill(pid);
+        NtClose(h);
+        return fail("trace", s);
+    }
+    NtClose(h);
     if (status != 0)
         printf("pmc: %s exited with status %d\n", argv[0], status);
-    printf("----- pmc trace of '%s' -----\n", argv[0]);
-    return trace_show();
+    printf("----- pmc trace of '%s' (%s) -----\n", argv[0],
+           all ? "every CPU and process" : "its processes only; -a: every CPU and process");
+    return trace_explain();
 }
 
 static int trace(int argc, char **argv)
@@ -121,7 +412,22 @@ static int trace(int argc, char **argv)
         }
         return trace_op(ops[i].op, argv[2]);
     }
-    return trace_command(argv + 2);
+    int i = 2, all = 0;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "-a") == 0)
+            all = 1;
+        else if (strcmp(argv[i], "-v") == 0)
+            verbose = 1;
+        else {
+            fprintf(stderr, "pmc: trace: unknown option %s\n%s\n", argv[i], usage);
+            return 2;
+        }
+    }
+    if (i == argc) {
+        fprintf(stderr, "pmc: trace: which command?\n%s\n", usage);
+        return 2;
+    }
+    return trace_command(argv + i, all);
 }
 
 int main(int argc, char **argv)

@@ -29,7 +29,7 @@
 static const char usage_run[] = "usage: profile run [-s SOURCE[:INTERVAL]]... [-i INTERVAL] [-b "
                                 "BUCKETSHIFT] [-k] [-n TOP] [-g] PROG [ARGS]";
 static const char usage_kernel[] = "usage: profile kernel [-s SOURCE[:INTERVAL]]... [-i INTERVAL] "
-                                   "[-b BUCKETSHIFT] [-n TOP] SECONDS";
+                                   "[-b BUCKETSHIFT] [-n TOP] [-g] SECONDS";
 static const char usage_all[] = "usage: profile sources | run ... | kernel ... | help";
 
 // Exit statuses: 2 for a command line that cannot work, 1 for a failure later.
@@ -175,8 +175,10 @@ static int add_source(struct options *o, const char *arg, const char *usage)
     return 0;
 }
 
-// Options up to the first word that is not one. Returns 0 or an exit status.
-static int parse_options(int argc, char **argv, int first, const char *usage, int allow_run_flags,
+// Options up to the first word that is not one; flags names the optional
+// flags this command takes besides -s -i -b -n ("kg" for run: -k and -g).
+// Returns 0 or an exit status.
+static int parse_options(int argc, char **argv, int first, const char *usage, const char *flags,
                          struct options *o)
 {
     *o = (struct options){.shift = DEFAULT_SHIFT, .top = DEFAULT_TOP};
@@ -214,7 +216,7 @@ static int parse_options(int argc, char **argv, int first, const char *usage, in
             break;
         case 'k':
         case 'g':
-            if (!allow_run_flags)
+            if (!strchr(flags, flag[1]))
                 return usage_error(usage, "unknown option %s", flag);
             *(flag[1] == 'k' ? &o->kernel : &o->gmon) = 1;
             break;
@@ -442,7 +444,7 @@ static void join_words(char *out, size_t size, int argc, char **argv)
 static int cmd_run(int argc, char **argv)
 {
     struct options o;
-    int st = parse_options(argc, argv, 2, usage_run, 1, &o);
+    int st = parse_options(argc, argv, 2, usage_run, "kg", &o);
     if (st)
         return st;
     if (o.first_arg >= argc)
@@ -532,7 +534,7 @@ out:
 static int cmd_kernel(int argc, char **argv)
 {
     struct options o;
-    int st = parse_options(argc, argv, 2, usage_kernel, 0, &o);
+    int st = parse_options(argc, argv, 2, usage_kernel, "g", &o);
     if (st)
         return st;
     uint64_t seconds;
@@ -616,9 +618,10 @@ static int cmd_help(int argc, char **argv)
            "  -k             also the kernel's text, system scope, every CPU (needs sudo)\n"
            "  -n TOP         functions listed per module (default 20)\n"
            "  -g             also send each histogram as gmon.out on the console (between\n"
-           "                 'gmon: begin' and 'gmon: end'; scripts/gmon-extract.py saves it)\n\n"
+           "                 'gmon: begin' and 'gmon: end'; scripts/gmon-extract.py saves it;\n"
+           "                 gprof reads it with the program's ELF, or build/kernel.elf)\n\n"
            "A short program wants the 1221 interval, which only sudo may set:\n"
-           "  sudo profile run primes 20000\n\n"
+           "  sudo profile run primes 300000\n\n"
            "Exit status: 0 when the report was printed (whatever PROG's status), 1 when\n"
            "profiling failed, 2 for a bad command line.\n");
     return 0;

@@ -579,7 +579,7 @@ static void test_console(void)
 // ---------------------------------------------------------------------------
 // Handles.
 
-static const uintptr_t bad_handles[] = {0, 0x1234, 0x7fffffff, (uintptr_t)-2, KERNEL_DIRECT_MAP};
+static const uintptr_t bad_handles[] = {0, 0x1234, 0x7fffffff, (uintptr_t)-3, KERNEL_DIRECT_MAP};
 
 static void test_bad_handles(void)
 {
@@ -619,8 +619,9 @@ static void test_profile_handles(void)
         EXPECT_STATUS(NtStartProfile(prof), STATUS_SUCCESS);
         EXPECT_STATUS(NtStartProfile(prof), STATUS_PROFILING_NOT_STOPPED);
         EXPECT_STATUS(NtStopProfile(prof), STATUS_SUCCESS);
-        EXPECT_STATUS(SysWait(prof, &status), STATUS_INVALID_HANDLE); // a profile is not a process
-        EXPECT_STATUS(NtStartProfile(proc), STATUS_INVALID_HANDLE);   // nor a process a profile
+        // A profile is not a process, nor a process a profile.
+        EXPECT_STATUS(SysWait(prof, &status), STATUS_OBJECT_TYPE_MISMATCH);
+        EXPECT_STATUS(NtStartProfile(proc), STATUS_OBJECT_TYPE_MISMATCH);
         EXPECT_STATUS(NtClose(prof), STATUS_SUCCESS);
         EXPECT_STATUS(NtClose(prof), STATUS_INVALID_HANDLE);
         EXPECT_STATUS(NtStartProfile(prof), STATUS_INVALID_HANDLE);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #define NAME_WIDTH 28
+#define FEW_HITS   100 // fewer hits in a module than this: the report says so
 
 uint64_t prof_range_hits(const struct prof_range *r)
 {
@@ -101,6 +102,25 @@ static void print_functions(const struct prof_report *rep, const struct prof_ran
     free(rows);
 }
 
+// Under FEW_HITS in the first range (the program, or the kernel alone), the
+// function table says little: one line says so and what would give more.
+static void print_few_hits(const struct prof_report *rep)
+{
+    if (rep->nranges == 0)
+        return;
+    const struct prof_range *r = &rep->ranges[0];
+    const struct sys_profile_source *s = rep->source;
+    uint64_t hits = prof_range_hits(r), out = r->stats.out_of_range;
+    if (hits >= FEW_HITS)
+        return;
+    printf("Few hits    only %lu in %s (under %u): try a longer run", hits, r->module, FEW_HITS);
+    if (rep->interval > s->min_interval)
+        printf(", a finer interval (sudo ... -i %lu)", s->min_interval);
+    if (rep->nranges == 1 && out > hits)
+        printf(", or -k for the kernel's share (%lu samples out of range)", out);
+    printf("\n");
+}
+
 static void print_header(const struct prof_report *rep, uint64_t total)
 {
     const struct sys_profile_source *s = rep->source;
@@ -117,6 +137,7 @@ static void print_header(const struct prof_report *rep, uint64_t total)
     printf("Total hits  %lu\n", total);
     if (rep->note)
         printf("Note        %s\n", rep->note);
+    print_few_hits(rep);
 }
 
 static void print_modules(const struct prof_report *rep, uint64_t total)
