@@ -31,7 +31,6 @@ static inline void count_bucket(struct kprofile *p, uint64_t ip)
     uint32_t *bucket = (uint32_t *)(p->page_va[off >> 12] + (off & 4095));
     __atomic_fetch_add(bucket, 1, __ATOMIC_RELAXED); // every CPU may hit the same bucket
     __atomic_fetch_add(&p->in_range, 1, __ATOMIC_RELAXED);
-    PMC_TRACE_BUCKET(p->source, (ip - p->range_base) >> p->bucket_shift, p->range_base);
 }
 
 // Count ip, which e covers, in e's profile if it counts on this CPU (bit).
@@ -48,9 +47,15 @@ static inline void sample_entry(const struct profile_set_entry *e, uint64_t ip, 
         count_entry(e, ip, bit);
 }
 
+// The slow path's counting, which `pmc trace` also sees (while tracing, every
+// sample takes the slow path: the fast one has no call in it).
 static void count_entry_fn(const struct profile_set_entry *e, uint64_t ip, uint64_t bit)
 {
-    count_entry(e, ip, bit);
+    struct kprofile *p = READ_ONCE(e->p);
+    if (READ_ONCE(p->active) & bit) {
+        count_bucket(p, ip);
+        PMC_TRACE_BUCKET(p->source, (ip - p->range_base) >> p->bucket_shift, p->range_base);
+    }
 }
 
 // Whether cache answers a sample at ip in set without a lookup (a set with
@@ -71,7 +76,7 @@ static void sample_slot(struct profile_slot *slot, const struct profile_set *set
     slot->samples[cpu]++; // only this CPU writes its counter
     for (unsigned i = set->n; i < set->n + set->nwide; i++)
         sample_entry(&set->e[i], ip, bit);
-    if (cached(set, cache, ip)) {
+    if (cached(set, cache, ip) && !pmc_trace_on) {
         if (cache->entry)
             count_entry(cache->entry, ip, bit);
         return;
@@ -108,7 +113,8 @@ void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_fram
     const struct profile_set *sys_set = __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE);
     const struct profile_set *own_set = own ? __atomic_load_n(&own->set, __ATOMIC_ACQUIRE) : NULL;
     if ((sys_set && !cached(sys_set, &cache[PROFILE_SCOPE_SYSTEM], ip)) ||
-        (own_set && !cached(own_set, &cache[PROFILE_SCOPE_PROCESS], ip))) {
+        (own_set && !cached(own_set, &cache[PROFILE_SCOPE_PROCESS], ip)) ||
+        __builtin_expect(pmc_trace_on, 0)) {
         sample_slow(sys, own, ip, cpu, cache);
         return;
     }

@@ -114,6 +114,7 @@ def main():
     attribution = attribution_error()
     if attribution:
         figures.append(attribution)
+        figures.append(attribution_tcg())
     for name, value, unit, _ in figures:
         print(f"bench: {name} {value} {unit}")
     table = ["| figure | value | unit | note |", "|---|---|---|---|"]
@@ -124,11 +125,8 @@ def main():
         f.write("\n".join(table) + "\n")
 
 
-def attribution_error():
-    """Worst error of `profile run calib` against 50/30/20, under icount."""
-    if not os.path.exists("userland/bin/profile.c"):
-        return None
-    text = run_init(["profile", "run", "-n", "8", "calib", "600000000"], 1, ICOUNT, timeout=1200)
+def calib_error(text):
+    """(worst error in points against 50/30/20, hits) of a calib report."""
     shares = {}
     for name in ("calib_a", "calib_b", "calib_c"):
         m = re.search(r"^\s*" + name + r"\s+(\d+)\s+([\d.]+)", text, re.M)
@@ -137,8 +135,30 @@ def attribution_error():
         shares[name] = (int(m.group(1)), float(m.group(2)))
     hits = sum(h for h, _ in shares.values())
     expect = {"calib_a": 50.0, "calib_b": 30.0, "calib_c": 20.0}
-    worst = max(abs(100.0 * shares[n][0] / hits - expect[n]) for n in expect)
+    return max(abs(100.0 * shares[n][0] / hits - expect[n]) for n in expect), hits
+
+
+def attribution_error():
+    """Worst error of `profile run calib` against 50/30/20, under icount."""
+    if not os.path.exists("userland/bin/profile.c"):
+        return None
+    text = run_init(["profile", "run", "-n", "8", "calib", "600000000"], 1, ICOUNT, timeout=1200)
+    worst, hits = calib_error(text)
     return ("attribution_error", f"{worst:.2f}", "pp", f"{hits} samples in calib, target <= 1.0")
+
+
+def attribution_tcg(runs=5):
+    """The same without icount on -smp 2 at the finest interval: real time
+    under TCG, where the guest's clock and the host's scheduling decide where
+    ticks land. Worst and median error over several runs."""
+    errors = []
+    for _ in range(runs):
+        text = run_init(["profile", "run", "-i", "1221", "calib"], 2, (), timeout=600)
+        errors.append(calib_error(text)[0])
+    errors.sort()
+    return ("attribution_error_tcg", f"{errors[-1]:.2f}", "pp",
+            f"worst of {runs} runs, -smp 2, no icount (median {errors[len(errors) // 2]:.2f}), "
+            "target <= 5")
 
 
 if __name__ == "__main__":
