@@ -27,7 +27,7 @@ OBJ     := $(BUILD)/obj-$(notdir $(CC))
 KERNEL  := $(BUILD)/kernel.elf
 ISO     := $(BUILD)/os.iso
 
-# Kernel command line for `make run` (see kernel/cmdline.c for the options).
+# Kernel command line for `make run` (see kernel/lib/cmdline.c for the options).
 CMDLINE ?=
 SMP     ?= 4
 MEM     ?= 512M

@@ -41,8 +41,8 @@ endif
 USER_LDFLAGS := -nostdlib -static -z max-page-size=0x1000 -z noexecstack -T userland/user.ld
 
 # libc: the userland's own files plus two kernel files reused as they are
-# (kernel/string.c; kernel/kprintf.c whose KERNEL_HOSTED build is vsnprintf only).
-USER_LIB_SRC := $(sort $(wildcard userland/lib/*.c)) kernel/string.c kernel/kprintf.c
+# (kernel/lib/string.c; kernel/lib/kprintf.c whose KERNEL_HOSTED build is vsnprintf only).
+USER_LIB_SRC := $(sort $(wildcard userland/lib/*.c)) kernel/lib/string.c kernel/lib/kprintf.c
 USER_LIB_OBJ := $(USER_LIB_SRC:%.c=$(USER_OBJ)/%.o)
 USER_LIBC    := $(USER_OBJ)/libc.a
 USER_CRT0    := $(USER_OBJ)/userland/lib/crt0.o
@@ -57,7 +57,7 @@ $(USER_OBJ)/%.o: %.c userland/userland.mk
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -c $< -o $@
 
-$(USER_OBJ)/kernel/kprintf.o: USER_CFLAGS += -DKERNEL_HOSTED
+$(USER_OBJ)/kernel/lib/kprintf.o: USER_CFLAGS += -DKERNEL_HOSTED
 
 $(USER_CRT0): userland/lib/crt0.asm
 	@mkdir -p $(@D)
@@ -85,12 +85,12 @@ USER_HOST_RENAME := $(foreach f,malloc free calloc realloc malloc_stats strtoul 
 	fflush stdout snprintf vsnprintf SysMap SysUnmap SysWrite isdigit isxdigit isspace isalpha \
 	isalnum isupper islower isprint toupper tolower,-D$(f)=ul_$(f))
 USER_HOST_LIB := userland/lib/malloc.c userland/lib/string.c userland/lib/strtol.c \
-	userland/lib/status.c userland/lib/readline.c userland/lib/ctype.c kernel/kprintf.c
+	userland/lib/status.c userland/lib/readline.c userland/lib/ctype.c kernel/lib/kprintf.c
 
 # The libc files see only userland/include (and rename what glibc also has);
 # the test itself sees the host's headers.
 $(USER_OUT)/host/test-%: userland/tests/test_libc.c $(USER_HOST_LIB) \
-		$(wildcard userland/include/*.h) kernel/abi.h userland/userland.mk
+		$(wildcard userland/include/*.h) kernel/lib/abi.h userland/userland.mk
 	@mkdir -p $(@D)/$*
 	@for src in $(USER_HOST_LIB); do \
 		$* $(USER_HOST_CFLAGS) $(USER_HOST_RENAME) -Iuserland/include -iquote kernel \

@@ -8,7 +8,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/vectors.h"
-#include "percpu.h"
+#include "arch/x86/percpu.h"
 #include "pmc/detect.h"
 #include "pmc/hal_interface.h"
 #include "pmc/trace.h"

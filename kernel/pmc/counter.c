@@ -1,7 +1,7 @@
 // Counter descriptions, per-CPU counter state, and period arithmetic.
 #include "pmc/counter.h"
-#include "heap.h"
-#include "string.h"
+#include "core/heap.h"
+#include "lib/string.h"
 
 struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
 unsigned pmc_ncounters;

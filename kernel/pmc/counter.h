@@ -6,11 +6,11 @@
 // pmc_counter per counter, touched only by that CPU with interrupts off (from
 // smp_call_all or the PMI), so no lock is needed.
 #pragma once
-#include "abi.h"
-#include "param.h"
+#include "lib/abi.h"
+#include "lib/param.h"
 #include "pmc/pmc_param.h"
 #include "pmc/profile_source.h"
-#include "types.h"
+#include "lib/types.h"
 
 struct pmc_counter_hw {
     enum pmc_counter_kind kind; // PMC_COUNTER_FIXED or PMC_COUNTER_GENERAL

@@ -2,8 +2,8 @@
 // and the choice of profile interface (emon, amd64 or none).
 #include "pmc/detect.h"
 #include "arch/x86/msr.h"
-#include "kprintf.h"
-#include "string.h"
+#include "lib/kprintf.h"
+#include "lib/string.h"
 #include "pmc/hal_interface.h"
 #include "pmc/trace.h"
 

@@ -2,7 +2,7 @@
 // profile interface that selects.
 #pragma once
 #include "arch/x86/cpuid.h"
-#include "types.h"
+#include "lib/types.h"
 
 struct halp_profile_interface;
 

@@ -9,10 +9,10 @@
 // smp_call_all: call them with interrupts enabled and no spinlock held. Calls
 // that overlap another start/stop get STATUS_DEVICE_BUSY.
 #pragma once
-#include "abi.h"
+#include "lib/abi.h"
 #include "arch/x86/trapframe.h"
 #include "pmc/profile_source.h"
-#include "types.h"
+#include "lib/types.h"
 
 // Information classes, with NT's values.
 typedef enum {

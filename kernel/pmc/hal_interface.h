@@ -8,11 +8,11 @@
 // Every op except Setup runs on the current CPU with interrupts off: the HAL
 // calls them through smp_call_all, the PMI from its handler.
 #pragma once
-#include "abi.h"
+#include "lib/abi.h"
 #include "pmc/counter.h"
 #include "pmc/hal.h"
 #include "pmc/profile_source.h"
-#include "types.h"
+#include "lib/types.h"
 
 struct pmc_caps;
 

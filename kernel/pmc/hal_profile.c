@@ -3,12 +3,12 @@
 //
 // ProfileTime goes to profile_time.c; every other source to the chosen
 // HalpProfileInterface, run on every CPU through smp_call_all.
-#include "percpu.h"
+#include "arch/x86/percpu.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"
 #include "pmc/pmi.h"
 #include "pmc/trace.h"
-#include "smp.h"
+#include "core/smp.h"
 
 const struct halp_profile_interface *halp_profile_interface = &nopmu_profile_interface;
 HAL_PROFILE_INTERRUPT_HANDLER halp_profile_handler;

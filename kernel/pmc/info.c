@@ -1,7 +1,7 @@
 // `pmc info`: what detection found, the interface chosen, the counters and the
 // sources, as text.
-#include "kprintf.h"
-#include "percpu.h"
+#include "lib/kprintf.h"
+#include "arch/x86/percpu.h"
 #include "pmc/detect.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"

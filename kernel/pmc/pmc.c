@@ -1,13 +1,13 @@
 // pmc_init and pmc_shutdown: bring the profile interface up and down.
 #include "pmc/pmc.h"
-#include "kprintf.h"
-#include "percpu.h"
+#include "lib/kprintf.h"
+#include "arch/x86/percpu.h"
 #include "pmc/detect.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"
 #include "pmc/pmi.h"
 #include "pmc/trace.h"
-#include "smp.h"
+#include "core/smp.h"
 
 static void initialize_on_cpu(void *arg)
 {

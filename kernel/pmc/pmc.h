@@ -8,7 +8,7 @@
 // The profile API itself is in pmc/hal.h; tracing in pmc/trace.h.
 #pragma once
 #include "arch/x86/trapframe.h"
-#include "types.h"
+#include "lib/types.h"
 
 // Detect the PMU, choose the profile interface, allocate the counter state,
 // program every CPU (LVTPC = VEC_PMI), and print the one boot line

@@ -1,7 +1,7 @@
 // Statistics of the performance-monitoring interrupt handler (pmi.c).
 #pragma once
-#include "abi.h"
-#include "types.h"
+#include "lib/abi.h"
+#include "lib/types.h"
 
 struct pmc_pmi_stats {
     uint64_t pmis;      // PMIs taken

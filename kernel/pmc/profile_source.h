@@ -4,8 +4,8 @@
 // interfaces, `pmc info` and the trace decoder all read it; nothing else lists
 // sources.
 #pragma once
-#include "abi.h"
-#include "types.h"
+#include "lib/abi.h"
+#include "lib/types.h"
 
 // What kind of counter a source uses.
 // The ABI's numbering (abi.h), so ring 3 sees the kernel's values unchanged.

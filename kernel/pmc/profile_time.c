@@ -1,11 +1,11 @@
 // ProfileTime: a periodic timer slot on every CPU's LAPIC timer, independent of
 // the scheduler tick (timer.h multiplexes the two), that samples the
 // interrupted instruction pointer.
-#include "percpu.h"
+#include "arch/x86/percpu.h"
 #include "pmc/hal_interface.h"
 #include "pmc/trace.h"
-#include "smp.h"
-#include "timer.h"
+#include "core/smp.h"
+#include "arch/x86/timer.h"
 
 uint64_t profile_time_interval = PROFILE_TIME_DEFAULT;
 

@@ -1,6 +1,6 @@
 // pmc_text_put: vsnprintf at the end of what is already there.
 #include <stdarg.h>
-#include "kprintf.h"
+#include "lib/kprintf.h"
 #include "pmc/text.h"
 
 void pmc_text_put(struct pmc_text *t, const char *fmt, ...)

@@ -1,7 +1,7 @@
 // Appending formatted text to a buffer, for `pmc info` and the trace's lines:
 // like snprintf, len counts everything, even what did not fit.
 #pragma once
-#include "types.h"
+#include "lib/types.h"
 
 struct pmc_text {
     char *buf; // NULL: only measure

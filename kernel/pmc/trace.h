@@ -5,10 +5,10 @@
 // PMC_TRACE_STEP. Off by default, and then each costs one predictable branch.
 // Records are raw (register number and value) and decoded into text when read.
 #pragma once
-#include "abi.h"
+#include "lib/abi.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
-#include "types.h"
+#include "lib/types.h"
 
 enum pmc_trace_kind {
     PMC_TRACE_RDMSR = 1,

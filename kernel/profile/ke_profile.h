@@ -11,11 +11,11 @@
 // which no CPU can still be reading the old set or writing a stopped
 // profile's buffer: only then is the old set freed and the buffer unpinned.
 #pragma once
-#include "abi.h"
+#include "lib/abi.h"
 #include "arch/x86/trapframe.h"
-#include "object.h"
-#include "param.h"
-#include "types.h"
+#include "core/object.h"
+#include "lib/param.h"
+#include "lib/types.h"
 
 struct process;
 

@@ -1,7 +1,7 @@
 // The address index of started profiles (see profile_index.h).
 #include "profile/profile_index.h"
-#include "heap.h"
-#include "param.h"
+#include "core/heap.h"
+#include "lib/param.h"
 #include "profile/ke_profile.h"
 
 struct profile_lookup_cache profile_lookup_caches[MAX_CPUS][PROFILE_SCOPES];

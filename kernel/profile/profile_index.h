@@ -15,7 +15,7 @@
 // (a sample usually lands in the granule the previous one did), keyed by the
 // set's serial number, so a replaced set invalidates it.
 #pragma once
-#include "types.h"
+#include "lib/types.h"
 
 struct kprofile;
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
-#include "kprintf.h"
+#include "lib/kprintf.h"
 
 int harness_failures, harness_count;
 jmp_buf harness_panic_jmp;

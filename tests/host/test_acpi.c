@@ -1,6 +1,6 @@
 // The MADT parser: processors (LAPIC and x2APIC), IOAPICs, overrides.
 #include <string.h>
-#include "acpi.h"
+#include "lib/acpi.h"
 #include "harness.h"
 
 static uint8_t t[512];

@@ -1,6 +1,6 @@
 // Command-line lookup.
 #include <string.h>
-#include "cmdline.h"
+#include "lib/cmdline.h"
 #include "harness.h"
 
 void test_cmdline(void)

@@ -1,7 +1,7 @@
 // vsnprintf: every conversion the kernel uses, widths, flags and truncation.
 #include <string.h>
 #include "harness.h"
-#include "kprintf.h"
+#include "lib/kprintf.h"
 
 static bool fmt_is(const char *want, const char *fmt, ...)
 {

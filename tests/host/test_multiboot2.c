@@ -1,6 +1,6 @@
 // multiboot2_parse on synthetic boot information.
 #include <string.h>
-#include "bootinfo.h"
+#include "lib/bootinfo.h"
 #include "harness.h"
 
 static uint8_t mbi[1024] __attribute__((aligned(8)));

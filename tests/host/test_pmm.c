@@ -1,7 +1,7 @@
 // The page-frame bitmap: reservations, first fit, contiguous runs, exhaustion.
 #include <stdlib.h>
 #include "harness.h"
-#include "pmm.h"
+#include "core/pmm.h"
 
 void test_pmm(void)
 {

@@ -7,7 +7,7 @@
 # is kept in build/tests/pmc/<compiler>.tap.
 #
 # Kernel headers are found with -iquote kernel rather than -Ikernel so that the
-# test code's <string.h> and <stdio.h> are the C library's, not kernel/string.h.
+# test code's <string.h> and <stdio.h> are the C library's, not kernel/lib/string.h.
 
 PMC_BUILD ?= $(or $(BUILD),build)/tests/pmc
 PMC_HOST_CCS ?= gcc clang

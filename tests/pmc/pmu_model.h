@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "timer.h"
+#include "arch/x86/timer.h"
 
 #define MODEL_MAX_CPUS 8
 

@@ -1,7 +1,7 @@
 // Helpers shared by the hosted pmc tests.
 #include <stdio.h>
 #include <string.h>
-#include "percpu.h"
+#include "arch/x86/percpu.h"
 #include "tests.h"
 
 struct samples samples;

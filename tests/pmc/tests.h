@@ -1,6 +1,6 @@
 // Shared helpers for the hosted pmc tests.
 #pragma once
-#include "abi.h"
+#include "lib/abi.h"
 #include "pmc/counter.h"
 #include "pmc/detect.h"
 #include "pmc/hal.h"

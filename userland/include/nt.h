@@ -2,7 +2,7 @@
 // prototypes use, GROUP_AFFINITY, and status codes as text.
 #pragma once
 #include <stdint.h>
-#include "abi.h"
+#include "lib/abi.h"
 
 typedef uint32_t ULONG;
 typedef uint16_t USHORT;

@@ -3,7 +3,7 @@
 // stdout is line-buffered (written at each '\n', when full, and before any
 // read of the console); stderr is written at the end of every call, after
 // flushing stdout so the two stay in order. vsnprintf and snprintf are the
-// kernel's formatter (kernel/kprintf.c): %d %i %u %x %X %o %p %s %c %%, the
+// kernel's formatter (kernel/lib/kprintf.c): %d %i %u %x %X %o %p %s %c %%, the
 // l, ll, z and h modifiers, width, the '0' '-' '#' flags and %.Ns. No floats.
 #pragma once
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 // Strings and memory. memcpy, memmove, memset, memcmp, strlen, strnlen,
-// strcmp, strncmp and strchr are the kernel's own (kernel/string.c, compiled
+// strcmp, strncmp and strchr are the kernel's own (kernel/lib/string.c, compiled
 // into libc); the rest are in lib/string.c.
 #pragma once
 #include <stddef.h>

@@ -1,4 +1,4 @@
-// Typed prototypes of every system call in SYSCALL_LIST (kernel/abi.h). The
+// Typed prototypes of every system call in SYSCALL_LIST (kernel/lib/abi.h). The
 // stubs themselves are generated from that list in lib/syscall.c, which also
 // checks at compile time that each entry has a prototype here.
 //
@@ -6,7 +6,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "abi.h"
+#include "lib/abi.h"
 #include <nt.h>
 
 // Processes.

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syscall.h>
-#include "elf.h"
+#include "lib/elf.h"
 
 #define STT_NOTYPE 0
 #define SHN_UNDEF  0

@@ -1,5 +1,5 @@
 // The string functions the kernel does not need; the rest of string.h is
-// kernel/string.c, compiled into libc as it is.
+// kernel/lib/string.c, compiled into libc as it is.
 #include <stdlib.h>
 #include <string.h>
 

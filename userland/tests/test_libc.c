@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "abi.h"
+#include "lib/abi.h"
 
 static int checks, failed;
 
@@ -231,8 +231,8 @@ static void test_numbers(void)
 // Every STATUS_ defined in abi.h has its name in the table.
 static void test_status_names(void)
 {
-    FILE *f = fopen("kernel/abi.h", "r");
-    CHECK(f != NULL, "open kernel/abi.h (run from the top directory)");
+    FILE *f = fopen("kernel/lib/abi.h", "r");
+    CHECK(f != NULL, "open kernel/lib/abi.h (run from the top directory)");
     if (!f)
         return;
     char line[256], name[64];

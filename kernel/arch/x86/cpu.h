@@ -1,6 +1,6 @@
 // Small CPU instructions: port I/O, control registers, the interrupt flag, TSC.
 #pragma once
-#include "types.h"
+#include "lib/types.h"
 
 #define RFLAGS_IF (1ull << 9)
 

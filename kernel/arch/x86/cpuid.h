@@ -1,6 +1,6 @@
 // CPUID. Like msr.h, an instruction in the kernel and a model call when hosted.
 #pragma once
-#include "types.h"
+#include "lib/types.h"
 
 struct cpuid_regs {
     uint32_t eax, ebx, ecx, edx;

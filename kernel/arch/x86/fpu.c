@@ -1,7 +1,7 @@
 // Enabling SSE for user programs and the initial register state.
 #include "arch/x86/fpu.h"
 #include "arch/x86/cpu.h"
-#include "string.h"
+#include "lib/string.h"
 
 #define CR0_MP         (1u << 1)
 #define CR0_EM         (1u << 2)

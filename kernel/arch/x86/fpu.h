@@ -2,7 +2,7 @@
 // (-mgeneral-regs-only), so a thread's state is saved and restored only when
 // the scheduler switches threads: eagerly, with fxsave/fxrstor.
 #pragma once
-#include "types.h"
+#include "lib/types.h"
 
 #define FPU_STATE_SIZE 512
 

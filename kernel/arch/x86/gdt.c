@@ -2,10 +2,10 @@
 // ring-0 stack and IST stacks for NMI, double fault and machine check, so those
 // run on a known-good stack whatever state the interrupted code left).
 #include "arch/x86/gdt.h"
-#include "heap.h"
-#include "panic.h"
-#include "percpu.h"
-#include "string.h"
+#include "core/heap.h"
+#include "lib/panic.h"
+#include "arch/x86/percpu.h"
+#include "lib/string.h"
 
 struct gdt {
     uint64_t entry[5];

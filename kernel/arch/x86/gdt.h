@@ -1,6 +1,6 @@
 // Per-CPU GDT and TSS.
 #pragma once
-#include "types.h"
+#include "lib/types.h"
 
 #define SEL_KCODE 0x08
 #define SEL_KDATA 0x10

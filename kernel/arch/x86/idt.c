@@ -2,7 +2,7 @@
 #include "arch/x86/idt.h"
 #include "arch/x86/gdt.h"
 #include "arch/x86/vectors.h"
-#include "types.h"
+#include "lib/types.h"
 
 struct gate {
     uint16_t offset_lo;

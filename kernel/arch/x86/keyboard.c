@@ -3,7 +3,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/irq.h"
 #include "arch/x86/keyboard.h"
-#include "console.h"
+#include "core/console.h"
 
 static const char normal[128] = {
     0,    27,  '1', '2', '3', '4', '5', '6', '7', '8', '9',  '0', '-', '=',  '\b',

@@ -1,6 +1,6 @@
 // Local APIC, in xAPIC (MMIO) or x2APIC (MSR) mode; callers use MMIO offsets.
 #pragma once
-#include "types.h"
+#include "lib/types.h"
 
 #define LAPIC_ID         0x020
 #define LAPIC_VERSION    0x030

@@ -4,7 +4,7 @@
 // compiled for the host (tests/, KERNEL_HOSTED), they become calls into a
 // register-level machine model instead, so the same code can be exercised.
 #pragma once
-#include "types.h"
+#include "lib/types.h"
 
 // Architectural, core.
 #define MSR_IA32_APIC_BASE    0x0000001B // LAPIC base, bit 11 enable, bit 10 x2APIC

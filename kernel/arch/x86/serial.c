@@ -2,7 +2,7 @@
 #include "arch/x86/serial.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/irq.h"
-#include "console.h"
+#include "core/console.h"
 
 #define COM1      0x3F8
 #define UART_DATA 0 // RBR/THR (DLL when DLAB=1)

@@ -7,10 +7,10 @@
 #include "arch/x86/irq.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/vectors.h"
-#include "panic.h"
-#include "percpu.h"
-#include "sched.h"
-#include "trap.h"
+#include "lib/panic.h"
+#include "arch/x86/percpu.h"
+#include "core/sched.h"
+#include "arch/x86/trap.h"
 
 static const char *const exception_names[32] = {
     [0] = "divide error",

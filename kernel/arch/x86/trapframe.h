@@ -1,7 +1,7 @@
 // The register frame built by the interrupt stubs in vectors.asm.
 // Field order is the push order reversed; vectors.asm relies on the offsets.
 #pragma once
-#include "types.h"
+#include "lib/types.h"
 
 struct trapframe {
     uint64_t r15, r14, r13, r12, r11, r10, r9, r8;

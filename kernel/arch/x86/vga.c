@@ -1,7 +1,7 @@
 // VGA text console: light grey on black, scrolls, hardware cursor follows.
 #include "arch/x86/vga.h"
 #include "arch/x86/cpu.h"
-#include "memlayout.h"
+#include "lib/memlayout.h"
 
 #define COLS 80
 #define ROWS 25

@@ -1,0 +1,60 @@
+// Per-CPU data, reached through the GS base: this_cpu() is one instruction.
+//
+// The assembly (vectors.asm, trampoline.asm, later the syscall entry) uses the
+// offsets asserted below.
+#pragma once
+#include "lib/param.h"
+#include "lib/types.h"
+
+struct thread;
+struct tss;
+
+struct cpu {
+    struct cpu *self;          // %gs:0 — lets this_cpu() read the pointer in one load
+    uint64_t kernel_rsp;       // %gs:8 — stack for entries from ring 3 (syscall)
+    uint64_t user_rsp_scratch; // %gs:16 — user RSP saved by the syscall stub
+    struct thread *current;    // %gs:24 — the running thread
+    uint32_t id;               // dense index 0..ncpus-1, boot CPU is 0
+    uint32_t apic_id;
+    uint32_t irq_nesting; // > 0 while handling an interrupt
+    volatile bool online;
+    uint64_t ticks;     // scheduler-tick count (every CPU's timer must tick)
+    uint64_t pmi_count; // performance-monitoring interrupts taken here
+    struct tss *tss;
+    void *gdt;
+    uint8_t *stack_top;         // boot/idle stack
+    struct thread *idle;        // this CPU's idle thread (runs the boot stack)
+    struct thread *prev_dead;   // a thread that exited here, freed after the switch away
+    volatile bool need_resched; // set by the scheduler tick or a wake-up
+    volatile bool idling;       // halted in the idle loop (a wake-up sends an IPI)
+    uint64_t idle_ns, busy_ns;  // time accounting (scheduler tick resolution)
+};
+
+#define CPU_SELF_OFFSET       0
+#define CPU_KERNEL_RSP_OFFSET 8
+#define CPU_USER_RSP_OFFSET   16
+#define CPU_CURRENT_OFFSET    24
+_Static_assert(offsetof(struct cpu, self) == CPU_SELF_OFFSET, "asm uses %gs:0");
+_Static_assert(offsetof(struct cpu, kernel_rsp) == CPU_KERNEL_RSP_OFFSET, "syscall entry");
+_Static_assert(offsetof(struct cpu, user_rsp_scratch) == CPU_USER_RSP_OFFSET, "syscall entry");
+_Static_assert(offsetof(struct cpu, current) == CPU_CURRENT_OFFSET, "syscall entry");
+
+extern struct cpu cpus[MAX_CPUS];
+extern unsigned ncpus; // processors found in the MADT (1 without ACPI)
+extern volatile unsigned ncpus_online;
+
+#ifdef KERNEL_HOSTED
+unsigned cpu_id(void); // provided by the host test harness
+#else
+static inline struct cpu *this_cpu(void)
+{
+    struct cpu *c;
+    __asm__ volatile("movq %%gs:0, %0" : "=r"(c));
+    return c;
+}
+static inline unsigned cpu_id(void)
+{
+    return this_cpu()->id;
+}
+void percpu_init(struct cpu *c); // point GS at c (boot CPU and each AP)
+#endif

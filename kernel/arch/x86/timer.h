@@ -1,0 +1,36 @@
+// Per-CPU periodic timers multiplexed on the one LAPIC timer of each CPU.
+//
+// Each CPU has TIMER_SLOTS periodic users (the scheduler tick, ProfileTime, ...)
+// with independent periods. Deadlines are absolute TSC values advanced by exactly
+// one period per expiry, so over any run a user sees floor(elapsed/period) ticks
+// no matter how the others are set. The LAPIC timer is armed one-shot (or in
+// TSC-deadline mode when the CPU has it) for the earliest deadline.
+#pragma once
+#include "arch/x86/trapframe.h"
+#include "lib/types.h"
+
+enum timer_slot {
+    TIMER_SLOT_SCHED = 0,   // scheduler tick, SCHED_TICK_HZ
+    TIMER_SLOT_PROFILE = 1, // ProfileTime (pmc)
+    TIMER_SLOT_TEST = 2,    // self-tests
+};
+
+// Called in the timer interrupt, interrupts off, with the interrupted context.
+typedef void (*timer_fn)(const struct intr_frame *f, void *arg);
+
+// Start (or restart with a new period) the periodic timer in slot on the current
+// CPU. Call with interrupts off (e.g. from smp_call_all). period_ns >= 1000.
+void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn, void *arg);
+void timer_periodic_stop(enum timer_slot slot);
+
+// Number of expiries delivered in slot on the current CPU since its start.
+uint64_t timer_periodic_count(enum timer_slot slot);
+// Expiries in slot on any CPU since its start there, and how many of them were
+// missed: a user is called at most once per interrupt, so when the CPU comes
+// back a period or more late the periods in between are counted, not replayed.
+void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, uint64_t *missed);
+
+// The LAPIC timer's interrupt handler (entered from vectors.asm, timer_entry).
+void timer_interrupt(const struct intr_frame *f);
+
+void timer_init_cpu(void); // per CPU: start the LAPIC timer machinery and the sched tick

@@ -1,0 +1,13 @@
+// The console: every line goes to COM1 and to the VGA text screen.
+#pragma once
+#include "lib/types.h"
+
+void console_init(void);
+void console_write(const char *s, size_t n); // atomic with respect to other CPUs
+void console_panic(void); // from now on write without the lock (a CPU may hold it forever)
+
+// Input: bytes from the serial line and the PS/2 keyboard, in arrival order.
+void console_input(char c);                 // called by the serial and keyboard interrupt handlers
+int console_getc(void);                     // -1 when nothing is waiting
+size_t console_read(char *buf, size_t len); // what is waiting, up to len bytes; never blocks
+extern volatile bool console_has_input;     // wakeup(&console_has_input) when it turns true

@@ -1,0 +1,81 @@
+// The pin table: a small hash of pinned frames, under one lock. Pinning happens
+// at profile start and stop, never on a hot path.
+#include "core/pin.h"
+#include "core/heap.h"
+#include "core/pmm.h"
+#include "core/spinlock.h"
+
+#define PIN_BUCKETS 256
+
+struct pin {
+    uint64_t pa;
+    uint32_t count;
+    bool orphaned; // unmapped while pinned: free it at the last unpin
+    struct pin *next;
+};
+
+static struct spinlock pin_lock = SPINLOCK_INIT("pins");
+static struct pin *table[PIN_BUCKETS];
+static uint64_t npinned;
+
+static struct pin **slot(uint64_t pa)
+{
+    struct pin **pp = &table[(pa >> 12) % PIN_BUCKETS];
+    while (*pp && (*pp)->pa != pa)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+bool pin_page(uint64_t pa)
+{
+    struct pin *fresh = kmalloc(sizeof *fresh); // allocate outside the lock
+    if (!fresh)
+        return false;
+    uint64_t f = spin_lock_irqsave(&pin_lock);
+    struct pin **pp = slot(pa);
+    if (*pp) {
+        (*pp)->count++;
+    } else {
+        *fresh = (struct pin){pa, 1, false, NULL};
+        *pp = fresh;
+        fresh = NULL;
+        npinned++;
+    }
+    spin_unlock_irqrestore(&pin_lock, f);
+    kfree(fresh);
+    return true;
+}
+
+void unpin_page(uint64_t pa)
+{
+    uint64_t f = spin_lock_irqsave(&pin_lock);
+    struct pin **pp = slot(pa), *p = *pp;
+    bool free_frame = false;
+    if (p && --p->count == 0) {
+        *pp = p->next;
+        npinned--;
+        free_frame = p->orphaned;
+    } else {
+        p = NULL;
+    }
+    spin_unlock_irqrestore(&pin_lock, f);
+    kfree(p);
+    if (free_frame)
+        pmm_free_page(pa);
+}
+
+void pin_free_or_orphan(uint64_t pa)
+{
+    uint64_t f = spin_lock_irqsave(&pin_lock);
+    struct pin *p = *slot(pa);
+    if (p)
+        p->orphaned = true;
+    spin_unlock_irqrestore(&pin_lock, f);
+    if (!p)
+        pmm_free_page(pa);
+}
+
+uint64_t pinned_page_count(void)
+{
+    return READ_ONCE(npinned);
+}

@@ -1,0 +1,281 @@
+// Process creation, exit, wait and kill.
+#include "core/process.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/gdt.h"
+#include "lib/cmdline.h"
+#include "core/elf_load.h"
+#include "core/heap.h"
+#include "lib/kprintf.h"
+#include "lib/panic.h"
+#include "arch/x86/percpu.h"
+#include "profile/ke_profile.h"
+#include "core/ramdisk.h"
+#include "lib/string.h"
+#include "arch/x86/trap.h"
+#include "core/vm.h"
+
+void init_exited(uint32_t pid, int status); // main.c
+
+static struct spinlock process_lock = SPINLOCK_INIT("processes");
+static struct process *processes;
+static uint32_t next_pid = 1;
+static uint64_t live;
+
+struct process *process_current(void)
+{
+    return current_thread()->proc;
+}
+
+static void process_destroy(struct object *o)
+{
+    struct process *p = (struct process *)o;
+    uint64_t f = spin_lock_irqsave(&process_lock);
+    for (struct process **pp = &processes; *pp; pp = &(*pp)->list_next)
+        if (*pp == p) {
+            *pp = p->list_next;
+            break;
+        }
+    live--;
+    spin_unlock_irqrestore(&process_lock, f);
+    as_destroy(&p->as); // already empty unless the process never ran
+    ke_profile_process_gone(p);
+    kfree(p);
+}
+
+static const char *basename(const char *path)
+{
+    const char *b = path;
+    for (const char *s = path; *s; s++)
+        if (*s == '/')
+            b = s + 1;
+    return b;
+}
+
+// The initial stack, System V style: argc, argv[], NULL, then the strings.
+static NTSTATUS build_stack(struct addrspace *as, const char *const *argv, int argc, uint64_t *rsp)
+{
+    uint64_t bottom = USER_STACK_TOP - USER_STACK_SIZE;
+    NTSTATUS s = as_map(as, bottom, USER_STACK_SIZE, PROT_READ | PROT_WRITE);
+    if (!NT_SUCCESS(s))
+        return s;
+    uint64_t sp = USER_STACK_TOP;
+    uint64_t ptrs[MAX_ARGS + 1];
+    for (int i = argc - 1; i >= 0; i--) {
+        size_t len = strlen(argv[i]) + 1;
+        sp -= len;
+        if (!as_write(as, sp, argv[i], len))
+            return STATUS_NO_MEMORY;
+        ptrs[i] = sp;
+    }
+    ptrs[argc] = 0;
+    sp = ALIGN_DOWN(sp, 16);
+    if ((argc + 2) % 2) // argc + argv[] + NULL: keep rsp 16-aligned at argc
+        sp -= 8;
+    sp -= (uint64_t)(argc + 1) * 8;
+    if (!as_write(as, sp, ptrs, (uint64_t)(argc + 1) * 8))
+        return STATUS_NO_MEMORY;
+    uint64_t n = (uint64_t)argc;
+    sp -= 8;
+    if (!as_write(as, sp, &n, 8))
+        return STATUS_NO_MEMORY;
+    *rsp = sp;
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint32_t flags,
+                       uint32_t parent, bool privileged, struct process **out)
+{
+    const struct ramdisk_file *file = ramdisk_find(path);
+    if (!file)
+        return STATUS_OBJECT_NAME_NOT_FOUND;
+    if (argc < 0 || argc > MAX_ARGS)
+        return STATUS_INVALID_PARAMETER;
+    struct process *p = kzalloc(sizeof *p);
+    if (!p)
+        return STATUS_NO_MEMORY;
+    object_init(&p->obj, OBJ_PROCESS, process_destroy);
+    handle_table_init(&p->handles);
+    p->parent = parent;
+    p->privileged = privileged;
+    const char *name = basename(path);
+    memcpy(p->name, name, MIN(strlen(name), sizeof p->name - 1));
+    uint64_t f = spin_lock_irqsave(&process_lock);
+    p->pid = next_pid++;
+    p->list_next = processes;
+    processes = p;
+    live++;
+    spin_unlock_irqrestore(&process_lock, f);
+
+    NTSTATUS s = STATUS_NO_MEMORY;
+    uint64_t entry = 0, rsp = 0;
+    if (as_create(&p->as))
+        s = elf_load(&p->as, file->data, file->size, &entry);
+    if (NT_SUCCESS(s))
+        s = build_stack(&p->as, argv, argc, &rsp);
+    if (NT_SUCCESS(s)) {
+        struct trapframe tf = {0};
+        tf.rip = entry;
+        tf.cs = SEL_UCODE;
+        tf.rflags = RFLAGS_IF | 0x2;
+        tf.rsp = rsp;
+        tf.ss = SEL_UDATA;
+        p->thread = thread_create_user(p, &tf);
+        if (!p->thread)
+            s = STATUS_NO_MEMORY;
+    }
+    if (!NT_SUCCESS(s)) {
+        p->exited = true;
+        object_unref(&p->obj);
+        return s;
+    }
+    object_ref(&p->obj); // the thread's reference, dropped when it exits
+    *out = p;
+    if (flags & SPAWN_SUSPENDED)
+        p->suspended = true;
+    else
+        sched_make_runnable(p->thread);
+    return STATUS_SUCCESS;
+}
+
+void process_resume(struct process *p)
+{
+    uint64_t f = spin_lock_irqsave(&process_lock);
+    bool run = p->suspended && !p->exited;
+    p->suspended = false;
+    spin_unlock_irqrestore(&process_lock, f);
+    if (run)
+        sched_make_runnable(p->thread);
+}
+
+struct process *process_by_pid(uint32_t pid)
+{
+    uint64_t f = spin_lock_irqsave(&process_lock);
+    struct process *p = processes;
+    while (p && p->pid != pid)
+        p = p->list_next;
+    if (p)
+        object_ref(&p->obj);
+    spin_unlock_irqrestore(&process_lock, f);
+    return p;
+}
+
+NTSTATUS process_kill(uint32_t pid)
+{
+    struct process *p = process_by_pid(pid), *me = process_current();
+    if (!p)
+        return STATUS_INVALID_PARAMETER;
+    NTSTATUS s = STATUS_SUCCESS;
+    if (me && !me->privileged && p->parent != me->pid && p != me) {
+        s = STATUS_ACCESS_DENIED;
+    } else if (p->exited) {
+        s = STATUS_PROCESS_IS_TERMINATING;
+    } else {
+        p->killed = true;
+        uint64_t f = spin_lock_irqsave(&process_lock);
+        struct thread *t = p->exited ? NULL : p->thread;
+        bool suspended = p->suspended;
+        spin_unlock_irqrestore(&process_lock, f);
+        if (t) {
+            if (suspended)
+                process_resume(p); // it dies on its way to ring 3
+            else
+                wakeup_thread(t);
+        }
+    }
+    object_unref(&p->obj);
+    return s;
+}
+
+int process_wait(struct process *p)
+{
+    uint64_t f = irq_save();
+    while (!p->exited && !process_current()->killed)
+        sleep_on(p, &p->exited, 0);
+    irq_restore(f);
+    return p->exited ? p->exit_status : PROCESS_KILLED_STATUS;
+}
+
+void process_exit_current(int status)
+{
+    struct process *p = process_current();
+    sti(); // closing handles may free memory and take locks
+    handle_table_close_all(&p->handles);
+    cli();
+    vm_load_kernel(); // off the tables we are about to free
+    as_destroy(&p->as);
+    uint64_t f = spin_lock_irqsave(&process_lock);
+    p->exit_status = p->killed ? PROCESS_KILLED_STATUS : status;
+    p->thread = NULL;
+    spin_unlock_irqrestore(&process_lock, f);
+    thread_exit(); // process_thread_gone follows once the thread's stack is freed
+}
+
+// After the last thread's kernel stack is gone (sched.c): only now is the
+// process reported as exited, so a waiter sees every resource returned.
+void process_thread_gone(struct process *p)
+{
+    p->exited = true;
+    wakeup(p);
+    init_exited(p->pid, p->exit_status);
+    object_unref(&p->obj); // the thread's reference; p may be gone now
+}
+
+void process_fault(struct trapframe *tf)
+{
+    struct process *p = process_current();
+    if (tf->vector == 14)
+        kprintf("[pid %u %s] killed: page fault at %#lx ip %#lx\n", p->pid, p->name, read_cr2(),
+                tf->rip);
+    else
+        kprintf("[pid %u %s] killed: %s ip %#lx\n", p->pid, p->name,
+                exception_name((unsigned)tf->vector), tf->rip);
+    p->killed = true;
+    process_exit_current(PROCESS_KILLED_STATUS);
+}
+
+unsigned process_list(struct sys_process_info *out, unsigned skip, unsigned max)
+{
+    unsigned n = 0;
+    uint64_t f = spin_lock_irqsave(&process_lock);
+    struct process *p = processes;
+    for (; p && skip; skip--)
+        p = p->list_next;
+    for (; p && n < max; p = p->list_next, n++) {
+        struct sys_process_info *i = &out[n];
+        memset(i, 0, sizeof *i);
+        i->pid = p->pid;
+        i->parent = p->parent;
+        i->privileged = p->privileged;
+        i->pages = p->as.pages;
+        memcpy(i->name, p->name, sizeof i->name);
+        struct thread *t = p->thread;
+        i->threads = t ? 1 : 0;
+        if (p->exited)
+            i->state = PROC_ZOMBIE;
+        else if (p->suspended)
+            i->state = PROC_SUSPENDED;
+        else if (t)
+            i->state = t->state == T_RUNNING    ? PROC_RUNNING
+                       : t->state == T_SLEEPING ? PROC_SLEEPING
+                                                : PROC_RUNNABLE;
+        if (t) {
+            i->cpu = (uint32_t)t->cpu;
+            i->cpu_ns = t->cpu_ns;
+        }
+    }
+    spin_unlock_irqrestore(&process_lock, f);
+    return n;
+}
+
+uint64_t process_live_count(void)
+{
+    return READ_ONCE(live);
+}
+
+bool process_privilege_inherited;
+
+void process_init(void)
+{
+    process_privilege_inherited = cmdline_has("privileged");
+    trap_user_exception_hook = process_fault;
+}

@@ -1,0 +1,52 @@
+// Processes: an address space, one thread, a handle table, a privilege flag.
+//
+// A process is a kernel object. References are held by its running thread
+// (until it exits) and by handles; it stays in the process list, as a zombie
+// after exit, until the last reference goes.
+#pragma once
+#include "lib/abi.h"
+#include "core/addrspace.h"
+#include "core/handle.h"
+#include "core/object.h"
+#include "core/sched.h"
+
+struct profile_slot;
+
+#define PROCESS_KILLED_STATUS EXIT_STATUS_KILLED
+
+struct process {
+    struct object obj;
+    uint32_t pid, parent;
+    char name[PROCESS_NAME_MAX];
+    struct addrspace as;
+    struct thread *thread;
+    struct handle_table handles;
+    bool privileged;      // holds the system-profile privilege
+    volatile bool killed; // exit at the next return to ring 3
+    volatile bool exited;
+    bool suspended; // created with SPAWN_SUSPENDED, not yet resumed
+    int exit_status;
+    struct process *list_next;                             // all processes (process_lock)
+    struct profile_slot *profile_slot[ProfileSourceCount]; // started profiles on it, by source
+};
+
+// Create a process running the ramdisk program path with argv; suspended if
+// flags has SPAWN_SUSPENDED. On success *out holds a reference for the caller.
+NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint32_t flags,
+                       uint32_t parent, bool privileged, struct process **out);
+void process_resume(struct process *p);
+NTSTATUS process_kill(uint32_t pid);
+int process_wait(struct process *p); // until it exits; returns the exit status
+void NORETURN process_exit_current(int status);
+void process_thread_gone(struct process *p); // the scheduler, after the thread's stack is freed
+struct process *process_current(void);
+struct process *process_by_pid(uint32_t pid); // a new reference, or NULL
+// Up to max entries of the process list, after skipping the first skip.
+unsigned process_list(struct sys_process_info *out, unsigned skip, unsigned max);
+uint64_t process_live_count(void);
+void process_init(void);
+// Boot option `privileged`: a privileged process's children are privileged too
+// (so everything started from the shell may profile the system, no sudo).
+extern bool process_privilege_inherited;
+// A one-line report for a program killed by an exception.
+void process_fault(struct trapframe *tf);

@@ -1,0 +1,341 @@
+// The scheduler: one run queue, round-robin, per-CPU idle threads.
+#include "core/sched.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/fpu.h"
+#include "arch/x86/gdt.h"
+#include "arch/x86/irq.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/vectors.h"
+#include "arch/x86/clock.h"
+#include "core/heap.h"
+#include "lib/panic.h"
+#include "arch/x86/percpu.h"
+#include "core/process.h"
+#include "core/spinlock.h"
+#include "lib/string.h"
+#include "core/vm.h"
+
+void switch_context(uint64_t *save_rsp, uint64_t load_rsp);
+void thread_start(void);
+void sched_after_switch(void);
+void thread_first_run(struct trapframe *tf);
+
+static struct spinlock rq_lock = SPINLOCK_INIT("run queue");
+static struct thread *rq_head, *rq_tail; // runnable threads, FIFO
+static struct thread *all_threads;       // every user thread, for wake-ups
+static struct thread idle_threads[MAX_CPUS];
+static const volatile bool never_killed;
+
+struct thread *current_thread(void)
+{
+    return this_cpu()->current;
+}
+
+static void enqueue(struct thread *t)
+{
+    t->run_next = NULL;
+    if (rq_tail)
+        rq_tail->run_next = t;
+    else
+        rq_head = t;
+    rq_tail = t;
+}
+
+static struct thread *dequeue(void)
+{
+    struct thread *t = rq_head;
+    if (t) {
+        rq_head = t->run_next;
+        if (!rq_head)
+            rq_tail = NULL;
+    }
+    return t;
+}
+
+static void resched_ipi(struct trapframe *tf)
+{
+    UNUSED(tf); // waking the CPU from hlt is the whole point
+}
+
+void sched_init_cpu(void)
+{
+    struct cpu *c = this_cpu();
+    struct thread *t = &idle_threads[c->id];
+    t->state = T_RUNNING;
+    t->cpu = (int)c->id;
+    t->kstack_top = (uint64_t)c->stack_top;
+    t->killed = &never_killed;
+    c->idle = t;
+    c->current = t;
+    if (c->id == 0)
+        irq_register(VEC_RESCHED, resched_ipi);
+}
+
+// Wake one halted CPU so it picks up new work (rq_lock held).
+static void kick_idle_cpu(void)
+{
+    unsigned self = cpu_id();
+    for (unsigned i = 0; i < ncpus; i++) {
+        if (i != self && cpus[i].online && READ_ONCE(cpus[i].idling)) {
+            lapic_send_ipi(cpus[i].apic_id, VEC_RESCHED);
+            return;
+        }
+    }
+}
+
+// Make next the running thread of this CPU. rq_lock held, interrupts off.
+static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
+{
+    uint64_t now = clock_ns();
+    cur->cpu_ns += now - cur->run_start_ns;
+    next->run_start_ns = now;
+    next->state = T_RUNNING;
+    next->cpu = (int)c->id;
+    c->current = next;
+    if (next->proc) {
+        c->kernel_rsp = next->kstack_top;  // syscall entry stack
+        c->tss->rsp[0] = next->kstack_top; // interrupt entry stack from ring 3
+        if (read_cr3() != next->proc->as.pml4)
+            write_cr3(next->proc->as.pml4);
+    } else if (read_cr3() != kernel_cr3) {
+        // Idle never keeps a process's tables loaded: they may be freed under it.
+        write_cr3(kernel_cr3);
+    }
+    if (cur->proc && cur->state != T_DEAD)
+        fpu_save(cur->fpu);
+    if (next->proc)
+        fpu_restore(next->fpu);
+    switch_context(&cur->ctx_rsp, next->ctx_rsp);
+}
+
+// A new thread's first code (switch.asm's thread_start), on its trap frame.
+void thread_first_run(struct trapframe *tf)
+{
+    UNUSED(tf);
+    sched_after_switch();
+    sched_user_return(); // killed before it ever ran?
+}
+
+// After any switch, on the new thread: release the lock the old one took and
+// free a thread that died on this CPU (its stack was in use until now).
+void sched_after_switch(void)
+{
+    struct cpu *c = this_cpu();
+    struct thread *dead = c->prev_dead;
+    c->prev_dead = NULL;
+    if (dead) { // unlink while the lock is still held
+        for (struct thread **pp = &all_threads; *pp; pp = &(*pp)->all_next)
+            if (*pp == dead) {
+                *pp = dead->all_next;
+                break;
+            }
+    }
+    spin_unlock(&rq_lock);
+    if (dead) {
+        struct process *p = dead->proc;
+        thread_free(dead);
+        if (p)
+            process_thread_gone(p);
+    }
+}
+
+// Pick the next thread. Called with rq_lock held; returns with it held (taken
+// over from whichever thread switched back to us).
+static void sched_locked(void)
+{
+    struct cpu *c = this_cpu();
+    struct thread *cur = c->current;
+    if (cur->state == T_RUNNING && cur != c->idle) {
+        cur->state = T_RUNNABLE;
+        enqueue(cur);
+    }
+    if (cur->state == T_DEAD)
+        c->prev_dead = cur;
+    c->need_resched = false;
+    struct thread *next = dequeue();
+    if (!next)
+        next = c->idle;
+    if (next == cur) {
+        cur->state = T_RUNNING;
+        return;
+    }
+    switch_to(c, cur, next);
+}
+
+void schedule(void)
+{
+    assert(!irq_enabled());
+    spin_lock(&rq_lock);
+    sched_locked();
+    sched_after_switch();
+}
+
+void sched_make_runnable(struct thread *t)
+{
+    uint64_t f = spin_lock_irqsave(&rq_lock);
+    t->state = T_RUNNABLE;
+    enqueue(t);
+    kick_idle_cpu();
+    spin_unlock_irqrestore(&rq_lock, f);
+}
+
+struct thread *thread_create_user(struct process *p, const struct trapframe *tf)
+{
+    struct thread *t = kzalloc(sizeof *t);
+    uint8_t *stack = kmalloc(KSTACK_SIZE);
+    if (!t || !stack) {
+        kfree(t);
+        kfree(stack);
+        return NULL;
+    }
+    t->kstack = stack;
+    t->kstack_top = ALIGN_DOWN((uint64_t)stack + KSTACK_SIZE, 16);
+    t->proc = p;
+    t->killed = &p->killed;
+    fpu_init_state(t->fpu);
+    // Stack, top down: the trap frame thread_start returns through, then the
+    // six callee-saved registers and the return address switch_context pops.
+    struct trapframe *frame = (struct trapframe *)(t->kstack_top - sizeof *frame);
+    *frame = *tf;
+    uint64_t *sp = (uint64_t *)frame;
+    *--sp = (uint64_t)thread_start;
+    for (int i = 0; i < 6; i++)
+        *--sp = 0;
+    t->ctx_rsp = (uint64_t)sp;
+    uint64_t f = spin_lock_irqsave(&rq_lock);
+    t->all_next = all_threads;
+    all_threads = t;
+    spin_unlock_irqrestore(&rq_lock, f);
+    return t;
+}
+
+void thread_free(struct thread *t)
+{
+    kfree(t->kstack);
+    kfree(t);
+}
+
+// A never-run thread (process creation failed half-way).
+void thread_discard(struct thread *t)
+{
+    uint64_t f = spin_lock_irqsave(&rq_lock);
+    for (struct thread **pp = &all_threads; *pp; pp = &(*pp)->all_next)
+        if (*pp == t) {
+            *pp = t->all_next;
+            break;
+        }
+    spin_unlock_irqrestore(&rq_lock, f);
+    thread_free(t);
+}
+
+void thread_exit(void)
+{
+    cli();
+    spin_lock(&rq_lock);
+    current_thread()->state = T_DEAD;
+    sched_locked();
+    panic("thread_exit: a dead thread ran again");
+}
+
+void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns)
+{
+    assert(!irq_enabled());
+    struct thread *t = current_thread();
+    spin_lock(&rq_lock);
+    if ((done && *done) || (t->proc && t->proc->killed)) {
+        spin_unlock(&rq_lock);
+        return;
+    }
+    t->wait_chan = chan;
+    t->wake_ns = wake_ns;
+    t->state = T_SLEEPING;
+    sched_locked();
+    t->wait_chan = NULL;
+    t->wake_ns = 0;
+    sched_after_switch();
+}
+
+static void wake_locked(struct thread *t)
+{
+    t->state = T_RUNNABLE;
+    t->wait_chan = NULL;
+    enqueue(t);
+}
+
+void wakeup(const void *chan)
+{
+    uint64_t f = spin_lock_irqsave(&rq_lock);
+    bool any = false;
+    for (struct thread *t = all_threads; t; t = t->all_next)
+        if (t->state == T_SLEEPING && t->wait_chan == chan) {
+            wake_locked(t);
+            any = true;
+        }
+    if (any)
+        kick_idle_cpu();
+    spin_unlock_irqrestore(&rq_lock, f);
+}
+
+// Wake t whatever it sleeps on (a kill must not wait for the event).
+void wakeup_thread(struct thread *t)
+{
+    uint64_t f = spin_lock_irqsave(&rq_lock);
+    if (t->state == T_SLEEPING) {
+        wake_locked(t);
+        kick_idle_cpu();
+    }
+    spin_unlock_irqrestore(&rq_lock, f);
+}
+
+void sched_tick(void)
+{
+    struct cpu *c = this_cpu();
+    uint64_t period = 1000000000ull / SCHED_TICK_HZ;
+    if (c->current == c->idle)
+        c->idle_ns += period;
+    else
+        c->busy_ns += period;
+    spin_lock(&rq_lock);
+    if (c->id == 0) { // timed sleepers
+        uint64_t now = clock_ns();
+        bool any = false;
+        for (struct thread *t = all_threads; t; t = t->all_next)
+            if (t->state == T_SLEEPING && t->wake_ns && t->wake_ns <= now) {
+                wake_locked(t);
+                any = true;
+            }
+        if (any)
+            kick_idle_cpu();
+    }
+    if (rq_head && c->current != c->idle)
+        c->need_resched = true; // time slice over and someone is waiting
+    spin_unlock(&rq_lock);
+}
+
+void sched_user_return_slow(void)
+{
+    struct cpu *c = this_cpu();
+    struct thread *t = c->current;
+    if (t->proc && READ_ONCE(t->proc->killed))
+        process_exit_current(PROCESS_KILLED_STATUS);
+    if (c->need_resched)
+        schedule();
+    if (t->proc && READ_ONCE(t->proc->killed))
+        process_exit_current(PROCESS_KILLED_STATUS);
+}
+
+void sched_idle(void)
+{
+    struct cpu *c = this_cpu();
+    for (;;) {
+        cli();
+        if (READ_ONCE(rq_head))
+            schedule();
+        c->idling = true;
+        if (!READ_ONCE(rq_head))
+            __asm__ volatile("sti; hlt" ::: "memory"); // sti's shadow covers hlt: no lost wake-up
+        else
+            sti();
+        c->idling = false;
+    }
+}

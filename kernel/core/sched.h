@@ -1,0 +1,70 @@
+// Threads and the scheduler.
+//
+// One run queue for all CPUs, under one lock: with at most a handful of CPUs
+// the lock is cold, and one queue gives global round-robin fairness and free
+// load balancing with no migration logic. Each CPU has an idle thread (its boot
+// stack) that halts. Threads switch on their own kernel stacks (switch.asm);
+// the run-queue lock is handed over across the switch, as in xv6. The kernel is
+// not preemptible: a thread is preempted only when it returns to ring 3 with
+// need_resched set (the scheduler tick sets it every SCHED_TICK_HZ).
+#pragma once
+#include "arch/x86/trapframe.h"
+#include "arch/x86/percpu.h"
+#include "lib/types.h"
+
+struct process;
+
+enum thread_state { T_RUNNABLE = 1, T_RUNNING, T_SLEEPING, T_DEAD };
+
+struct thread {
+    uint8_t fpu[512] __attribute__((aligned(16))); // ring-3 x87/SSE registers (fpu.h)
+    uint64_t ctx_rsp;                              // saved kernel stack pointer while switched out
+    uint8_t *kstack;                               // kmalloc'd kernel stack (NULL for idle threads)
+    uint64_t kstack_top;
+    enum thread_state state;
+    struct process *proc;        // NULL for kernel threads
+    const volatile bool *killed; // the process's kill flag (a constant false for kernel threads)
+    const void *wait_chan;       // what a T_SLEEPING thread waits for
+    uint64_t wake_ns;            // timed sleep: wake at this clock_ns() (0 = none)
+    struct thread *run_next;     // run-queue link
+    struct thread *all_next;     // every thread, for wake-ups
+    int cpu;                     // CPU it last ran on
+    uint64_t cpu_ns;             // time on CPU
+    uint64_t run_start_ns;
+};
+
+void sched_init_cpu(void);      // make the running boot code this CPU's idle thread
+void NORETURN sched_idle(void); // the idle loop
+
+// A new thread that will enter ring 3 through the trap frame *tf (copied onto
+// its kernel stack). NULL when out of memory. Not runnable until sched_wake_new.
+struct thread *thread_create_user(struct process *p, const struct trapframe *tf);
+void sched_make_runnable(struct thread *t);
+void thread_free(struct thread *t);    // a T_DEAD thread's memory
+void thread_discard(struct thread *t); // a thread that never ran
+
+void schedule(void);             // give up the CPU; interrupts must be off
+void NORETURN thread_exit(void); // the current thread ends; its stack is freed later
+
+// Sleep until wakeup(chan), until the deadline when wake_ns != 0, or until the
+// thread is killed. Call with interrupts off. done (may be NULL) is checked
+// under the scheduler's lock before sleeping: a waker sets it, then calls
+// wakeup(chan), so no wake-up is lost between the caller's check and the sleep.
+void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns);
+void wakeup_thread(struct thread *t);
+void wakeup(const void *chan);
+void sched_tick(void); // from the per-CPU scheduler timer
+
+struct thread *current_thread(void);
+
+// Called on every return to ring 3 (trap and syscall paths): handles kills and
+// preemption. Inline, because every timer tick that lands in ring 3 passes
+// here and almost never has anything to do.
+void sched_user_return_slow(void);
+
+static inline void sched_user_return(void)
+{
+    struct cpu *c = this_cpu();
+    if (c->need_resched || *c->current->killed)
+        sched_user_return_slow();
+}

@@ -1,0 +1,155 @@
+// Starting the other processors, and running a function on all of them.
+#include "core/smp.h"
+#include "core/spinlock.h"
+#include "lib/acpi.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/cpuid.h"
+#include "arch/x86/gdt.h"
+#include "arch/x86/idt.h"
+#include "arch/x86/irq.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/vectors.h"
+#include "arch/x86/clock.h"
+#include "lib/cmdline.h"
+#include "core/heap.h"
+#include "lib/kprintf.h"
+#include "lib/memlayout.h"
+#include "lib/panic.h"
+#include "arch/x86/percpu.h"
+#include "lib/string.h"
+#include "arch/x86/timer.h"
+#include "core/vm.h"
+
+#define TRAMPOLINE_ADDR 0x8000
+
+// The parameter block of boot/trampoline.asm.
+struct trampoline_params {
+    uint64_t cr3, stack, entry, cpu;
+    uint32_t efer, pad;
+};
+#define TRAMPOLINE_PARAMS_OFFSET 8
+_Static_assert(offsetof(struct trampoline_params, cr3) == 0x08 - TRAMPOLINE_PARAMS_OFFSET,
+               "trampoline.asm");
+_Static_assert(offsetof(struct trampoline_params, stack) == 0x10 - TRAMPOLINE_PARAMS_OFFSET,
+               "trampoline.asm");
+_Static_assert(offsetof(struct trampoline_params, entry) == 0x18 - TRAMPOLINE_PARAMS_OFFSET,
+               "trampoline.asm");
+_Static_assert(offsetof(struct trampoline_params, cpu) == 0x20 - TRAMPOLINE_PARAMS_OFFSET,
+               "trampoline.asm");
+_Static_assert(offsetof(struct trampoline_params, efer) == 0x28 - TRAMPOLINE_PARAMS_OFFSET,
+               "trampoline.asm");
+
+extern char __ap_trampoline_start[], __ap_trampoline_end[];
+extern char boot_pml4[];
+void ap_main(struct cpu *c) NORETURN; // main.c
+
+// First 64-bit C code of an AP, on its own stack but still on the boot page tables.
+static void NORETURN ap_entry(struct cpu *c)
+{
+    vm_load_kernel();
+    percpu_init(c);
+    ap_main(c);
+}
+
+static bool start_ap(struct cpu *c, struct trampoline_params *params)
+{
+    params->stack = (uint64_t)c->stack_top;
+    params->cpu = (uint64_t)c;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    lapic_send_init(c->apic_id);
+    // The MP specification's 10 ms wait after INIT matters only to pre-P6 parts.
+    udelay(cpuid_family() < 6 ? 10000 : 100);
+    for (int sipi = 0; sipi < 2; sipi++) {
+        lapic_send_sipi(c->apic_id, TRAMPOLINE_ADDR >> 12);
+        uint64_t deadline = clock_ns() + (sipi == 0 ? 20 : 500) * 1000000ull;
+        while (clock_ns() < deadline) {
+            if (READ_ONCE(c->online))
+                return true;
+            cpu_relax();
+        }
+    }
+    return false;
+}
+
+void smp_boot_aps(void)
+{
+    ncpus = madt.ncpus;
+    for (unsigned i = 0; i < ncpus; i++) {
+        cpus[i].id = i;
+        cpus[i].apic_id = madt.apic_ids[i];
+    }
+    if (cmdline_has("nosmp"))
+        ncpus = 1;
+    size_t size = (size_t)(__ap_trampoline_end - __ap_trampoline_start);
+    if (size > PAGE_SIZE || (uint8_t)__ap_trampoline_start[0] != 0xEB) // jmp short real_mode
+        panic("smp: the embedded AP trampoline is malformed (%zu bytes)", size);
+    uint8_t *page = phys_to_virt(TRAMPOLINE_ADDR);
+    memcpy(page, __ap_trampoline_start, size);
+    struct trampoline_params *params = (void *)(page + TRAMPOLINE_PARAMS_OFFSET);
+    params->cr3 = virt_to_phys(boot_pml4);
+    params->entry = (uint64_t)ap_entry;
+    params->efer = (uint32_t)(EFER_LME | (vm_nx_supported() ? EFER_NXE : 0));
+
+    unsigned started = 1;
+    for (unsigned i = 1; i < ncpus; i++) {
+        struct cpu *c = &cpus[i];
+        uint8_t *stack = kmalloc(KSTACK_SIZE);
+        if (!stack)
+            panic("smp: no memory for CPU %u's stack", i);
+        c->stack_top = stack + KSTACK_SIZE;
+        if (start_ap(c, params)) {
+            started++;
+        } else {
+            kprintf("smp: CPU %u (APIC id %u) did not start\n", i, c->apic_id);
+        }
+    }
+    // Renumber nothing: a CPU that failed to start keeps its slot, offline.
+    kprintf("smp: %u CPUs online\n", ncpus_online);
+    UNUSED(started);
+}
+
+// smp_call_all: one call at a time (call_lock), each CPU decrements pending.
+static struct spinlock call_lock = SPINLOCK_INIT("smp call");
+static void (*volatile call_fn)(void *);
+static void *volatile call_arg;
+static volatile unsigned call_pending;
+
+static void call_ipi(struct trapframe *tf)
+{
+    UNUSED(tf);
+    call_fn(call_arg);
+    __atomic_fetch_sub(&call_pending, 1, __ATOMIC_RELEASE);
+}
+
+void smp_call_all(void (*fn)(void *arg), void *arg)
+{
+    assert(irq_enabled());
+    // Take the lock by polling with interrupts on, so this CPU keeps answering
+    // another CPU's call while it waits for its own turn.
+    for (;;) {
+        uint64_t f = spin_lock_irqsave(&call_lock);
+        if (call_fn == NULL) {
+            call_fn = fn;
+            call_arg = arg;
+            call_pending = ncpus_online - 1;
+            spin_unlock_irqrestore(&call_lock, f);
+            break;
+        }
+        spin_unlock_irqrestore(&call_lock, f);
+        cpu_relax();
+    }
+    if (ncpus_online > 1)
+        lapic_send_ipi_shorthand(IPI_ALL_BUT_SELF, VEC_CALL);
+    uint64_t f = irq_save();
+    fn(arg);
+    irq_restore(f);
+    while (__atomic_load_n(&call_pending, __ATOMIC_ACQUIRE))
+        cpu_relax();
+    call_fn = NULL;
+}
+
+void smp_init_ipis(void)
+{
+    irq_register(VEC_CALL, call_ipi);
+}

@@ -1,0 +1,44 @@
+// Test-and-test-and-set spinlocks with the interrupt flag saved and restored.
+#include "core/spinlock.h"
+#include "lib/panic.h"
+#include "arch/x86/percpu.h"
+
+uint64_t spin_lock_irqsave(struct spinlock *l)
+{
+    uint64_t flags = irq_save();
+    if (spin_holding(l))
+        panic("spinlock %s: recursive acquire", l->name);
+    while (__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE)) {
+        while (READ_ONCE(l->locked))
+            cpu_relax();
+    }
+    l->owner_cpu = (int)cpu_id();
+    return flags;
+}
+
+void spin_unlock_irqrestore(struct spinlock *l, uint64_t flags)
+{
+    if (!spin_holding(l))
+        panic("spinlock %s: release by a CPU that does not hold it", l->name);
+    l->owner_cpu = -1;
+    __atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+    irq_restore(flags);
+}
+
+// Only meaningful with interrupts off (the answer cannot change under us then).
+bool spin_holding(struct spinlock *l)
+{
+    return READ_ONCE(l->locked) && l->owner_cpu == (int)cpu_id();
+}
+
+void spin_lock(struct spinlock *l)
+{
+    if (irq_enabled())
+        panic("spinlock %s: spin_lock with interrupts on", l->name);
+    (void)spin_lock_irqsave(l);
+}
+
+void spin_unlock(struct spinlock *l)
+{
+    spin_unlock_irqrestore(l, 0); // flags 0: leave interrupts off
+}

@@ -1,0 +1,59 @@
+// System calls for the console: write to fd 1 and 2, read from fd 0.
+#include "arch/x86/cpu.h"
+#include "core/console.h"
+#include "core/process.h"
+#include "sys/syscall.h"
+#include "core/uaccess.h"
+
+#define STATUS(s) ((uint64_t)(uint32_t)(s))
+#define CHUNK     256
+
+uint64_t do_SysWrite(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    if (a[0] != 1 && a[0] != 2)
+        return STATUS(STATUS_INVALID_HANDLE);
+    if (!user_range_ok(a[1], a[2]))
+        return STATUS(STATUS_ACCESS_VIOLATION);
+    char buf[CHUNK];
+    for (uint64_t done = 0; done < a[2];) {
+        size_t n = MIN(a[2] - done, (uint64_t)CHUNK);
+        NTSTATUS s = copy_from_user(buf, a[1] + done, n);
+        if (!NT_SUCCESS(s))
+            return STATUS(s);
+        console_write(buf, n);
+        done += n;
+    }
+    return STATUS(STATUS_SUCCESS);
+}
+
+uint64_t do_SysRead(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    if (a[0] != 0)
+        return STATUS(STATUS_INVALID_HANDLE);
+    size_t got = 0;
+    NTSTATUS s = copy_to_user(a[3], &got, sizeof got); // probe before blocking
+    if (!NT_SUCCESS(s))
+        return STATUS(s);
+    if (a[2] == 0)
+        return STATUS(STATUS_SUCCESS);
+    // Check the buffer before taking input: input taken from the console must not be lost.
+    if (!user_range_ok(a[1], a[2]) ||
+        !as_range_writable(&process_current()->as, a[1], MIN(a[2], (uint64_t)CHUNK)))
+        return STATUS(STATUS_ACCESS_VIOLATION);
+    char buf[CHUNK];
+    struct process *p = process_current();
+    for (;;) {
+        got = console_read(buf, MIN(a[2], (uint64_t)CHUNK));
+        if (got || p->killed)
+            break;
+        uint64_t f = irq_save();
+        sleep_on((const void *)&console_has_input, &console_has_input, 0);
+        irq_restore(f);
+    }
+    s = copy_to_user(a[1], buf, got);
+    if (NT_SUCCESS(s))
+        s = copy_to_user(a[3], &got, sizeof got);
+    return STATUS(s);
+}

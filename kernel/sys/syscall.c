@@ -1,0 +1,52 @@
+// The system-call table and the path from syscall_entry to a handler.
+#include "sys/syscall.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/gdt.h"
+#include "arch/x86/msr.h"
+#include "core/sched.h"
+#include "core/uaccess.h"
+
+struct syscall_entry_info {
+    syscall_fn fn;
+    unsigned nargs;
+    const char *name;
+};
+
+static const struct syscall_entry_info table[SYSCALL_COUNT] = {
+#define SYSCALL_TABLE(num, name, n) [num] = {do_##name, n, #name},
+    SYSCALL_LIST(SYSCALL_TABLE)
+#undef SYSCALL_TABLE
+};
+
+#define MAX_SYSCALL_ARGS 10
+
+void syscall_dispatch(struct trapframe *tf)
+{
+    sti();
+    uint64_t n = tf->rax;
+    uint64_t result;
+    if (n >= SYSCALL_COUNT || !table[n].fn) {
+        result = (uint64_t)(uint32_t)STATUS_INVALID_SYSTEM_SERVICE;
+    } else {
+        uint64_t a[MAX_SYSCALL_ARGS] = {tf->rdi, tf->rsi, tf->rdx, tf->r10, tf->r8, tf->r9};
+        NTSTATUS s = STATUS_SUCCESS;
+        if (table[n].nargs > 6) // the rest sit above the return address on the user stack
+            s = copy_from_user(&a[6], tf->rsp + 8, (table[n].nargs - 6) * sizeof(uint64_t));
+        result = NT_SUCCESS(s) ? table[n].fn(a, tf) : (uint64_t)(uint32_t)s;
+    }
+    tf->rax = result;
+    cli();
+    sched_user_return();
+}
+
+extern void syscall_entry(void);
+
+void syscall_init_cpu(void)
+{
+    wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SCE);
+    // syscall: CS = STAR[47:32], SS = +8; sysret: SS = STAR[63:48] + 8, CS = +16.
+    wrmsr(MSR_STAR, ((uint64_t)(SEL_UDATA - 8 - 3) << 48) | ((uint64_t)SEL_KCODE << 32));
+    wrmsr(MSR_LSTAR, (uint64_t)syscall_entry);
+    // Clear TF, IF, DF, IOPL, NT and AC on entry.
+    wrmsr(MSR_FMASK, 0x47700);
+}

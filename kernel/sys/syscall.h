@@ -1,0 +1,15 @@
+// System-call dispatch. The table is generated from SYSCALL_LIST (abi.h): each
+// entry do_NAME receives the arguments as an array (7 and up fetched from the
+// user stack) and the caller's frame.
+#pragma once
+#include "lib/abi.h"
+#include "arch/x86/trapframe.h"
+
+typedef uint64_t (*syscall_fn)(const uint64_t *a, struct trapframe *tf);
+
+#define SYSCALL_DECLARE(num, name, nargs) \
+    uint64_t do_##name(const uint64_t *a, struct trapframe *tf);
+SYSCALL_LIST(SYSCALL_DECLARE)
+#undef SYSCALL_DECLARE
+
+void syscall_init_cpu(void); // STAR, LSTAR, FMASK, EFER.SCE on this CPU
