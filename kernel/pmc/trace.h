@@ -32,6 +32,7 @@ enum pmc_trace_step {
     PMC_STEP_SAMPLE,       // value = interrupted IP
     PMC_STEP_THROTTLE,     // source stopped on this CPU: too many samples
     PMC_STEP_STUCK,        // overflow kept recurring: counters reset
+    PMC_STEP_STRETCH,      // throttle: value = periods the counter's next arm covers
     PMC_STEP_COUNT
 };
 

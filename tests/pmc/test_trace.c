@@ -104,8 +104,8 @@ static void check_v1_and_amd(void)
     start_ok(ProfileLLCReference);
     model_retire(0, EV_LLC_REFS, 1000000, 0xFFFFFFFF80123456ull, false);
     const char *t = trace_text(0);
-    tap_contains(t, "wrmsr F15H_PERF_CTL0 = 0x0053077d (event 0x7d umask 0x07 USR OS INT EN)\n",
-                 "amd-v2 trace: PERF_CTL0 decoded");
+    tap_contains(t, "wrmsr F15H_PERF_CTL0 = 0x0053ff60 (event 0x60 umask 0xff USR OS INT EN)\n",
+                 "amd-v2 (family 19h) trace: PERF_CTL0 decoded");
     tap_contains(t,
                  "rdmsr AMD_PERF_GLOBAL_STATUS = 0x00000001 (CTR0)\nsample ProfileLLCReference ip "
                  "0xffffffff80123456\n",
