@@ -793,8 +793,6 @@ static void retire_in_handler(void)
 
 void model_retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bool user)
 {
-    if (cfg.late_pmi) // the PMI latched meanwhile is injected at this VM entry
-        model_deliver_pending(cpu, ip);
     retire(cpu, ev, n, ip, user);
 }
 
@@ -1041,6 +1039,9 @@ void model_set_time(uint64_t ns)
 void model_advance_time(uint64_t ns)
 {
     now_ns += ns;
+    if (cfg.late_pmi) // the next VM entries inject the PMIs latched meanwhile
+        for (unsigned cpu = 0; cpu < cfg.ncpus; cpu++)
+            take_pending(cpu);
 }
 
 struct alloc_header {

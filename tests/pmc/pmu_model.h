@@ -53,7 +53,7 @@ struct model_config {
     uint64_t msr_cost_ns;    // model time per MSR or LAPIC access (MODEL_COST_*)
     unsigned handler_insns;  // instructions and core cycles the PMI path retires at entry and
                              // after each of its MSR/LAPIC accesses, counted by running counters
-    bool late_pmi;           // PMIs wait for the next model_retire (after the iret) and coalesce
+    bool late_pmi;           // PMIs wait for the next model_advance_time (a VM entry) and coalesce
     bool pmu_faults;         // every PMU MSR raises #GP although CPUID advertises the PMU
     uint32_t firmware_gp;    // GP counters whose event select firmware left enabled (bit n)
     uint32_t firmware_fixed; // fixed counters firmware left enabled (bit n)
