@@ -5,6 +5,7 @@
 // overflowed counter is one whose bit 47 has come back clear. With PerfMonV2,
 // AMD_PERF_GLOBAL_CTL gates every counter and GLOBAL_STATUS/STATUS_CLR report
 // and acknowledge overflows. AMD's LVTPC does not mask itself on delivery.
+// Event encodings depend on the family (profile_source.c: pmc_amd_event).
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/vectors.h"
@@ -16,13 +17,21 @@
 #define AMD_COUNTER_MASK ((1ull << 48) - 1)
 
 static struct {
-    bool v2;              // PerfMonV2 global registers
-    uint64_t status_bits; // GLOBAL_STATUS bits of our counters
+    bool v2;                                     // PerfMonV2 global registers
+    uint64_t status_bits;                        // GLOBAL_STATUS bits of our counters
+    struct pmc_amd_event ev[ProfileSourceCount]; // each source's event on this family
+    uint32_t restricted;                         // counters some event is confined to
 } amd;
 
 static void amd_setup(const struct pmc_caps *c)
 {
     amd.v2 = c->amd_perfmon_v2;
+    amd.restricted = 0;
+    for (unsigned s = 0; s < ProfileSourceCount; s++) {
+        amd.ev[s] = pmc_amd_event((enum pmc_amd_kind)profile_sources[s].amd_kind, c->family);
+        if (amd.ev[s].select && (amd.ev[s].counters & 0x3F) != 0x3F)
+            amd.restricted |= amd.ev[s].counters;
+    }
     for (unsigned i = 0; i < c->amd_counters; i++) {
         struct pmc_counter_hw hw = {
             .kind = PMC_COUNTER_GENERAL,
@@ -40,7 +49,27 @@ static void amd_setup(const struct pmc_caps *c)
 
 static bool amd_supported(KPROFILE_SOURCE source)
 {
-    return source != ProfileTime && profile_sources[source].amd_select != 0 && pmc_ncounters > 0;
+    return source != ProfileTime && amd.ev[source].select != 0 && pmc_ncounters > 0;
+}
+
+// Counters a source's event may use, among those this CPU has.
+static uint32_t usable(KPROFILE_SOURCE source)
+{
+    return amd.ev[source].counters & (uint32_t)amd.status_bits;
+}
+
+// Claim a counter: an event that may use any counter first tries those no
+// event is confined to (family 15h: PERF_CTR3-5), leaving PERF_CTR0-2 to the
+// events that can only count there.
+static int claim(unsigned cpu, KPROFILE_SOURCE source)
+{
+    uint32_t mask = usable(source), spare = mask & ~amd.restricted;
+    int i = -1;
+    if (amd.restricted && spare != mask && spare)
+        i = pmc_counter_claim(cpu, source, PMC_NO_FIXED, spare, pmc_source_interval[source]);
+    if (i < 0)
+        i = pmc_counter_claim(cpu, source, PMC_NO_FIXED, mask, pmc_source_interval[source]);
+    return i;
 }
 
 static uint64_t enabled_mask(unsigned cpu)
@@ -83,7 +112,7 @@ static NTSTATUS amd_enable(KPROFILE_SOURCE source)
         return STATUS_NOT_SUPPORTED;
     if (pmc_counter_find(cpu, source) >= 0)
         return STATUS_PROFILING_NOT_STOPPED;
-    int i = pmc_counter_claim(cpu, source, PMC_NO_FIXED, true, pmc_source_interval[source]);
+    int i = claim(cpu, source);
     if (i < 0) {
         PMC_TRACE_STEP(PMC_STEP_NO_COUNTER, source, 0);
         return STATUS_INSUFFICIENT_RESOURCES;
@@ -92,7 +121,7 @@ static NTSTATUS amd_enable(KPROFILE_SOURCE source)
     const struct pmc_counter_hw *hw = &pmc_hw[i];
     pmc_wrmsr(hw->ctl_msr, 0); // stopped while loaded
     pmc_wrmsr(hw->ctr_msr, pmc_arm_value(hw, pmc_counter(cpu, (unsigned)i)->period));
-    pmc_wrmsr(hw->ctl_msr, profile_sources[source].amd_select | PERFEVTSEL_INT | PERFEVTSEL_EN);
+    pmc_wrmsr(hw->ctl_msr, amd.ev[source].select | PERFEVTSEL_INT | PERFEVTSEL_EN);
     write_global_ctl(cpu);
     return STATUS_SUCCESS;
 }
@@ -154,7 +183,10 @@ static void amd_check_overflow(struct overflow_status *o)
 static void amd_query(KPROFILE_SOURCE source, struct pmc_source_query *q)
 {
     q->supported = amd_supported(source);
-    q->reason = q->supported ? "" : "no AMD event for this source";
+    q->reason = q->supported                       ? ""
+                : source == ProfileTime            ? "counted by the timer, not a PMC"
+                : amd.ev[source].reason[0] != '\0' ? amd.ev[source].reason
+                                                   : "no counter";
     q->kind = q->supported ? PMC_COUNTER_GENERAL : PMC_COUNTER_NONE;
     q->max_interval = q->supported ? pmc_hw[0].max_period : 0;
 }
@@ -165,11 +197,10 @@ static void amd_freeze(void)
         pmc_wrmsr(MSR_AMD_PERF_GLOBAL_CTL, 0);
 }
 
-static void amd_reload(unsigned i, uint64_t *lost)
+static void amd_reload(unsigned i, uint64_t period, uint64_t *lost)
 {
     const struct pmc_counter_hw *hw = &pmc_hw[i];
-    const struct pmc_counter *c = pmc_counter(cpu_id(), i);
-    pmc_wrmsr(hw->ctr_msr, pmc_reload_value(hw, c, pmc_rdmsr(hw->ctr_msr), lost));
+    pmc_wrmsr(hw->ctr_msr, pmc_reload_value(hw, period, pmc_rdmsr(hw->ctr_msr), lost));
 }
 
 static void amd_ack(uint64_t mask)

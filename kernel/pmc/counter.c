@@ -49,14 +49,21 @@ static int fixed_index(int fixed)
     return -1;
 }
 
-int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, bool general_ok,
+// GP counter i may count an event allowed on the counters in mask.
+static bool general_fits(unsigned i, uint32_t mask)
+{
+    return pmc_hw[i].kind == PMC_COUNTER_GENERAL && pmc_hw[i].number < 32 &&
+           ((mask >> pmc_hw[i].number) & 1);
+}
+
+int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, uint32_t general_mask,
                       uint64_t interval)
 {
     int pick = fixed_index(fixed);
     if (pick >= 0 && !counter_free(cpu, pick))
         pick = -1;
-    for (unsigned i = 0; pick < 0 && general_ok && i < pmc_ncounters; i++)
-        if (pmc_hw[i].kind == PMC_COUNTER_GENERAL && counter_free(cpu, (int)i))
+    for (unsigned i = 0; pick < 0 && i < pmc_ncounters; i++)
+        if (general_fits(i, general_mask) && counter_free(cpu, (int)i))
             pick = (int)i;
     if (pick < 0)
         return -1;
@@ -64,6 +71,7 @@ int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, bool gene
     c->period = pmc_period_clamp(interval, pmc_hw[pick].max_period);
     c->source = source;
     c->stopped = 0;
+    c->stretch = 0;
     return pick;
 }
 
@@ -77,11 +85,11 @@ int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source)
     return -1;
 }
 
-int pmc_counter_preferred(int fixed, bool general_ok)
+int pmc_counter_preferred(int fixed, uint32_t general_mask)
 {
     int pick = fixed_index(fixed);
-    for (unsigned i = 0; pick < 0 && general_ok && i < pmc_ncounters; i++)
-        if (pmc_hw[i].kind == PMC_COUNTER_GENERAL)
+    for (unsigned i = 0; pick < 0 && i < pmc_ncounters; i++)
+        if (general_fits(i, general_mask))
             pick = (int)i;
     return pick;
 }
@@ -93,10 +101,9 @@ uint64_t pmc_period_clamp(uint64_t interval, uint64_t max_period)
     return interval > max_period ? max_period : interval;
 }
 
-uint64_t pmc_reload_value(const struct pmc_counter_hw *hw, const struct pmc_counter *c,
-                          uint64_t now, uint64_t *lost)
+uint64_t pmc_reload_value(const struct pmc_counter_hw *hw, uint64_t period, uint64_t now,
+                          uint64_t *lost)
 {
-    uint64_t period = c->period;
     uint64_t past = pmc_counter_wrapped(hw, now) ? now : 0; // events since the wrap
     *lost = past / period;
     return pmc_arm_value(hw, period - past % period);

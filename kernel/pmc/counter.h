@@ -26,8 +26,9 @@ struct pmc_counter_hw {
 struct pmc_counter {
     uint64_t period : 48; // events per sample; 0 = counter free
     uint64_t source : 8;  // KPROFILE_SOURCE counted
-    uint64_t stopped : 1; // throttled or reset by the PMI: still owned, not counting
-    uint64_t unused : 7;
+    uint64_t stopped : 1; // reset by the PMI (stuck status): still owned, not counting
+    uint64_t stretch : 6; // log2 of how many periods the last arm covered (pmi.c's throttle)
+    uint64_t unused : 1;
 };
 _Static_assert(sizeof(struct pmc_counter) == 8, "seed 000: 8 bytes per counter per processor");
 
@@ -49,13 +50,14 @@ static inline struct pmc_counter *pmc_counter(unsigned cpu, unsigned i)
 }
 
 // Claim a free counter on cpu for source with the given period: the fixed
-// counter `fixed` if it exists and is free, else a free GP counter when
-// general_ok. Returns the counter index or -1.
-int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, bool general_ok,
+// counter `fixed` if it exists and is free, else a free GP counter whose number
+// is in general_mask (bit n = PMCn / PERF_CTRn may count the event; 0 = no GP
+// counter). Returns the counter index or -1.
+int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, uint32_t general_mask,
                       uint64_t interval);
 int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source); // owned counter or -1
 // The counter a source would use on an idle CPU (for the max interval), or -1.
-int pmc_counter_preferred(int fixed, bool general_ok);
+int pmc_counter_preferred(int fixed, uint32_t general_mask);
 
 uint64_t pmc_period_clamp(uint64_t interval, uint64_t max_period);
 
@@ -72,8 +74,9 @@ static inline bool pmc_counter_wrapped(const struct pmc_counter_hw *hw, uint64_t
     return (value & (hw->mask ^ (hw->mask >> 1))) == 0;
 }
 
-// Value to reload after an overflow, given the counter's current value: the
-// events already counted past zero are charged to the next period so that
-// samples == events / period exactly. *lost gets whole periods skipped.
-uint64_t pmc_reload_value(const struct pmc_counter_hw *hw, const struct pmc_counter *c,
-                          uint64_t now, uint64_t *lost);
+// Value to reload after an overflow for a next period of `period` events, given
+// the counter's current value: the events already counted past zero are charged
+// to that period so that samples == events / period exactly. *lost gets whole
+// periods skipped.
+uint64_t pmc_reload_value(const struct pmc_counter_hw *hw, uint64_t period, uint64_t now,
+                          uint64_t *lost);

@@ -25,16 +25,88 @@ bool pmc_ebx_event_available(const struct pmc_caps *caps, int bit)
     return (caps->perfmon.ebx & (1u << bit)) == 0;
 }
 
+// Every probe access is fault-safe: a hypervisor may advertise a PMU in CPUID
+// and still raise #GP on its MSRs (Linux's check_hw_exists probes the same way,
+// arch/x86/events/core.c). The first fault is remembered for the reason.
+static bool probe_read(struct pmc_caps *c, uint32_t msr, uint64_t *v)
+{
+    if (rdmsr_safe(msr, v))
+        return true;
+    if (c->gp_msr == 0) {
+        c->gp_msr = msr;
+        c->gp_on_write = false;
+    }
+    return false;
+}
+
+static bool probe_write(struct pmc_caps *c, uint32_t msr, uint64_t v)
+{
+    if (wrmsr_safe(msr, v))
+        return true;
+    if (c->gp_msr == 0) {
+        c->gp_msr = msr;
+        c->gp_on_write = true;
+    }
+    return false;
+}
+
+static void firmware_busy(struct pmc_caps *c, unsigned bit, uint32_t msr, uint64_t value)
+{
+    c->firmware_busy |= 1ull << bit;
+    if (c->firmware_msr == 0) {
+        c->firmware_msr = msr;
+        c->firmware_value = value;
+    }
+}
+
+// Firmware may leave counters running (for its own use, or by mistake). The
+// kernel takes them over at InitializeProfiling, as Linux does, but says so
+// instead of overwriting them silently. Reads only; false on a #GP.
+static bool firmware_check(struct pmc_caps *c, uint32_t ctl0, unsigned stride, unsigned n,
+                           bool fixed)
+{
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t v;
+        if (!probe_read(c, ctl0 + stride * i, &v))
+            return false;
+        if (v & PERFEVTSEL_EN)
+            firmware_busy(c, i, ctl0 + stride * i, v);
+    }
+    if (fixed) {
+        uint64_t v;
+        if (!probe_read(c, MSR_IA32_FIXED_CTR_CTRL, &v))
+            return false;
+        for (unsigned f = 0; f < 4; f++) {
+            bool on = (c->fixed_present >> f) & 1 &&
+                      (v >> (4 * f)) & (FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR);
+            if (on)
+                firmware_busy(c, PERF_GLOBAL_FIXED_SHIFT + f, MSR_IA32_FIXED_CTR_CTRL, v);
+        }
+    }
+    return true;
+}
+
+enum presence { PRESENT, IGNORES_WRITES, FAULTS };
+
 // Emulators that do not implement the PMU (QEMU TCG) accept the writes and read
 // back 0. A small positive pattern survives sign extension and any width.
-static bool msrs_respond(uint32_t ctl, uint32_t ctr)
+static enum presence msrs_respond(struct pmc_caps *c, uint32_t ctl, uint32_t ctr)
 {
     const uint64_t pattern = 0x5A5A;
-    pmc_wrmsr(ctl, 0);
-    pmc_wrmsr(ctr, pattern);
-    bool ok = pmc_rdmsr(ctr) == pattern;
-    pmc_wrmsr(ctr, 0);
-    return ok;
+    uint64_t v = 0;
+    if (!probe_write(c, ctl, 0) || !probe_write(c, ctr, pattern) || !probe_read(c, ctr, &v))
+        return FAULTS;
+    bool ok = v == pattern;
+    if (!probe_write(c, ctr, 0))
+        return FAULTS;
+    c->msrs_respond = ok;
+    return ok ? PRESENT : IGNORES_WRITES;
+}
+
+static const char *msr_name(uint32_t msr, char *buf, size_t size)
+{
+    const char *name = pmc_msr_name(msr, buf, size);
+    return name ? name : "a PMU MSR";
 }
 
 static void choose(struct pmc_caps *c, const struct halp_profile_interface *pi,
@@ -44,11 +116,50 @@ static void choose(struct pmc_caps *c, const struct halp_profile_interface *pi,
 {
     va_list ap;
     va_start(ap, reason_fmt);
-    vsnprintf(c->reason, sizeof(c->reason), reason_fmt, ap);
+    int n = vsnprintf(c->reason, sizeof(c->reason), reason_fmt, ap);
     va_end(ap);
     c->choice = pi;
+    if (pi != &nopmu_profile_interface && c->firmware_busy && n > 0 &&
+        (size_t)n < sizeof(c->reason)) {
+        char name[32];
+        size_t len = (size_t)n;
+        len += (size_t)snprintf(c->reason + len, sizeof(c->reason) - len, ", firmware left %s",
+                                msr_name(c->firmware_msr, name, sizeof(name)));
+        if (len < sizeof(c->reason))
+            snprintf(c->reason + len, sizeof(c->reason) - len, " = 0x%lx enabled (taken over)",
+                     (unsigned long)c->firmware_value);
+    }
     if (pi == &nopmu_profile_interface)
         snprintf(nopmu_reason, sizeof(nopmu_reason), "no PMU: %s", c->reason);
+}
+
+// What to probe: the counters' control and counter MSRs, the fixed-counter
+// control (Intel v2+), the global control (Intel v2+, AMD PerfMonV2; 0: none).
+struct probe {
+    uint32_t ctl0, ctr0;
+    unsigned stride, counters;
+    bool fixed_ctrl;
+    uint32_t global_ctrl;
+};
+
+// Firmware check, every control register read, then the write/read-back test.
+// False (and the no-PMU interface chosen, with the reason) if the PMU is not
+// usable.
+static bool probe(struct pmc_caps *c, const struct probe *p)
+{
+    uint64_t v;
+    enum presence present = FAULTS;
+    if (firmware_check(c, p->ctl0, p->stride, p->counters, p->fixed_ctrl) &&
+        (p->global_ctrl == 0 || probe_read(c, p->global_ctrl, &v)))
+        present = msrs_respond(c, p->ctl0, p->ctr0);
+    char name[32];
+    if (present == FAULTS)
+        choose(c, &nopmu_profile_interface, "%s raises #GP on %s",
+               msr_name(c->gp_msr, name, sizeof(name)), c->gp_on_write ? "wrmsr" : "rdmsr");
+    else if (present == IGNORES_WRITES)
+        choose(c, &nopmu_profile_interface, "%s ignores writes",
+               msr_name(p->ctr0, name, sizeof(name)));
+    return present == PRESENT;
 }
 
 static void detect_intel(struct pmc_caps *c)
@@ -67,10 +178,9 @@ static void detect_intel(struct pmc_caps *c)
         if (c->version >= 5)
             c->fixed_present |= c->perfmon.ecx;
     }
-    if (c->pdcm) {
-        c->perf_capabilities = pmc_rdmsr(MSR_IA32_PERF_CAPABILITIES);
+    // A PERF_CAPABILITIES that faults despite PDCM only costs full-width writes.
+    if (c->pdcm && rdmsr_safe(MSR_IA32_PERF_CAPABILITIES, &c->perf_capabilities))
         c->full_width = (c->perf_capabilities & PERF_CAPABILITIES_FW_WRITE) != 0;
-    }
 
     if (c->version == 0) {
         choose(c, &nopmu_profile_interface, "CPUID.0AH version 0");
@@ -81,11 +191,15 @@ static void detect_intel(struct pmc_caps *c)
                c->version, c->gp_counters, c->gp_width);
         return;
     }
-    c->msrs_respond = msrs_respond(MSR_IA32_PERFEVTSEL0, MSR_IA32_PMC0);
-    if (!c->msrs_respond) {
-        choose(c, &nopmu_profile_interface, "IA32_PMC0 ignores writes");
+    unsigned ngp = c->gp_counters < PMC_MAX_GP_INTEL ? c->gp_counters : PMC_MAX_GP_INTEL;
+    struct probe pr = {MSR_IA32_PERFEVTSEL0,
+                       MSR_IA32_PMC0,
+                       1,
+                       ngp,
+                       c->version >= 2 && c->fixed_counters && c->fixed_width,
+                       c->version >= 2 ? MSR_IA32_PERF_GLOBAL_CTRL : 0};
+    if (!probe(c, &pr))
         return;
-    }
     unsigned fixed = 0;
     for (unsigned i = 0; i < 3; i++) // instructions, core cycles, reference cycles
         fixed += (c->fixed_present >> i) & 1;
@@ -116,15 +230,16 @@ static void detect_amd(struct pmc_caps *c)
     if (c->amd_counters > PMC_MAX_COUNTERS)
         c->amd_counters = PMC_MAX_COUNTERS;
 
-    c->msrs_respond = c->amd_perfctr_core ? msrs_respond(MSR_F15H_PERF_CTL0, MSR_F15H_PERF_CTR0)
-                                          : msrs_respond(MSR_K7_PERF_CTL0, MSR_K7_PERF_CTR0);
-    if (!c->msrs_respond) {
-        choose(c, &nopmu_profile_interface, "%s ignores writes",
-               c->amd_perfctr_core ? "F15H_PERF_CTR0" : "K7_PERF_CTR0");
+    struct probe pr = {c->amd_perfctr_core ? MSR_F15H_PERF_CTL0 : MSR_K7_PERF_CTL0,
+                       c->amd_perfctr_core ? MSR_F15H_PERF_CTR0 : MSR_K7_PERF_CTR0,
+                       c->amd_perfctr_core ? 2 : 1,
+                       c->amd_counters,
+                       false,
+                       c->amd_perfmon_v2 ? MSR_AMD_PERF_GLOBAL_CTL : 0};
+    if (!probe(c, &pr))
         return;
-    }
-    choose(c, &amd64_profile_interface, "%u counters x 48 bits (%s%s)", c->amd_counters,
-           c->amd_perfctr_core ? "PerfCtrExtCore" : "legacy",
+    choose(c, &amd64_profile_interface, "family %xh, %u counters x 48 bits (%s%s)", c->family,
+           c->amd_counters, c->amd_perfctr_core ? "PerfCtrExtCore" : "legacy",
            c->amd_perfmon_v2 ? ", PerfMonV2" : "");
 }
 
@@ -141,6 +256,14 @@ void pmc_detect(struct pmc_caps *c)
 
     if (c->max_leaf >= 1) {
         r = cpuid(1, 0);
+        // Family and model: the extended fields count only for base family 0Fh
+        // (and, for the model, 06h): Intel SDM vol. 2A, CPUID leaf 01H; AMD
+        // APM vol. 3, appendix E, CPUID Fn0000_0001_EAX.
+        unsigned base_family = (r.eax >> 8) & 0xF, base_model = (r.eax >> 4) & 0xF;
+        c->family = base_family == 0xF ? base_family + ((r.eax >> 20) & 0xFF) : base_family;
+        c->model = base_family == 0xF || base_family == 0x6
+                       ? base_model | ((r.eax >> 16) & 0xF) << 4
+                       : base_model;
         c->hypervisor = (r.ecx & CPUID1_ECX_HYPERVISOR) != 0;
         c->pdcm = (r.ecx & CPUID1_ECX_PDCM) != 0;
     }

@@ -33,9 +33,21 @@ struct pmc_caps {
     bool amd_perfmon_v2;   // CPUID.80000022H:EAX[0]: global ctl/status
     unsigned amd_counters; // counters the AMD interface will use
 
+    unsigned family, model; // CPUID.1:EAX, extended fields folded in (e.g. 0x19, 0x11)
+
     bool msrs_respond; // the write/read-back presence check passed
+    uint32_t gp_msr;   // the probe's #GP: the MSR that faulted, 0 if none did
+    bool gp_on_write;  // ... on wrmsr (else rdmsr)
+
+    // Counters firmware left enabled before the kernel took them over (bit =
+    // GLOBAL_CTRL/STATUS numbering: GP n at bit n, fixed n at bit 32 + n), and
+    // the first such control register and its value, for the report.
+    uint64_t firmware_busy;
+    uint32_t firmware_msr;
+    uint64_t firmware_value;
+
     const struct halp_profile_interface *choice;
-    char reason[96]; // for the boot line, without the hypervisor
+    char reason[160]; // for the boot line, without the hypervisor
 };
 
 extern struct pmc_caps pmc_caps;

@@ -19,8 +19,11 @@
 
 #define FIXED_ENABLE (FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR | FIXED_CTR_CTRL_PMI)
 
+#define ALL_GP 0xFFFFFFFFu // every Intel GP counter counts every architectural event
+
 static struct {
     unsigned version;
+    uint32_t v1_rearmed[MAX_CPUS];       // version 1: counters re-armed, to enable in Thaw
     bool has_fixed;                      // IA32_FIXED_CTR_CTRL exists
     uint64_t status_bits;                // GLOBAL_STATUS bits of the counters in pmc_hw
     char reason[ProfileSourceCount][64]; // why each source is unsupported; "" = supported
@@ -121,6 +124,7 @@ static NTSTATUS emon_initialize(void)
             pmc_wrmsr(pmc_hw[i].ctl_msr, 0);
         *pmc_counter(cpu, i) = (struct pmc_counter){0};
     }
+    emon.v1_rearmed[cpu] = 0;
     if (emon.version >= 2)
         pmc_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, emon.status_bits);
     pmc_lapic_write(LAPIC_LVT_PMC, VEC_PMI);
@@ -129,7 +133,7 @@ static NTSTATUS emon_initialize(void)
 
 // Load counter i with its period and let it count and interrupt. The counter is
 // stopped while it is written (seed 004: clear EN before writing IA32_PMCx).
-static void arm_counter(unsigned i, uint64_t value)
+static void arm_counter(unsigned i, uint64_t value, bool enable)
 {
     const struct pmc_counter_hw *hw = &pmc_hw[i];
     struct pmc_counter *c = pmc_counter(cpu_id(), i);
@@ -142,8 +146,9 @@ static void arm_counter(unsigned i, uint64_t value)
     } else {
         pmc_wrmsr(hw->ctl_msr, 0);
         pmc_wrmsr(hw->ctr_msr, value);
-        pmc_wrmsr(hw->ctl_msr,
-                  profile_sources[c->source].intel_select | PERFEVTSEL_INT | PERFEVTSEL_EN);
+        if (enable)
+            pmc_wrmsr(hw->ctl_msr,
+                      profile_sources[c->source].intel_select | PERFEVTSEL_INT | PERFEVTSEL_EN);
     }
 }
 
@@ -154,14 +159,15 @@ static NTSTATUS emon_enable(KPROFILE_SOURCE source)
         return STATUS_NOT_SUPPORTED;
     if (pmc_counter_find(cpu, source) >= 0)
         return STATUS_PROFILING_NOT_STOPPED;
-    int i = pmc_counter_claim(cpu, source, profile_sources[source].intel_fixed, true,
+    int i = pmc_counter_claim(cpu, source, profile_sources[source].intel_fixed, ALL_GP,
                               pmc_source_interval[source]);
     if (i < 0) {
         PMC_TRACE_STEP(PMC_STEP_NO_COUNTER, source, 0);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     PMC_TRACE_STEP(PMC_STEP_ENABLE, source, pmc_hw[i].ctr_msr);
-    arm_counter((unsigned)i, pmc_arm_value(&pmc_hw[i], pmc_counter(cpu, (unsigned)i)->period));
+    arm_counter((unsigned)i, pmc_arm_value(&pmc_hw[i], pmc_counter(cpu, (unsigned)i)->period),
+                true);
     write_global_ctrl(cpu);
     return STATUS_SUCCESS;
 }
@@ -197,7 +203,7 @@ static NTSTATUS emon_set_interval(KPROFILE_SOURCE source, uint64_t *interval)
 {
     if (emon.reason[source][0])
         return STATUS_NOT_SUPPORTED;
-    int i = pmc_counter_preferred(profile_sources[source].intel_fixed, true);
+    int i = pmc_counter_preferred(profile_sources[source].intel_fixed, ALL_GP);
     if (i < 0)
         return STATUS_NOT_SUPPORTED;
     *interval = pmc_period_clamp(*interval, pmc_hw[i].max_period);
@@ -238,7 +244,7 @@ static void emon_check_overflow(struct overflow_status *o)
 
 static void emon_query(KPROFILE_SOURCE source, struct pmc_source_query *q)
 {
-    int i = pmc_counter_preferred(profile_sources[source].intel_fixed, true);
+    int i = pmc_counter_preferred(profile_sources[source].intel_fixed, ALL_GP);
     q->supported = emon.reason[source][0] == '\0' && i >= 0;
     q->reason = emon.reason[source][0] ? emon.reason[source] : i < 0 ? "no counter" : "";
     q->kind = i >= 0 ? pmc_hw[i].kind : PMC_COUNTER_NONE;
@@ -251,15 +257,21 @@ static void emon_freeze(void)
         pmc_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
 }
 
-static void emon_reload(unsigned i, uint64_t *lost)
+// Version 1 has no freeze: the counter is stopped while it is reloaded and
+// stays stopped until emon_thaw, which the PMI calls after unmasking the LVTPC.
+// Enabling it first would let an overflow in between signal a masked LVTPC and
+// be lost for good (no status register remembers it; the counter would have to
+// wrap all 2^width again).
+static void emon_reload(unsigned i, uint64_t period, uint64_t *lost)
 {
     const struct pmc_counter_hw *hw = &pmc_hw[i];
-    const struct pmc_counter *c = pmc_counter(cpu_id(), i);
-    uint64_t value = pmc_reload_value(hw, c, pmc_rdmsr(hw->ctr_msr), lost);
-    if (emon.version >= 2) // frozen by GLOBAL_CTRL = 0: write in place
+    uint64_t value = pmc_reload_value(hw, period, pmc_rdmsr(hw->ctr_msr), lost);
+    if (emon.version >= 2) { // frozen by GLOBAL_CTRL = 0: write in place
         pmc_wrmsr(hw->ctr_msr, value);
-    else
-        arm_counter(i, value);
+        return;
+    }
+    arm_counter(i, value, false);
+    emon.v1_rearmed[cpu_id()] |= 1u << i;
 }
 
 static void emon_ack(uint64_t mask)
@@ -270,7 +282,19 @@ static void emon_ack(uint64_t mask)
 
 static void emon_thaw(void)
 {
-    write_global_ctrl(cpu_id());
+    unsigned cpu = cpu_id();
+    if (emon.version >= 2) {
+        write_global_ctrl(cpu);
+        return;
+    }
+    uint32_t rearmed = emon.v1_rearmed[cpu];
+    emon.v1_rearmed[cpu] = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        const struct pmc_counter *c = pmc_counter(cpu, i);
+        if ((rearmed >> i) & 1 && c->period && !c->stopped)
+            pmc_wrmsr(pmc_hw[i].ctl_msr,
+                      profile_sources[c->source].intel_select | PERFEVTSEL_INT | PERFEVTSEL_EN);
+    }
 }
 
 const struct halp_profile_interface emon_profile_interface = {

@@ -57,13 +57,14 @@ NTSTATUS HalStopProfileInterrupt(KPROFILE_SOURCE source, const char **reason);
 uint64_t HalSetProfileInterval(uint64_t interval);
 
 // HalProfileSourceInterval: clamps the interval to what the source's counter can
-// load (PMC sources: [2, 2^31-1] with legacy writes, up to 2^47-1 otherwise),
+// load (PMC sources: [1,000, 2^31-1] with legacy writes, up to 2^47-1 otherwise),
 // writes the result back into the buffer, and applies it at the source's next
 // start (ProfileTime: at once, as HalSetProfileInterval).
 // HalProfileSourceInterruptHandler: buffer holds one HAL_PROFILE_INTERRUPT_HANDLER
 // (NULL unregisters).
 // Errors: STATUS_INVALID_INFO_CLASS, STATUS_INVALID_PARAMETER (NULL buffer, unknown
-// source), STATUS_INFO_LENGTH_MISMATCH (size != the structure), STATUS_NOT_SUPPORTED.
+// source), STATUS_INFO_LENGTH_MISMATCH (size != the structure), STATUS_NOT_SUPPORTED,
+// STATUS_DEVICE_BUSY (a PMC source's interval while a start or stop is in progress).
 NTSTATUS HalSetSystemInformation(HAL_SET_INFORMATION_CLASS cls, uint32_t size, void *buffer);
 
 // HalProfileSourceInformation: size >= the structure (else STATUS_INFO_LENGTH_MISMATCH
@@ -83,7 +84,7 @@ struct hal_profile_source_details {
     bool started;
     uint64_t interval; // current; 100 ns for ProfileTime, events otherwise
     uint64_t default_interval, min_interval, max_interval;
-    uint64_t throttled; // times the PMI stopped it on a CPU for exceeding the rate
+    uint64_t throttled; // periods the PMI throttle let pass unsampled, all CPUs
 };
 
 // STATUS_INVALID_PARAMETER for an unknown source or NULL out.

@@ -47,11 +47,15 @@ struct halp_profile_interface {
     void (*QueryInformation)(KPROFILE_SOURCE source, struct pmc_source_query *q);
 
     // Steps of the PMI handler (pmi.c). NULL in the no-PMU interface.
-    void (*FreezeCounters)(void);                      // stop all counting (global ctrl 0)
-    void (*ReloadCounter)(unsigned i, uint64_t *lost); // re-arm counter i for its next period
-    void (*StopCounter)(unsigned i);                   // throttle: stop, keep ownership
-    void (*AcknowledgeOverflow)(uint64_t mask);        // write-1-to-clear the status bits
-    void (*ThawCounters)(void);                        // restart the owned, unstopped counters
+    void (*FreezeCounters)(void); // stop all counting (global ctrl 0)
+    // Re-arm counter i to overflow after `period` more events (its own period,
+    // or a multiple of it when the throttle stretches it); *lost gets whole
+    // periods that went by unseen. Version-1 Intel leaves the counter disabled
+    // until ThawCounters, which runs after the LVTPC is unmasked.
+    void (*ReloadCounter)(unsigned i, uint64_t period, uint64_t *lost);
+    void (*StopCounter)(unsigned i);            // stuck status: stop, keep ownership
+    void (*AcknowledgeOverflow)(uint64_t mask); // write-1-to-clear the status bits
+    void (*ThawCounters)(void);                 // restart the owned, unstopped counters
 };
 
 extern const struct halp_profile_interface emon_profile_interface;
@@ -66,7 +70,7 @@ extern HAL_PROFILE_INTERRUPT_HANDLER halp_profile_handler;
 
 // Why the no-PMU interface was chosen, without the hypervisor suffix; every PMC
 // source reports "no PMU: <this>".
-extern char nopmu_reason[128];
+extern char nopmu_reason[176];
 
 // hal_profile.c: forget started sources and the callback (pmc_init, pmc_shutdown).
 void hal_profile_reset(void);

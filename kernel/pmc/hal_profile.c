@@ -163,7 +163,14 @@ NTSTATUS HalSetSystemInformation(HAL_SET_INFORMATION_CLASS cls, uint32_t size, v
             in->Interval = HalSetProfileInterval(in->Interval);
             return STATUS_SUCCESS;
         }
-        return halp_profile_interface->SetInterval(in->ProfileSource, &in->Interval);
+        // Under the start/stop lock: a start reads the interval on every CPU,
+        // and all of them must get the same one. (A running counter re-arms
+        // from its own per-CPU copy, so the PMI needs no lock.)
+        if (!try_lock())
+            return STATUS_DEVICE_BUSY;
+        NTSTATUS st = halp_profile_interface->SetInterval(in->ProfileSource, &in->Interval);
+        unlock();
+        return st;
     }
     case HalProfileSourceInterruptHandler:
         if (buffer == NULL)

@@ -41,8 +41,20 @@ static void put_cpuid(struct pmc_text *o, const struct pmc_caps *c)
                      c->amd_perfctr_core ? "yes" : "no", c->amd_perfmon_v2 ? "yes" : "no",
                      c->amd_counters);
     }
+    char name[32];
+    pmc_text_put(o, "family %xh model %xh\n", c->family, c->model);
     pmc_text_put(o, "presence check (write/read back): %s\n",
                  c->msrs_respond ? "passed" : "failed or not run");
+    if (c->gp_msr)
+        pmc_text_put(o, "probe: %s 0x%x raised #GP on %s\n",
+                     pmc_msr_name(c->gp_msr, name, sizeof(name)) ? name : "MSR", c->gp_msr,
+                     c->gp_on_write ? "wrmsr" : "rdmsr");
+    if (c->firmware_busy)
+        pmc_text_put(o,
+                     "firmware left counters enabled: mask 0x%lx (first %s = 0x%lx); taken over\n",
+                     (unsigned long)c->firmware_busy,
+                     pmc_msr_name(c->firmware_msr, name, sizeof(name)) ? name : "?",
+                     (unsigned long)c->firmware_value);
 }
 
 static void put_counters(struct pmc_text *o)
@@ -101,13 +113,19 @@ static void put_pmi(struct pmc_text *o)
             o, "cpu%u: pmis %lu samples %lu spurious %lu lost %lu throttled %lu stuck %lu\n", cpu,
             (unsigned long)s.pmis, (unsigned long)s.samples, (unsigned long)s.spurious,
             (unsigned long)s.lost, (unsigned long)s.throttled, (unsigned long)s.stuck);
+        pmc_text_put(o,
+                     "cpu%u: handler %lu us, busiest window %lu us of %u (limit %u%%), "
+                     "budget ran out %lu times, periods now x%lu\n",
+                     cpu, (unsigned long)(s.handler_ns / 1000),
+                     (unsigned long)(s.max_window_ns / 1000), PMC_THROTTLE_WINDOW_NS / 1000,
+                     PMC_PMI_MAX_PERCENT, (unsigned long)s.squeezed, 1ul << s.shift);
     }
 }
 
 int pmc_info(char *buf, size_t size)
 {
     struct pmc_text o = {buf, size, 0};
-    char line[160];
+    char line[256];
     if (size)
         buf[0] = '\0';
     pmc_boot_line(line, sizeof(line));

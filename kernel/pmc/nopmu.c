@@ -4,7 +4,7 @@
 // source is refused with the reason detection gave.
 #include "pmc/hal_interface.h"
 
-char nopmu_reason[128] = "no PMU: not initialized";
+char nopmu_reason[176] = "no PMU: not initialized";
 
 static void nopmu_setup(const struct pmc_caps *caps)
 {

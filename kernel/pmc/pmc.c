@@ -2,6 +2,8 @@
 #include "pmc/pmc.h"
 #include "lib/kprintf.h"
 #include "arch/x86/percpu.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/vectors.h"
 #include "pmc/detect.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"
@@ -46,16 +48,39 @@ void pmc_init(void)
     PMC_TRACE_STEP(PMC_STEP_INIT, PMC_TRACE_NO_SOURCE, ncpus);
     smp_call_all(initialize_on_cpu, NULL);
 
-    char line[160];
+    char line[256];
     pmc_boot_line(line, sizeof(line));
     kprintf("%s\n", line);
 }
 
+// Every CPU: no further PMI from the LVTPC, no counter left counting. Runs
+// after the interface was switched to nopmu, so any PMI still latched in the
+// LAPIC is taken as spurious without touching the counter state.
+static void quiesce_on_cpu(void *arg)
+{
+    const struct halp_profile_interface *pi = arg;
+    pmc_lapic_write(LAPIC_LVT_PMC, VEC_PMI | LVT_MASKED);
+    if (pi->StopCounter == NULL)
+        return;
+    pi->FreezeCounters();
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if (pmc_counter(cpu_id(), i)->period)
+            pi->StopCounter(i);
+}
+
+// Mask, drain, then free. A PMI handler that started before the switch to
+// nopmu may still be using the counter state on another CPU; smp_call_all
+// returns only after every CPU has run quiesce_on_cpu with interrupts off, which
+// it cannot do while its PMI handler runs, so after it no handler holds the old
+// interface, and a PMI delivered later is spurious and touches nothing freed.
 void pmc_shutdown(void)
 {
+    const struct halp_profile_interface *pi = halp_profile_interface;
     for (unsigned s = 0; s < ProfileSourceCount; s++)
         HalStopProfileInterrupt((KPROFILE_SOURCE)s, NULL); // not started: harmless
     WRITE_ONCE(halp_profile_interface, &nopmu_profile_interface);
+    pmc_trace_disable();
+    smp_call_all(quiesce_on_cpu, (void *)pi);
     hal_profile_reset();
     pmc_counters_reset();
     pmc_trace_free();

@@ -4,14 +4,18 @@
 #include "lib/types.h"
 
 struct pmc_pmi_stats {
-    uint64_t pmis;      // PMIs taken
-    uint64_t samples;   // counter overflows reported to the profile callback
-    uint64_t spurious;  // PMIs with nothing overflowed (counted and ignored)
-    uint64_t lost;      // whole periods that passed while no PMI could be taken
-    uint64_t throttled; // sources stopped here for exceeding PMC_MAX_SAMPLE_RATE
-    uint64_t stuck;     // PMIs that gave up after PMC_PMI_MAX_LOOPS and reset the counters
+    uint64_t pmis;          // PMIs taken
+    uint64_t samples;       // counter overflows reported to the profile callback
+    uint64_t spurious;      // PMIs with nothing overflowed (counted and ignored)
+    uint64_t lost;          // whole periods that passed while no PMI could be taken
+    uint64_t throttled;     // periods the throttle let pass without a sample
+    uint64_t stuck;         // PMIs that gave up after PMC_PMI_MAX_LOOPS and reset the counters
+    uint64_t handler_ns;    // time spent in the handler
+    uint64_t max_window_ns; // most handler time in one PMC_THROTTLE_WINDOW_NS window
+    uint64_t squeezed;      // windows whose handler budget ran out
+    unsigned shift;         // adapted rate: periods are now 2^shift times the interval
 };
 
 void pmc_pmi_stats(unsigned cpu, struct pmc_pmi_stats *out);
-uint64_t pmc_pmi_throttled(KPROFILE_SOURCE source); // stops of source, all CPUs
+uint64_t pmc_pmi_throttled(KPROFILE_SOURCE source); // periods of source not sampled, all CPUs
 void pmc_pmi_reset(void);                           // zero everything (pmc_init)

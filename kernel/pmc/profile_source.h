@@ -19,13 +19,33 @@ enum pmc_counter_kind {
 #define PMC_NO_EBX_BIT (-1) // seed 000 gives the source no CPUID.0AH:EBX bit
 #define PMC_NO_FIXED   (-1) // no Intel fixed counter counts this source
 
+// What an AMD counter would count for a source; the encoding depends on the
+// family (pmc_amd_event).
+enum pmc_amd_kind {
+    PMC_AMD_NONE,         // no AMD event
+    PMC_AMD_CYCLES,       // core cycles not halted
+    PMC_AMD_INSTRUCTIONS, // retired instructions
+    PMC_AMD_BRANCHES,     // retired branch instructions
+    PMC_AMD_MISPREDICTS,  // retired mispredicted branches
+    PMC_AMD_CACHE_REFS,   // L2 requests (Linux's "cache-references")
+    PMC_AMD_CACHE_MISSES, // L2 misses (Linux's "cache-misses")
+    PMC_AMD_KINDS
+};
+
+// One AMD event on one family.
+struct pmc_amd_event {
+    uint64_t select;    // PERF_CTLx value (USR|OS|umask|event); 0 = none on this family
+    uint32_t counters;  // bit n: PERF_CTRn can count it
+    const char *reason; // when select is 0: why not
+};
+
 struct profile_source_desc {
     const char *name;        // WDM.H name, e.g. "ProfileTime"
     const char *description; // the name without "Profile": the HAL's descriptive string
     int8_t ebx_bit;          // seed 000: CPUID.0AH:EBX bit that must be meaningful and clear
     int8_t intel_fixed;      // IA32_FIXED_CTRn able to count it, or PMC_NO_FIXED
     uint32_t intel_select;   // seed 000's IA32_PERFEVTSELx value (USR|OS|umask|event), 0 = none
-    uint64_t amd_select;     // AMD PERF_CTLx value (USR|OS|umask|event), 0 = none
+    uint8_t amd_kind;        // enum pmc_amd_kind
 };
 
 extern const struct profile_source_desc profile_sources[ProfileSourceCount];
@@ -37,3 +57,7 @@ const struct profile_source_desc *profile_source(KPROFILE_SOURCE source);
 const char *profile_source_name(KPROFILE_SOURCE source);
 
 const char *pmc_counter_kind_name(enum pmc_counter_kind kind);
+
+// The encoding of an AMD event kind on a processor family (CPUID.1 base +
+// extended family, e.g. 0x19).
+struct pmc_amd_event pmc_amd_event(enum pmc_amd_kind kind, unsigned family);

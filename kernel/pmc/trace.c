@@ -314,6 +314,7 @@ static const struct {
     [PMC_STEP_THROTTLE] = {"throttled: stopped on this CPU", "samples in window", ARG_DEC},
     [PMC_STEP_STUCK] = {"PMI stuck: counters reset", "loops", ARG_DEC},
     [PMC_STEP_BUCKET] = {"bucket", "index", ARG_DEC},
+    [PMC_STEP_STRETCH] = {"throttled: period stretched", "periods per sample", ARG_DEC},
 };
 
 static void decode_step(struct pmc_text *o, const struct pmc_trace_record *r)

@@ -33,6 +33,7 @@ enum pmc_trace_step {
     PMC_STEP_THROTTLE,     // source stopped on this CPU: too many samples
     PMC_STEP_STUCK,        // overflow kept recurring: counters reset
     PMC_STEP_BUCKET,       // a sample counted: value = bucket index, arg = the profile's RangeBase
+    PMC_STEP_STRETCH,      // throttle: value = periods the counter's next arm covers
     PMC_STEP_COUNT
 };
 

@@ -29,6 +29,7 @@ const struct model_config MODEL_INTEL_V1 = {
     .gp = 2,
     .gp_width = 40,
     .ebx_length = 7,
+    .msr_cost_ns = MODEL_COST_BARE_NS,
 };
 // KVM -cpu host on an Intel host: version 2, full-width writes, 3 fixed, slots hidden.
 const struct model_config MODEL_INTEL_KVM_V2 = {
@@ -45,6 +46,7 @@ const struct model_config MODEL_INTEL_KVM_V2 = {
     .fixed_width = 48,
     .pdcm = true,
     .full_width = true,
+    .msr_cost_ns = MODEL_COST_KVM_NS,
 };
 // Version 4 without full-width writes: legacy sign-extending PMC writes.
 const struct model_config MODEL_INTEL_V4 = {
@@ -59,6 +61,7 @@ const struct model_config MODEL_INTEL_V4 = {
     .fixed_width = 48,
     .pdcm = true,
     .full_width = false,
+    .msr_cost_ns = MODEL_COST_BARE_NS,
 };
 // Version 5: EDX reports 1 fixed counter, the ECX bitmap adds 1-3.
 const struct model_config MODEL_INTEL_V5 = {
@@ -74,18 +77,26 @@ const struct model_config MODEL_INTEL_V5 = {
     .fixed_ecx = 0xF,
     .pdcm = true,
     .full_width = true,
+    .msr_cost_ns = MODEL_COST_BARE_NS,
 };
+// Family 10h: four legacy counters.
 const struct model_config MODEL_AMD_LEGACY = {
     .name = "amd-legacy",
     .vendor = MODEL_AMD,
     .ncpus = 2,
+    .family = 0x10,
+    .msr_cost_ns = MODEL_COST_BARE_NS,
 };
+// Family 15h introduced PerfCtrExtCore (six counters, some events on 0-2 only).
 const struct model_config MODEL_AMD_EXT = {
     .name = "amd-perfctr-core",
     .vendor = MODEL_AMD,
     .ncpus = 2,
     .perfctr_core = true,
+    .family = 0x15,
+    .msr_cost_ns = MODEL_COST_BARE_NS,
 };
+// KVM on a Zen 4 host (family 19h): PerfMonV2.
 const struct model_config MODEL_AMD_V2 = {
     .name = "amd-perfmon-v2",
     .vendor = MODEL_AMD,
@@ -94,6 +105,8 @@ const struct model_config MODEL_AMD_V2 = {
     .perfctr_core = true,
     .perfmon_v2 = true,
     .v2_counters = 6,
+    .family = 0x19,
+    .msr_cost_ns = MODEL_COST_KVM_NS,
 };
 // QEMU TCG: CPUID.0AH = 0 (max leaf 0xD), PMU MSRs read 0 and ignore writes.
 const struct model_config MODEL_TCG_INTEL = {
@@ -135,14 +148,25 @@ struct mcpu {
     uint64_t skid_left;
     uint64_t pmi_ip;
     bool pmi_user;
-    uint64_t pmis, lost, masked_after;
+    uint64_t pmis, lost, coalesced, masked_after;
+    uint64_t counted[EV_COUNT];
+    uint64_t handler_ns;
+    unsigned enable_while_masked;
     struct model_timer timers[TIMER_SLOTS];
 };
+
+// Each PMI's entry time and duration, for per-window handler time.
+#define PMI_LOG 32768
+struct pmi_rec {
+    uint64_t entry, ns;
+};
+static struct pmi_rec pmi_log[MODEL_MAX_CPUS][PMI_LOG];
+static unsigned pmi_logged[MODEL_MAX_CPUS];
 
 static struct model_config cfg;
 static struct mcpu mcpus[MODEL_MAX_CPUS];
 static unsigned current;
-static unsigned gp_faults, msr_writes, smp_calls;
+static unsigned gp_faults, msr_writes, smp_calls, safe_faults, constraint_violations;
 static uint64_t now_ns;
 static int alloc_countdown = -1;
 static size_t heap_in_use;
@@ -215,9 +239,22 @@ void model_reset(const struct model_config *c)
         if (cfg.vendor == MODEL_INTEL && cfg.version >= 2)
             mcpus[i].global_ctrl = ngp() >= 64 ? ~0ull : (1ull << ngp()) - 1;
     }
+    if (cfg.family == 0)
+        cfg.family = cfg.vendor == MODEL_AMD ? 0x10 : 6;
+    // Firmware that left counters running: cycles in both rings, enabled.
+    for (unsigned i = 0; i < MODEL_MAX_CPUS; i++) {
+        for (unsigned n = 0; n < NGP_MAX; n++)
+            if ((cfg.firmware_gp >> n) & 1)
+                mcpus[i].ctl[n] = PERFEVTSEL_EN | PERFEVTSEL_OS | PERFEVTSEL_USR |
+                                  (cfg.vendor == MODEL_AMD ? 0x76 : 0x3C);
+        for (unsigned f = 0; f < NFIXED_MAX; f++)
+            if ((cfg.firmware_fixed >> f) & 1)
+                mcpus[i].fixed_ctrl |= (FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR) << (4 * f);
+    }
+    memset(pmi_logged, 0, sizeof(pmi_logged));
     ncpus = ncpus_online = cfg.ncpus;
     current = 0;
-    gp_faults = msr_writes = smp_calls = 0;
+    gp_faults = msr_writes = smp_calls = safe_faults = constraint_violations = 0;
     now_ns = 0;
     alloc_countdown = -1;
     console_len = 0;
@@ -263,6 +300,9 @@ struct cpuid_regs cpuid(uint32_t leaf, uint32_t subleaf)
         r.eax = max;
         put_id(&r.ebx, &r.edx, &r.ecx, id);
     } else if (leaf == 1) {
+        // Family: base 0Fh plus the extended family above it (SDM vol. 2A, CPUID 01H).
+        unsigned fam = cfg.family;
+        r.eax = fam >= 0xF ? (0xFu << 8) | (fam - 0xF) << 20 : fam << 8;
         r.ecx = (cfg.pdcm ? CPUID1_ECX_PDCM : 0) | (cfg.hypervisor ? CPUID1_ECX_HYPERVISOR : 0);
         r.edx = CPUID1_EDX_APIC;
     } else if (leaf == CPUID_LEAF_PERFMON && leaf <= max && cfg.vendor == MODEL_INTEL) {
@@ -342,8 +382,8 @@ static enum reg decode(uint32_t msr, unsigned *index)
     return R_NONE;
 }
 
-// TCG: the PMU MSR ranges exist but do nothing.
-static bool tcg_pmu_msr(uint32_t msr)
+// The PMU MSR ranges (TCG: they exist but do nothing; pmu_faults: they #GP).
+static bool pmu_msr(uint32_t msr)
 {
     return (msr >= MSR_IA32_PMC0 && msr < MSR_IA32_PMC0 + 8) ||
            (msr >= MSR_IA32_PERFEVTSEL0 && msr < MSR_IA32_PERFEVTSEL0 + 8) ||
@@ -353,122 +393,228 @@ static bool tcg_pmu_msr(uint32_t msr)
            (msr >= MSR_F15H_PERF_CTL0 && msr < MSR_F15H_PERF_CTL0 + 12);
 }
 
-uint64_t rdmsr(uint32_t msr)
+static void retire_in_handler(void);
+static bool f15_ctr0_2_only(unsigned ev);
+
+// Every access takes model time; inside the PMI it also retires the handler's
+// own instructions, which running counters count.
+static void access_cost(void)
+{
+    now_ns += cfg.msr_cost_ns;
+    if (in_pmi)
+        retire_in_handler();
+}
+
+// Reserved bits and read-only registers as the SDM and APM define them; NULL
+// when the access is allowed. The MSR exists (decode said so).
+static const char *write_fault(enum reg r, uint64_t v)
+{
+    switch (r) {
+    case R_CTL:
+        if (cfg.vendor == MODEL_AMD) // APM vol. 2 §13.2.1: 63:42, 39:36 and 21 reserved
+            return v & ~0x0000030FFFDFFFFFull ? "reserved PERF_CTL bits (AnyThread is not AMD's)"
+                                              : NULL;
+        if (v >> 32) // SDM vol. 3B, IA32_PERFEVTSELx: bits 63:32 reserved
+            return "reserved event-select bits 63:32";
+        if ((v & PERFEVTSEL_ANY) && (cfg.version < 3 || cfg.hypervisor)) // v3+ only; KVM refuses
+            return "AnyThread (bit 21) not supported here";
+        return NULL;
+    case R_CTR_FULL: return v & ~gp_mask() ? "bits beyond the counter width" : NULL;
+    case R_FIXED: return v & ~fixed_mask() ? "bits beyond the fixed counter width" : NULL;
+    case R_FIXED_CTRL: {
+        uint64_t field = cfg.version >= 3 && !cfg.hypervisor ? 0xF : 0xB; // AnyThread: v3+
+        uint64_t allowed = 0;
+        for (unsigned j = 0; j < NFIXED_MAX; j++)
+            if (fixed_exists(j))
+                allowed |= field << (4 * j);
+        return v & ~allowed ? "reserved fixed-ctrl bits" : NULL;
+    }
+    case R_GCTRL: return v & ~global_bits() ? "reserved global-ctrl bits" : NULL;
+    case R_GOVF: return v & ~global_bits() ? "reserved overflow-clear bits" : NULL;
+    case R_GSTATUS: return "global status is read-only";
+    case R_CAPS: return "PERF_CAPABILITIES is read-only";
+    default: return NULL;
+    }
+}
+
+// False when msr is a PMU MSR that does not behave as one: it faults
+// (pmu_faults) or is ignored (pmu_ignored, TCG). *why is what a #GP means.
+static bool pmu_present(uint32_t msr, const char **why)
+{
+    *why = "no such MSR";
+    if (!pmu_msr(msr) || !(cfg.pmu_faults || cfg.pmu_ignored))
+        return true;
+    if (cfg.pmu_faults)
+        *why = "PMU advertised by CPUID, MSR faults";
+    return false;
+}
+
+// false: #GP (why says what).
+static bool msr_read(uint32_t msr, uint64_t *out, const char **why)
 {
     struct mcpu *c = &mcpus[current];
     unsigned i;
-    if (cfg.pmu_ignored && tcg_pmu_msr(msr))
-        return 0;
+    *out = 0;
+    if (!pmu_present(msr, why))
+        return cfg.pmu_ignored;
     switch (decode(msr, &i)) {
-    case R_CTL: return c->ctl[i];
+    case R_CTL: *out = c->ctl[i]; return true;
     case R_CTR:
-    case R_CTR_FULL: return c->ctr[i];
-    case R_FIXED: return c->fixed[i];
-    case R_FIXED_CTRL: return c->fixed_ctrl;
-    case R_GSTATUS: return c->global_status;
-    case R_GCTRL: return c->global_ctrl;
-    case R_GOVF: return 0;
-    case R_CAPS: return (cfg.full_width ? PERF_CAPABILITIES_FW_WRITE : 0) | 0x3; // + LBR format
+    case R_CTR_FULL: *out = c->ctr[i]; return true;
+    case R_FIXED: *out = c->fixed[i]; return true;
+    case R_FIXED_CTRL: *out = c->fixed_ctrl; return true;
+    case R_GSTATUS: *out = c->global_status; return true;
+    case R_GCTRL: *out = c->global_ctrl; return true;
+    case R_GOVF: return true;
+    case R_CAPS: *out = (cfg.full_width ? PERF_CAPABILITIES_FW_WRITE : 0) | 0x3; return true;
     case R_NONE: break;
     }
-    gp_fault("rdmsr", msr, 0, "no such MSR");
-    return 0;
+    return false;
+}
+
+// A write that makes a PMI-capable counter count while the LVTPC is masked in
+// the PMI: an overflow before the unmask would be lost.
+static void check_enable_order(enum reg r, unsigned i, uint64_t v)
+{
+    struct mcpu *c = &mcpus[current];
+    if (!in_pmi || !(c->lvtpc & LVT_MASKED))
+        return;
+    bool enables = (r == R_CTL && (v & PERFEVTSEL_EN) && (v & PERFEVTSEL_INT) &&
+                    !(c->ctl[i] & PERFEVTSEL_EN)) ||
+                   (r == R_GCTRL && (v & ~c->global_ctrl));
+    c->enable_while_masked += enables;
+}
+
+static bool msr_write(uint32_t msr, uint64_t v, const char **why)
+{
+    struct mcpu *c = &mcpus[current];
+    unsigned i;
+    if (!pmu_present(msr, why))
+        return cfg.pmu_ignored;
+    enum reg r = decode(msr, &i);
+    if (r == R_NONE)
+        return false;
+    if ((*why = write_fault(r, v)) != NULL)
+        return false;
+    check_enable_order(r, i, v);
+    if (r == R_CTL && cfg.vendor == MODEL_AMD && (v & PERFEVTSEL_EN) && i > 2 &&
+        f15_ctr0_2_only((unsigned)(v & 0xFF) | (unsigned)((v >> 32) & 0xF) << 8))
+        constraint_violations++;
+    switch (r) {
+    case R_CTL: c->ctl[i] = v; break;
+    case R_CTR: // legacy Intel write: bits 31:0, sign-extended from bit 31
+        c->ctr[i] = (uint64_t)(int64_t)(int32_t)(uint32_t)v & gp_mask();
+        break;
+    case R_CTR_FULL: c->ctr[i] = v; break;
+    case R_FIXED: c->fixed[i] = v; break;
+    case R_FIXED_CTRL: c->fixed_ctrl = v; break;
+    case R_GCTRL: c->global_ctrl = v; break;
+    case R_GOVF:
+        if (!cfg.sticky_status)
+            c->global_status &= ~v;
+        break;
+    default: break;
+    }
+    return true;
+}
+
+// One access: its cost, and its #GP. A plain rdmsr/wrmsr that faults panics
+// the kernel (a failed check); the _safe ones return false, as the fixup does.
+static bool access(bool write, bool safe, uint32_t msr, uint64_t *v)
+{
+    const char *why;
+    msr_writes += write;
+    bool ok = write ? msr_write(msr, *v, &why) : msr_read(msr, v, &why);
+    access_cost();
+    if (!ok && safe)
+        safe_faults++;
+    else if (!ok)
+        gp_fault(write ? "wrmsr" : "rdmsr", msr, write ? *v : 0, why);
+    return ok;
+}
+
+uint64_t rdmsr(uint32_t msr)
+{
+    uint64_t v;
+    access(false, false, msr, &v);
+    return v;
 }
 
 void wrmsr(uint32_t msr, uint64_t v)
 {
-    struct mcpu *c = &mcpus[current];
-    unsigned i;
-    msr_writes++;
-    if (cfg.pmu_ignored && tcg_pmu_msr(msr))
-        return;
-    switch (decode(msr, &i)) {
-    case R_CTL: {
-        uint64_t allowed = cfg.vendor == MODEL_AMD ? 0x0000030FFFFFFFFFull : 0xFFFFFFFFull;
-        if (v & ~allowed)
-            return gp_fault("wrmsr", msr, v, "reserved event-select bits");
-        c->ctl[i] = v;
-        return;
-    }
-    case R_CTR: // legacy Intel write: bits 31:0, sign-extended from bit 31
-        c->ctr[i] = (uint64_t)(int64_t)(int32_t)(uint32_t)v & gp_mask();
-        return;
-    case R_CTR_FULL:
-        if (v & ~gp_mask())
-            return gp_fault("wrmsr", msr, v, "bits beyond the counter width");
-        c->ctr[i] = v;
-        return;
-    case R_FIXED:
-        if (v & ~fixed_mask())
-            return gp_fault("wrmsr", msr, v, "bits beyond the fixed counter width");
-        c->fixed[i] = v;
-        return;
-    case R_FIXED_CTRL: {
-        uint64_t allowed = 0;
-        for (unsigned j = 0; j < NFIXED_MAX; j++)
-            if (fixed_exists(j))
-                allowed |= 0xFull << (4 * j);
-        if (v & ~allowed)
-            return gp_fault("wrmsr", msr, v, "reserved fixed-ctrl bits");
-        c->fixed_ctrl = v;
-        return;
-    }
-    case R_GCTRL:
-        if (v & ~global_bits())
-            return gp_fault("wrmsr", msr, v, "reserved global-ctrl bits");
-        c->global_ctrl = v;
-        return;
-    case R_GOVF:
-        if (v & ~global_bits())
-            return gp_fault("wrmsr", msr, v, "reserved overflow-clear bits");
-        if (!cfg.sticky_status)
-            c->global_status &= ~v;
-        return;
-    case R_GSTATUS: return gp_fault("wrmsr", msr, v, "global status is read-only");
-    case R_CAPS: return gp_fault("wrmsr", msr, v, "PERF_CAPABILITIES is read-only");
-    case R_NONE: break;
-    }
-    gp_fault("wrmsr", msr, v, "no such MSR");
+    access(true, false, msr, &v);
+}
+
+bool rdmsr_safe(uint32_t msr, uint64_t *value)
+{
+    return access(false, true, msr, value);
+}
+
+bool wrmsr_safe(uint32_t msr, uint64_t value)
+{
+    return access(true, true, msr, &value);
 }
 
 // ---- Counting and PMIs ----
 
-// The event an Intel/AMD event select counts, or EV_COUNT for none.
-static enum model_event select_event(uint64_t ctl)
+// Intel architectural events (SDM vol. 3B, "Pre-defined Architectural
+// Performance Events": event select and unit mask of each).
+static enum model_event intel_event(unsigned ev, unsigned um)
+{
+    static const struct {
+        unsigned ev, um;
+        enum model_event what;
+    } arch[] = {
+        {0x3C, 0x00, EV_CORE_CYCLES},   {0xC0, 0x00, EV_INSTRUCTIONS}, {0x3C, 0x01, EV_REF_CYCLES},
+        {0x2E, 0x4F, EV_LLC_REFS},      {0x2E, 0x41, EV_LLC_MISSES},   {0xC4, 0x00, EV_BRANCHES},
+        {0xC5, 0x00, EV_BRANCH_MISSES}, {0xA4, 0x01, EV_SLOTS},
+    };
+    for (size_t i = 0; i < sizeof(arch) / sizeof(arch[0]); i++)
+        if (arch[i].ev == ev && arch[i].um == um)
+            return arch[i].what;
+    return EV_COUNT;
+}
+
+// The model's own AMD event table, per family, from the manuals' "core
+// performance monitor counters" event lists (not from kernel/pmc):
+//   BKDG for family 0Fh (32559), 10h (31116), 15h models 00h-0Fh (42301):
+//     PMCx076 cycles not halted, PMCx0C0 retired instructions, PMCx0C2
+//     retired branches, PMCx0C3 retired mispredicted branches, PMCx07D
+//     requests to L2 (unit mask 0x07), PMCx07E L2 misses (0x07); family 15h
+//     counts PMCx076/07D/07E on PERF_CTR0-2 only;
+//   PPR for family 17h model 01h (54945), family 19h model 01h (55898):
+//     PMCx076, PMCx0C0, PMCx0C2, PMCx0C3 as before; PMCx060 L2 cache requests
+//     (unit mask 0xFF), PMCx064 L2 cache misses (0x09); PMCx07D/07E are gone.
+static const struct amd_row {
+    unsigned fam_lo, fam_hi, ev, um;
+    enum model_event what;
+    uint32_t counters; // 0 = any
+} amd_events[] = {
+    {0x0F, 0xFF, 0x076, 0x00, EV_CORE_CYCLES, 0}, {0x0F, 0xFF, 0x0C0, 0x00, EV_INSTRUCTIONS, 0},
+    {0x0F, 0xFF, 0x0C2, 0x00, EV_BRANCHES, 0},    {0x0F, 0xFF, 0x0C3, 0x00, EV_BRANCH_MISSES, 0},
+    {0x0F, 0x16, 0x07D, 0x07, EV_LLC_REFS, 0},    {0x0F, 0x16, 0x07E, 0x07, EV_LLC_MISSES, 0},
+    {0x17, 0xFF, 0x060, 0xFF, EV_LLC_REFS, 0},    {0x17, 0xFF, 0x064, 0x09, EV_LLC_MISSES, 0},
+};
+
+static bool f15_ctr0_2_only(unsigned ev)
+{
+    return cfg.family == 0x15 && ev >= 0x060 && ev <= 0x07F;
+}
+
+// The event counter n counts with select ctl, or EV_COUNT for none.
+static enum model_event select_event(uint64_t ctl, unsigned n)
 {
     unsigned ev = ctl & 0xFF, um = (ctl >> 8) & 0xFF;
-    if (cfg.vendor == MODEL_AMD) {
-        ev |= (unsigned)((ctl >> 32) & 0xF) << 8;
-        if (ev == 0x76 && um == 0)
-            return EV_CORE_CYCLES;
-        if (ev == 0xC0 && um == 0)
-            return EV_INSTRUCTIONS;
-        if (ev == 0xC2 && um == 0)
-            return EV_BRANCHES;
-        if (ev == 0xC3 && um == 0)
-            return EV_BRANCH_MISSES;
-        if (ev == 0x7D && um == 0x07)
-            return EV_LLC_REFS;
-        if (ev == 0x7E && um == 0x07)
-            return EV_LLC_MISSES;
-        return EV_COUNT;
+    if (cfg.vendor != MODEL_AMD)
+        return intel_event(ev, um);
+    ev |= (unsigned)((ctl >> 32) & 0xF) << 8;
+    if (f15_ctr0_2_only(ev) && n > 2)
+        return EV_COUNT; // on counters 3-5 family 15h counts nothing for it
+    for (size_t i = 0; i < sizeof(amd_events) / sizeof(amd_events[0]); i++) {
+        const struct amd_row *r = &amd_events[i];
+        if (r->ev == ev && r->um == um && cfg.family >= r->fam_lo && cfg.family <= r->fam_hi)
+            return r->what;
     }
-    if (ev == 0x3C && um == 0x00)
-        return EV_CORE_CYCLES;
-    if (ev == 0xC0 && um == 0x00)
-        return EV_INSTRUCTIONS;
-    if (ev == 0x3C && um == 0x01)
-        return EV_REF_CYCLES;
-    if (ev == 0x2E && um == 0x4F)
-        return EV_LLC_REFS;
-    if (ev == 0x2E && um == 0x41)
-        return EV_LLC_MISSES;
-    if (ev == 0xC4 && um == 0x00)
-        return EV_BRANCHES;
-    if (ev == 0xC5 && um == 0x00)
-        return EV_BRANCH_MISSES;
-    if (ev == 0xA4 && um == 0x01)
-        return EV_SLOTS;
     return EV_COUNT;
 }
 
@@ -486,13 +632,13 @@ struct live {
 static unsigned live_counters(struct mcpu *c, enum model_event ev, bool user, struct live *out)
 {
     unsigned n = 0;
-    if (cfg.pmu_ignored)
+    if (cfg.pmu_ignored || cfg.pmu_faults)
         return 0;
     for (unsigned i = 0; i < ngp(); i++) {
         uint64_t ctl = c->ctl[i];
         bool ring = user ? (ctl & PERFEVTSEL_USR) : (ctl & PERFEVTSEL_OS);
         bool gate = !has_global() || ((c->global_ctrl >> i) & 1);
-        if ((ctl & PERFEVTSEL_EN) && ring && gate && select_event(ctl) == ev)
+        if ((ctl & PERFEVTSEL_EN) && ring && gate && select_event(ctl, i) == ev)
             out[n++] = (struct live){&c->ctr[i], gp_mask(), (ctl & PERFEVTSEL_INT) != 0,
                                      has_global() ? (int)i : -1};
     }
@@ -520,33 +666,57 @@ static void run_handler(unsigned cpu, uint64_t ip, bool user)
     c->irq_on = false;
     in_pmi = true;
     c->pmis++;
+    uint64_t entry = now_ns;
+    retire_in_handler(); // the entry stub and the dispatcher run before pmc_pmi_handler
     pmc_pmi_handler(&tf);
     in_pmi = false;
+    c->handler_ns += now_ns - entry;
+    if (pmi_logged[cpu] < PMI_LOG)
+        pmi_log[cpu][pmi_logged[cpu]++] = (struct pmi_rec){entry, now_ns - entry};
     c->irq_on = true;
     current = saved;
 }
 
-// A counter overflow with INT set signals the LVTPC.
+// Take the PMI latched on cpu, and any latched while it ran (after the iret).
+static void take_pending(unsigned cpu)
+{
+    struct mcpu *c = &mcpus[cpu];
+    for (unsigned n = 0; c->pmi_pending && c->irq_on && !in_pmi; n++) {
+        if (n == 100000) {
+            tap_ok(false, "cpu %u: PMIs kept coming back 100,000 times in a row", cpu);
+            return;
+        }
+        c->pmi_pending = false;
+        if ((c->lvtpc & 0xFF) != VEC_PMI || (c->lvtpc & (7u << 8)) != 0)
+            tap_ok(false, "LVTPC on cpu %u is 0x%x: not VEC_PMI with fixed delivery", cpu,
+                   c->lvtpc);
+        run_handler(cpu, c->pmi_ip, c->pmi_user);
+        if (cfg.vendor == MODEL_INTEL && (c->lvtpc & LVT_MASKED))
+            c->masked_after++;
+    }
+}
+
+// A counter overflow with INT set signals the LVTPC: the interrupt is latched
+// in the LAPIC (Intel also sets the LVTPC mask bit, SDM vol. 3A "LVT
+// performance counter register"), and taken when interrupts are on.
 static void deliver_pmi(unsigned cpu, uint64_t ip, bool user)
 {
     struct mcpu *c = &mcpus[cpu];
+    if (c->pmi_pending) {
+        c->coalesced++;
+        return;
+    }
     if (c->lvtpc & LVT_MASKED) {
         c->lost++;
         return;
     }
-    if (!c->irq_on || in_pmi) {
-        c->pmi_pending = true;
-        c->pmi_ip = ip;
-        c->pmi_user = user;
-        return;
-    }
-    if ((c->lvtpc & 0xFF) != VEC_PMI || (c->lvtpc & (7u << 8)) != 0)
-        tap_ok(false, "LVTPC on cpu %u is 0x%x: not VEC_PMI with fixed delivery", cpu, c->lvtpc);
     if (cfg.vendor == MODEL_INTEL)
-        c->lvtpc |= LVT_MASKED; // Intel masks the LVTPC when it delivers
-    run_handler(cpu, ip, user);
-    if (c->lvtpc & LVT_MASKED)
-        c->masked_after++;
+        c->lvtpc |= LVT_MASKED;
+    c->pmi_pending = true;
+    c->pmi_ip = ip;
+    c->pmi_user = user;
+    if (!cfg.late_pmi)
+        take_pending(cpu);
 }
 
 // An IPI at VEC_PMI does not go through the LVTPC.
@@ -555,7 +725,19 @@ void model_raise_pmi(unsigned cpu, uint64_t ip)
     run_handler(cpu, ip, false);
 }
 
-void model_retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bool user)
+void model_deliver_pending(unsigned cpu, uint64_t ip)
+{
+    if (mcpus[cpu].pmi_pending)
+        mcpus[cpu].pmi_ip = ip;
+    take_pending(cpu);
+}
+
+bool model_pmi_pending(unsigned cpu)
+{
+    return mcpus[cpu].pmi_pending;
+}
+
+static void retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bool user)
 {
     struct mcpu *c = &mcpus[cpu];
     struct live live[NGP_MAX + NFIXED_MAX];
@@ -579,6 +761,8 @@ void model_retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bo
                 raise |= live[i].interrupt;
             }
         }
+        if (k)
+            c->counted[ev] += step;
         n -= step;
         // A PMI already waiting out its skid absorbs overflows that happen meanwhile.
         bool was_due = c->pmi_due;
@@ -596,6 +780,20 @@ void model_retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bo
         if (k == 0 && !c->pmi_due)
             break; // nothing counts this event: the rest changes nothing
     }
+}
+
+// The PMI path's own work: instructions and cycles in kernel mode.
+static void retire_in_handler(void)
+{
+    if (cfg.handler_insns == 0)
+        return;
+    retire(current, EV_INSTRUCTIONS, cfg.handler_insns, MODEL_HANDLER_IP, false);
+    retire(current, EV_CORE_CYCLES, cfg.handler_insns, MODEL_HANDLER_IP, false);
+}
+
+void model_retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bool user)
+{
+    retire(cpu, ev, n, ip, user);
 }
 
 // ---- Register views for tests ----
@@ -644,6 +842,49 @@ uint64_t model_lvtpc_masked_after_pmi(unsigned cpu)
 {
     return mcpus[cpu].masked_after;
 }
+uint64_t model_pmis_coalesced(unsigned cpu)
+{
+    return mcpus[cpu].coalesced;
+}
+uint64_t model_counted(unsigned cpu, enum model_event ev)
+{
+    return mcpus[cpu].counted[ev];
+}
+uint64_t model_handler_ns(unsigned cpu)
+{
+    return mcpus[cpu].handler_ns;
+}
+uint64_t model_max_handler_per_window(unsigned cpu, uint64_t window_ns, unsigned *windows)
+{
+    uint64_t max = 0, sum = 0, w = 0;
+    unsigned n = 0;
+    for (unsigned i = 0; i < pmi_logged[cpu]; i++) {
+        uint64_t wi = pmi_log[cpu][i].entry / window_ns;
+        if (n == 0 || wi != w) {
+            n++;
+            w = wi;
+            sum = 0;
+        }
+        sum += pmi_log[cpu][i].ns;
+        if (sum > max)
+            max = sum;
+    }
+    if (windows)
+        *windows = n;
+    return max;
+}
+unsigned model_enable_while_masked(unsigned cpu)
+{
+    return mcpus[cpu].enable_while_masked;
+}
+unsigned model_constraint_violations(void)
+{
+    return constraint_violations;
+}
+unsigned model_safe_faults(void)
+{
+    return safe_faults;
+}
 unsigned model_gp_faults(void)
 {
     return gp_faults;
@@ -670,6 +911,7 @@ void lapic_write(uint32_t reg, uint32_t value)
         mcpus[current].lvtpc = value;
     else
         tap_ok(false, "pmc wrote LAPIC register 0x%x (only the LVTPC is its business)", reg);
+    access_cost(); // an xAPIC MMIO write traps to the hypervisor like an MSR access
 }
 
 void lapic_eoi(void) {}
@@ -691,10 +933,8 @@ void irq_restore(uint64_t flags)
     struct mcpu *c = &mcpus[current];
     if (flags & RFLAGS_IF) {
         c->irq_on = true;
-        if (c->pmi_pending && !in_pmi) {
-            c->pmi_pending = false;
-            deliver_pmi(current, c->pmi_ip, c->pmi_user);
-        }
+        if (!cfg.late_pmi)
+            take_pending(current);
     }
 }
 
@@ -709,6 +949,7 @@ void smp_call_all(void (*fn)(void *arg), void *arg)
         mcpus[cpu].irq_on = false;
         fn(arg);
         mcpus[cpu].irq_on = true;
+        take_pending(cpu); // a PMI latched meanwhile arrives as interrupts come back on
     }
     current = saved;
 }
@@ -794,6 +1035,9 @@ void model_set_time(uint64_t ns)
 void model_advance_time(uint64_t ns)
 {
     now_ns += ns;
+    if (cfg.late_pmi) // the next VM entries inject the PMIs latched meanwhile
+        for (unsigned cpu = 0; cpu < cfg.ncpus; cpu++)
+            take_pending(cpu);
 }
 
 struct alloc_header {

@@ -44,11 +44,24 @@ struct model_config {
     // AMD
     bool perfctr_core, perfmon_v2;
     unsigned v2_counters;
+    unsigned family; // CPUID.1 family (AMD: selects the event table); 0 = 0x10 AMD, 6 Intel
     // Behaviour
     bool pmu_ignored;   // TCG: PMU MSRs read 0 and ignore writes
     unsigned skid;      // events retired between an overflow and its PMI
     bool sticky_status; // overflow status cannot be cleared (a stuck PMU)
+    // What a hypervisor (or odd firmware) changes.
+    uint64_t msr_cost_ns;    // model time per MSR or LAPIC access (MODEL_COST_*)
+    unsigned handler_insns;  // instructions and core cycles the PMI path retires at entry and
+                             // after each of its MSR/LAPIC accesses, counted by running counters
+    bool late_pmi;           // PMIs wait for the next model_advance_time (a VM entry) and coalesce
+    bool pmu_faults;         // every PMU MSR raises #GP although CPUID advertises the PMU
+    uint32_t firmware_gp;    // GP counters whose event select firmware left enabled (bit n)
+    uint32_t firmware_fixed; // fixed counters firmware left enabled (bit n)
 };
+
+#define MODEL_COST_BARE_NS 100  // an MSR access on bare metal: ~0.1 us
+#define MODEL_COST_KVM_NS  2000 // an intercepted MSR access under KVM: ~2 us (exit + emulation)
+#define MODEL_HANDLER_IP   0xFFFFFFFF80E00000ull // where the PMI path's own events retire
 
 extern const struct model_config MODEL_INTEL_V1, MODEL_INTEL_KVM_V2, MODEL_INTEL_V4, MODEL_INTEL_V5,
     MODEL_AMD_LEGACY, MODEL_AMD_EXT, MODEL_AMD_V2, MODEL_TCG_INTEL, MODEL_TCG_AMD, MODEL_VIA;
@@ -59,8 +72,12 @@ const struct model_config *model_config(void);
 
 // Retire n events of kind ev at ip on cpu (user or kernel mode).
 void model_retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bool user);
-// Send the PMI vector to cpu with nothing overflowed (a self-IPI).
+// Send the PMI vector to cpu with nothing overflowed (a self-IPI, not the
+// LVTPC: it cannot stand in for a PMI the LVTPC lost).
 void model_raise_pmi(unsigned cpu, uint64_t ip);
+// Deliver a PMI latched in cpu's LAPIC (late_pmi), as the next VM entry would.
+void model_deliver_pending(unsigned cpu, uint64_t ip);
+bool model_pmi_pending(unsigned cpu);
 
 // Registers, without side effects or #GP.
 uint64_t model_gp_ctl(unsigned cpu, unsigned i); // PERFEVTSELi / PERF_CTLi
@@ -72,7 +89,16 @@ uint64_t model_global_status(unsigned cpu);
 uint32_t model_lvtpc(unsigned cpu);
 void model_set_lvtpc(unsigned cpu, uint32_t v);
 uint64_t model_pmis_delivered(unsigned cpu);
-uint64_t model_pmis_lost(unsigned cpu);              // raised while LVTPC was masked
+uint64_t model_pmis_lost(unsigned cpu);      // overflow while LVTPC masked, none pending: gone
+uint64_t model_pmis_coalesced(unsigned cpu); // overflow while a PMI was already pending
+uint64_t model_counted(unsigned cpu, enum model_event ev); // events counted by >= 1 counter
+uint64_t model_handler_ns(unsigned cpu); // model time spent inside pmc_pmi_handler
+// Handler time of the PMIs entered in each aligned window of window_ns: the
+// largest total, and how many windows had any.
+uint64_t model_max_handler_per_window(unsigned cpu, uint64_t window_ns, unsigned *windows);
+unsigned model_enable_while_masked(unsigned cpu); // PMI-capable counter enabled, LVTPC masked
+unsigned model_constraint_violations(void); // events programmed on counters that cannot count them
+unsigned model_safe_faults(void);           // #GPs taken by rdmsr_safe/wrmsr_safe
 uint64_t model_lvtpc_masked_after_pmi(unsigned cpu); // PMIs after which LVTPC stayed masked
 unsigned model_gp_faults(void);
 unsigned model_msr_writes(void); // every wrmsr so far

@@ -25,9 +25,10 @@ static void check_boot_lines(void)
          "pmc: interface emon: version 4, 4 GP counters x 48 bits, 3 fixed x 48 bits"},
         {&MODEL_INTEL_V5, "pmc: interface emon: version 5, 8 GP counters x 48 bits "
                           "(full-width writes), 3 fixed x 48 bits"},
-        {&MODEL_AMD_LEGACY, "pmc: interface amd64: 4 counters x 48 bits (legacy)"},
-        {&MODEL_AMD_EXT, "pmc: interface amd64: 6 counters x 48 bits (PerfCtrExtCore)"},
-        {&MODEL_AMD_V2, "pmc: interface amd64: 6 counters x 48 bits (PerfCtrExtCore, PerfMonV2), "
+        {&MODEL_AMD_LEGACY, "pmc: interface amd64: family 10h, 4 counters x 48 bits (legacy)"},
+        {&MODEL_AMD_EXT, "pmc: interface amd64: family 15h, 6 counters x 48 bits (PerfCtrExtCore)"},
+        {&MODEL_AMD_V2, "pmc: interface amd64: family 19h, 6 counters x 48 bits (PerfCtrExtCore, "
+                        "PerfMonV2), "
                         "hypervisor KVMKVMKVM"},
         {&MODEL_TCG_INTEL, "pmc: interface none: CPUID.0AH version 0, hypervisor TCGTCGTCGTCG"},
         {&MODEL_TCG_AMD,

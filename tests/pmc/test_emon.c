@@ -154,8 +154,8 @@ static void check_width_rules(void)
     boot(&MODEL_INTEL_V4);
     tap_eq(set_interval(ProfileLLCMisses, 1ull << 40), 0x7FFFFFFF,
            "v4 legacy writes: interval clamped to 2^31-1");
-    tap_eq(set_interval(ProfileLLCMisses, 1), 2, "interval 1 -> minimum 2 events");
-    tap_eq(set_interval(ProfileLLCMisses, 0), 2, "interval 0 -> minimum 2 events");
+    tap_eq(set_interval(ProfileLLCMisses, 999), 1000, "interval 999 -> minimum 1,000 events");
+    tap_eq(set_interval(ProfileLLCMisses, 0), 1000, "interval 0 -> minimum 1,000 events");
     set_interval(ProfileLLCMisses, 0x7FFFFFFF);
     start_ok(ProfileLLCMisses);
     tap_ok(ALL_CPUS(model_gp_ctr(cpu, 0) == 0xFFFF80000001ull),

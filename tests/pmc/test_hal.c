@@ -61,7 +61,7 @@ static void check_set_information(void)
     in = (HAL_PROFILE_SOURCE_INTERVAL){.ProfileSource = ProfileLLCMisses, .Interval = 1};
     STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterval, sizeof(in), &in), STATUS_SUCCESS,
               "LLCMisses interval 1: success");
-    tap_eq(in.Interval, 2, "... and the buffer gets the interval actually used (2)");
+    tap_eq(in.Interval, 1000, "... and the buffer gets the interval actually used (1,000)");
     in.Interval = 5000;
     HalSetSystemInformation(HalProfileSourceInterval, sizeof(in), &in);
     HAL_PROFILE_SOURCE_INFORMATION info = {.ProfileSource = ProfileLLCMisses};
@@ -76,9 +76,9 @@ static void check_set_information(void)
               STATUS_INVALID_PARAMETER, "handler buffer NULL: STATUS_INVALID_PARAMETER");
     STATUS_EQ(HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof(h), &h),
               STATUS_SUCCESS, "NULL handler: success (unregisters)");
-    set_interval(ProfileLLCMisses, 10);
+    set_interval(ProfileLLCMisses, 1000);
     start_ok(ProfileLLCMisses);
-    model_retire(0, EV_LLC_MISSES, 100, 0x1000, false);
+    model_retire(0, EV_LLC_MISSES, 10000, 0x1000, false);
     struct pmc_pmi_stats st;
     pmc_pmi_stats(0, &st);
     tap_ok(samples.total == 0 && st.samples == 10,
@@ -161,9 +161,9 @@ static void check_start_stop_status(void)
            "ProfileTime details: timer, 78,125 in [1,221, 10,000,000]");
     HalQueryProfileSource(ProfileLLCMisses, &d);
     tap_ok(d.supported && d.started && d.kind == PMC_COUNTER_GENERAL &&
-               d.default_interval == 1000000 && d.min_interval == 2 &&
+               d.default_interval == 1000000 && d.min_interval == 1000 &&
                d.max_interval == (1ull << 47) - 1 && *d.reason == '\0',
-           "LLCMisses details: general, started, 1,000,000 in [2, 2^47-1]");
+           "LLCMisses details: general, started, 1,000,000 in [1,000, 2^47-1]");
     HalQueryProfileSource(ProfileInstructionRetired, &d);
     tap_ok(d.kind == PMC_COUNTER_FIXED && !d.started, "InstructionRetired details: fixed counter");
     finish("start/stop status");
@@ -174,10 +174,10 @@ static void check_rings(void)
 {
     tap_section("user and kernel mode");
     boot(&MODEL_INTEL_KVM_V2);
-    set_interval(ProfileBranchInstructionRetired, 10);
+    set_interval(ProfileBranchInstructionRetired, 1000);
     start_ok(ProfileBranchInstructionRetired);
-    model_retire(3, EV_BRANCHES, 50, 0x400123, true);
-    model_retire(3, EV_BRANCHES, 30, 0xFFFFFFFF80200000ull, false);
+    model_retire(3, EV_BRANCHES, 5000, 0x400123, true);
+    model_retire(3, EV_BRANCHES, 3000, 0xFFFFFFFF80200000ull, false);
     tap_ok(samples.count[3][ProfileBranchInstructionRetired] == 8 && samples.user == 5 &&
                samples.last_ip == 0xFFFFFFFF80200000ull && samples.last_cpu == 3,
            "USR and OS both counted; the callback gets the mode, IP and CPU");

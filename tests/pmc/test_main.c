@@ -13,5 +13,6 @@ int main(void)
     test_hal();
     test_time();
     test_trace();
+    test_hyper();
     return tap_finish();
 }

@@ -32,9 +32,9 @@ static void check_profile_time(const struct model_config *m)
     tap_eq(ok, n, "%s: HalSetProfileInterval(1221) while running reprograms every CPU", m->name);
 
     if (supported(ProfileInstructionRetired)) {
-        set_interval(ProfileInstructionRetired, 100);
+        set_interval(ProfileInstructionRetired, 1000);
         start_ok(ProfileInstructionRetired);
-        model_retire(0, EV_INSTRUCTIONS, 1000, 0x2000, false);
+        model_retire(0, EV_INSTRUCTIONS, 10000, 0x2000, false);
         model_timer_fire(0, TIMER_SLOT_PROFILE, 0x3000, false);
         tap_ok(samples.count[0][ProfileInstructionRetired] == 10 &&
                    samples.count[0][ProfileTime] == 2,

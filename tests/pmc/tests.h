@@ -56,3 +56,4 @@ void test_pmi(void);
 void test_hal(void);
 void test_time(void);
 void test_trace(void);
+void test_hyper(void);

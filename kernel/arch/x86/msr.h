@@ -71,6 +71,13 @@
 #define PERF_GLOBAL_FIXED_SHIFT     32           // GLOBAL_CTRL/STATUS bit of fixed counter 0
 #define PERF_CAPABILITIES_FW_WRITE  (1ull << 13) // IA32_A_PMCx full-width writes
 
+// Fault-safe accessors for probing: a #GP (an MSR that CPUID or a hypervisor
+// advertises but does not implement) is caught by the exception-table fixup in
+// trap.c and returned as false; rdmsr_safe then stores 0. msr_safe.asm; the
+// hosted tests' machine model provides its own.
+bool rdmsr_safe(uint32_t msr, uint64_t *value);
+bool wrmsr_safe(uint32_t msr, uint64_t value);
+
 #ifdef KERNEL_HOSTED
 uint64_t rdmsr(uint32_t msr);
 void wrmsr(uint32_t msr, uint64_t value);
