@@ -18,6 +18,7 @@
 #include "arch/x86/clock.h"
 #include "lib/cmdline.h"
 #include "core/console.h"
+#include "core/heap.h"
 #include "lib/kprintf.h"
 #include "lib/ksym.h"
 #include "lib/memlayout.h"
@@ -41,9 +42,18 @@
 #define MULTIBOOT2_BOOTLOADER_MAGIC 0x36D76289
 
 extern char boot_stack_top[];
-void smp_init_ipis(void);
 static void start_init(void);
-void init_exited(uint32_t pid, int status);
+static void init_exited(struct process *p, enum process_event event);
+void NORETURN ap_main(struct cpu *c);
+
+// The NMI, double-fault and machine-check stacks of one CPU (gdt.h).
+static uint8_t *ist_stacks(void)
+{
+    uint8_t *s = kmalloc(3 * IST_STACK_SIZE);
+    if (!s)
+        panic("boot: no memory for the IST stacks");
+    return s;
+}
 
 static void cpu_online(struct cpu *c)
 {
@@ -69,12 +79,13 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     vm_init();            // kernel page tables, direct map
     ksym_init(boot_info.elf.num, boot_info.elf.entsize, boot_info.elf.shndx,
               phys_to_virt(boot_info.elf.sections)); // symbols for backtraces
-    gdt_init_cpu(&cpus[0]);                          // GDT, TSS and IST stacks
+    gdt_init_cpu(&cpus[0], ist_stacks());            // GDT, TSS and IST stacks
     kprintf("mem: %lu MiB usable, %lu pages free\n", pmm_usable_count() * PAGE_SIZE >> 20,
             pmm_free_count());
-    acpi_init(boot_info.rsdp, cmdline_has("noacpi") ? 0 : boot_info.rsdp_version); // MADT
-    pic_disable();    // 8259s remapped and masked
-    lapic_init_bsp(); // xAPIC or x2APIC
+    acpi_init(boot_info.rsdp, cmdline_has("noacpi") ? 0 : boot_info.rsdp_version,
+              lapic_boot_id()); // MADT
+    pic_disable();              // 8259s remapped and masked
+    lapic_init_bsp();           // xAPIC or x2APIC
     lapic_init_cpu();
     cpus[0].apic_id = lapic_id();
     kprintf("lapic: %s mode, boot CPU APIC id %u\n", lapic_x2apic() ? "x2APIC" : "xAPIC",
@@ -82,16 +93,16 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     ioapic_init();      // every IOAPIC input masked
     clock_calibrate();  // TSC and LAPIC timer frequencies
     smp_init_ipis();    // cross-CPU call vector
-    sched_init_cpu();   // this code becomes CPU 0's idle thread
+    timer_init_cpu();   // per-CPU periodic timers on the LAPIC timer
+    sched_init_cpu();   // this code becomes CPU 0's idle thread; the scheduler tick
     syscall_init_cpu(); // syscall/sysret MSRs
     uaccess_init_cpu(); // SMEP, SMAP
     fpu_init_cpu();     // SSE for ring 3
-    timer_init_cpu();   // per-CPU timer, scheduler tick
     cpu_online(&cpus[0]);
     sti();
-    serial_enable_irq(); // console input
-    keyboard_init();
-    smp_boot_aps();                         // every other CPU: "smp: N CPUs online"
+    serial_enable_irq(console_input);       // console input from COM1
+    keyboard_init(console_input);           // and from the PS/2 keyboard
+    smp_boot_aps(ap_main);                  // every other CPU: "smp: N CPUs online"
     irq_register(VEC_PMI, pmc_pmi_handler); // the performance-monitoring interrupt
     pmc_init();                             // "pmc: interface <emon|amd64|none>: ..."
     ke_profile_init();                      // samples go to profile objects
@@ -103,8 +114,9 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
 
     char test[32];
     if (cmdline_get("test", test, sizeof test) && strcmp(test, "init") != 0)
-        selftest_run(test); // kernel self-test: never returns
-    start_init();           // the first process (the shell)
+        selftest_run(test);     // kernel self-test: never returns
+    process_watch(init_exited); // init's end stops the machine or restarts it
+    start_init();               // the first process (the shell)
     sched_idle();
 }
 
@@ -139,27 +151,29 @@ static void start_init(void)
     object_unref(&p->obj); // nobody waits on init through a handle
 }
 
-void init_exited(uint32_t pid, int status)
+// A process watcher (process.h): when init has exited, stop the machine in
+// test mode or start it again.
+static void init_exited(struct process *p, enum process_event event)
 {
-    if (pid != init_pid)
+    if (event != PROCESS_EXITED || p->pid != init_pid)
         return;
-    kprintf("init: %s exited with status %d\n", init_line, status);
+    kprintf("init: %s exited with status %d\n", init_line, p->exit_status);
     if (cmdline_test_mode())
-        qemu_exit(status == 0 ? QEMU_EXIT_SUCCESS : QEMU_EXIT_FAILURE);
+        qemu_exit(p->exit_status == 0 ? QEMU_EXIT_SUCCESS : QEMU_EXIT_FAILURE);
     start_init(); // a shell that exits comes back
 }
 
 // Each AP arrives here from smp.c's ap_entry, on the kernel page tables.
 void NORETURN ap_main(struct cpu *c)
 {
-    gdt_init_cpu(c);
+    gdt_init_cpu(c, ist_stacks());
     idt_load();
     lapic_init_cpu();
+    timer_init_cpu();
     sched_init_cpu();
     syscall_init_cpu();
     uaccess_init_cpu();
     fpu_init_cpu();
-    timer_init_cpu();
     cpu_online(c);
     sched_idle();
 }

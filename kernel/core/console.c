@@ -4,6 +4,7 @@
 #include "arch/x86/vga.h"
 #include "core/sched.h"
 #include "core/spinlock.h"
+#include "lib/kprintf.h"
 
 static struct spinlock console_lock = SPINLOCK_INIT("console");
 static volatile bool panicking;
@@ -12,6 +13,7 @@ void console_init(void)
 {
     serial_init();
     vga_init();
+    kprintf_output = console_write;
 }
 
 void console_write(const char *s, size_t n)
@@ -59,10 +61,4 @@ size_t console_read(char *buf, size_t len)
     console_has_input = input_head != input_tail;
     spin_unlock_irqrestore(&input_lock, flags);
     return n;
-}
-
-int console_getc(void)
-{
-    char c;
-    return console_read(&c, 1) ? (uint8_t)c : -1;
 }

@@ -8,6 +8,5 @@ void console_panic(void); // from now on write without the lock (a CPU may hold 
 
 // Input: bytes from the serial line and the PS/2 keyboard, in arrival order.
 void console_input(char c);                 // called by the serial and keyboard interrupt handlers
-int console_getc(void);                     // -1 when nothing is waiting
 size_t console_read(char *buf, size_t len); // what is waiting, up to len bytes; never blocks
 extern volatile bool console_has_input;     // wakeup(&console_has_input) when it turns true

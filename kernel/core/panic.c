@@ -1,5 +1,6 @@
 // panic: the one way the kernel stops on a fatal error.
 #include "lib/panic.h"
+#include "arch/x86/trapframe.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
 #include "lib/cmdline.h"

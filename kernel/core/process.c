@@ -8,13 +8,27 @@
 #include "lib/kprintf.h"
 #include "lib/panic.h"
 #include "arch/x86/percpu.h"
-#include "profile/ke_profile.h"
 #include "core/ramdisk.h"
 #include "lib/string.h"
 #include "arch/x86/trap.h"
 #include "core/vm.h"
 
-void init_exited(uint32_t pid, int status); // main.c
+static process_watcher watchers[PROCESS_WATCHERS];
+static unsigned nwatchers;
+
+void process_watch(process_watcher fn)
+{
+    assert(nwatchers < PROCESS_WATCHERS);
+    watchers[nwatchers] = fn;
+    __atomic_store_n(&nwatchers, nwatchers + 1, __ATOMIC_RELEASE);
+}
+
+static void notify(struct process *p, enum process_event event)
+{
+    unsigned n = __atomic_load_n(&nwatchers, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < n; i++)
+        watchers[i](p, event);
+}
 
 static struct spinlock process_lock = SPINLOCK_INIT("processes");
 static struct process *processes;
@@ -38,7 +52,7 @@ static void process_destroy(struct object *o)
     live--;
     spin_unlock_irqrestore(&process_lock, f);
     as_destroy(&p->as); // already empty unless the process never ran
-    ke_profile_process_gone(p);
+    notify(p, PROCESS_DESTROYED);
     kfree(p);
 }
 
@@ -129,6 +143,7 @@ NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint
         return s;
     }
     object_ref(&p->obj); // the thread's reference, dropped when it exits
+    notify(p, PROCESS_SPAWNED);
     *out = p;
     if (flags & SPAWN_SUSPENDED)
         p->suspended = true;
@@ -216,7 +231,7 @@ void process_thread_gone(struct process *p)
 {
     p->exited = true;
     wakeup(p);
-    init_exited(p->pid, p->exit_status);
+    notify(p, PROCESS_EXITED);
     object_unref(&p->obj); // the thread's reference; p may be gone now
 }
 

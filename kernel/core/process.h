@@ -30,6 +30,17 @@ struct process {
     struct profile_slot *profile_slot[ProfileSourceCount]; // started profiles on it, by source
 };
 
+// Watchers: the layers above (profile objects, sample logs, the boot code's
+// init) learn of a process's life without the process code naming them. Each
+// is called on the CPU where the event happens, with interrupts on:
+//   PROCESS_SPAWNED    created and loaded, not yet running (parent is p->parent)
+//   PROCESS_EXITED     its last thread is gone; exit_status is final
+//   PROCESS_DESTROYED  the last reference is going: free what hangs on p
+enum process_event { PROCESS_SPAWNED, PROCESS_EXITED, PROCESS_DESTROYED };
+typedef void (*process_watcher)(struct process *p, enum process_event event);
+#define PROCESS_WATCHERS 4
+void process_watch(process_watcher fn); // at boot, before the first process
+
 // Create a process running the ramdisk program path with argv; suspended if
 // flags has SPAWN_SUSPENDED. On success *out holds a reference for the caller.
 NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint32_t flags,

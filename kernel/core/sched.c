@@ -10,6 +10,8 @@
 #include "core/heap.h"
 #include "lib/panic.h"
 #include "arch/x86/percpu.h"
+#include "arch/x86/timer.h"
+#include "arch/x86/trap.h"
 #include "core/process.h"
 #include "core/spinlock.h"
 #include "lib/string.h"
@@ -57,6 +59,16 @@ static void resched_ipi(struct trapframe *tf)
     UNUSED(tf); // waking the CPU from hlt is the whole point
 }
 
+// The scheduler tick, a periodic slot of the per-CPU timer.
+static void sched_timer(const struct intr_frame *f, void *arg)
+{
+    UNUSED(f);
+    UNUSED(arg);
+    this_cpu()->ticks++;
+    sched_tick();
+}
+
+// Call after timer_init_cpu: the scheduler tick starts here.
 void sched_init_cpu(void)
 {
     struct cpu *c = this_cpu();
@@ -67,8 +79,14 @@ void sched_init_cpu(void)
     t->killed = &never_killed;
     c->idle = t;
     c->current = t;
-    if (c->id == 0)
+    c->kill_pending = t->killed;
+    if (c->id == 0) {
         irq_register(VEC_RESCHED, resched_ipi);
+        trap_user_return_hook = sched_user_return_slow;
+    }
+    uint64_t f = irq_save();
+    timer_periodic_start(TIMER_SLOT_SCHED, 1000000000ull / SCHED_TICK_HZ, sched_timer, NULL);
+    irq_restore(f);
 }
 
 // Wake one halted CPU so it picks up new work (rq_lock held).
@@ -92,6 +110,7 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
     next->state = T_RUNNING;
     next->cpu = (int)c->id;
     c->current = next;
+    c->kill_pending = next->killed;
     if (next->proc) {
         c->kernel_rsp = next->kstack_top;  // syscall entry stack
         c->tss->rsp[0] = next->kstack_top; // interrupt entry stack from ring 3
@@ -113,7 +132,7 @@ void thread_first_run(struct trapframe *tf)
 {
     UNUSED(tf);
     sched_after_switch();
-    sched_user_return(); // killed before it ever ran?
+    trap_return_to_user(); // killed before it ever ran?
 }
 
 // After any switch, on the new thread: release the lock the old one took and

@@ -57,14 +57,6 @@ void sched_tick(void); // from the per-CPU scheduler timer
 
 struct thread *current_thread(void);
 
-// Called on every return to ring 3 (trap and syscall paths): handles kills and
-// preemption. Inline, because every timer tick that lands in ring 3 passes
-// here and almost never has anything to do.
+// What trap_return_to_user (arch/x86/trap.h) calls when a CPU's need_resched
+// or the running thread's kill flag is set.
 void sched_user_return_slow(void);
-
-static inline void sched_user_return(void)
-{
-    struct cpu *c = this_cpu();
-    if (c->need_resched || *c->current->killed)
-        sched_user_return_slow();
-}

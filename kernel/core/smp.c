@@ -42,7 +42,7 @@ _Static_assert(offsetof(struct trampoline_params, efer) == 0x28 - TRAMPOLINE_PAR
 
 extern char __ap_trampoline_start[], __ap_trampoline_end[];
 extern char boot_pml4[];
-void ap_main(struct cpu *c) NORETURN; // main.c
+static void (*ap_main)(struct cpu *c); // smp_boot_aps's argument
 
 // First 64-bit C code of an AP, on its own stack but still on the boot page tables.
 static void NORETURN ap_entry(struct cpu *c)
@@ -50,6 +50,7 @@ static void NORETURN ap_entry(struct cpu *c)
     vm_load_kernel();
     percpu_init(c);
     ap_main(c);
+    halt_forever(); // ap_main never returns
 }
 
 static bool start_ap(struct cpu *c, struct trampoline_params *params)
@@ -72,8 +73,9 @@ static bool start_ap(struct cpu *c, struct trampoline_params *params)
     return false;
 }
 
-void smp_boot_aps(void)
+void smp_boot_aps(void (*main)(struct cpu *c))
 {
+    ap_main = main;
     ncpus = madt.ncpus;
     for (unsigned i = 0; i < ncpus; i++) {
         cpus[i].id = i;

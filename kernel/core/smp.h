@@ -2,7 +2,11 @@
 #pragma once
 #include "lib/types.h"
 
-void smp_boot_aps(void); // start every processor in the MADT; prints "smp: N CPUs online"
+struct cpu;
+// Start every processor in the MADT, each running main (which never returns);
+// prints "smp: N CPUs online".
+void smp_boot_aps(void (*main)(struct cpu *c));
+void smp_init_ipis(void); // the cross-CPU call vector
 
 // Run fn(arg) on every online CPU (the caller's included, in interrupt context
 // with interrupts off on each) and return when all have finished. Must be called

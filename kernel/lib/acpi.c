@@ -181,11 +181,8 @@ static void one_cpu(uint32_t boot_apic_id)
     madt.has_8259 = true;
 }
 
-extern uint32_t lapic_boot_id(void);
-
-void acpi_init(const uint8_t *rsdp, unsigned version)
+void acpi_init(const uint8_t *rsdp, unsigned version, uint32_t boot_id)
 {
-    uint32_t boot_id = lapic_boot_id();
     one_cpu(boot_id);
     if (!version || memcmp(rsdp, "RSD PTR ", 8) != 0 || !acpi_checksum_ok(rsdp, 20)) {
         kprintf("acpi: no RSDP from the boot loader: running on one CPU\n");

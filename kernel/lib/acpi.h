@@ -39,8 +39,9 @@ struct fadt_info {
 extern struct fadt_info fadt;
 
 // Parse from the RSDP copied out of the boot information. On failure (or
-// without ACPI) madt describes one CPU and acpi_present is false.
-void acpi_init(const uint8_t *rsdp, unsigned version);
+// without ACPI) madt describes one CPU, the boot CPU (its APIC id given), and
+// acpi_present is false.
+void acpi_init(const uint8_t *rsdp, unsigned version, uint32_t boot_apic_id);
 
 // Pure MADT parser (host-tested): fills out from the table body.
 bool acpi_parse_madt(const void *madt_table, size_t length, uint32_t boot_apic_id,

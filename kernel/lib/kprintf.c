@@ -2,7 +2,6 @@
 // kprintf formats into a stack buffer and writes it to the console in one go,
 // under the console lock, so lines from different CPUs do not interleave.
 #include "lib/kprintf.h"
-#include "core/console.h"
 #include "lib/string.h"
 
 struct out {
@@ -173,6 +172,8 @@ int snprintf(char *buf, size_t size, const char *fmt, ...)
 }
 
 #ifndef KERNEL_HOSTED
+void (*kprintf_output)(const char *s, size_t n);
+
 int kprintf(const char *fmt, ...)
 {
     char buf[512];
@@ -180,7 +181,9 @@ int kprintf(const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    console_write(buf, MIN((size_t)n, sizeof buf - 1));
+    void (*out)(const char *, size_t) = READ_ONCE(kprintf_output);
+    if (out)
+        out(buf, MIN((size_t)n, sizeof buf - 1));
     return n;
 }
 #endif

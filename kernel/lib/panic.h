@@ -1,7 +1,8 @@
 // panic(): print what happened and stop the machine.
 #pragma once
-#include "arch/x86/trapframe.h"
 #include "lib/types.h"
+
+struct trapframe;
 
 // Print the CPU, the message, the registers and a symbolized backtrace, stop the
 // other CPUs; in test mode exit QEMU with a failure code, otherwise halt.

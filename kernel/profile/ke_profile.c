@@ -377,10 +377,13 @@ NTSTATUS KeSetIntervalProfile(uint64_t interval, KPROFILE_SOURCE source)
     return HalSetSystemInformation(HalProfileSourceInterval, sizeof i, &i);
 }
 
-void ke_profile_process_gone(struct process *p)
+// A destroyed process's slots: no started profile can name it any more.
+static void process_gone(struct process *p, enum process_event event)
 {
+    if (event != PROCESS_DESTROYED)
+        return;
     for (unsigned s = 0; s < ProfileSourceCount; s++) {
-        kfree(p->profile_slot[s]); // no started profile can name a destroyed process
+        kfree(p->profile_slot[s]);
         p->profile_slot[s] = NULL;
     }
 }
@@ -400,6 +403,7 @@ uint64_t ke_profiles_started(void)
 
 void ke_profile_init(void)
 {
+    process_watch(process_gone);
     HAL_PROFILE_INTERRUPT_HANDLER h = KeProfileInterruptWithSource;
     HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof h, &h);
 }

@@ -63,8 +63,7 @@ NTSTATUS KeSetIntervalProfile(uint64_t interval, KPROFILE_SOURCE source);
 void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_frame *f);
 void KeQueryProfileStats(struct kprofile *p, struct sys_profile_stats *out);
 
-void ke_profile_init(void);                      // register the HAL sample handler
-void ke_profile_process_gone(struct process *p); // free a destroyed process's slots
+void ke_profile_init(void); // register the HAL sample handler
 // Whether a sample of source interrupting pr (NULL: no process) meets a
 // started profile, system-wide or of pr: `pmc trace` tells "out of range"
 // from "not profiled" with it.

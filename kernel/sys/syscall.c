@@ -3,6 +3,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/gdt.h"
 #include "arch/x86/msr.h"
+#include "arch/x86/trap.h"
 #include "core/sched.h"
 #include "core/uaccess.h"
 
@@ -36,7 +37,7 @@ void syscall_dispatch(struct trapframe *tf)
     }
     tf->rax = result;
     cli();
-    sched_user_return();
+    trap_return_to_user();
 }
 
 extern void syscall_entry(void);

@@ -23,10 +23,6 @@ void irq_restore(uint64_t flags)
 {
     (void)flags;
 }
-uint32_t lapic_boot_id(void)
-{
-    return 0;
-}
 
 void panic(const char *fmt, ...)
 {

@@ -2,7 +2,6 @@
 // ring-0 stack and IST stacks for NMI, double fault and machine check, so those
 // run on a known-good stack whatever state the interrupted code left).
 #include "arch/x86/gdt.h"
-#include "core/heap.h"
 #include "lib/panic.h"
 #include "arch/x86/percpu.h"
 #include "lib/string.h"
@@ -36,12 +35,13 @@ static void load_gdt(struct gdt *g)
     __asm__ volatile("ltr %w0" ::"r"(SEL_TSS));
 }
 
-void gdt_init_cpu(struct cpu *c)
+static struct gdt gdts[MAX_CPUS];
+static struct tss tsss[MAX_CPUS];
+
+void gdt_init_cpu(struct cpu *c, uint8_t *ist_stacks)
 {
-    struct gdt *g = kzalloc(sizeof *g);
-    struct tss *t = kzalloc(sizeof *t);
-    if (!g || !t)
-        panic("gdt: out of memory for CPU %u", c->id);
+    struct gdt *g = &gdts[c->id];
+    struct tss *t = &tsss[c->id];
     g->entry[0] = 0;
     g->entry[1] = 0x00AF9A000000FFFFull; // kernel code: L, P, DPL 0
     g->entry[2] = 0x00CF92000000FFFFull; // kernel data
@@ -52,12 +52,8 @@ void gdt_init_cpu(struct cpu *c)
                 (((limit >> 16) & 0xF) << 48) | (((base >> 24) & 0xFF) << 56);
     g->tss_hi = base >> 32;
 
-    for (int i = 0; i < 3; i++) {
-        uint8_t *stack = kmalloc(IST_STACK_SIZE);
-        if (!stack)
-            panic("gdt: out of memory for IST stacks");
-        t->ist[i] = (uint64_t)(stack + IST_STACK_SIZE);
-    }
+    for (int i = 0; i < 3; i++)
+        t->ist[i] = (uint64_t)(ist_stacks + (i + 1) * IST_STACK_SIZE);
     t->rsp[0] = (uint64_t)c->stack_top;
     t->iomap_base = sizeof *t; // no I/O permission bitmap: ring 3 gets no ports
     c->gdt = g;

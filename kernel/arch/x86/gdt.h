@@ -25,4 +25,6 @@ struct tss {
 _Static_assert(sizeof(struct tss) == 104, "TSS layout");
 
 struct cpu;
-void gdt_init_cpu(struct cpu *c); // build and load c's GDT and TSS (with IST stacks)
+// Build and load c's GDT and TSS; ist_stacks is 3 * IST_STACK_SIZE bytes for
+// the NMI, double-fault and machine-check stacks.
+void gdt_init_cpu(struct cpu *c, uint8_t *ist_stacks);

@@ -3,7 +3,8 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/irq.h"
 #include "arch/x86/keyboard.h"
-#include "core/console.h"
+
+static void (*keyboard_input)(char c);
 
 static const char normal[128] = {
     0,    27,  '1', '2', '3', '4', '5', '6', '7', '8', '9',  '0', '-', '=',  '\b',
@@ -37,22 +38,23 @@ static void keyboard_irq(struct trapframe *tf)
     } else if (!release && extended) {
         char arrow = sc == 0x48 ? 'A' : sc == 0x50 ? 'B' : sc == 0x4D ? 'C' : sc == 0x4B ? 'D' : 0;
         if (arrow) {
-            console_input(27);
-            console_input('[');
-            console_input(arrow);
+            keyboard_input(27);
+            keyboard_input('[');
+            keyboard_input(arrow);
         }
     } else if (!release) {
         char c = (shift ? shifted : normal)[sc];
         if (c && ctrl && c >= 'a' && c <= 'z')
             c = (char)(c - 'a' + 1);
         if (c)
-            console_input(c);
+            keyboard_input(c);
     }
     extended = false;
 }
 
-void keyboard_init(void)
+void keyboard_init(void (*input)(char c))
 {
+    keyboard_input = input;
     while (inb(0x64) & 1) // drain anything the firmware left
         inb(0x60);
     irq_route_isa(1, keyboard_irq);

@@ -53,10 +53,11 @@ static inline void lapic_eoi(void)
     lapic_write(LAPIC_EOI, 0);
 }
 
-void lapic_init_bsp(void); // choose xAPIC or x2APIC from CPUID, map the registers
-void lapic_init_cpu(void); // enable this CPU's LAPIC, mask LINTs, set spurious vector
-uint32_t lapic_id(void);   // this CPU's APIC id
-bool lapic_x2apic(void);   // true when running in x2APIC mode
+void lapic_init_bsp(void);    // choose xAPIC or x2APIC from CPUID, map the registers
+void lapic_init_cpu(void);    // enable this CPU's LAPIC, mask LINTs, set spurious vector
+uint32_t lapic_id(void);      // this CPU's APIC id
+uint32_t lapic_boot_id(void); // the APIC id, read before the LAPIC is set up (CPUID)
+bool lapic_x2apic(void);      // true when running in x2APIC mode
 
 // Interprocessor interrupts.
 enum ipi_dest { IPI_SELF, IPI_ALL, IPI_ALL_BUT_SELF };

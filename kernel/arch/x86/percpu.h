@@ -22,12 +22,13 @@ struct cpu {
     uint64_t pmi_count; // performance-monitoring interrupts taken here
     struct tss *tss;
     void *gdt;
-    uint8_t *stack_top;         // boot/idle stack
-    struct thread *idle;        // this CPU's idle thread (runs the boot stack)
-    struct thread *prev_dead;   // a thread that exited here, freed after the switch away
-    volatile bool need_resched; // set by the scheduler tick or a wake-up
-    volatile bool idling;       // halted in the idle loop (a wake-up sends an IPI)
-    uint64_t idle_ns, busy_ns;  // time accounting (scheduler tick resolution)
+    uint8_t *stack_top;                // boot/idle stack
+    struct thread *idle;               // this CPU's idle thread (runs the boot stack)
+    struct thread *prev_dead;          // a thread that exited here, freed after the switch away
+    volatile bool need_resched;        // set by the scheduler tick or a wake-up
+    const volatile bool *kill_pending; // the running thread's kill flag (trap.h)
+    volatile bool idling;              // halted in the idle loop (a wake-up sends an IPI)
+    uint64_t idle_ns, busy_ns;         // time accounting (scheduler tick resolution)
 };
 
 #define CPU_SELF_OFFSET       0

@@ -2,7 +2,6 @@
 #include "arch/x86/serial.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/irq.h"
-#include "core/console.h"
 
 #define COM1      0x3F8
 #define UART_DATA 0 // RBR/THR (DLL when DLAB=1)
@@ -32,17 +31,20 @@ void serial_putc(char c)
     outb(COM1 + UART_DATA, (uint8_t)c);
 }
 
+static void (*serial_input)(char c);
+
 static void serial_irq(struct trapframe *tf)
 {
     UNUSED(tf);
     while (inb(COM1 + UART_LSR) & 1) {
         char c = (char)inb(COM1 + UART_DATA);
-        console_input(c == '\r' ? '\n' : c);
+        serial_input(c == '\r' ? '\n' : c);
     }
 }
 
-void serial_enable_irq(void)
+void serial_enable_irq(void (*input)(char c))
 {
+    serial_input = input;
     irq_route_isa(4, serial_irq);
     outb(COM1 + UART_IER, 0x01); // interrupt on received data
 }

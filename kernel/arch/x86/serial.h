@@ -3,4 +3,6 @@
 
 void serial_init(void);
 void serial_putc(char c);
-void serial_enable_irq(void); // route IRQ 4 and start feeding console_input
+// Route IRQ 4 and hand every received byte ('\r' as '\n') to input, in the
+// interrupt (the console's input ring: core/console.c registers it).
+void serial_enable_irq(void (*input)(char c));

@@ -9,7 +9,7 @@
 #include "arch/x86/clock.h"
 #include "lib/panic.h"
 #include "arch/x86/percpu.h"
-#include "core/sched.h"
+#include "arch/x86/trap.h"
 
 struct periodic {
     uint64_t deadline; // absolute TSC of the next expiry; UINT64_MAX: stopped
@@ -113,7 +113,7 @@ void timer_interrupt(const struct intr_frame *f)
         if (due & (1u << i))
             t->user[i].fn(f, t->user[i].arg);
     if (intr_from_user(f))
-        sched_user_return();
+        trap_return_to_user();
 }
 
 void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn, void *arg)
@@ -157,14 +157,6 @@ void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, u
     *missed = READ_ONCE(timers[cpu].slot[slot].missed);
 }
 
-static void sched_timer(const struct intr_frame *f, void *arg)
-{
-    UNUSED(f);
-    UNUSED(arg);
-    this_cpu()->ticks++;
-    sched_tick();
-}
-
 void timer_init_cpu(void)
 {
     struct timer_cpu *t = &timers[cpu_id()];
@@ -181,7 +173,4 @@ void timer_init_cpu(void)
         lapic_write(LAPIC_TIMER_DIV, 0xB); // divide by 1, as calibrated
         lapic_write(LAPIC_LVT_TIMER, LVT_TIMER_ONESHOT | VEC_TIMER);
     }
-    uint64_t f = irq_save();
-    timer_periodic_start(TIMER_SLOT_SCHED, 1000000000ull / SCHED_TICK_HZ, sched_timer, NULL);
-    irq_restore(f);
 }

@@ -33,4 +33,5 @@ void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, u
 // The LAPIC timer's interrupt handler (entered from vectors.asm, timer_entry).
 void timer_interrupt(const struct intr_frame *f);
 
-void timer_init_cpu(void); // per CPU: start the LAPIC timer machinery and the sched tick
+void timer_init_cpu(
+    void); // per CPU: the LAPIC timer in one-shot or TSC-deadline mode, every slot stopped

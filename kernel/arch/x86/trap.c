@@ -9,7 +9,6 @@
 #include "arch/x86/vectors.h"
 #include "lib/panic.h"
 #include "arch/x86/percpu.h"
-#include "core/sched.h"
 #include "arch/x86/trap.h"
 
 static const char *const exception_names[32] = {
@@ -44,6 +43,7 @@ const char *exception_name(unsigned vector)
 static irq_handler_t handlers[256];
 uint64_t irq_spurious_count, irq_unhandled_count;
 trap_hook_t trap_user_exception_hook; // process.c installs it; NULL until then
+void (*trap_user_return_hook)(void);  // sched.c installs it
 
 void irq_register(unsigned vector, irq_handler_t handler)
 {
@@ -80,7 +80,7 @@ void trap(struct trapframe *tf)
     }
     c->irq_nesting--;
     if (tf_from_user(tf))
-        sched_user_return(); // preemption and kills happen only on the way to ring 3
+        trap_return_to_user();
 }
 
 // Fault fixups: code that may fault on purpose (copying from user memory)

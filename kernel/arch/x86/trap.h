@@ -1,5 +1,6 @@
 // Trap handling shared by the kernel: exception names and fault fixups.
 #pragma once
+#include "arch/x86/percpu.h"
 #include "arch/x86/trapframe.h"
 
 const char *exception_name(unsigned vector);
@@ -8,6 +9,20 @@ const char *exception_name(unsigned vector);
 // registered, resume at its fixup address and return true.
 bool fault_fixup(struct trapframe *tf);
 
-// Called for an exception from ring 3 (issue: processes kill the program).
+// Called for an exception from ring 3 (the process code kills the program).
 typedef void (*trap_hook_t)(struct trapframe *tf);
 extern trap_hook_t trap_user_exception_hook;
+
+// The way back to ring 3, which every interrupt and system call from there
+// takes: preemption and kills happen only here. The scheduler registers what
+// to do (trap_user_return_hook) and keeps two per-CPU flags saying whether
+// there is anything: need_resched, and the running thread's kill flag. Inline,
+// because almost every return has nothing to do.
+extern void (*trap_user_return_hook)(void);
+
+static inline void trap_return_to_user(void)
+{
+    struct cpu *c = this_cpu();
+    if (c->need_resched || *c->kill_pending)
+        trap_user_return_hook();
+}
