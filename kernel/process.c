@@ -9,6 +9,7 @@
 #include "panic.h"
 #include "percpu.h"
 #include "profile/ke_profile.h"
+#include "profile/pmc_alloc.h"
 #include "ramdisk.h"
 #include "string.h"
 #include "trap.h"
@@ -129,6 +130,7 @@ NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint
         return s;
     }
     object_ref(&p->obj); // the thread's reference, dropped when it exits
+    pmc_process_spawned(p, process_current(), file->data, file->size); // before it runs
     *out = p;
     if (flags & SPAWN_SUSPENDED)
         p->suspended = true;
@@ -200,6 +202,7 @@ void process_exit_current(int status)
     struct process *p = process_current();
     sti(); // closing handles may free memory and take locks
     handle_table_close_all(&p->handles);
+    pmc_process_exit(p, p->killed ? PROCESS_KILLED_STATUS : status); // its PMCs are closed now
     cli();
     vm_load_kernel(); // off the tables we are about to free
     as_destroy(&p->as);

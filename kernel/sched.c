@@ -11,6 +11,7 @@
 #include "panic.h"
 #include "percpu.h"
 #include "process.h"
+#include "profile/pmc_alloc.h"
 #include "spinlock.h"
 #include "string.h"
 #include "vm.h"
@@ -86,6 +87,7 @@ static void kick_idle_cpu(void)
 // Make next the running thread of this CPU. rq_lock held, interrupts off.
 static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
 {
+    pmc_switch_out(cur); // PMC_F_LOG_PROCCSW records (profile/pmc_alloc.c)
     uint64_t now = clock_ns();
     cur->cpu_ns += now - cur->run_start_ns;
     next->run_start_ns = now;

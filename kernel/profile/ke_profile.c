@@ -9,6 +9,7 @@
 #include "pmc/hal.h"
 #include "pmc/pmi.h"
 #include "process.h"
+#include "profile/pmc_alloc.h"
 #include "smp.h"
 #include "string.h"
 #include "vm.h"
@@ -103,6 +104,7 @@ void KeProfileInterruptWithSource(KPROFILE_SOURCE source, uint64_t ip, bool user
     struct profile_slot *slot = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
     if (slot)
         sample_slot(slot, ip, cpu);
+    pmc_sample_hook(source, ip, user, cpu); // PMCs and the sample log (profile/pmc_alloc.c)
 }
 
 // --- sets ---------------------------------------------------------------------
@@ -451,4 +453,32 @@ void ke_profile_init(void)
 {
     HAL_PROFILE_INTERRUPT_HANDLER h = KeProfileInterruptWithSource;
     HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof h, &h);
+}
+
+// --- sources shared with PMC objects (profile/pmc_alloc.c) -----------------------
+
+// A PMC runs its source through the same count as profile objects, so the HAL
+// source starts with the first user of either kind and stops with the last.
+NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source)
+{
+    mutex_lock(&profile_mutex);
+    NTSTATUS s = STATUS_SUCCESS;
+    if (source_refs[source]++ == 0) {
+        const char *reason;
+        s = HalStartProfileInterrupt(source, &reason);
+        if (!NT_SUCCESS(s))
+            source_refs[source]--;
+    }
+    mutex_unlock(&profile_mutex);
+    return s;
+}
+
+void KeDereferenceProfileSource(KPROFILE_SOURCE source)
+{
+    mutex_lock(&profile_mutex);
+    if (--source_refs[source] == 0) {
+        const char *reason;
+        HalStopProfileInterrupt(source, &reason);
+    }
+    mutex_unlock(&profile_mutex);
 }

@@ -65,3 +65,6 @@ void KeQueryProfileStats(struct kprofile *p, struct sys_profile_stats *out);
 void ke_profile_init(void);                      // register the HAL sample handler
 void ke_profile_process_gone(struct process *p); // free a destroyed process's slots
 uint64_t ke_profiles_started(void);
+// Start the HAL source on its first user, stop it with the last (PMC objects).
+NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source);
+void KeDereferenceProfileSource(KPROFILE_SOURCE source);
