@@ -283,6 +283,9 @@ struct sys_profile_stats {
 
 #define PMC_CPU_ANY 0xFFFFFFFFu
 
+#define PMC_MAX_TARGETS_USER 64 // processes attached to one PMC (STATUS_PMC_TOO_MANY_TARGETS)
+#define PMC_MAX_RUNNING_USER 32 // PMCs running at once (STATUS_PMC_TOO_MANY_RUNNING)
+
 // The calling process, as a process handle for NtPmcAttach/NtPmcDetach (NT's value).
 #define NtCurrentProcess() ((HANDLE)(intptr_t)-1)
 

@@ -21,8 +21,8 @@
 struct process;
 struct thread;
 
-#define PMC_MAX_TARGETS 64 // processes attached to one PMC, descendants included
-#define PMC_MAX_RUNNING 32 // PMCs running at once, machine-wide
+#define PMC_MAX_TARGETS PMC_MAX_TARGETS_USER // processes attached to one PMC, descendants too
+#define PMC_MAX_RUNNING PMC_MAX_RUNNING_USER // PMCs running at once, machine-wide
 
 struct kpmc {
     struct object obj;
