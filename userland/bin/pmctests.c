@@ -14,8 +14,8 @@
 #include <string.h>
 #include <syscall.h>
 
-#define TEST_TIMEOUT_MS 60000
-#define LOG_BUF         (256u << 10)
+#define TEST_TIMEOUT_MS     60000
+#define LOG_BUF             (256u << 10)
 #define USER_STACK_TOP_USER 0x00007FFFFFF00000ull // kernel/addrspace.h: where the stack ends
 
 static struct pmc_alloc params(uint32_t mode, uint32_t flags, uint32_t source, uint64_t count)
@@ -382,11 +382,11 @@ static void test_descendants_exit_csw(void) // privileged
     HANDLE h, kid;
     struct pmc_log_config cfg = {0, 0};
     EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
-    EXPECT_STATUS(alloc(&h, PMC_MODE_TS,
-                        PMC_F_CALLCHAIN | PMC_F_DESCENDANTS | PMC_F_LOG_PROCEXIT |
-                            PMC_F_LOG_PROCCSW,
-                        ProfileTime, 0),
-                  STATUS_SUCCESS);
+    EXPECT_STATUS(
+        alloc(&h, PMC_MODE_TS,
+              PMC_F_CALLCHAIN | PMC_F_DESCENDANTS | PMC_F_LOG_PROCEXIT | PMC_F_LOG_PROCCSW,
+              ProfileTime, 0),
+        STATUS_SUCCESS);
     EXPECT_STATUS(NtPmcAttach(h, NtCurrentProcess()), STATUS_SUCCESS);
     EXPECT_STATUS(NtPmcStart(h), STATUS_SUCCESS);
     int status = -1;
@@ -471,10 +471,10 @@ static void test_broken_frames(void) // privileged
     frame[1] = 0x400000;
     EXPECT_STATUS(SysUnmap(area, 2 * PAGE), STATUS_SUCCESS);
     spin_with_rbp((uint64_t)frame, 25);
-    spin_with_rbp(0x1234567, 15);              // misaligned
-    spin_with_rbp(KERNEL_IMAGE, 15);           // the kernel's
-    spin_with_rbp(0x0000700000000000ull, 15);  // never mapped
-    spin_with_rbp(0x0000000000000008ull, 15);  // below the stack pointer
+    spin_with_rbp(0x1234567, 15);             // misaligned
+    spin_with_rbp(KERNEL_IMAGE, 15);          // the kernel's
+    spin_with_rbp(0x0000700000000000ull, 15); // never mapped
+    spin_with_rbp(0x0000000000000008ull, 15); // below the stack pointer
     EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS);
     NtPmcGetDriverStats(&after);
     uint8_t *buf = malloc(LOG_BUF);
@@ -485,7 +485,8 @@ static void test_broken_frames(void) // privileged
     EXPECT(after.chains_truncated - before.chains_truncated == c.truncated,
            "driver: %lu truncated, log: %lu", after.chains_truncated - before.chains_truncated,
            c.truncated);
-    EXPECT(after.user_frames_unread > before.user_frames_unread, "no unreadable user frame counted");
+    EXPECT(after.user_frames_unread > before.user_frames_unread,
+           "no unreadable user frame counted");
     expect_accounting();
     free(buf);
     NtClose(h);
