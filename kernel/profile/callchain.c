@@ -130,6 +130,8 @@ static unsigned walk_kernel(const struct trapframe *tf, const struct thread *t, 
         }
         const uint64_t *f = (const uint64_t *)fp;
         uint64_t ret = f[1];
+        if (!ret)
+            break; // a zero return address marks the outermost frame (an AP's start-up)
         if (ret < KERNEL_VMA) {
             *trunc = true;
             break;

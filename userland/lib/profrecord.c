@@ -209,6 +209,8 @@ int profile_record_main(int argc, char **argv)
     int status = 0, rc = EXIT_FAIL, log_on = 0;
     char command[128];
     join(command, sizeof command, argc, argv, o.first);
+    if (timed)
+        snprintf(command, sizeof command, "-a %lu (the whole machine for %lu s)", seconds, seconds);
     void *buf = malloc(DRAIN_BUF);
     struct pmc_log_config cfg = {o.ring_kb * 1024, o.depth};
     NTSTATUS s = buf ? NtPmcConfigureLog(&cfg) : STATUS_NO_MEMORY;
