@@ -28,6 +28,7 @@
 #include "core/pmm.h"
 #include "core/process.h"
 #include "profile/ke_profile.h"
+#include "profile/pmc_alloc.h"
 #include "core/ramdisk.h"
 #include "core/sched.h"
 #include "sys/syscall.h"
@@ -106,6 +107,7 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     irq_register(VEC_PMI, pmc_pmi_handler); // the performance-monitoring interrupt
     pmc_init();                             // "pmc: interface <emon|amd64|none>: ..."
     ke_profile_init();                      // samples go to profile objects
+    pmc_alloc_init();                       // and to PMCs: watch processes
     ramdisk_init();                         // GRUB modules are the files
     process_init();                         // ring-3 faults kill processes
     uint64_t init_ns = clock_ns();

@@ -62,8 +62,8 @@ NTSTATUS handle_insert(struct handle_table *ht, struct object *o, HANDLE *out)
 NTSTATUS handle_lookup(struct handle_table *ht, HANDLE h, enum object_type type,
                        struct object **out)
 {
-    if (h == NT_CURRENT_PROCESS || h == NT_CURRENT_THREAD) {
-        if (h == NT_CURRENT_THREAD || type != OBJ_PROCESS)
+    if (h == NtCurrentProcess() || h == NtCurrentThread()) {
+        if (h == NtCurrentThread() || type != OBJ_PROCESS)
             return STATUS_OBJECT_TYPE_MISMATCH;
         struct process *me = process_current();
         object_ref(&me->obj);

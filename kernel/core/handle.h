@@ -10,12 +10,6 @@
 
 #define HANDLE_MAX 65536
 
-// NT's pseudo-handles (NtCurrentProcess(), NtCurrentThread() in wdm.h): not in
-// any table, they name the caller wherever a process (or thread) handle is
-// taken. Closing one closes nothing.
-#define NT_CURRENT_PROCESS ((HANDLE)(intptr_t)-1)
-#define NT_CURRENT_THREAD  ((HANDLE)(intptr_t)-2)
-
 struct handle_table {
     struct spinlock lock;
     struct object **slot;
@@ -27,7 +21,7 @@ void handle_table_init(struct handle_table *ht);
 NTSTATUS handle_insert(struct handle_table *ht, struct object *o, HANDLE *out);
 // A new reference to the object behind h, if it has the given type
 // (STATUS_INVALID_HANDLE: no object; STATUS_OBJECT_TYPE_MISMATCH: another type).
-// The pseudo-handles are understood: NT_CURRENT_PROCESS is the caller's process.
+// The pseudo-handles are understood: NtCurrentProcess() is the caller's process.
 NTSTATUS handle_lookup(struct handle_table *ht, HANDLE h, enum object_type type,
                        struct object **out);
 NTSTATUS handle_close(struct handle_table *ht, HANDLE h);

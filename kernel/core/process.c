@@ -215,6 +215,8 @@ void process_exit_current(int status)
     struct process *p = process_current();
     sti(); // closing handles may free memory and take locks
     handle_table_close_all(&p->handles);
+    p->exit_status = p->killed ? PROCESS_KILLED_STATUS : status;
+    notify(p, PROCESS_EXITING);
     cli();
     vm_load_kernel(); // off the tables we are about to free
     as_destroy(&p->as);

@@ -33,10 +33,13 @@ struct process {
 // Watchers: the layers above (profile objects, sample logs, the boot code's
 // init) learn of a process's life without the process code naming them. Each
 // is called on the CPU where the event happens, with interrupts on:
-//   PROCESS_SPAWNED    created and loaded, not yet running (parent is p->parent)
-//   PROCESS_EXITED     its last thread is gone; exit_status is final
+//   PROCESS_SPAWNED    created and loaded, not yet running; called by the
+//                      spawning thread (process_current() is the parent)
+//   PROCESS_EXITING    called by the exiting thread itself, its handles
+//                      closed, its address space not yet freed; exit_status set
+//   PROCESS_EXITED     its last thread is gone (a waiter may now see it)
 //   PROCESS_DESTROYED  the last reference is going: free what hangs on p
-enum process_event { PROCESS_SPAWNED, PROCESS_EXITED, PROCESS_DESTROYED };
+enum process_event { PROCESS_SPAWNED, PROCESS_EXITING, PROCESS_EXITED, PROCESS_DESTROYED };
 typedef void (*process_watcher)(struct process *p, enum process_event event);
 #define PROCESS_WATCHERS 4
 void process_watch(process_watcher fn); // at boot, before the first process

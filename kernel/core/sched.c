@@ -101,9 +101,14 @@ static void kick_idle_cpu(void)
     }
 }
 
+void (*sched_switch_out_hook)(struct thread *t);
+
 // Make next the running thread of this CPU. rq_lock held, interrupts off.
 static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
 {
+    void (*out)(struct thread *) = READ_ONCE(sched_switch_out_hook);
+    if (__builtin_expect(out != NULL, 0))
+        out(cur);
     uint64_t now = clock_ns();
     cur->cpu_ns += now - cur->run_start_ns;
     next->run_start_ns = now;

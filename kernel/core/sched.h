@@ -57,6 +57,11 @@ void sched_tick(void); // from the per-CPU scheduler timer
 
 struct thread *current_thread(void);
 
+// Called by switch_to for the thread leaving a CPU, rq_lock held and
+// interrupts off, while set (profile/pmc_alloc.c sets it while a PMC logs
+// context switches; a function set once stays valid).
+extern void (*sched_switch_out_hook)(struct thread *t);
+
 // What trap_return_to_user (arch/x86/trap.h) calls when a CPU's need_resched
 // or the running thread's kill flag is set.
 void sched_user_return_slow(void);

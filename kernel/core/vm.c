@@ -14,6 +14,7 @@
 #include "lib/string.h"
 
 uint64_t kernel_cr3;
+uint64_t vm_direct_map_top; // physical addresses below it are mapped at DIRECT_MAP_BASE
 static bool nx;
 
 bool vm_nx_supported(void)
@@ -112,6 +113,7 @@ void vm_init(void)
     if (!kernel_cr3 || kernel_cr3 >= (4ull << 30))
         panic("vm: cannot allocate the kernel PML4 below 4 GiB");
     map_direct(kernel_cr3, top);
+    vm_direct_map_top = top;
     map_image(kernel_cr3);
     // Pre-create every kernel-half PML4 entry so address spaces can share them
     // by copying entries 256-511 once.

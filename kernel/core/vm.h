@@ -17,7 +17,8 @@
 
 typedef uint64_t pte_t;
 
-extern uint64_t kernel_cr3; // physical address of the kernel's PML4
+extern uint64_t kernel_cr3;        // physical address of the kernel's PML4
+extern uint64_t vm_direct_map_top; // end of the physical range the direct map covers
 
 void vm_init(void);        // build the kernel page tables and switch to them
 void vm_load_kernel(void); // load kernel_cr3 on this CPU (APs)

@@ -132,7 +132,22 @@ typedef uint64_t KAFFINITY;
     X(29, SysPmcTrace, 4)          /* (uint32_t op, void *buf, size_t len, size_t *got) */ \
     X(30, SysPmcInfo, 3)           /* (char *buf, size_t len, size_t *got): text */ \
     X(31, SysSelfCheck, 1)         /* (struct sys_self_check *out): counters for leak checks */ \
-    X(32, SysProcessId, 2)         /* (HANDLE process, uint32_t *pid) */
+    X(32, SysProcessId, 2)         /* (HANDLE process, uint32_t *pid) */ \
+    X(33, NtPmcAllocate, 2)        /* (HANDLE *pmc, const struct pmc_alloc *params) */ \
+    X(34, NtPmcAttach, 2)          /* (HANDLE pmc, HANDLE process): process scope */ \
+    X(35, NtPmcDetach, 2)          /* (HANDLE pmc, HANDLE process) */ \
+    X(36, NtPmcSetCount, 2)        /* (HANDLE pmc, uint64_t count): sampling interval, stopped only */ \
+    X(37, NtPmcStart, 1)           /* (HANDLE pmc) */ \
+    X(38, NtPmcStop, 1)            /* (HANDLE pmc) */ \
+    X(39, NtPmcRead, 2)            /* (HANDLE pmc, uint64_t *value): counting modes */ \
+    X(40, NtPmcWrite, 2)           /* (HANDLE pmc, uint64_t value): counting modes, stopped only */ \
+    X(41, NtPmcConfigureLog, 1)    /* (const struct pmc_log_config *): NULL releases the log */ \
+    X(42, NtPmcFlushLog, 0)        /* every CPU's pending lost count becomes readable */ \
+    X(43, NtPmcReadLog, 3)         /* (void *buf, size_t len, size_t *got): whole records, consumed */ \
+    X(44, NtPmcWriteLog, 1)        /* (uint64_t userdata): a PMCLOG_USER record */ \
+    X(45, NtPmcGetDriverStats, 1)  /* (struct pmc_driver_stats *out) */ \
+    X(46, SysTmpWrite, 4)          /* (const char *name, const void *buf, size_t len, uint32_t flags): /tmp */ \
+    X(47, SysTmpRead, 5)           /* (const char *name, uint64_t offset, void *buf, size_t len, size_t *got) */
 
 enum {
 #define SYSCALL_ENUM(num, name, nargs) SYS_##name = num,
@@ -246,3 +261,180 @@ struct sys_profile_stats {
 #define PMC_TRACE_CLEAR  3
 #define PMC_TRACE_READ   4 // the records of every CPU as text, one per line, oldest first
 #define PMC_TRACE_FILTER 5 // buf = a pid: keep samples of it and its descendants only; 0: all
+
+// ---------------------------------------------------------------------------
+// PMC allocation and the sample log (NtPmc*): hwpmc(4)'s operations (allocate,
+// attach, detach, set count, start, stop, read, write, configure/flush/write
+// the log, driver statistics) in this kernel's style: a PMC is a handle, every
+// failure an NTSTATUS. docs/pmc-log.md has the status table and the record
+// formats. A PMC counts or samples one KPROFILE_SOURCE.
+// ---------------------------------------------------------------------------
+
+// Modes, hwpmc's four: sampling or counting, system or process scope.
+#define PMC_MODE_SS 1 // system-scope sampling: every process and the kernel (needs the privilege)
+#define PMC_MODE_SC 2 // system-scope counting
+#define PMC_MODE_TS 3 // process-scope sampling: only while an attached process runs
+#define PMC_MODE_TC 4 // process-scope counting (process-virtual)
+
+// Allocation flags.
+#define PMC_F_CALLCHAIN    0x01 // sampling: log the call chain, not only the IP
+#define PMC_F_DESCENDANTS  0x02 // process scope: also every current and future child
+#define PMC_F_LOG_PROCCSW  0x04 // process scope: a PMCLOG_CSW record at each switch-out
+#define PMC_F_LOG_PROCEXIT 0x08 // process scope: a PMCLOG_EXIT record with the totals
+#define PMC_F_KERNEL       0x10 // also samples taken in kernel mode (needs the privilege)
+#define PMC_F_ALL          0x1F
+
+#define PMC_CPU_ANY 0xFFFFFFFFu
+
+#define PMC_MAX_TARGETS_USER 64 // processes attached to one PMC (STATUS_PMC_TOO_MANY_TARGETS)
+#define PMC_MAX_RUNNING_USER 32 // PMCs running at once (STATUS_PMC_TOO_MANY_RUNNING)
+
+// NT's pseudo-handles (wdm.h): the calling process and thread, accepted
+// wherever a process (thread) handle is; not in any handle table, never closed.
+#define NtCurrentProcess() ((HANDLE)(intptr_t)-1)
+#define NtCurrentThread()  ((HANDLE)(intptr_t)-2)
+
+struct pmc_alloc {
+    uint32_t source; // KPROFILE_SOURCE
+    uint32_t mode;   // PMC_MODE_*
+    uint32_t flags;  // PMC_F_*
+    uint32_t cpu;    // system scope: one CPU or PMC_CPU_ANY; process scope: PMC_CPU_ANY
+    uint64_t count;  // sampling interval in the source's units; 0: the interval in force
+};
+
+// The log: one per machine, owned by the process that configured it. Each CPU
+// writes its own ring; NtPmcReadLog drains them.
+#define PMC_LOG_RING_MIN     4096u        // bytes per CPU
+#define PMC_LOG_RING_MAX     (16u << 20)  // bytes per CPU
+#define PMC_LOG_RING_DEFAULT (256u << 10) // bytes per CPU (boot option pmclog=KB)
+#define PMC_DEPTH_DEFAULT    128
+#define PMC_DEPTH_MAX        512
+
+struct pmc_log_config {
+    uint32_t ring_bytes; // per CPU, a multiple of 4096; 0: the default (or the boot option)
+    uint32_t depth;      // call-chain frames at most; 0: PMC_DEPTH_DEFAULT
+};
+
+// Records: a header, then the body; sizes are multiples of 8.
+enum pmclog_type {
+    PMCLOG_SAMPLE = 1, // struct pmclog_sample
+    PMCLOG_MAP = 2,    // struct pmclog_map: a program image (exec), or the kernel's (pid 0)
+    PMCLOG_EXIT = 3,   // struct pmclog_exit: per-process totals (PMC_F_LOG_PROCEXIT)
+    PMCLOG_CSW = 4,    // struct pmclog_csw: a switch-out (PMC_F_LOG_PROCCSW)
+    PMCLOG_USER = 5,   // struct pmclog_user: NtPmcWriteLog
+    PMCLOG_LOST = 6,   // struct pmclog_lost: samples this CPU dropped, ring full
+};
+
+struct pmclog_header {
+    uint16_t type; // enum pmclog_type
+    uint16_t cpu;
+    uint32_t size; // bytes, this header included
+    uint64_t tsc;
+};
+
+#define PMCLOG_SAMPLE_USER  0x1 // the sampled IP was in ring 3
+#define PMCLOG_SAMPLE_TRUNC 0x2 // the chain was cut: depth reached, or a bad or unreadable frame
+#define PMCLOG_SAMPLE_CHAIN 0x4 // frames beyond the IP were asked for (PMC_F_CALLCHAIN)
+
+struct pmclog_sample {
+    struct pmclog_header h;
+    uint32_t pid, tid; // 0 for the idle thread
+    uint32_t pmc; // the PMC's id (struct pmc_driver_stats lists none; the report uses the source)
+    uint16_t source;  // KPROFILE_SOURCE
+    uint16_t flags;   // PMCLOG_SAMPLE_*
+    uint16_t nframes; // frames[0] is the IP; leaf first
+    uint16_t nkernel; // frames[0..nkernel) are kernel addresses, the rest user ones
+    uint32_t reserved;
+    uint64_t frames[];
+};
+
+struct pmclog_map {
+    struct pmclog_header h;
+    uint32_t pid, parent;
+    uint64_t base, end; // the executable range [base, end)
+    char name[PROCESS_NAME_MAX];
+};
+
+struct pmclog_exit {
+    struct pmclog_header h;
+    uint32_t pid, pmc;
+    int32_t status, reserved;
+    uint64_t samples; // this PMC's samples of the process
+};
+
+struct pmclog_csw {
+    struct pmclog_header h;
+    uint32_t pid, pmc;
+    uint64_t samples; // this PMC's samples of the process during the slice that ended
+};
+
+struct pmclog_user {
+    struct pmclog_header h;
+    uint32_t pid, reserved;
+    uint64_t userdata;
+};
+
+struct pmclog_lost {
+    struct pmclog_header h;
+    uint64_t count; // samples dropped on h.cpu since the previous lost record
+};
+
+_Static_assert(sizeof(struct pmclog_header) == 16, "log header");
+_Static_assert(sizeof(struct pmclog_sample) == 40, "sample header");
+_Static_assert(sizeof(struct pmclog_map) % 8 == 0 && sizeof(struct pmclog_exit) % 8 == 0 &&
+                   sizeof(struct pmclog_csw) % 8 == 0 && sizeof(struct pmclog_user) % 8 == 0 &&
+                   sizeof(struct pmclog_lost) % 8 == 0,
+               "records are multiples of 8 bytes");
+
+#define PMC_STATS_CPUS 16 // per-CPU rows in struct pmc_driver_stats
+
+struct pmc_driver_stats {
+    uint32_t ncpus;
+    uint32_t log_configured;     // 1 while a log exists
+    uint32_t ring_bytes, depth;  // its configuration
+    uint64_t chains_truncated;   // samples whose chain was cut (PMCLOG_SAMPLE_TRUNC)
+    uint64_t user_frames_unread; // chains stopped at an unmapped or bad user frame
+    uint64_t records_dropped;    // non-sample records that found the ring full
+    uint64_t syscalls, syscall_errors;
+    struct {
+        uint64_t delivered; // samples taken by a sampling PMC on this CPU
+        uint64_t logged;    // written to the ring
+        uint64_t lost;      // dropped: the ring was full (delivered = logged + lost)
+        uint64_t reserved;
+    } cpu[PMC_STATS_CPUS];
+};
+
+// Status codes of the NtPmc* calls (customer bit set; docs/pmc-log.md).
+#define STATUS_PMC_BAD_MODE             ((NTSTATUS)0xE0500001)
+#define STATUS_PMC_BAD_FLAGS            ((NTSTATUS)0xE0500002)
+#define STATUS_PMC_FLAG_NEEDS_PROCESS   ((NTSTATUS)0xE0500003)
+#define STATUS_PMC_CALLCHAIN_COUNTING   ((NTSTATUS)0xE0500004)
+#define STATUS_PMC_UNKNOWN_SOURCE       ((NTSTATUS)0xE0500005)
+#define STATUS_PMC_SOURCE_UNSUPPORTED   ((NTSTATUS)0xE0500006)
+#define STATUS_PMC_COUNTING_UNSUPPORTED ((NTSTATUS)0xE0500007)
+#define STATUS_PMC_BAD_CPU              ((NTSTATUS)0xE0500008)
+#define STATUS_PMC_COUNT_TOO_SMALL      ((NTSTATUS)0xE0500009)
+#define STATUS_PMC_COUNT_TOO_LARGE      ((NTSTATUS)0xE050000A)
+#define STATUS_PMC_RUNNING              ((NTSTATUS)0xE050000B)
+#define STATUS_PMC_NOT_RUNNING          ((NTSTATUS)0xE050000C)
+#define STATUS_PMC_NOT_PROCESS_SCOPE    ((NTSTATUS)0xE050000D)
+#define STATUS_PMC_ALREADY_ATTACHED     ((NTSTATUS)0xE050000E)
+#define STATUS_PMC_NOT_ATTACHED         ((NTSTATUS)0xE050000F)
+#define STATUS_PMC_NO_TARGET            ((NTSTATUS)0xE0500010)
+#define STATUS_PMC_TOO_MANY_TARGETS     ((NTSTATUS)0xE0500011)
+#define STATUS_PMC_NO_LOG               ((NTSTATUS)0xE0500012)
+#define STATUS_PMC_NOT_COUNTING         ((NTSTATUS)0xE0500013)
+#define STATUS_PMC_LOG_BUSY             ((NTSTATUS)0xE0500014)
+#define STATUS_PMC_BAD_LOG_SIZE         ((NTSTATUS)0xE0500015)
+#define STATUS_PMC_BAD_DEPTH            ((NTSTATUS)0xE0500016)
+#define STATUS_PMC_LOG_IN_USE           ((NTSTATUS)0xE0500017)
+#define STATUS_PMC_NOT_LOG_OWNER        ((NTSTATUS)0xE0500018)
+#define STATUS_PMC_TOO_MANY_RUNNING     ((NTSTATUS)0xE0500019)
+#define STATUS_TMP_BAD_NAME             ((NTSTATUS)0xE0500020)
+#define STATUS_TMP_FULL                 ((NTSTATUS)0xE0500021)
+
+// SysTmpWrite flags: the RAM file system under /tmp/ (names "/tmp/..." only).
+#define TMP_TRUNCATE  0x1 // start the file empty (create it); otherwise append
+#define TMP_REMOVE    0x2 // delete the file (buf and len ignored)
+#define TMP_NAME_MAX  48
+#define TMP_BYTES_MAX (64u << 20) // all files together

@@ -128,8 +128,10 @@ static void sample(const struct halp_profile_interface *pi, struct pmi_cpu *pc, 
     pc->stats.samples++;
     pc->window_samples++;
     PMC_TRACE_STEP(PMC_STEP_SAMPLE, source, tf->rip);
-    if (handler)
-        handler(source, tf_intr_frame(tf));
+    if (handler) {
+        struct intr_frame f = tf_intr_frame(tf);
+        handler(source, &f);
+    }
     uint64_t skipped = (1ull << c->stretch) - 1; // the arm covered 2^stretch periods
     if (skipped) {
         pc->stats.throttled += skipped;

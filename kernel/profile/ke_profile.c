@@ -14,6 +14,7 @@
 #include "core/smp.h"
 #include "lib/string.h"
 #include "core/vm.h"
+#include "profile/pmc_alloc.h"
 
 #define PROFILES_PER_CPU_LIMIT 8192 // NT's STATUS_PROFILING_AT_LIMIT: 8,192 x processors
 
@@ -96,7 +97,8 @@ static __attribute__((noinline)) void sample_slow(struct profile_slot *sys,
 }
 
 // The HAL's sample callback, in interrupt context: the system-scope profiles
-// of the source, then the current process's. The common case, in which this
+// of the source, then the current process's, then the PMCs of the allocation
+// API (whose check, with none running, is a load). The common case, in which this
 // CPU's last lookups still answer for both scopes, is counted here without a
 // call; anything else goes the general way (sample_slow).
 void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_frame *f)
@@ -116,19 +118,20 @@ void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_fram
         (own_set && !cached(own_set, &cache[PROFILE_SCOPE_PROCESS], ip)) ||
         __builtin_expect(pmc_trace_on, 0)) {
         sample_slow(sys, own, ip, cpu, cache);
-        return;
+    } else {
+        uint64_t bit = 1ull << cpu;
+        if (sys_set) {
+            sys->samples[cpu]++;
+            if (cache[PROFILE_SCOPE_SYSTEM].entry)
+                count_entry(cache[PROFILE_SCOPE_SYSTEM].entry, ip, bit);
+        }
+        if (own_set) {
+            own->samples[cpu]++;
+            if (cache[PROFILE_SCOPE_PROCESS].entry)
+                count_entry(cache[PROFILE_SCOPE_PROCESS].entry, ip, bit);
+        }
     }
-    uint64_t bit = 1ull << cpu;
-    if (sys_set) {
-        sys->samples[cpu]++;
-        if (cache[PROFILE_SCOPE_SYSTEM].entry)
-            count_entry(cache[PROFILE_SCOPE_SYSTEM].entry, ip, bit);
-    }
-    if (own_set) {
-        own->samples[cpu]++;
-        if (cache[PROFILE_SCOPE_PROCESS].entry)
-            count_entry(cache[PROFILE_SCOPE_PROCESS].entry, ip, bit);
-    }
+    pmc_sample_hook(source, f); // PMCs and the sample log (profile/pmc_alloc.c)
 }
 
 // --- sets ---------------------------------------------------------------------
@@ -406,4 +409,32 @@ void ke_profile_init(void)
     process_watch(process_gone);
     HAL_PROFILE_INTERRUPT_HANDLER h = KeProfileInterruptWithSource;
     HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof h, &h);
+}
+
+// --- sources shared with PMC objects (profile/pmc_alloc.c) -----------------------
+
+// A PMC runs its source through the same count as profile objects, so the HAL
+// source starts with the first user of either kind and stops with the last.
+NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source)
+{
+    mutex_lock(&profile_mutex);
+    NTSTATUS s = STATUS_SUCCESS;
+    if (source_refs[source]++ == 0) {
+        const char *reason;
+        s = HalStartProfileInterrupt(source, &reason);
+        if (!NT_SUCCESS(s))
+            source_refs[source]--;
+    }
+    mutex_unlock(&profile_mutex);
+    return s;
+}
+
+void KeDereferenceProfileSource(KPROFILE_SOURCE source)
+{
+    mutex_lock(&profile_mutex);
+    if (--source_refs[source] == 0) {
+        const char *reason;
+        HalStopProfileInterrupt(source, &reason);
+    }
+    mutex_unlock(&profile_mutex);
 }

@@ -69,3 +69,6 @@ void ke_profile_init(void); // register the HAL sample handler
 // from "not profiled" with it.
 bool ke_profile_scope_started(struct process *pr, KPROFILE_SOURCE source);
 uint64_t ke_profiles_started(void);
+// Start the HAL source on its first user, stop it with the last (PMC objects).
+NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source);
+void KeDereferenceProfileSource(KPROFILE_SOURCE source);

@@ -11,6 +11,9 @@ Figures (targets from the project's issues in the notes column):
       by the samples taken, under -icount shift=0,sleep=off on one CPU (the TSC
       then counts instructions exactly)
   overhead_1221/10000/78125  slowdown of that workload with one profile started
+  callchain_cost_16  guest instructions per sample of a sampling PMC with call
+      chains (profile record -g) over a workload 16 user frames deep: the
+      interrupt, the walk and the log record (`bench callchain 16`, icount)
   smp_lost_samples  buckets + out-of-range - delivered, one system profile on
       -smp 4 at 1,221 while every CPU spins (TCG, real concurrency)
   attribution_error  worst error in percentage points of `profile run calib`
@@ -104,6 +107,11 @@ def main():
                          f"overhead_{interval}")
         figures.append((f"overhead_{interval}", v, unit.replace("%", "%").strip(),
                         "target <= 0.5" if interval == 1221 else ""))
+    text = run_init(["bench", "callchain", "16"], 1, ICOUNT)
+    c0, unit = figure(text, "callchain_cost_0")
+    c16, unit = figure(text, "callchain_cost_16")
+    figures.append(("callchain_cost_16", c16, unit,
+                    f"16 user frames, target <= 400; {c0} without the chain"))
     lost, unit = figure(run_init(["bench", "smp"], 4), "smp_lost_samples")
     figures.append(("smp_lost_samples", lost, unit, "-smp 4, target 0"))
     hello, _ = time_to_line("build/bench/hello.iso", b"hello", 4)

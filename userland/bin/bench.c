@@ -10,6 +10,10 @@
 //                        started at ProfileTime interval I (100 ns units)
 //   bench smp            one system profile on every CPU at 1,221 while every
 //                        CPU spins: buckets + out-of-range - delivered
+//   bench callchain D    per-sample cost of a sampling PMC with call chains
+//                        (profile record -g) at 1,221 over a workload whose
+//                        samples have D user frames: the interrupt, the
+//                        chain walk and the log record, all included
 //
 // Each prints `bench: NAME VALUE UNIT` lines.
 #include <stdio.h>
@@ -163,14 +167,98 @@ static int smp(void)
     return 0;
 }
 
+// The workload `depth` frames deep: deep(n) calls itself down to the loop.
+__attribute__((noinline)) static uint64_t deep(unsigned n, uint64_t iterations)
+{
+    if (n == 0)
+        return 0;
+    if (n <= 1) {
+        work(iterations);
+        return 1;
+    }
+    uint64_t r = deep(n - 1, iterations);
+    __asm__ volatile("" : "+r"(r)); // no tail call: every level keeps its frame
+    return r + 1;
+}
+
+// The sampled chain: work's IP, deep x (frames - 4), timed_deep, chain_run,
+// callchain, main (crt0 below main is not a frame: see docs/pmc-log.md).
+__attribute__((noinline)) static uint64_t timed_deep(unsigned frames)
+{
+    uint64_t t0 = rdtsc();
+    deep(frames - 4, WORK_ITERATIONS);
+    uint64_t t = rdtsc() - t0;
+    __asm__ volatile("" : "+r"(t)); // keeps this frame on the stack
+    return t;
+}
+
+// One PMC on this process at the source's interval; the extra instructions per
+// sample, and the samples' average chain length.
+__attribute__((noinline)) static int chain_run(unsigned frames, uint32_t flags, uint64_t base,
+                                               uint64_t *cost, uint64_t *avg_frames)
+{
+    static uint8_t log[1 << 20];
+    HANDLE pmc;
+    struct pmc_alloc a = {ProfileTime, PMC_MODE_TS, flags, PMC_CPU_ANY, 0};
+    struct pmc_log_config cfg = {1u << 20, 0}; // holds the whole run: nothing drained meanwhile
+    NTSTATUS s;
+    if (!NT_SUCCESS(s = NtPmcConfigureLog(&cfg)))
+        return fail("NtPmcConfigureLog", s);
+    if (!NT_SUCCESS(s = NtPmcAllocate(&pmc, &a)) ||
+        !NT_SUCCESS(s = NtPmcAttach(pmc, NtCurrentProcess())) || !NT_SUCCESS(s = NtPmcStart(pmc)))
+        return fail("PMC", s);
+    uint64_t with = timed_deep(frames);
+    NtPmcStop(pmc);
+    size_t got = 0, pos = 0;
+    uint64_t samples = 0, nframes = 0;
+    NtPmcReadLog(log, sizeof log, &got);
+    while (pos + sizeof(struct pmclog_header) <= got) {
+        const struct pmclog_header *h = (const void *)(log + pos);
+        if (h->type == PMCLOG_SAMPLE) {
+            samples++;
+            nframes += ((const struct pmclog_sample *)h)->nframes;
+        }
+        pos += h->size;
+    }
+    NtClose(pmc);
+    NtPmcConfigureLog(NULL);
+    if (!samples)
+        return fail("no samples", STATUS_UNSUCCESSFUL);
+    *cost = (with > base ? with - base : 0) / samples;
+    *avg_frames = nframes / samples;
+    printf("bench: with a PMC (flags %#x): %lu instructions, %lu samples, %lu frames each\n", flags,
+           with, samples, *avg_frames);
+    return 0;
+}
+
+__attribute__((noinline)) static int callchain(unsigned frames)
+{
+    NTSTATUS s;
+    uint64_t cost0, cost, f0, f;
+    if (frames < 6 || frames > 64)
+        return fail("D must be 6..64", STATUS_INVALID_PARAMETER);
+    if (!NT_SUCCESS(s = NtSetIntervalProfile(1221, ProfileTime)))
+        return fail("NtSetIntervalProfile", s);
+    uint64_t base = timed_deep(frames); // nothing started
+    printf("bench: workload %lu instructions, %u frames deep\n", base, frames);
+    if (chain_run(frames, 0, base, &cost0, &f0) ||
+        chain_run(frames, PMC_F_CALLCHAIN, base, &cost, &f))
+        return 1;
+    printf("bench: callchain_cost_0 %lu instructions\n", cost0);
+    printf("bench: callchain_cost_%lu %lu instructions\n", f, cost);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && strcmp(argv[1], "callchain") == 0)
+        return callchain((unsigned)strtoul(argv[2], NULL, 0));
     if (argc >= 3 && strcmp(argv[1], "cost") == 0)
         return cost((unsigned)strtoul(argv[2], NULL, 0));
     if (argc >= 3 && strcmp(argv[1], "overhead") == 0)
         return overhead((uint32_t)strtoul(argv[2], NULL, 0));
     if (argc >= 2 && strcmp(argv[1], "smp") == 0)
         return smp();
-    printf("usage: bench cost N | bench overhead INTERVAL | bench smp\n");
+    printf("usage: bench cost N | bench overhead INTERVAL | bench smp | bench callchain D\n");
     return 2;
 }

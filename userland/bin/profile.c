@@ -14,6 +14,7 @@
 #include <elfsym.h>
 #include <gmon.h>
 #include <process.h>
+#include <profrecord.h>
 #include <profreport.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,7 +31,8 @@ static const char usage_run[] = "usage: profile run [-s SOURCE[:INTERVAL]]... [-
                                 "BUCKETSHIFT] [-k] [-n TOP] [-g] PROG [ARGS]";
 static const char usage_kernel[] = "usage: profile kernel [-s SOURCE[:INTERVAL]]... [-i INTERVAL] "
                                    "[-b BUCKETSHIFT] [-n TOP] [-g] SECONDS";
-static const char usage_all[] = "usage: profile sources | run ... | kernel ... | help";
+static const char usage_all[] =
+    "usage: profile sources | run ... | kernel ... | record ... | report ... | help";
 
 // Exit statuses: 2 for a command line that cannot work, 1 for a failure later.
 #define EXIT_USAGE 2
@@ -631,10 +633,9 @@ static const struct command {
     const char *name;
     int (*run)(int argc, char **argv);
 } commands[] = {
-    {"sources", cmd_sources},
-    {"run", cmd_run},
-    {"kernel", cmd_kernel},
-    {"help", cmd_help},
+    {"sources", cmd_sources},        {"run", cmd_run}, {"kernel", cmd_kernel}, {"help", cmd_help},
+    {"record", profile_record_main}, // sampling with call chains (lib/profrecord.c)
+    {"report", profile_report_main},
 };
 
 int main(int argc, char **argv)

@@ -16,11 +16,6 @@ typedef struct _GROUP_AFFINITY {
 
 _Static_assert(sizeof(GROUP_AFFINITY) == 16, "GROUP_AFFINITY is 16 bytes, as in NT");
 
-// The pseudo-handles of wdm.h: the calling process and thread, accepted
-// wherever a process (thread) handle is; never closed.
-#define NtCurrentProcess() ((HANDLE)(intptr_t)-1)
-#define NtCurrentThread()  ((HANDLE)(intptr_t)-2)
-
 // "STATUS_BUFFER_TOO_SMALL" for every code in abi.h; "STATUS_0x........" for
 // any other value (in one of four buffers, reused in turn).
 const char *nt_status_name(NTSTATUS status);

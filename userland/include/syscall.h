@@ -60,3 +60,22 @@ NTSTATUS SysProfileSources(struct sys_profile_source *buf, uint32_t max, uint32_
 NTSTATUS SysProfileStats(HANDLE profile, struct sys_profile_stats *out);
 NTSTATUS SysPmcTrace(uint32_t op, void *buf, size_t len, size_t *got);
 NTSTATUS SysPmcInfo(char *buf, size_t len, size_t *got);
+
+// PMCs and the sample log (hwpmc's operations; docs/pmc-log.md).
+NTSTATUS NtPmcAllocate(HANDLE *pmc, const struct pmc_alloc *params);
+NTSTATUS NtPmcAttach(HANDLE pmc, HANDLE process); // NtCurrentProcess() for the caller
+NTSTATUS NtPmcDetach(HANDLE pmc, HANDLE process);
+NTSTATUS NtPmcSetCount(HANDLE pmc, uint64_t count);
+NTSTATUS NtPmcStart(HANDLE pmc);
+NTSTATUS NtPmcStop(HANDLE pmc);
+NTSTATUS NtPmcRead(HANDLE pmc, uint64_t *value);
+NTSTATUS NtPmcWrite(HANDLE pmc, uint64_t value);
+NTSTATUS NtPmcConfigureLog(const struct pmc_log_config *config); // NULL releases the log
+NTSTATUS NtPmcFlushLog(void);
+NTSTATUS NtPmcReadLog(void *buf, size_t len, size_t *got);
+NTSTATUS NtPmcWriteLog(uint64_t userdata);
+NTSTATUS NtPmcGetDriverStats(struct pmc_driver_stats *out);
+
+// /tmp, a RAM file system: names "/tmp/NAME"; flags TMP_TRUNCATE, TMP_REMOVE.
+NTSTATUS SysTmpWrite(const char *name, const void *buf, size_t len, uint32_t flags);
+NTSTATUS SysTmpRead(const char *name, uint64_t offset, void *buf, size_t len, size_t *got);

@@ -18,25 +18,28 @@ _Static_assert(offsetof(struct trapframe, vector) == TF_VECTOR_OFFSET, "vectors.
 _Static_assert(offsetof(struct trapframe, cs) == TF_CS_OFFSET, "vectors.asm");
 _Static_assert(sizeof(struct trapframe) == TF_SIZE, "vectors.asm");
 
-// What the CPU itself pushes on an interrupt (Intel SDM vol. 3A §6.14.2,
-// "64-Bit Mode Stack Frame"): the tail of struct trapframe, and all that the
-// lean timer entry (vectors.asm, timer_entry) hands to its handler.
+// The interrupted context a sample needs: what the CPU itself pushes on an
+// interrupt (Intel SDM vol. 3A §6.14.2, "64-Bit Mode Stack Frame") and, below
+// it, the interrupted rbp, where a frame-pointer walk of the call chain
+// starts. The lean timer entry (vectors.asm, timer_entry) builds it in place;
+// the full trap path makes a copy (tf_intr_frame).
 struct intr_frame {
+    uint64_t rbp;
     uint64_t rip, cs, rflags, rsp, ss;
 };
-#define IF_CS_OFFSET 8
-_Static_assert(offsetof(struct intr_frame, cs) == IF_CS_OFFSET, "vectors.asm timer_entry");
-_Static_assert(offsetof(struct trapframe, rip) + sizeof(struct intr_frame) == TF_SIZE,
-               "struct intr_frame is the end of struct trapframe");
+_Static_assert(offsetof(struct intr_frame, rip) == 8,
+               "vectors.asm pushes rbp below the CPU's frame");
+_Static_assert(offsetof(struct trapframe, rip) + sizeof(struct intr_frame) - 8 == TF_SIZE,
+               "the CPU's frame is the end of struct trapframe");
 
 static inline bool intr_from_user(const struct intr_frame *f)
 {
     return (f->cs & 3) == 3;
 }
 
-static inline const struct intr_frame *tf_intr_frame(const struct trapframe *tf)
+static inline struct intr_frame tf_intr_frame(const struct trapframe *tf)
 {
-    return (const struct intr_frame *)&tf->rip;
+    return (struct intr_frame){tf->rbp, tf->rip, tf->cs, tf->rflags, tf->rsp, tf->ss};
 }
 
 static inline bool tf_from_user(const struct trapframe *tf)

@@ -53,23 +53,26 @@ trap_return:
 ; timer_entry: the LAPIC timer's vector (VEC_TIMER; idt.c installs it), the
 ; one interrupt every CPU takes thousands of times a second, ProfileTime's
 ; included. Its handler, timer_interrupt (timer.c), needs only the CPU's
-; interrupt frame (struct intr_frame, trapframe.h), so only the registers the
-; System V AMD64 ABI lets a called function clobber are saved (rax, rcx, rdx,
-; rsi, rdi, r8-r11; ABI section 3.2.1): the handler preserves the rest itself,
-; and so does a context switch it may lead to on the way back to ring 3.
-; Entry at 8 mod 16 (the CPU's 5-word frame on a 16-aligned stack) plus nine
-; pushes leaves the stack 16-aligned at the call, as the ABI requires.
-%define IF_CS_OFFSET 8                  ; _Static_assert'ed in trapframe.h
-%define LEAN_SAVED   72                 ; nine registers
+; interrupt frame and the interrupted rbp (struct intr_frame, trapframe.h: rbp
+; pushed just below the CPU's words, where a call-chain walk starts), so only
+; the registers the System V AMD64 ABI lets a called function clobber are
+; saved (rax, rcx, rdx, rsi, rdi, r8-r11; ABI section 3.2.1): the handler
+; preserves the rest itself, and so does a context switch it may lead to on
+; the way back to ring 3. The CPU's 5-word frame sits on a 16-aligned stack
+; (Intel SDM vol. 3A §6.14.2); with rbp, nine registers and 8 bytes of
+; padding the call is made 16-aligned, as the ABI requires.
+%define CPU_FRAME_CS 8                  ; the CPU's frame: rip, cs, rflags, rsp, ss
+%define LEAN_SAVED   72                 ; nine registers below struct intr_frame
 
 global timer_entry
 extern timer_interrupt
 align 16
 timer_entry:
-    test byte [rsp + IF_CS_OFFSET], 3
+    test byte [rsp + CPU_FRAME_CS], 3
     jz .from_kernel_in
     swapgs
 .from_kernel_in:
+    push rbp                            ; struct intr_frame begins here
     push rax
     push rcx
     push rdx
@@ -80,8 +83,10 @@ timer_entry:
     push r10
     push r11
     lea rdi, [rsp + LEAN_SAVED]         ; struct intr_frame *
+    sub rsp, 8
     cld
     call timer_interrupt
+    add rsp, 8
     pop r11
     pop r10
     pop r9
@@ -91,7 +96,8 @@ timer_entry:
     pop rdx
     pop rcx
     pop rax
-    test byte [rsp + IF_CS_OFFSET], 3
+    pop rbp
+    test byte [rsp + CPU_FRAME_CS], 3
     jz .from_kernel_out
     swapgs
 .from_kernel_out:

@@ -1,0 +1,212 @@
+// Call chains, walked by frame pointer in the sampling interrupt.
+//
+// Every function of the kernel and of userland is compiled with frame
+// pointers (-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer): [rbp] holds
+// the caller's rbp and [rbp + 8] the return address. The walk stops at rbp 0
+// (the outermost frame: crt0 and the syscall entry clear rbp), and is cut
+// (marked truncated) at a misaligned, non-increasing or out-of-range frame or
+// when the depth is reached.
+//
+// Kernel frames are read only inside the current kernel stack, so a read can
+// never fault. User frames are read through the process's page tables and the
+// direct map: a frame in an unmapped page ends the chain (counted), never
+// faults, never takes a lock. The interrupt sees the process's own thread
+// stopped, so its stack cannot change under the walk; the only writer of its
+// page tables would be that same thread, in the kernel (a sample taken inside
+// SysUnmap), and then the worst a walk reads is a stale entry: every physical
+// address is checked against the direct map's end before it is read.
+#include "profile/callchain.h"
+#include "core/addrspace.h"
+#include "lib/memlayout.h"
+#include "arch/x86/percpu.h"
+#include "core/process.h"
+#include "core/sched.h"
+#include "core/vm.h"
+
+static void kstack_bounds(const struct thread *t, uint64_t *lo, uint64_t *hi)
+{
+    *hi = t->kstack_top;
+    *lo = t->kstack ? (uint64_t)t->kstack : t->kstack_top - KSTACK_SIZE;
+    if (t->kstack)
+        *hi = (uint64_t)t->kstack + KSTACK_SIZE;
+}
+
+// Whether the 5, 2, 3 or 6 bytes before ret (at code, ret's kernel-readable
+// address; the bytes from code - off are readable) end in a call instruction:
+// E8 rel32, FF /2 with a register, a disp8 or a RIP-relative operand.
+static bool after_call(const uint8_t *code, unsigned off)
+{
+    if (off >= 5 && code[-5] == 0xE8)
+        return true;
+    if (off >= 2 && code[-2] == 0xFF && (code[-1] & 0xF8) == 0xD0)
+        return true;
+    if (off >= 3 && code[-3] == 0xFF && (code[-2] & 0xF8) == 0x50)
+        return true;
+    return off >= 6 && code[-6] == 0xFF && code[-5] == 0x15;
+}
+
+// gcc 12 ignores -mno-omit-leaf-frame-pointer for a leaf that needs no stack:
+// such a leaf, like any function sampled before its prologue or after its
+// epilogue, has its return address on top of the stack and the caller's rbp
+// in rbp. The word at rsp is taken for that return address when it points
+// just past a call instruction in kernel text: otherwise the caller would
+// be missing from the chain.
+static bool kernel_return_at(uint64_t ret)
+{
+    extern char __kernel_start[], __text_end[];
+    return ret >= (uint64_t)__kernel_start + 8 && ret < (uint64_t)__text_end &&
+           after_call((const uint8_t *)ret, 8);
+}
+
+// The kernel-virtual address of user page va (page aligned) in the tables at
+// pml4, or NULL when not mapped user-readable. No lock, no fault.
+static const uint8_t *user_page_exec(uint64_t pml4, uint64_t va, bool exec)
+{
+    uint64_t table = pml4;
+    for (int level = 3; level >= 0; level--) {
+        if (table >= vm_direct_map_top)
+            return NULL;
+        pte_t e = ((const pte_t *)phys_to_virt(table))[(va >> (12 + 9 * level)) & 511];
+        if ((e & (PTE_P | PTE_U)) != (PTE_P | PTE_U) || (level && (e & PTE_PS)))
+            return NULL;
+        if (!level && exec && (e & PTE_NX))
+            return NULL;
+        table = e & PTE_ADDR;
+    }
+    return table < vm_direct_map_top ? phys_to_virt(table) : NULL;
+}
+
+static const uint8_t *user_page(uint64_t pml4, uint64_t va)
+{
+    return user_page_exec(pml4, va, false);
+}
+
+// The user-mode counterpart of kernel_return_at: ret in an executable user
+// page, just past a call instruction in the same page.
+static bool user_return_at(uint64_t pml4, uint64_t ret)
+{
+    if (ret < USER_MIN || ret >= USER_TOP)
+        return false;
+    const uint8_t *code = user_page_exec(pml4, ret & ~0xFFFull, true);
+    return code && after_call(code + (ret & 0xFFF), (unsigned)(ret & 0xFFF));
+}
+
+static unsigned walk_kernel(const struct intr_frame *tf, const struct thread *t, uint64_t *frames,
+                            unsigned max, bool *trunc)
+{
+    uint64_t lo, hi;
+    kstack_bounds(t, &lo, &hi);
+    unsigned n = 0;
+    frames[n++] = tf->rip;
+    uint64_t fp = tf->rbp, min = tf->rsp;
+    if (!(min & 7) && min >= lo && min <= hi - 8 && n < max &&
+        kernel_return_at(*(const uint64_t *)min))
+        frames[n++] = *(const uint64_t *)min; // a leaf without a frame (see kernel_return_at)
+    while (fp) {
+        if (n == max || (fp & 7) || fp < min || fp < lo || fp > hi - 16) {
+            *trunc = true;
+            break;
+        }
+        const uint64_t *f = (const uint64_t *)fp;
+        uint64_t ret = f[1];
+        if (!ret)
+            break; // a zero return address marks the outermost frame (an AP's start-up)
+        if (ret < KERNEL_VMA) {
+            *trunc = true;
+            break;
+        }
+        frames[n++] = ret;
+        min = fp + 16;
+        fp = f[0];
+    }
+    return n;
+}
+
+static unsigned walk_user(const struct intr_frame *utf, uint64_t pml4, uint64_t *frames, unsigned n,
+                          unsigned max, struct callchain_result *r)
+{
+    frames[n++] = utf->rip;
+    uint64_t fp = utf->rbp, min = utf->rsp, page = 1; // 1: no page cached
+    const uint8_t *va = NULL;
+    if (!(min & 7) && min < USER_TOP - 8 && n < max) { // a leaf without a frame?
+        page = min & ~0xFFFull;
+        va = user_page(pml4, page);
+        uint64_t top = va ? *(const uint64_t *)(va + (min & 0xFFF)) : 0;
+        if (top && user_return_at(pml4, top))
+            frames[n++] = top;
+    }
+    while (fp) {
+        if (n == max || (fp & 7) || fp < min || fp >= USER_TOP - 16) {
+            r->truncated = true;
+            break;
+        }
+        uint64_t next, ret;
+        if ((fp & ~0xFFFull) != page) {
+            page = fp & ~0xFFFull;
+            va = user_page(pml4, page);
+        }
+        if (!va)
+            goto unreadable;
+        next = *(const uint64_t *)(va + (fp & 0xFFF));
+        if ((fp & 0xFFF) == 0xFF8) { // the return address is on the next page
+            page += 0x1000;
+            va = user_page(pml4, page);
+            if (!va)
+                goto unreadable;
+            ret = *(const uint64_t *)va;
+        } else {
+            ret = *(const uint64_t *)(va + (fp & 0xFFF) + 8);
+        }
+        if (!next)
+            break; // main's frame: its return goes into crt0, which has no frame
+        frames[n++] = ret;
+        min = fp + 16;
+        fp = next;
+    }
+    return n;
+unreadable:
+    r->truncated = r->unreadable = true;
+    return n;
+}
+
+void callchain_capture(const struct thread *t, const struct intr_frame *f, bool want_chain,
+                       uint64_t *frames, unsigned max, struct callchain_result *r)
+{
+    bool user = intr_from_user(f);
+    r->n = r->nkernel = 0;
+    r->truncated = r->unreadable = false;
+    if (!want_chain) {
+        frames[0] = f->rip;
+        r->n = 1;
+        r->nkernel = !user;
+        return;
+    }
+    // Interrupted in ring 3, f is the user's state. Interrupted in the
+    // kernel, f starts the kernel part, and a user thread's ring-3 state is
+    // the trap frame at the top of its kernel stack (the system call or the
+    // exception it is in: both build a full one there).
+    struct intr_frame ustate;
+    const struct intr_frame *u = NULL;
+    if (user) {
+        u = f;
+    } else {
+        r->n = walk_kernel(f, t, frames, max, &r->truncated);
+        r->nkernel = r->n;
+        if (t->proc && t->kstack) {
+            const struct trapframe *utf =
+                (const struct trapframe *)(t->kstack_top - sizeof(struct trapframe));
+            if (tf_from_user(utf)) {
+                ustate = tf_intr_frame(utf);
+                u = &ustate;
+            }
+        }
+    }
+    if (u && r->n < max)
+        r->n = walk_user(u, t->proc->as.pml4, frames, r->n, max, r);
+    else if (u)
+        r->truncated = true; // the kernel part took every frame
+    if (r->n == 0) {
+        frames[0] = f->rip;
+        r->n = 1;
+    }
+}

@@ -1,0 +1,462 @@
+// PMC objects: allocation, attach/detach, start/stop and the sample dispatch
+// (see pmc_alloc.h).
+//
+// Started PMCs form an immutable array (the running set), replaced whole on
+// start and stop under pmc_mutex and read without locks by the interrupt; a
+// replacement is followed by a cross-CPU call, after which no CPU still reads
+// the old array or a stopped PMC. Targets are appended with a release store
+// of ntargets and detached by clearing their slot: the interrupt only
+// compares pointers, so a detached process is never dereferenced there.
+#include "profile/pmc_alloc.h"
+#include "core/ramdisk.h"
+#include "core/heap.h"
+#include "core/mutex.h"
+#include "arch/x86/percpu.h"
+#include "pmc/hal.h"
+#include "core/process.h"
+#include "profile/ke_profile.h"
+#include "profile/sample_log.h"
+#include "core/smp.h"
+#include "core/spinlock.h"
+#include "lib/string.h"
+
+struct pmc_set {
+    unsigned n;
+    struct kpmc *p[];
+};
+
+void *pmc_running_set;            // struct pmc_set *, NULL when none runs
+static unsigned pmc_csw_watchers; // running PMCs with PMC_F_LOG_PROCCSW (pmc_mutex)
+static struct mutex pmc_mutex = MUTEX_INIT("pmc");
+static struct spinlock pmc_lock = SPINLOCK_INIT("pmc targets"); // all_pmcs, targets
+static struct kpmc *all_pmcs;
+static uint32_t next_id = 1;
+
+static bool process_scope(const struct kpmc *m)
+{
+    return m->mode == PMC_MODE_TS || m->mode == PMC_MODE_TC;
+}
+
+static bool counting(const struct kpmc *m)
+{
+    return m->mode == PMC_MODE_SC || m->mode == PMC_MODE_TC;
+}
+
+// --- the sample path (interrupt context) ----------------------------------------
+
+static inline struct pmc_target *target_of(struct kpmc *m, const struct process *pr)
+{
+    unsigned n = __atomic_load_n(&m->ntargets, __ATOMIC_ACQUIRE);
+    for (unsigned k = 0; k < n; k++)
+        if (READ_ONCE(m->targets[k].p) == pr)
+            return &m->targets[k];
+    return NULL;
+}
+
+void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f)
+{
+    const struct pmc_set *set = __atomic_load_n(&pmc_running_set, __ATOMIC_ACQUIRE);
+    if (!set)
+        return;
+    unsigned cpu = cpu_id();
+    bool user = intr_from_user(f);
+    const struct thread *t = cpus[cpu].current;
+    struct process *pr = t->proc;
+    uint64_t bit = 1ull << cpu;
+    for (unsigned i = 0; i < set->n; i++) {
+        struct kpmc *m = set->p[i];
+        if (m->source != source || !(m->cpus & bit) || (!user && !(m->flags & PMC_F_KERNEL)))
+            continue;
+        struct pmc_target *tg = NULL;
+        if (process_scope(m) && (!pr || !(tg = target_of(m, pr))))
+            continue;
+        if (++m->phase[cpu] < m->period)
+            continue;
+        m->phase[cpu] = 0;
+        if (tg)
+            tg->samples++; // one thread per process: one CPU at a time
+        if (counting(m)) {
+            m->value[cpu] += m->unit;
+            continue;
+        }
+        m->slice[cpu]++;
+        sample_log_sample(cpu, t, m->id, source, f, m->flags & PMC_F_CALLCHAIN);
+    }
+}
+
+// From switch_to with interrupts off: close the slice of the thread leaving.
+void pmc_switch_out_slow(struct thread *t)
+{
+    const struct pmc_set *set = __atomic_load_n(&pmc_running_set, __ATOMIC_ACQUIRE);
+    unsigned cpu = cpu_id();
+    for (unsigned i = 0; set && i < set->n; i++) {
+        struct kpmc *m = set->p[i];
+        if (!(m->flags & PMC_F_LOG_PROCCSW))
+            continue;
+        if (t->proc && target_of(m, t->proc)) {
+            struct pmclog_csw r = {.h.type = PMCLOG_CSW, .pid = t->proc->pid, .pmc = m->id};
+            r.samples = m->slice[cpu];
+            sample_log_write_irqoff(&r.h, sizeof r);
+        }
+        m->slice[cpu] = 0;
+    }
+}
+
+// --- the running set -------------------------------------------------------------
+
+static void barrier_on_cpu(void *arg)
+{
+    UNUSED(arg);
+}
+
+// Publish a copy of the running set with add added or remove removed.
+static NTSTATUS set_change(struct kpmc *add, struct kpmc *remove)
+{
+    const struct pmc_set *old = pmc_running_set;
+    unsigned n = old ? old->n : 0, k = 0;
+    if (add && n >= PMC_MAX_RUNNING)
+        return STATUS_PMC_TOO_MANY_RUNNING;
+    struct pmc_set *set = NULL;
+    unsigned size = n + (add ? 1 : 0) - (remove ? 1 : 0);
+    if (size) {
+        set = kmalloc(sizeof *set + size * sizeof set->p[0]);
+        if (!set)
+            return STATUS_INSUFFICIENT_RESOURCES;
+        for (unsigned i = 0; i < n; i++)
+            if (old->p[i] != remove)
+                set->p[k++] = old->p[i];
+        if (add)
+            set->p[k++] = add;
+        set->n = k;
+    }
+    __atomic_store_n(&pmc_running_set, set, __ATOMIC_RELEASE);
+    smp_call_all(barrier_on_cpu, NULL); // nobody reads old (or remove through it) now
+    kfree((void *)old);
+    return STATUS_SUCCESS;
+}
+
+bool pmc_sampling_running(void)
+{
+    const struct pmc_set *set = __atomic_load_n(&pmc_running_set, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; set && i < set->n; i++)
+        if (!counting(set->p[i]))
+            return true;
+    return false;
+}
+
+// --- operations ------------------------------------------------------------------
+
+static void detach_all(struct kpmc *m)
+{
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    for (unsigned k = 0; k < m->ntargets; k++) {
+        struct process *p = m->targets[k].p;
+        m->targets[k].p = NULL;
+        if (p)
+            object_unref(&p->obj); // never the last: the process list holds processes alive
+    }
+    for (struct kpmc **pp = &all_pmcs; *pp; pp = &(*pp)->all_next)
+        if (*pp == m) {
+            *pp = m->all_next;
+            break;
+        }
+    spin_unlock_irqrestore(&pmc_lock, f);
+}
+
+static void pmc_destroy(struct object *o)
+{
+    struct kpmc *m = (struct kpmc *)o;
+    if (m->running)
+        pmc_stop(m);
+    detach_all(m);
+    kfree(m);
+}
+
+NTSTATUS pmc_allocate(struct process *owner, const struct pmc_alloc *a, struct kpmc **out)
+{
+    bool proc = a->mode == PMC_MODE_TS || a->mode == PMC_MODE_TC;
+    bool count_mode = a->mode == PMC_MODE_SC || a->mode == PMC_MODE_TC;
+    if (a->mode < PMC_MODE_SS || a->mode > PMC_MODE_TC)
+        return STATUS_PMC_BAD_MODE;
+    if (a->flags & ~(uint32_t)PMC_F_ALL)
+        return STATUS_PMC_BAD_FLAGS;
+    if (!proc && (a->flags & (PMC_F_DESCENDANTS | PMC_F_LOG_PROCCSW | PMC_F_LOG_PROCEXIT)))
+        return STATUS_PMC_FLAG_NEEDS_PROCESS;
+    if (count_mode && (a->flags & PMC_F_CALLCHAIN))
+        return STATUS_PMC_CALLCHAIN_COUNTING;
+    if (a->source >= ProfileSourceCount)
+        return STATUS_PMC_UNKNOWN_SOURCE;
+    if (count_mode && a->source != ProfileTime)
+        return STATUS_PMC_COUNTING_UNSUPPORTED;
+    struct hal_profile_source_details d;
+    if (!NT_SUCCESS(HalQueryProfileSource((KPROFILE_SOURCE)a->source, &d)) || !d.supported)
+        return STATUS_PMC_SOURCE_UNSUPPORTED;
+    uint64_t mask = 0;
+    for (unsigned i = 0; i < ncpus; i++)
+        if (cpus[i].online)
+            mask |= 1ull << i;
+    if (a->cpu != PMC_CPU_ANY) {
+        if (proc || a->cpu >= ncpus || !(mask & (1ull << a->cpu)))
+            return STATUS_PMC_BAD_CPU;
+        mask = 1ull << a->cpu;
+    }
+    if ((!proc || (a->flags & PMC_F_KERNEL)) && !owner->privileged)
+        return STATUS_PRIVILEGE_NOT_HELD; // system scope, or kernel-mode samples
+    if (a->count && a->count < d.min_interval)
+        return STATUS_PMC_COUNT_TOO_SMALL;
+    if (a->count > d.max_interval)
+        return STATUS_PMC_COUNT_TOO_LARGE;
+    struct kpmc *m = kzalloc(sizeof *m);
+    if (!m)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    object_init(&m->obj, OBJ_PMC, pmc_destroy);
+    m->source = (KPROFILE_SOURCE)a->source;
+    m->mode = a->mode;
+    m->flags = a->flags;
+    m->cpus = mask;
+    m->count = a->count;
+    m->owner = owner;
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    m->id = next_id++;
+    m->all_next = all_pmcs;
+    all_pmcs = m;
+    spin_unlock_irqrestore(&pmc_lock, f);
+    *out = m;
+    return STATUS_SUCCESS;
+}
+
+// Add p (pmc_lock held). A new reference is taken.
+static NTSTATUS add_target(struct kpmc *m, struct process *p)
+{
+    if (target_of(m, p))
+        return STATUS_PMC_ALREADY_ATTACHED;
+    unsigned k = 0;
+    while (k < m->ntargets && m->targets[k].p)
+        k++;
+    if (k == PMC_MAX_TARGETS)
+        return STATUS_PMC_TOO_MANY_TARGETS;
+    object_ref(&p->obj);
+    m->targets[k].samples = 0;
+    __atomic_store_n(&m->targets[k].p, p, __ATOMIC_RELEASE);
+    if (k == m->ntargets)
+        __atomic_store_n(&m->ntargets, k + 1, __ATOMIC_RELEASE);
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS pmc_attach(struct kpmc *m, struct process *caller, struct process *target)
+{
+    if (!process_scope(m))
+        return STATUS_PMC_NOT_PROCESS_SCOPE;
+    if (!caller->privileged && target != caller && target->parent != caller->pid)
+        return STATUS_ACCESS_DENIED;
+    if (target->exited || READ_ONCE(target->killed))
+        return STATUS_PROCESS_IS_TERMINATING;
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    NTSTATUS s = add_target(m, target);
+    spin_unlock_irqrestore(&pmc_lock, f);
+    if (!NT_SUCCESS(s) || !(m->flags & PMC_F_DESCENDANTS))
+        return s;
+    // The target's current descendants: repeat until no process is added.
+    static struct sys_process_info list[32]; // under pmc_mutex
+    mutex_lock(&pmc_mutex);
+    for (bool added = true; added;) {
+        added = false;
+        for (unsigned skip = 0;; skip += 32) {
+            unsigned n = process_list(list, skip, 32);
+            for (unsigned i = 0; i < n; i++) {
+                if (list[i].state == PROC_ZOMBIE)
+                    continue;
+                struct process *child = process_by_pid(list[i].pid), *parent;
+                if (!child)
+                    continue;
+                parent = process_by_pid(list[i].parent);
+                f = spin_lock_irqsave(&pmc_lock);
+                if (parent && target_of(m, parent) && !target_of(m, child))
+                    added |= NT_SUCCESS(add_target(m, child));
+                spin_unlock_irqrestore(&pmc_lock, f);
+                object_unref(&child->obj);
+                if (parent)
+                    object_unref(&parent->obj);
+            }
+            if (n < 32)
+                break;
+        }
+    }
+    mutex_unlock(&pmc_mutex);
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS pmc_detach(struct kpmc *m, struct process *target)
+{
+    if (!process_scope(m))
+        return STATUS_PMC_NOT_PROCESS_SCOPE;
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    struct pmc_target *tg = target_of(m, target);
+    if (tg)
+        __atomic_store_n(&tg->p, NULL, __ATOMIC_RELEASE);
+    spin_unlock_irqrestore(&pmc_lock, f);
+    if (!tg)
+        return STATUS_PMC_NOT_ATTACHED;
+    object_unref(&target->obj);
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS pmc_set_count(struct kpmc *m, uint64_t count)
+{
+    struct hal_profile_source_details d;
+    HalQueryProfileSource(m->source, &d);
+    if (m->running)
+        return STATUS_PMC_RUNNING;
+    if (count < d.min_interval)
+        return STATUS_PMC_COUNT_TOO_SMALL;
+    if (count > d.max_interval)
+        return STATUS_PMC_COUNT_TOO_LARGE;
+    m->count = count;
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS pmc_start(struct kpmc *m, struct process *caller)
+{
+    mutex_lock(&pmc_mutex);
+    NTSTATUS s = STATUS_SUCCESS;
+    bool any = !process_scope(m);
+    for (unsigned k = 0; k < m->ntargets; k++)
+        any |= m->targets[k].p != NULL;
+    if (m->running)
+        s = STATUS_PMC_RUNNING;
+    else if (!any)
+        s = STATUS_PMC_NO_TARGET;
+    else if (!counting(m) && !sample_log_owned_by(caller))
+        s = STATUS_PMC_NO_LOG;
+    if (NT_SUCCESS(s))
+        s = KeReferenceProfileSource(m->source);
+    if (!NT_SUCCESS(s)) {
+        mutex_unlock(&pmc_mutex);
+        return s;
+    }
+    uint64_t interval = KeQueryIntervalProfile(m->source);
+    m->unit = interval;
+    m->period = m->count && interval ? MAX((m->count + interval / 2) / interval, 1ull) : 1;
+    memset(m->phase, 0, sizeof m->phase);
+    memset(m->slice, 0, sizeof m->slice);
+    m->running = true; // before publishing: pmc_sampling_running must see it
+    s = set_change(m, NULL);
+    if (!NT_SUCCESS(s)) {
+        m->running = false;
+        KeDereferenceProfileSource(m->source);
+    } else if ((m->flags & PMC_F_LOG_PROCCSW) && pmc_csw_watchers++ == 0) {
+        __atomic_store_n(&sched_switch_out_hook, pmc_switch_out_slow, __ATOMIC_RELEASE);
+    }
+    mutex_unlock(&pmc_mutex);
+    return s;
+}
+
+// Stopping cannot fail for want of memory: the PMC is taken out in place.
+NTSTATUS pmc_stop(struct kpmc *m)
+{
+    mutex_lock(&pmc_mutex);
+    if (!m->running) {
+        mutex_unlock(&pmc_mutex);
+        return STATUS_PMC_NOT_RUNNING;
+    }
+    if (!NT_SUCCESS(set_change(NULL, m))) {
+        struct pmc_set *set = pmc_running_set; // no memory: remove it from the live array
+        unsigned k = 0;
+        for (unsigned i = 0; i < set->n; i++)
+            if (set->p[i] != m)
+                set->p[k++] = set->p[i];
+        __atomic_store_n(&set->n, k, __ATOMIC_RELEASE);
+        smp_call_all(barrier_on_cpu, NULL);
+    }
+    if ((m->flags & PMC_F_LOG_PROCCSW) && --pmc_csw_watchers == 0)
+        __atomic_store_n(&sched_switch_out_hook, NULL, __ATOMIC_RELEASE);
+    m->running = false;
+    KeDereferenceProfileSource(m->source);
+    mutex_unlock(&pmc_mutex);
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS pmc_read(struct kpmc *m, uint64_t *value)
+{
+    if (!counting(m))
+        return STATUS_PMC_NOT_COUNTING;
+    uint64_t v = m->value_base;
+    for (unsigned i = 0; i < ncpus; i++)
+        v += READ_ONCE(m->value[i]);
+    *value = v;
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS pmc_write(struct kpmc *m, uint64_t value)
+{
+    if (!counting(m))
+        return STATUS_PMC_NOT_COUNTING;
+    if (m->running)
+        return STATUS_PMC_RUNNING;
+    memset(m->value, 0, sizeof m->value);
+    m->value_base = value;
+    return STATUS_SUCCESS;
+}
+
+// --- process hooks ---------------------------------------------------------------
+
+static void pmc_process_spawned(struct process *child, struct process *parent, const uint8_t *elf,
+                                size_t size)
+{
+    sample_log_map_process(child, elf, size);
+    if (!parent || !READ_ONCE(all_pmcs))
+        return;
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    for (struct kpmc *m = all_pmcs; m; m = m->all_next)
+        if ((m->flags & PMC_F_DESCENDANTS) && target_of(m, parent))
+            add_target(m, child); // a full table leaves the child out
+    spin_unlock_irqrestore(&pmc_lock, f);
+}
+
+// After the process's handles are closed (its own PMCs are gone).
+static void pmc_process_exit(struct process *p, int status)
+{
+    struct process *drop[8];
+    unsigned ndrop = 0;
+    if (READ_ONCE(all_pmcs)) {
+        for (bool again = true; again;) { // at most 8 references dropped per pass
+            again = false;
+            uint64_t f = spin_lock_irqsave(&pmc_lock);
+            for (struct kpmc *m = all_pmcs; m && !again; m = m->all_next) {
+                struct pmc_target *tg = target_of(m, p);
+                if (!tg)
+                    continue;
+                if (m->running && (m->flags & PMC_F_LOG_PROCEXIT)) {
+                    struct pmclog_exit r = {.h.type = PMCLOG_EXIT, .pid = p->pid, .pmc = m->id};
+                    r.status = status;
+                    r.samples = tg->samples;
+                    sample_log_write_irqoff(&r.h, sizeof r);
+                }
+                __atomic_store_n(&tg->p, NULL, __ATOMIC_RELEASE);
+                drop[ndrop++] = p;
+                again = ndrop == ARRAY_SIZE(drop);
+            }
+            spin_unlock_irqrestore(&pmc_lock, f);
+            while (ndrop)
+                object_unref(&drop[--ndrop]->obj);
+        }
+    }
+    sample_log_process_gone(p);
+}
+
+// The process watcher (core/process.h): a new process's image and
+// descendants, an exiting one's records and detaches.
+static void pmc_process_event(struct process *p, enum process_event event)
+{
+    if (event == PROCESS_SPAWNED) {
+        const struct ramdisk_file *f = ramdisk_find(p->name);
+        pmc_process_spawned(p, process_current(), f ? f->data : NULL, f ? f->size : 0);
+    } else if (event == PROCESS_EXITING) {
+        pmc_process_exit(p, p->exit_status);
+    }
+}
+
+void pmc_alloc_init(void)
+{
+    process_watch(pmc_process_event);
+}

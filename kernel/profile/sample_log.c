@@ -1,0 +1,397 @@
+// The sample log's per-CPU rings (see sample_log.h).
+//
+// Each CPU's ring is a byte array with two free-running positions: head,
+// advanced only by that CPU (a record is written first, then head is
+// published with a release store), and tail, advanced only by the reader
+// (under log_mutex). A record never wraps: when it would not fit before the
+// end of the array, a pad record fills the rest and the record starts at 0.
+// The writer reserves room for the largest record it may write (a sample with
+// a full chain) and captures the chain in place, so a sample costs no copy.
+// When there is no room the sample is lost: the CPU counts it, and the reader
+// turns the count into a PMCLOG_LOST record after that CPU's records. So for
+// every CPU, always: delivered = logged + lost.
+//
+// The rings are allocated by NtPmcConfigureLog, outside the interrupt path;
+// the interrupt allocates nothing and takes no lock.
+#include "profile/sample_log.h"
+#include "arch/x86/cpu.h"
+#include "lib/cmdline.h"
+#include "lib/elf.h"
+#include "core/heap.h"
+#include "lib/memlayout.h"
+#include "core/mutex.h"
+#include "arch/x86/percpu.h"
+#include "core/process.h"
+#include "profile/callchain.h"
+#include "core/ramdisk.h"
+#include "core/smp.h"
+#include "lib/string.h"
+#include "core/uaccess.h"
+
+#define PMCLOG_PAD 0 // fills a ring's end; never handed out
+
+struct log_cpu {
+    uint8_t *ring;
+    uint32_t size; // bytes, a multiple of 8
+    uint32_t off;  // head % size, kept by the writer (no division in the interrupt)
+    uint64_t head; // bytes ever written (release-published)
+    uint64_t tail; // bytes ever consumed (reader)
+    uint64_t delivered, logged, lost; // this CPU only
+    uint64_t lost_reported;           // reader only
+    uint64_t dropped;                 // non-sample records without room
+    uint64_t truncated, unreadable;
+} __attribute__((aligned(64)));
+
+static struct log_cpu logs[MAX_CPUS];
+static struct mutex log_mutex = MUTEX_INIT("sample log");
+static struct process *log_owner; // NULL: no log (no reference: cleared when it exits)
+static volatile bool log_ready;   // rings usable by writers
+static uint32_t log_ring_bytes, log_depth = PMC_DEPTH_DEFAULT;
+
+static inline uint32_t max_sample_bytes(void)
+{
+    return (uint32_t)sizeof(struct pmclog_sample) + 8u * (log_depth + 1);
+}
+
+// Room for max bytes in one piece at the head, or NULL. Pads the ring's end.
+static void *ring_reserve(struct log_cpu *l, uint32_t max)
+{
+    uint64_t used = l->head - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
+    uint32_t to_end = l->size - l->off;
+    uint64_t need = to_end < max ? (uint64_t)to_end + max : max;
+    if (l->size - used < need)
+        return NULL;
+    if (to_end < max) {
+        struct pmclog_header *pad = (struct pmclog_header *)(l->ring + l->off);
+        pad->type = PMCLOG_PAD;
+        pad->size = to_end;
+        l->head += to_end;
+        l->off = 0;
+    }
+    return l->ring + l->off;
+}
+
+static inline void ring_commit(struct log_cpu *l, uint32_t bytes)
+{
+    l->off += bytes;
+    if (l->off == l->size)
+        l->off = 0;
+    __atomic_store_n(&l->head, l->head + bytes, __ATOMIC_RELEASE);
+}
+
+void sample_log_sample(unsigned cpu, const struct thread *t, uint32_t pmc_id,
+                       KPROFILE_SOURCE source, const struct intr_frame *f, bool chain)
+{
+    bool user = intr_from_user(f);
+    struct log_cpu *l = &logs[cpu];
+    l->delivered++;
+    struct pmclog_sample *r = READ_ONCE(log_ready) ? ring_reserve(l, max_sample_bytes()) : NULL;
+    if (!r) {
+        l->lost++;
+        return;
+    }
+    struct callchain_result cc;
+    callchain_capture(t, f, chain, r->frames, log_depth + 1, &cc);
+    uint32_t size = (uint32_t)sizeof *r + 8 * cc.n;
+    const struct process *p = t->proc;
+    r->h.type = PMCLOG_SAMPLE;
+    r->h.cpu = (uint16_t)cpu;
+    r->h.size = size;
+    r->h.tsc = rdtsc();
+    r->pid = r->tid = p ? p->pid : 0; // one thread per process: the thread id is the pid
+    r->pmc = pmc_id;
+    r->source = (uint16_t)source;
+    r->flags =
+        (uint16_t)((user ? PMCLOG_SAMPLE_USER : 0) | (cc.truncated ? PMCLOG_SAMPLE_TRUNC : 0) |
+                   (chain ? PMCLOG_SAMPLE_CHAIN : 0));
+    r->nframes = (uint16_t)cc.n;
+    r->nkernel = (uint16_t)cc.nkernel;
+    r->reserved = 0;
+    l->truncated += cc.truncated;
+    l->unreadable += cc.unreadable;
+    ring_commit(l, size);
+    l->logged++;
+}
+
+void sample_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
+{
+    unsigned cpu = cpu_id();
+    struct log_cpu *l = &logs[cpu];
+    if (!READ_ONCE(log_ready))
+        return;
+    void *dst = ring_reserve(l, size);
+    if (!dst) {
+        l->dropped++;
+        return;
+    }
+    rec->cpu = (uint16_t)cpu;
+    rec->size = size;
+    rec->tsc = rdtsc();
+    memcpy(dst, rec, size);
+    ring_commit(l, size);
+}
+
+void sample_log_write(struct pmclog_header *rec, uint32_t size)
+{
+    uint64_t f = irq_save();
+    sample_log_write_irqoff(rec, size);
+    irq_restore(f);
+}
+
+// --- image records ---------------------------------------------------------------
+
+static void elf_text_range(const uint8_t *data, size_t size, uint64_t *base, uint64_t *end)
+{
+    *base = *end = 0;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)data;
+    if (size < sizeof *eh || eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > size ||
+        (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > size - eh->e_phoff)
+        return;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(data + eh->e_phoff);
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X) || !ph[i].p_memsz)
+            continue;
+        if (!*end || ph[i].p_vaddr < *base)
+            *base = ph[i].p_vaddr;
+        *end = MAX(*end, ph[i].p_vaddr + ph[i].p_memsz);
+    }
+}
+
+static void write_map(uint32_t pid, uint32_t parent, const char *name, uint64_t base, uint64_t end)
+{
+    struct pmclog_map m = {.h.type = PMCLOG_MAP, .pid = pid, .parent = parent};
+    m.base = base;
+    m.end = end;
+    memcpy(m.name, name, MIN(strlen(name), sizeof m.name - 1));
+    sample_log_write(&m.h, sizeof m);
+}
+
+void sample_log_map_process(const struct process *p, const uint8_t *elf, size_t size)
+{
+    if (!READ_ONCE(log_ready))
+        return;
+    uint64_t base, end;
+    elf_text_range(elf, size, &base, &end);
+    write_map(p->pid, p->parent, p->name, base, end);
+}
+
+static void map_everything(void)
+{
+    write_map(0, 0, "kernel", (uint64_t)__kernel_start, (uint64_t)__text_end);
+    static struct sys_process_info list[16]; // under log_mutex
+    for (unsigned skip = 0;; skip += 16) {
+        unsigned n = process_list(list, skip, 16);
+        for (unsigned i = 0; i < n; i++) {
+            if (list[i].state == PROC_ZOMBIE)
+                continue;
+            const struct ramdisk_file *f = ramdisk_find(list[i].name);
+            uint64_t base = 0, end = 0;
+            if (f)
+                elf_text_range(f->data, f->size, &base, &end);
+            write_map(list[i].pid, list[i].parent, list[i].name, base, end);
+        }
+        if (n < 16)
+            break;
+    }
+}
+
+// --- configuration ---------------------------------------------------------------
+
+static void barrier_on_cpu(void *arg)
+{
+    UNUSED(arg); // interrupts were off on each CPU while it ran: no writer is mid-record
+}
+
+static void free_rings(void)
+{
+    WRITE_ONCE(log_ready, false);
+    smp_call_all(barrier_on_cpu, NULL);
+    for (unsigned i = 0; i < ncpus; i++) {
+        kfree(logs[i].ring);
+        logs[i] = (struct log_cpu){0};
+    }
+}
+
+static uint32_t default_ring_bytes(void)
+{
+    char v[16];
+    if (cmdline_get("pmclog", v, sizeof v)) { // boot option pmclog=KB
+        uint64_t kb = 0;
+        for (const char *c = v; *c >= '0' && *c <= '9' && kb < (1u << 20); c++)
+            kb = kb * 10 + (uint64_t)(*c - '0');
+        uint64_t b = ALIGN_UP(kb * 1024, 4096);
+        if (b >= PMC_LOG_RING_MIN && b <= PMC_LOG_RING_MAX)
+            return (uint32_t)b;
+    }
+    return PMC_LOG_RING_DEFAULT;
+}
+
+bool pmc_sampling_running(void); // pmc_alloc.c
+
+NTSTATUS sample_log_configure(struct process *owner, const struct pmc_log_config *cfg)
+{
+    uint32_t bytes = cfg->ring_bytes ? cfg->ring_bytes : default_ring_bytes();
+    uint32_t depth = cfg->depth ? cfg->depth : PMC_DEPTH_DEFAULT;
+    if (depth > PMC_DEPTH_MAX)
+        return STATUS_PMC_BAD_DEPTH;
+    uint32_t max_record = (uint32_t)sizeof(struct pmclog_sample) + 8u * (depth + 1);
+    if (bytes % 4096 || bytes < PMC_LOG_RING_MIN || bytes > PMC_LOG_RING_MAX ||
+        bytes < 2 * max_record)
+        return STATUS_PMC_BAD_LOG_SIZE;
+    mutex_lock(&log_mutex);
+    NTSTATUS s = STATUS_SUCCESS;
+    if (log_owner && log_owner != owner) {
+        s = STATUS_PMC_LOG_BUSY;
+    } else if (log_owner && pmc_sampling_running()) {
+        s = STATUS_PMC_LOG_IN_USE;
+    } else {
+        if (log_owner)
+            free_rings();
+        for (unsigned i = 0; i < ncpus && NT_SUCCESS(s); i++) {
+            logs[i].ring = kmalloc(bytes);
+            logs[i].size = bytes;
+            if (!logs[i].ring)
+                s = STATUS_INSUFFICIENT_RESOURCES;
+        }
+        if (!NT_SUCCESS(s)) {
+            free_rings();
+            log_owner = NULL;
+        } else {
+            log_ring_bytes = bytes;
+            log_depth = depth;
+            log_owner = owner;
+            __atomic_store_n(&log_ready, true, __ATOMIC_RELEASE);
+            map_everything();
+        }
+    }
+    mutex_unlock(&log_mutex);
+    return s;
+}
+
+NTSTATUS sample_log_release(struct process *owner)
+{
+    mutex_lock(&log_mutex);
+    NTSTATUS s = STATUS_SUCCESS;
+    if (log_owner != owner)
+        s = log_owner ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
+    else if (pmc_sampling_running())
+        s = STATUS_PMC_LOG_IN_USE;
+    else {
+        free_rings();
+        log_owner = NULL;
+    }
+    mutex_unlock(&log_mutex);
+    return s;
+}
+
+// Called after the exiting process's handles (so its PMCs) are gone.
+void sample_log_process_gone(struct process *p)
+{
+    if (READ_ONCE(log_owner) != p)
+        return;
+    mutex_lock(&log_mutex);
+    if (log_owner == p) {
+        free_rings();
+        log_owner = NULL;
+    }
+    mutex_unlock(&log_mutex);
+}
+
+NTSTATUS sample_log_owner_status(const struct process *p)
+{
+    struct process *o = READ_ONCE(log_owner);
+    return o == p ? STATUS_SUCCESS : o ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
+}
+
+bool sample_log_owned_by(const struct process *p)
+{
+    return p && READ_ONCE(log_owner) == p;
+}
+
+uint32_t sample_log_depth(void)
+{
+    return log_depth;
+}
+
+// --- reading ---------------------------------------------------------------------
+
+NTSTATUS sample_log_read(struct process *reader, uint64_t ubuf, uint64_t len, size_t *got)
+{
+    mutex_lock(&log_mutex);
+    *got = 0;
+    if (log_owner != reader) {
+        mutex_unlock(&log_mutex);
+        return log_owner ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
+    }
+    NTSTATUS s = STATUS_SUCCESS;
+    uint64_t pos = 0;
+    bool full = false;
+    for (unsigned cpu = 0; cpu < ncpus && NT_SUCCESS(s) && !full; cpu++) {
+        struct log_cpu *l = &logs[cpu];
+        uint64_t head = __atomic_load_n(&l->head, __ATOMIC_ACQUIRE), t = l->tail;
+        while (t < head) {
+            const struct pmclog_header *h = (const void *)(l->ring + t % l->size);
+            uint32_t size = h->size;
+            if (h->type != PMCLOG_PAD) {
+                if (pos + size > len) {
+                    full = true;
+                    break;
+                }
+                s = copy_to_user(ubuf + pos, h, size);
+                if (!NT_SUCCESS(s))
+                    break;
+                pos += size;
+            }
+            t += size;
+        }
+        __atomic_store_n(&l->tail, t, __ATOMIC_RELEASE);
+        // Samples dropped so far on this CPU, after the records it did keep.
+        uint64_t lost = READ_ONCE(l->lost);
+        if (NT_SUCCESS(s) && !full && lost > l->lost_reported) {
+            struct pmclog_lost r = {
+                .h = {.type = PMCLOG_LOST, .cpu = (uint16_t)cpu, .size = sizeof r, .tsc = rdtsc()},
+                .count = lost - l->lost_reported};
+            if (pos + sizeof r > len) {
+                full = true;
+            } else {
+                s = copy_to_user(ubuf + pos, &r, sizeof r);
+                if (NT_SUCCESS(s)) {
+                    pos += sizeof r;
+                    l->lost_reported = lost;
+                }
+            }
+        }
+    }
+    mutex_unlock(&log_mutex);
+    *got = pos;
+    if (NT_SUCCESS(s) && full && pos == 0)
+        s = STATUS_BUFFER_TOO_SMALL; // not even one record fits
+    return s;
+}
+
+NTSTATUS sample_log_flush(struct process *caller)
+{
+    if (READ_ONCE(log_owner) != caller)
+        return READ_ONCE(log_owner) ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
+    smp_call_all(barrier_on_cpu, NULL); // every record begun before the call is published
+    return STATUS_SUCCESS;
+}
+
+void sample_log_stats(struct pmc_driver_stats *out)
+{
+    out->ncpus = ncpus;
+    out->log_configured = READ_ONCE(log_ready);
+    out->ring_bytes = log_ring_bytes;
+    out->depth = log_depth;
+    for (unsigned i = 0; i < ncpus; i++) {
+        const struct log_cpu *l = &logs[i];
+        out->chains_truncated += READ_ONCE(l->truncated);
+        out->user_frames_unread += READ_ONCE(l->unreadable);
+        out->records_dropped += READ_ONCE(l->dropped);
+        if (i < PMC_STATS_CPUS) {
+            out->cpu[i].delivered = READ_ONCE(l->delivered);
+            out->cpu[i].logged = READ_ONCE(l->logged);
+            out->cpu[i].lost = READ_ONCE(l->lost);
+        }
+    }
+}

@@ -1,0 +1,38 @@
+// The sample log: one ring per CPU, written only by its own CPU (the sampling
+// interrupt, or process context with interrupts off), drained by the log's
+// owner through NtPmcReadLog. Record formats are in abi.h (struct pmclog_*).
+#pragma once
+#include "arch/x86/trapframe.h"
+#include "lib/abi.h"
+#include "lib/types.h"
+
+struct process;
+struct thread;
+
+// NtPmcConfigureLog: allocate (or resize) the rings; the caller becomes the
+// owner. Writes a PMCLOG_MAP record for the kernel and every live process.
+NTSTATUS sample_log_configure(struct process *owner, const struct pmc_log_config *cfg);
+// Release the rings (owner only; no sampling PMC may be running).
+NTSTATUS sample_log_release(struct process *owner);
+bool sample_log_owned_by(const struct process *p);
+// STATUS_SUCCESS for the owner, STATUS_PMC_NOT_LOG_OWNER or STATUS_PMC_NO_LOG.
+NTSTATUS sample_log_owner_status(const struct process *p);
+uint32_t sample_log_depth(void);
+
+// A sample of the interrupted context f, in the interrupt. Counts it
+// delivered on cpu, then logged or lost.
+void sample_log_sample(unsigned cpu, const struct thread *t, uint32_t pmc_id,
+                       KPROFILE_SOURCE source, const struct intr_frame *f, bool chain);
+
+// Any other record, from process context (interrupts are disabled inside).
+// rec->h.type and the body are the caller's; cpu, size and tsc are filled in.
+// Dropped (and counted) when there is no log or no room.
+void sample_log_write(struct pmclog_header *rec, uint32_t size);
+// The same from a context that already has interrupts off (the scheduler).
+void sample_log_write_irqoff(struct pmclog_header *rec, uint32_t size);
+
+NTSTATUS sample_log_read(struct process *reader, uint64_t ubuf, uint64_t len, size_t *got);
+NTSTATUS sample_log_flush(struct process *caller);
+void sample_log_stats(struct pmc_driver_stats *out);
+void sample_log_process_gone(struct process *p); // the owner exited: release the rings
+void sample_log_map_process(const struct process *p, const uint8_t *elf, size_t size);

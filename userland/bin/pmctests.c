@@ -1,0 +1,618 @@
+// pmctests: the NtPmc* system calls and /tmp from ring 3, every status of the
+// table in docs/pmc-log.md, the log's records and its accounting, and call
+// chains through frames a program broke on purpose.
+//
+//   pmctests [NAME...]     run the tests (whose names contain NAME), KTAP
+//
+// Each test runs in a child (lib/childtest.c); the driver checks that nothing
+// leaked (the log is released and /tmp files removed by the tests or by the
+// exit of their owner).
+#include <childtest.h>
+#include <samplelog.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syscall.h>
+
+#define TEST_TIMEOUT_MS     60000
+#define LOG_BUF             (256u << 10)
+#define USER_STACK_TOP_USER 0x00007FFFFFF00000ull // kernel/core/addrspace.h: where the stack ends
+
+static struct pmc_alloc params(uint32_t mode, uint32_t flags, uint32_t source, uint64_t count)
+{
+    return (struct pmc_alloc){source, mode, flags, PMC_CPU_ANY, count};
+}
+
+static NTSTATUS alloc(HANDLE *h, uint32_t mode, uint32_t flags, uint32_t source, uint64_t count)
+{
+    struct pmc_alloc a = params(mode, flags, source, count);
+    return NtPmcAllocate(h, &a);
+}
+
+// The finest ProfileTime interval for a privileged test; restored by its caller.
+static ULONG fast_sampling(void)
+{
+    ULONG old = 0;
+    NtQueryIntervalProfile(ProfileTime, &old);
+    EXPECT_STATUS(NtSetIntervalProfile(1221, ProfileTime), STATUS_SUCCESS);
+    return old;
+}
+
+__attribute__((noinline)) static uint64_t busy(uint64_t n)
+{
+    uint64_t x = 1;
+    while (n--)
+        __asm__ volatile("add %1, %0; rol $3, %0" : "+r"(x) : "r"(n));
+    return x;
+}
+
+static void spin_ms(uint64_t ms)
+{
+    struct sys_clock c0, c;
+    SysClock(&c0);
+    do {
+        busy(20000);
+        SysClock(&c);
+    } while (c.ns - c0.ns < ms * 1000000ull);
+}
+
+// Reads the whole log into buf (at most LOG_BUF bytes). Bytes read.
+static size_t read_log(uint8_t *buf)
+{
+    size_t total = 0, got;
+    while (total < LOG_BUF && NT_SUCCESS(NtPmcReadLog(buf + total, LOG_BUF - total, &got)) && got)
+        total += got;
+    return total;
+}
+
+struct log_counts {
+    uint64_t samples, lost, maps, kernel_map, exits, csw, user, bad, mine, truncated;
+    uint64_t exit_samples; // of the last exit record
+    uint32_t exit_pid;
+};
+
+static struct log_counts count_log(const uint8_t *buf, size_t n, uint32_t pid)
+{
+    struct log_counts c = {0};
+    struct samplelog log = {(uint8_t *)buf, n, NULL};
+    size_t pos = 0;
+    const struct pmclog_header *h;
+    while ((h = samplelog_next(&log, &pos))) {
+        switch (h->type) {
+        case PMCLOG_SAMPLE: {
+            const struct pmclog_sample *s = (const void *)h;
+            c.samples++;
+            c.mine += s->pid == pid;
+            c.truncated += (s->flags & PMCLOG_SAMPLE_TRUNC) != 0;
+            break;
+        }
+        case PMCLOG_LOST: c.lost += ((const struct pmclog_lost *)h)->count; break;
+        case PMCLOG_MAP:
+            c.maps++;
+            c.kernel_map += ((const struct pmclog_map *)h)->pid == 0 &&
+                            !strcmp(((const struct pmclog_map *)h)->name, "kernel");
+            break;
+        case PMCLOG_EXIT:
+            c.exits++;
+            c.exit_pid = ((const struct pmclog_exit *)h)->pid;
+            c.exit_samples = ((const struct pmclog_exit *)h)->samples;
+            break;
+        case PMCLOG_CSW: c.csw++; break;
+        case PMCLOG_USER: c.user += ((const struct pmclog_user *)h)->userdata == 0x5eed; break;
+        default: c.bad++;
+        }
+    }
+    c.bad += pos != n; // a damaged record stops the walk early
+    return c;
+}
+
+static void expect_accounting(void)
+{
+    struct pmc_driver_stats st;
+    EXPECT_STATUS(NtPmcGetDriverStats(&st), STATUS_SUCCESS);
+    for (unsigned i = 0; i < st.ncpus && i < PMC_STATS_CPUS; i++)
+        EXPECT(st.cpu[i].delivered == st.cpu[i].logged + st.cpu[i].lost,
+               "cpu%u: delivered %lu != logged %lu + lost %lu", i, st.cpu[i].delivered,
+               st.cpu[i].logged, st.cpu[i].lost);
+}
+
+// ---------------------------------------------------------------------------
+// Allocation.
+
+static void test_alloc_errors(void)
+{
+    HANDLE h;
+    EXPECT_STATUS(alloc(&h, 0, 0, ProfileTime, 0), STATUS_PMC_BAD_MODE);
+    EXPECT_STATUS(alloc(&h, 5, 0, ProfileTime, 0), STATUS_PMC_BAD_MODE);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, 0x100, ProfileTime, 0), STATUS_PMC_BAD_FLAGS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_SS, PMC_F_DESCENDANTS, ProfileTime, 0),
+                  STATUS_PMC_FLAG_NEEDS_PROCESS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_SC, PMC_F_LOG_PROCEXIT, ProfileTime, 0),
+                  STATUS_PMC_FLAG_NEEDS_PROCESS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TC, PMC_F_CALLCHAIN, ProfileTime, 0),
+                  STATUS_PMC_CALLCHAIN_COUNTING);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, 0, ProfileSourceCount, 0), STATUS_PMC_UNKNOWN_SOURCE);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TC, 0, ProfileTotalCycles, 0),
+                  STATUS_PMC_COUNTING_UNSUPPORTED);
+    struct sys_profile_source rows[ProfileSourceCount];
+    uint32_t n = 0;
+    SysProfileSources(rows, ProfileSourceCount, &n);
+    for (uint32_t i = 0; i < n; i++)
+        if (!rows[i].supported) { // under TCG every counter source
+            EXPECT_STATUS(alloc(&h, PMC_MODE_TS, 0, rows[i].source, 0),
+                          STATUS_PMC_SOURCE_UNSUPPORTED);
+            break;
+        }
+    struct pmc_alloc a = params(PMC_MODE_TS, 0, ProfileTime, 0);
+    a.cpu = 0; // process scope follows the process: no CPU
+    EXPECT_STATUS(NtPmcAllocate(&h, &a), STATUS_PMC_BAD_CPU);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, 0, ProfileTime, 1), STATUS_PMC_COUNT_TOO_SMALL);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, 0, ProfileTime, ~0ull), STATUS_PMC_COUNT_TOO_LARGE);
+    EXPECT_STATUS(NtPmcAllocate(&h, (const struct pmc_alloc *)KERNEL_IMAGE),
+                  STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(NtPmcAllocate((HANDLE *)KERNEL_IMAGE, &a), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_CALLCHAIN, ProfileTime, 12210), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcSetCount(h, 1), STATUS_PMC_COUNT_TOO_SMALL);
+    EXPECT_STATUS(NtPmcSetCount(h, ~0ull), STATUS_PMC_COUNT_TOO_LARGE);
+    EXPECT_STATUS(NtPmcSetCount(h, 2442), STATUS_SUCCESS);
+    EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStart((HANDLE)4000), STATUS_INVALID_HANDLE);
+}
+
+static void test_alloc_system_cpu(void) // privileged
+{
+    HANDLE h;
+    struct pmc_alloc a = params(PMC_MODE_SS, 0, ProfileTime, 0);
+    a.cpu = 63;
+    EXPECT_STATUS(NtPmcAllocate(&h, &a), STATUS_PMC_BAD_CPU);
+    a.cpu = 0;
+    EXPECT_STATUS(NtPmcAllocate(&h, &a), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcAttach(h, NtCurrentProcess()), STATUS_PMC_NOT_PROCESS_SCOPE);
+    EXPECT_STATUS(NtPmcDetach(h, NtCurrentProcess()), STATUS_PMC_NOT_PROCESS_SCOPE);
+    NtClose(h);
+}
+
+static void test_privilege(void) // unprivileged
+{
+    HANDLE h;
+    EXPECT_STATUS(alloc(&h, PMC_MODE_SS, 0, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_SC, 0, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_KERNEL, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_CALLCHAIN, ProfileTime, 0), STATUS_SUCCESS);
+    NtClose(h);
+}
+
+// ---------------------------------------------------------------------------
+// Attach and detach.
+
+static void test_attach_errors(void)
+{
+    HANDLE h, parent, dead, kids[PMC_MAX_TARGETS_USER];
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, 0, ProfileTime, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcAttach(h, (HANDLE)4000), STATUS_INVALID_HANDLE);
+    EXPECT_STATUS(NtPmcAttach(h, NtCurrentProcess()), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcAttach(h, NtCurrentProcess()), STATUS_PMC_ALREADY_ATTACHED);
+    EXPECT_STATUS(NtPmcDetach(h, NtCurrentProcess()), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcDetach(h, NtCurrentProcess()), STATUS_PMC_NOT_ATTACHED);
+    // Our parent (the driver) is not ours to profile.
+    struct sys_process_info *me = find_process(SysGetPid());
+    EXPECT(me != NULL, "not in the process list");
+    if (me && NT_SUCCESS(SysOpenProcess(me->parent, &parent))) {
+        EXPECT_STATUS(NtPmcAttach(h, parent), STATUS_ACCESS_DENIED);
+        NtClose(parent);
+    }
+    int status;
+    EXPECT_STATUS(spawn_child(0, &dead, "exit", "0"), STATUS_SUCCESS);
+    SysWait(dead, &status);
+    EXPECT_STATUS(NtPmcAttach(h, dead), STATUS_PROCESS_IS_TERMINATING);
+    NtClose(dead);
+    // One table of targets per PMC.
+    unsigned n = 0;
+    for (; n < PMC_MAX_TARGETS_USER; n++) {
+        if (!NT_SUCCESS(spawn_child(SPAWN_SUSPENDED, &kids[n], "exit", "0")))
+            break;
+        EXPECT_STATUS(NtPmcAttach(h, kids[n]), STATUS_SUCCESS);
+    }
+    EXPECT(n == PMC_MAX_TARGETS_USER, "only %u children", n);
+    EXPECT_STATUS(NtPmcAttach(h, NtCurrentProcess()), STATUS_PMC_TOO_MANY_TARGETS);
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t pid;
+        SysProcessId(kids[i], &pid);
+        SysKill(pid);
+        SysWait(kids[i], &status);
+        NtClose(kids[i]);
+    }
+    NtClose(h);
+}
+
+// ---------------------------------------------------------------------------
+// Start, stop, read, write, the log's rules.
+
+static void test_start_errors(void)
+{
+    HANDLE h, c;
+    uint64_t v;
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_CALLCHAIN, ProfileTime, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_PMC_NO_TARGET);
+    EXPECT_STATUS(NtPmcAttach(h, NtCurrentProcess()), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_PMC_NO_LOG);
+    struct pmc_log_config cfg = {16384, 32};
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStop(h), STATUS_PMC_NOT_RUNNING);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_PMC_RUNNING);
+    EXPECT_STATUS(NtPmcSetCount(h, 2442), STATUS_PMC_RUNNING);
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_PMC_LOG_IN_USE);
+    EXPECT_STATUS(NtPmcConfigureLog(NULL), STATUS_PMC_LOG_IN_USE);
+    EXPECT_STATUS(NtPmcRead(h, &v), STATUS_PMC_NOT_COUNTING);
+    EXPECT_STATUS(NtPmcWrite(h, 1), STATUS_PMC_NOT_COUNTING);
+    EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStop(h), STATUS_PMC_NOT_RUNNING);
+    EXPECT_STATUS(NtPmcConfigureLog(NULL), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcConfigureLog(NULL), STATUS_PMC_NO_LOG);
+    // Counting: read while running, write only when stopped.
+    EXPECT_STATUS(alloc(&c, PMC_MODE_TC, 0, ProfileTime, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcAttach(c, NtCurrentProcess()), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcWrite(c, 5), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcRead(c, &v), STATUS_SUCCESS);
+    EXPECT(v == 5, "read %lu after writing 5", v);
+    EXPECT_STATUS(NtPmcStart(c), STATUS_SUCCESS); // no log needed to count
+    EXPECT_STATUS(NtPmcWrite(c, 0), STATUS_PMC_RUNNING);
+    EXPECT_STATUS(NtPmcRead(c, (uint64_t *)KERNEL_IMAGE), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(NtPmcStop(c), STATUS_SUCCESS);
+    NtClose(c);
+    NtClose(h);
+}
+
+static void test_too_many_running(void)
+{
+    HANDLE h[PMC_MAX_RUNNING_USER + 1];
+    unsigned n = 0;
+    NTSTATUS s = STATUS_SUCCESS;
+    for (; n <= PMC_MAX_RUNNING_USER; n++) {
+        EXPECT_STATUS(alloc(&h[n], PMC_MODE_TC, 0, ProfileTime, 0), STATUS_SUCCESS);
+        NtPmcAttach(h[n], NtCurrentProcess());
+        s = NtPmcStart(h[n]);
+        if (!NT_SUCCESS(s))
+            break;
+    }
+    EXPECT(n == PMC_MAX_RUNNING_USER, "%u started", n);
+    EXPECT_STATUS(s, STATUS_PMC_TOO_MANY_RUNNING);
+    for (unsigned i = 0; i <= n && i <= PMC_MAX_RUNNING_USER; i++)
+        NtClose(h[i]); // closing stops
+}
+
+static int helper_other_owner(const char *arg)
+{
+    (void)arg;
+    struct pmc_log_config cfg = {0, 0};
+    size_t got;
+    uint8_t b[64];
+    int bad = 0;
+    bad |= NtPmcConfigureLog(&cfg) != STATUS_PMC_LOG_BUSY;
+    bad |= (NtPmcReadLog(b, sizeof b, &got) != STATUS_PMC_NOT_LOG_OWNER) << 1;
+    bad |= (NtPmcFlushLog() != STATUS_PMC_NOT_LOG_OWNER) << 2;
+    bad |= (NtPmcWriteLog(1) != STATUS_PMC_NOT_LOG_OWNER) << 3;
+    bad |= (NtPmcConfigureLog(NULL) != STATUS_PMC_NOT_LOG_OWNER) << 4;
+    return bad;
+}
+
+static void test_log_errors(void)
+{
+    uint8_t b[64];
+    size_t got;
+    struct pmc_log_config cfg = {4095, 0};
+    EXPECT_STATUS(NtPmcReadLog(b, sizeof b, &got), STATUS_PMC_NO_LOG);
+    EXPECT_STATUS(NtPmcFlushLog(), STATUS_PMC_NO_LOG);
+    EXPECT_STATUS(NtPmcWriteLog(1), STATUS_PMC_NO_LOG);
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_PMC_BAD_LOG_SIZE);
+    cfg = (struct pmc_log_config){PMC_LOG_RING_MAX + 4096, 0};
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_PMC_BAD_LOG_SIZE);
+    cfg = (struct pmc_log_config){4096, PMC_DEPTH_MAX}; // cannot hold two full chains
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_PMC_BAD_LOG_SIZE);
+    cfg = (struct pmc_log_config){0, PMC_DEPTH_MAX + 1};
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_PMC_BAD_DEPTH);
+    EXPECT_STATUS(NtPmcConfigureLog((const struct pmc_log_config *)KERNEL_IMAGE),
+                  STATUS_ACCESS_VIOLATION);
+    cfg = (struct pmc_log_config){4096, 0};
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS); // the smallest ring
+    HANDLE other;
+    int status = -1;
+    EXPECT_STATUS(spawn_child(0, &other, "other_owner", NULL), STATUS_SUCCESS);
+    SysWait(other, &status);
+    NtClose(other);
+    EXPECT(status == 0, "another process: bits %d of its checks failed", status);
+    EXPECT_STATUS(NtPmcWriteLog(0x5eed), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcFlushLog(), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcReadLog(b, 8, &got), STATUS_BUFFER_TOO_SMALL); // no record is 8 bytes
+    EXPECT_STATUS(NtPmcReadLog((void *)KERNEL_IMAGE, 4096, &got), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(NtPmcReadLog(b, sizeof b, (size_t *)KERNEL_IMAGE), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(NtPmcGetDriverStats((struct pmc_driver_stats *)KERNEL_IMAGE),
+                  STATUS_ACCESS_VIOLATION);
+    // Left configured: our exit releases it (the driver's leak check sees that).
+}
+
+// ---------------------------------------------------------------------------
+// What the log says.
+
+static void test_log_records(void) // privileged: the finest interval
+{
+    ULONG old = fast_sampling();
+    HANDLE h;
+    struct pmc_log_config cfg = {0, 0};
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_CALLCHAIN, ProfileTime, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcAttach(h, NtCurrentProcess()), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcWriteLog(0x5eed), STATUS_SUCCESS);
+    spin_ms(60);
+    EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcFlushLog(), STATUS_SUCCESS);
+    uint8_t *buf = malloc(LOG_BUF);
+    size_t n = buf ? read_log(buf) : 0;
+    struct log_counts c = count_log(buf, n, SysGetPid());
+    EXPECT(c.samples > 100 && c.mine == c.samples, "%lu samples, %lu of this process", c.samples,
+           c.mine);
+    EXPECT(c.kernel_map == 1 && c.maps >= 2, "%lu map records, %lu of the kernel", c.maps,
+           c.kernel_map);
+    EXPECT(c.user == 1 && c.bad == 0 && c.lost == 0, "user %lu bad %lu lost %lu", c.user, c.bad,
+           c.lost);
+    struct pmc_driver_stats st;
+    NtPmcGetDriverStats(&st);
+    uint64_t logged = 0;
+    for (unsigned i = 0; i < st.ncpus && i < PMC_STATS_CPUS; i++)
+        logged += st.cpu[i].logged;
+    EXPECT(logged == c.samples, "driver logged %lu, log holds %lu", logged, c.samples);
+    expect_accounting();
+    free(buf);
+    NtClose(h);
+    NtPmcConfigureLog(NULL);
+    NtSetIntervalProfile(old, ProfileTime);
+}
+
+static int helper_spin(const char *arg)
+{
+    spin_ms(strtoul(arg, NULL, 0));
+    return 0;
+}
+
+static void test_descendants_exit_csw(void) // privileged
+{
+    ULONG old = fast_sampling();
+    HANDLE h, kid;
+    struct pmc_log_config cfg = {0, 0};
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
+    EXPECT_STATUS(
+        alloc(&h, PMC_MODE_TS,
+              PMC_F_CALLCHAIN | PMC_F_DESCENDANTS | PMC_F_LOG_PROCEXIT | PMC_F_LOG_PROCCSW,
+              ProfileTime, 0),
+        STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcAttach(h, NtCurrentProcess()), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_SUCCESS);
+    int status = -1;
+    EXPECT_STATUS(spawn_child(0, &kid, "spin", "40"), STATUS_SUCCESS); // a future child
+    uint32_t pid = 0;
+    SysProcessId(kid, &pid);
+    SysWait(kid, &status);
+    NtClose(kid);
+    EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS);
+    uint8_t *buf = malloc(LOG_BUF);
+    size_t n = buf ? read_log(buf) : 0;
+    struct log_counts c = count_log(buf, n, pid);
+    EXPECT(c.mine > 50, "the descendant has %lu samples", c.mine);
+    EXPECT(c.exits == 1 && c.exit_pid == pid && c.exit_samples == c.mine,
+           "%lu exit records, pid %u, %lu samples (want %u, %lu)", c.exits, c.exit_pid,
+           c.exit_samples, pid, c.mine);
+    EXPECT(c.csw >= 1, "no context-switch record");
+    expect_accounting();
+    free(buf);
+    NtClose(h);
+    NtPmcConfigureLog(NULL);
+    NtSetIntervalProfile(old, ProfileTime);
+}
+
+static void test_counting(void) // privileged: the interval is known
+{
+    ULONG old = fast_sampling();
+    HANDLE c;
+    uint64_t v = 0;
+    EXPECT_STATUS(alloc(&c, PMC_MODE_TC, 0, ProfileTime, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcAttach(c, NtCurrentProcess()), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStart(c), STATUS_SUCCESS);
+    spin_ms(30);
+    EXPECT_STATUS(NtPmcStop(c), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcRead(c, &v), STATUS_SUCCESS);
+    // 30 ms on CPU is about 245 ticks of 122.1 us, each 1221 units of 100 ns.
+    EXPECT(v >= 100 * 1221 && v % 1221 == 0, "task clock %lu x 100 ns", v);
+    NtClose(c);
+    NtSetIntervalProfile(old, ProfileTime);
+}
+
+// ---------------------------------------------------------------------------
+// Broken frames: the chain is cut and counted, the kernel does not fault.
+
+// Spins for ms with rbp = fp: the sampled chain starts from a frame pointer
+// that is not one.
+__attribute__((noinline)) static void spin_with_rbp(uint64_t fp, uint64_t ms)
+{
+    struct sys_clock c0, c;
+    SysClock(&c0);
+    do {
+        uint64_t n = 200000;
+        __asm__ volatile("push %%rbp\n\t"
+                         "mov %1, %%rbp\n\t"
+                         "1: dec %0\n\t"
+                         "jnz 1b\n\t"
+                         "pop %%rbp"
+                         : "+r"(n)
+                         : "r"(fp)
+                         : "cc", "memory");
+        SysClock(&c);
+    } while (c.ns - c0.ns < ms * 1000000ull);
+}
+
+static void test_broken_frames(void) // privileged
+{
+    ULONG old = fast_sampling();
+    HANDLE h;
+    struct pmc_log_config cfg = {0, 0};
+    struct pmc_driver_stats before, after;
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_CALLCHAIN, ProfileTime, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcAttach(h, NtCurrentProcess()), STATUS_SUCCESS);
+    NtPmcGetDriverStats(&before);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_SUCCESS);
+    // An unmapped stack: a frame chain into pages that are gone (above the
+    // stack, so that the frames still look like outer ones).
+    void *area = (void *)(USER_STACK_TOP_USER + 16 * PAGE);
+    EXPECT_STATUS(SysMap(&area, 2 * PAGE, PROT_READ | PROT_WRITE), STATUS_SUCCESS);
+    uint64_t *frame = (uint64_t *)((uint8_t *)area + PAGE);
+    frame[0] = 0;
+    frame[1] = 0x400000;
+    EXPECT_STATUS(SysUnmap(area, 2 * PAGE), STATUS_SUCCESS);
+    spin_with_rbp((uint64_t)frame, 25);
+    spin_with_rbp(0x1234567, 15);             // misaligned
+    spin_with_rbp(KERNEL_IMAGE, 15);          // the kernel's
+    spin_with_rbp(0x0000700000000000ull, 15); // never mapped
+    spin_with_rbp(0x0000000000000008ull, 15); // below the stack pointer
+    EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS);
+    NtPmcGetDriverStats(&after);
+    uint8_t *buf = malloc(LOG_BUF);
+    size_t n = buf ? read_log(buf) : 0;
+    struct log_counts c = count_log(buf, n, SysGetPid());
+    EXPECT(c.bad == 0 && c.samples > 50, "%lu samples, %lu bad records", c.samples, c.bad);
+    EXPECT(c.truncated > 20, "%lu truncated chains of %lu", c.truncated, c.samples);
+    EXPECT(after.chains_truncated - before.chains_truncated == c.truncated,
+           "driver: %lu truncated, log: %lu", after.chains_truncated - before.chains_truncated,
+           c.truncated);
+    EXPECT(after.user_frames_unread > before.user_frames_unread,
+           "no unreadable user frame counted");
+    expect_accounting();
+    free(buf);
+    NtClose(h);
+    NtPmcConfigureLog(NULL);
+    NtSetIntervalProfile(old, ProfileTime);
+}
+
+// A sampled process that exits and one that is killed mid-chain: the log of
+// its sampler stays whole.
+static void test_exit_while_sampled(void) // privileged
+{
+    ULONG old = fast_sampling();
+    HANDLE h, kid;
+    struct pmc_log_config cfg = {0, 0};
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_CALLCHAIN | PMC_F_LOG_PROCEXIT, ProfileTime, 0),
+                  STATUS_SUCCESS);
+    EXPECT_STATUS(spawn_child(0, &kid, "spin", "1000"), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcAttach(h, kid), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_SUCCESS);
+    SysSleep(30);
+    uint32_t pid;
+    int status;
+    SysProcessId(kid, &pid);
+    EXPECT_STATUS(SysKill(pid), STATUS_SUCCESS);
+    SysWait(kid, &status);
+    EXPECT(status == EXIT_STATUS_KILLED, "status %d", status);
+    NtClose(kid);
+    EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS);
+    uint8_t *buf = malloc(LOG_BUF);
+    size_t n = buf ? read_log(buf) : 0;
+    struct log_counts c = count_log(buf, n, pid);
+    EXPECT(c.bad == 0 && c.mine > 0 && c.exits == 1 && c.exit_pid == pid,
+           "bad %lu, samples %lu, exits %lu", c.bad, c.mine, c.exits);
+    expect_accounting();
+    free(buf);
+    NtClose(h);
+    NtSetIntervalProfile(old, ProfileTime);
+    // The log stays configured: our exit must release it.
+}
+
+// ---------------------------------------------------------------------------
+// /tmp.
+
+static void test_tmp(void)
+{
+    char buf[32];
+    size_t got = 0;
+    EXPECT_STATUS(SysTmpWrite("pmc.log", "x", 1, 0), STATUS_TMP_BAD_NAME);
+    EXPECT_STATUS(SysTmpWrite("/tmp/", "x", 1, 0), STATUS_TMP_BAD_NAME);
+    EXPECT_STATUS(SysTmpWrite("/tmp/a/b", "x", 1, 0), STATUS_TMP_BAD_NAME);
+    EXPECT_STATUS(SysTmpWrite("/tmp/0123456789012345678901234567890123456789012345", "x", 1, 0),
+                  STATUS_TMP_BAD_NAME);
+    EXPECT_STATUS(SysTmpWrite("/tmp/t", "x", 1, 0x80), STATUS_INVALID_PARAMETER);
+    EXPECT_STATUS(SysTmpWrite((const char *)KERNEL_IMAGE, "x", 1, 0), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysTmpRead("/tmp/pmctests-none", 0, buf, sizeof buf, &got),
+                  STATUS_OBJECT_NAME_NOT_FOUND);
+    EXPECT_STATUS(SysTmpWrite("/tmp/pmctests-none", NULL, 0, TMP_REMOVE),
+                  STATUS_OBJECT_NAME_NOT_FOUND);
+    EXPECT_STATUS(SysTmpWrite("/tmp/pmctests", "abc", 3, TMP_TRUNCATE), STATUS_SUCCESS);
+    EXPECT_STATUS(SysTmpWrite("/tmp/pmctests", (void *)KERNEL_IMAGE, 3, 0),
+                  STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysTmpWrite("/tmp/pmctests", (void *)0x400000, TMP_BYTES_MAX + 1ull, 0),
+                  STATUS_TMP_FULL);
+    EXPECT_STATUS(SysTmpWrite("/tmp/pmctests", "def", 3, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(SysTmpRead("/tmp/pmctests", 1, buf, sizeof buf, &got), STATUS_SUCCESS);
+    EXPECT(got == 5 && !memcmp(buf, "bcdef", 5), "read %lu bytes", got);
+    EXPECT_STATUS(SysTmpRead("/tmp/pmctests", 0, (void *)KERNEL_IMAGE, 4, &got),
+                  STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysTmpWrite("/tmp/pmctests", NULL, 0, TMP_REMOVE), STATUS_SUCCESS);
+}
+
+// ---------------------------------------------------------------------------
+
+static int helper_exit(const char *arg)
+{
+    return atoi(arg);
+}
+
+static const struct {
+    const char *name;
+    int (*run)(const char *arg);
+} helpers[] = {
+    {"exit", helper_exit},
+    {"spin", helper_spin},
+    {"other_owner", helper_other_owner},
+};
+
+static const struct child_test tests[] = {
+    {"alloc_errors", test_alloc_errors, EXITS_0, 0},
+    {"alloc_system_cpu", test_alloc_system_cpu, EXITS_0, SPAWN_PRIVILEGED},
+    {"privilege", test_privilege, EXITS_0, 0},
+    {"attach_errors", test_attach_errors, EXITS_0, 0},
+    {"start_errors", test_start_errors, EXITS_0, 0},
+    {"too_many_running", test_too_many_running, EXITS_0, 0},
+    {"log_errors", test_log_errors, EXITS_0, 0},
+    {"log_records", test_log_records, EXITS_0, SPAWN_PRIVILEGED},
+    {"descendants_exit_csw", test_descendants_exit_csw, EXITS_0, SPAWN_PRIVILEGED},
+    {"counting", test_counting, EXITS_0, SPAWN_PRIVILEGED},
+    {"broken_frames", test_broken_frames, EXITS_0, SPAWN_PRIVILEGED},
+    {"exit_while_sampled", test_exit_while_sampled, EXITS_0, SPAWN_PRIVILEGED},
+    {"tmp", test_tmp, EXITS_0, 0},
+};
+
+#define NTESTS (sizeof tests / sizeof tests[0])
+
+int main(int argc, char **argv)
+{
+    self = argc > 0 && argv[0][0] ? argv[0] : "pmctests";
+    if (argc >= 3 && strcmp(argv[1], "--child") == 0) {
+        test_name = argv[2];
+        for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
+            if (strcmp(helpers[i].name, argv[2]) == 0)
+                return helpers[i].run(argc > 3 ? argv[3] : "");
+        int status = run_in_child(tests, NTESTS, argv[2]);
+        return status < 0 ? 2 : status;
+    }
+    struct driver d = {
+        .tests = tests,
+        .ntests = NTESTS,
+        .names = argv + 1,
+        .nnames = argc - 1,
+        .timeout_ms = TEST_TIMEOUT_MS,
+        .skip_why = "needs the privilege (try sudo pmctests)",
+        .timed = 1,
+    };
+    driver_start(&d);
+    return driver_run(&d, "pmctests");
+}

@@ -1,0 +1,21 @@
+// Call graphs from a sample log: every sample's chain symbolized (the kernel's
+// and each program's ELF symbol tables, found through the log's PMCLOG_MAP
+// records), then the reports of `profile report`: a flat table with self and
+// children (inclusive) percentages, callers and callees of the top functions,
+// folded stacks (Brendan Gregg's format) and the export block.
+#pragma once
+#include <samplelog.h>
+#include <stdint.h>
+
+struct callgraph;
+
+// NULL when out of memory. The log must outlive the graph.
+struct callgraph *callgraph_build(const struct samplelog *log);
+void callgraph_free(struct callgraph *cg);
+uint64_t callgraph_samples(const struct callgraph *cg);
+
+void callgraph_print_flat(const struct callgraph *cg, unsigned top);
+void callgraph_print_tree(const struct callgraph *cg, unsigned top);
+void callgraph_print_folded(const struct callgraph *cg, const char *prefix);
+void callgraph_print_breakdown(const struct callgraph *cg, int by_pid, int by_cpu);
+void callgraph_print_export(const struct callgraph *cg, const struct samplelog *log);

@@ -1,0 +1,33 @@
+// The sample log as a file: the records NtPmcReadLog hands out (abi.h,
+// struct pmclog_*), appended as they are drained, and one trailer record
+// with the driver's statistics at the end of the recording.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "lib/abi.h"
+
+#define SAMPLELOG_DEFAULT_FILE "/tmp/pmc.log"
+#define PMCLOG_TRAILER         0x100 // userland only: struct samplelog_trailer
+
+struct samplelog_trailer {
+    struct pmclog_header h;
+    uint32_t source, mode;
+    uint32_t flags, reserved;
+    uint64_t interval; // source units per sample
+    struct pmc_driver_stats stats;
+    char command[128];
+};
+
+struct samplelog {
+    uint8_t *data; // the whole file
+    size_t size;
+    const struct samplelog_trailer *trailer; // NULL when the recording did not finish
+};
+
+// Reads the file (SysTmpRead). NTSTATUS of the failing call.
+NTSTATUS samplelog_load(const char *file, struct samplelog *out);
+void samplelog_free(struct samplelog *log);
+// The record at *pos (advancing it), or NULL at the end or at a damaged record.
+const struct pmclog_header *samplelog_next(const struct samplelog *log, size_t *pos);
+// Drains the kernel's log into file (appending). Bytes appended, or -1.
+long samplelog_drain(const char *file, void *buf, size_t len);
