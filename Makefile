@@ -31,6 +31,17 @@ ISO     := $(BUILD)/os.iso
 CMDLINE ?=
 SMP     ?= 4
 MEM     ?= 512M
+# ICOUNT=1: QEMU's deterministic mode (software CPU only), where guest time
+# counts instructions, so time sampling is exact and repeatable; the kernel is
+# told with its option `icount`.
+ICOUNT  ?=
+ifeq ($(ICOUNT),1)
+RUN_CMDLINE := $(strip $(CMDLINE) icount)
+RUN_ACCEL    = -cpu max -icount shift=0,sleep=off
+else
+RUN_CMDLINE := $(CMDLINE)
+RUN_ACCEL    = $$(scripts/accel.sh $(BUILD)/tests/probe.iso)
+endif
 
 KCFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
 	-mno-red-zone -mcmodel=kernel -mgeneral-regs-only -mno-sse -mno-mmx \
@@ -126,23 +137,23 @@ $(BUILD)/tests/shell.iso: $(KERNEL) $(USER_PROGS) Makefile
 # Rewritten only when CMDLINE changes, so `make run CMDLINE=...` rebuilds the ISO.
 $(BUILD)/cmdline.txt: FORCE
 	@mkdir -p $(@D)
-	@echo '$(CMDLINE)' | cmp -s - $@ || echo '$(CMDLINE)' > $@
+	@echo '$(RUN_CMDLINE)' | cmp -s - $@ || echo '$(RUN_CMDLINE)' > $@
 FORCE:
 
 iso: $(ISO)
 $(ISO): $(KERNEL) $(USER_PROGS) $(BUILD)/cmdline.txt Makefile
-	$(call make_iso,$(CMDLINE),$@)
+	$(call make_iso,$(RUN_CMDLINE),$@)
 	@echo "iso: $@"
 
 QEMU_COMMON := -machine pc -boot d -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04
 
 run: deps $(ISO) $(BUILD)/tests/probe.iso
 	@echo "run: quit with Ctrl-A then X (the QEMU monitor is Ctrl-A then C)"
-	@$(QEMU) $(QEMU_COMMON) $$(scripts/accel.sh $(BUILD)/tests/probe.iso) -smp $(SMP) -m $(MEM) -cdrom $(ISO) \
+	@$(QEMU) $(QEMU_COMMON) $(RUN_ACCEL) -smp $(SMP) -m $(MEM) -cdrom $(ISO) \
 		-nographic -serial mon:stdio; status=$$?; [ $$status -eq 0 ] || [ $$status -eq 33 ] || echo "qemu exited with $$status"
 
 run-gui: deps $(ISO) $(BUILD)/tests/probe.iso
-	$(QEMU) $(QEMU_COMMON) $$(scripts/accel.sh $(BUILD)/tests/probe.iso) -smp $(SMP) -m $(MEM) -cdrom $(ISO) -serial stdio
+	$(QEMU) $(QEMU_COMMON) $(RUN_ACCEL) -smp $(SMP) -m $(MEM) -cdrom $(ISO) -serial stdio
 
 debug: deps $(ISO)
 	@echo "debug: QEMU waits for gdb on :1234. In another terminal:"

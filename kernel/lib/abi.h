@@ -206,6 +206,11 @@ struct sys_info {
     uint64_t heap_bytes;
     uint64_t uptime_ns;
     uint64_t tsc_hz;
+    // 1 under QEMU's software CPU (TCG) booted without the kernel option
+    // `icount`: guest time is then the host's time, so where a timer's ticks
+    // land depends on how the host schedules the vCPUs. With -icount (and the
+    // option) time counts instructions and time sampling is exact.
+    uint32_t time_sampling_approximate;
 };
 
 struct sys_cpu_info {

@@ -7,6 +7,9 @@
 //   init=PROG,ARG,...  the first process (default sh), privileged
 //   privileged  every program started by a privileged one is privileged too:
 //               the shell's programs may profile the system without sudo
+//   icount      QEMU runs with -icount (make run ICOUNT=1): guest time counts
+//               instructions, so time sampling is exact (reports stop saying
+//               it is approximate, self-tests expect exact tick counts)
 #pragma once
 #include "lib/types.h"
 

@@ -11,6 +11,8 @@
 #include "core/ramdisk.h"
 #include "lib/string.h"
 #include "sys/syscall.h"
+#include "lib/cmdline.h"
+#include "pmc/detect.h"
 #include "arch/x86/timer.h"
 #include "core/uaccess.h"
 
@@ -34,6 +36,8 @@ uint64_t do_SysInfo(const uint64_t *a, struct trapframe *tf)
         .heap_bytes = heap_bytes_in_use(),
         .uptime_ns = clock_ns(),
         .tsc_hz = tsc_hz,
+        .time_sampling_approximate =
+            strcmp(pmc_caps.hypervisor_id, "TCGTCGTCGTCG") == 0 && !cmdline_has("icount"),
     };
     return STATUS(copy_to_user(a[0], &i, sizeof i));
 }

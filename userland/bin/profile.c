@@ -391,7 +391,18 @@ static void report_all(const struct options *o, struct profile *ps, int per_sour
                        const char *title, uint64_t elapsed_ns, const char *note)
 {
     uint32_t ncpus = cpu_count();
+    uint64_t periods = 0, missed = 0;
+    struct sys_cpu_info cpu[64];
+    uint32_t n = 0;
+    if (NT_SUCCESS(SysCpuInfo(cpu, 64, &n)))
+        for (uint32_t i = 0; i < n; i++) {
+            periods += cpu[i].profile_ticks;
+            missed += cpu[i].profile_ticks_skipped;
+        }
+    struct sys_info info;
+    int approximate = NT_SUCCESS(SysInfo(&info)) && info.time_sampling_approximate;
     for (int k = 0; k < o->nwant; k++) {
+        int time = o->want[k].src->source == ProfileTime;
         struct prof_range ranges[2];
         for (int m = 0; m < per_source; m++)
             ranges[m] = ps[k * per_source + m].range;
@@ -405,6 +416,9 @@ static void report_all(const struct options *o, struct profile *ps, int per_sour
             .nranges = (size_t)per_source,
             .top = o->top,
             .note = note && note[0] ? note : NULL,
+            .periods = time ? periods : 0,
+            .missed = time ? missed : 0,
+            .approximate_time = time && approximate,
         };
         prof_report_print(&rep);
     }

@@ -28,6 +28,12 @@ struct prof_report {
     size_t nranges;
     unsigned top;     // function rows per module
     const char *note; // printed under the header when not NULL
+    // ProfileTime only: periods that passed on the profiled CPUs since it
+    // started, and of those the ones missed (the CPU came back a period or
+    // more late, as when the host stopped a vCPU: one tick is delivered then,
+    // not a burst at one instruction). Both 0 for other sources.
+    uint64_t periods, missed;
+    int approximate_time; // plain TCG: time sampling follows the host's scheduling
 };
 
 uint64_t prof_range_hits(const struct prof_range *r);

@@ -161,6 +161,14 @@ static void print_losses(const struct prof_report *rep)
         printf("%s: %lu samples delivered, %lu in range, %lu out of range, %lu throttled\n",
                rep->ranges[i].module, st->delivered, st->in_range, st->out_of_range, st->throttled);
     }
+    if (rep->periods)
+        printf("%s: %lu periods on %u CPUs, %lu missed (the CPU came back a period or more "
+               "late: one tick, not a burst)\n",
+               rep->source->name, rep->periods, rep->ncpus, rep->missed);
+    if (rep->approximate_time)
+        printf("Note: time sampling under QEMU without -icount follows the host's scheduling of "
+               "the vCPUs and is approximate; boot with `make run ICOUNT=1` (QEMU -icount "
+               "shift=0,sleep=off) for exact, repeatable shares.\n");
 }
 
 void prof_report_print(const struct prof_report *rep)
