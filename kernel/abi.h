@@ -131,14 +131,26 @@ typedef uint64_t KAFFINITY;
     X(29, SysPmcTrace, 4)          /* (uint32_t op, void *buf, size_t len, size_t *got) */ \
     X(30, SysPmcInfo, 3)           /* (char *buf, size_t len, size_t *got): text */ \
     X(31, SysSelfCheck, 1)         /* (struct sys_self_check *out): counters for leak checks */ \
-    X(32, SysProcessId, 2)         /* (HANDLE process, uint32_t *pid) */
+    X(32, SysProcessId, 2)         /* (HANDLE process, uint32_t *pid) */ \
+    X(70, SysPmcAllocate, 2)       /* (const struct pmc_alloc *in, HANDLE *pmc): a counting PMC */ \
+    X(71, SysPmcAttach, 2)         /* (HANDLE pmc, HANDLE process): process scope only */ \
+    X(72, SysPmcDetach, 2)         /* (HANDLE pmc, HANDLE process) */ \
+    X(73, SysPmcStart, 1)          /* (HANDLE pmc) */ \
+    X(74, SysPmcStop, 1)           /* (HANDLE pmc) */ \
+    X(75, SysPmcRead, 2)           /* (HANDLE pmc, struct pmc_value *out) */ \
+    X(76, SysPmcWrite, 2)          /* (HANDLE pmc, uint64_t value): the count, while stopped */ \
+    X(77, SysPmcLog, 4)            /* (uint32_t op, void *buf, size_t len, size_t *got): struct pmc_log_* */ \
+    X(78, SysPmcGetMsr, 2)         /* (HANDLE pmc, uint32_t *rdpmc_index): self-monitoring read */ \
+    X(79, SysPmcCpuCounts, 3)      /* (uint64_t *buf, uint32_t max, uint32_t *count): [cpu][PMC_SW_COUNT] */
 
 enum {
 #define SYSCALL_ENUM(num, name, nargs) SYS_##name = num,
     SYSCALL_LIST(SYSCALL_ENUM)
 #undef SYSCALL_ENUM
-    SYSCALL_COUNT
 };
+// One past the highest number in SYSCALL_LIST (numbers 33-69 are the sampling
+// PMC interface's; the table in syscall.c fails to compile if a number reaches it).
+enum { SYSCALL_COUNT = 80 };
 // clang-format on
 
 // The exit status SysWait reports for a process the kernel killed (a fault in
@@ -153,6 +165,10 @@ enum {
 #define PROT_READ  0x1
 #define PROT_WRITE 0x2
 #define PROT_EXEC  0x4
+// SysMap: no page until ring 3 first touches it; each first touch is one page
+// fault (the page-faults software event). The kernel does not fault pages in:
+// a system call given an untouched demand page fails with STATUS_ACCESS_VIOLATION.
+#define PROT_DEMAND 0x8
 
 #define PROCESS_NAME_MAX 32
 #define MAX_ARGS         32   // argv entries
@@ -243,3 +259,92 @@ struct sys_profile_stats {
 #define PMC_TRACE_OFF   2
 #define PMC_TRACE_CLEAR 3
 #define PMC_TRACE_READ  4 // the records of every CPU as text, one per line, oldest first
+
+// ---------------------------------------------------------------------------
+// Counting PMCs (hwpmc(4)'s counting modes, perf-stat's software events).
+//
+// A PMC counts one event: a KPROFILE_SOURCE (a hardware counter, where the PMU
+// has one) or a software event the kernel counts itself, with or without a PMU.
+// Process scope (PMC_MODE_TC) counts only while a thread of an attached process
+// runs, on whatever CPU; system scope (PMC_MODE_SC) counts on one CPU or on all
+// of them (PMC_CPU_ANY, summed). Modes and flags have hwpmc's meanings.
+// ---------------------------------------------------------------------------
+
+enum pmc_sw_event {
+    PMC_SW_TASK_CLOCK = 0,         // ns on CPU
+    PMC_SW_CONTEXT_SWITCHES = 1,   // times a thread left the CPU for another
+    PMC_SW_CPU_MIGRATIONS = 2,     // times a thread resumed on a CPU other than its last
+    PMC_SW_PAGE_FAULTS = 3,        // ring-3 page faults (demand-zero pages and fatal ones)
+    PMC_SW_SYSCALLS = 4,           // system calls entered
+    PMC_SW_PROFILE_INTERRUPTS = 5, // PMIs and ProfileTime ticks taken while it ran
+    PMC_SW_PROFILE_TICKS = 6,      // ProfileTime ticks taken while it ran
+    PMC_SW_COUNT = 7
+};
+
+// Event numbers: a KPROFILE_SOURCE (< ProfileSourceCount), or a software event.
+#define PMC_EVENT_SW(e)     (0x100u + (uint32_t)(e))
+#define PMC_EVENT_IS_SW(ev) ((ev) >= 0x100u && (ev) < 0x100u + PMC_SW_COUNT)
+
+// Modes, hwpmc's numbering; the sampling modes belong to the sampling API.
+#define PMC_MODE_SC 1 // system scope, counting
+#define PMC_MODE_TC 3 // process ("thread") scope, counting
+
+#define PMC_F_DESCENDANTS  0x1 // process scope: also count children created after the attach
+#define PMC_F_LOG_PROCCSW  0x2 // process scope: a log record per scheduling of a target
+#define PMC_F_LOG_PROCEXIT 0x4 // process scope: a log record with each target's total at its exit
+#define PMC_F_ALL          0x7
+
+#define PMC_CPU_ANY 0xFFFFFFFFu // system scope: every CPU, summed
+
+struct pmc_alloc {
+    uint32_t event; // KPROFILE_SOURCE or PMC_EVENT_SW(e)
+    uint32_t mode;  // PMC_MODE_SC or PMC_MODE_TC
+    uint32_t flags; // PMC_F_*
+    uint32_t cpu;   // system scope: a CPU or PMC_CPU_ANY; process scope: PMC_CPU_ANY
+};
+
+// SysPmcRead. A multiplexed hardware event counted only part of the time it
+// was enabled: value is the raw count; scale it by enabled / running.
+struct pmc_value {
+    uint64_t value;
+    uint64_t time_enabled; // ns the PMC was started (process scope: and a target ran)
+    uint64_t time_running; // ns of that it was on a hardware counter (= enabled for software)
+    uint32_t targets;      // process scope: attached processes alive now
+    uint32_t row;          // hardware counter index (0xFFFFFFFF: software or multiplexed)
+};
+
+// SysPmcLog operations.
+#define PMC_LOG_CSWITCH_START 1 // buf: uint32_t events[n] (n <= PMC_CSWITCH_MAX_EVENTS); privileged
+#define PMC_LOG_CSWITCH_STOP  2
+#define PMC_LOG_READ          3 // records from byte offset *got (in: offset, out: bytes copied)
+
+#define PMC_CSWITCH_MAX_EVENTS 8 // ETW: 4 counters per logger at first, 8 later
+
+enum pmc_log_type {
+    PMC_LOG_CSWITCH = 1,  // a context switch and the CPU's counter values (ETW PMC counters)
+    PMC_LOG_PROCCSW = 2,  // PMC_F_LOG_PROCCSW: a target's count for one scheduling
+    PMC_LOG_PROCEXIT = 3, // PMC_F_LOG_PROCEXIT: a target's total at exit
+};
+
+// Every record starts with this header; size covers the header.
+struct pmc_log_header {
+    uint16_t type; // enum pmc_log_type
+    uint16_t size;
+    uint32_t cpu;
+    uint64_t ns; // clock, ns since boot
+};
+
+struct pmc_log_cswitch {
+    struct pmc_log_header h;
+    uint32_t old_pid, new_pid; // 0 = the CPU's idle thread
+    uint32_t nevents, reserved;
+    uint64_t value[PMC_CSWITCH_MAX_EVENTS]; // the CPU's running totals of each event
+};
+
+struct pmc_log_proc {
+    struct pmc_log_header h;
+    uint32_t pid;   // the target
+    uint32_t event; // the PMC's event
+    uint64_t pmc_id;
+    uint64_t value; // PROCCSW: events in this scheduling; PROCEXIT: the target's total
+};

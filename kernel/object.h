@@ -2,7 +2,7 @@
 #pragma once
 #include "types.h"
 
-enum object_type { OBJ_PROCESS = 1, OBJ_PROFILE = 2 };
+enum object_type { OBJ_PROCESS = 1, OBJ_PROFILE = 2, OBJ_COUNTING_PMC = 3 };
 
 struct object {
     enum object_type type;

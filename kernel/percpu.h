@@ -3,6 +3,7 @@
 // The assembly (vectors.asm, trampoline.asm, later the syscall entry) uses the
 // offsets asserted below.
 #pragma once
+#include "abi.h"
 #include "param.h"
 #include "types.h"
 
@@ -28,6 +29,11 @@ struct cpu {
     volatile bool need_resched; // set by the scheduler tick or a wake-up
     volatile bool idling;       // halted in the idle loop (a wake-up sends an IPI)
     uint64_t idle_ns, busy_ns;  // time accounting (scheduler tick resolution)
+    // Software events on this CPU (profile/swevent.h): running totals, and the
+    // PMI and ProfileTime tick counts at the last switch (their difference at the
+    // next one is charged to the thread that ran in between).
+    uint64_t sw[PMC_SW_COUNT];
+    uint64_t sw_pmis_seen, sw_ticks_seen;
 };
 
 #define CPU_SELF_OFFSET       0

@@ -9,6 +9,8 @@
 #include "panic.h"
 #include "percpu.h"
 #include "profile/ke_profile.h"
+#include "profile/swevent.h"
+#include "profile/vcounter.h"
 #include "ramdisk.h"
 #include "string.h"
 #include "trap.h"
@@ -39,6 +41,7 @@ static void process_destroy(struct object *o)
     spin_unlock_irqrestore(&process_lock, f);
     as_destroy(&p->as); // already empty unless the process never ran
     ke_profile_process_gone(p);
+    vcounter_process_gone(p);
     kfree(p);
 }
 
@@ -130,6 +133,9 @@ NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint
     }
     object_ref(&p->obj); // the thread's reference, dropped when it exits
     *out = p;
+    struct process *me = current_thread()->proc;
+    if (me && me->pid == parent)
+        vcounter_process_spawned(me, p); // PMC_F_DESCENDANTS, before the child runs
     if (flags & SPAWN_SUSPENDED)
         p->suspended = true;
     else
@@ -198,7 +204,8 @@ int process_wait(struct process *p)
 void process_exit_current(int status)
 {
     struct process *p = process_current();
-    sti(); // closing handles may free memory and take locks
+    vcounter_process_exit(p); // counts end here, as perf's do at exit
+    sti();                    // closing handles may free memory and take locks
     handle_table_close_all(&p->handles);
     cli();
     vm_load_kernel(); // off the tables we are about to free
@@ -223,6 +230,11 @@ void process_thread_gone(struct process *p)
 void process_fault(struct trapframe *tf)
 {
     struct process *p = process_current();
+    if (tf->vector == 14) {
+        swevent_count(PMC_SW_PAGE_FAULTS);
+        if (!(tf->error & 1) && as_demand_fault(&p->as, read_cr2()))
+            return; // a demand-zero page, now present: retry the access
+    }
     if (tf->vector == 14)
         kprintf("[pid %u %s] killed: page fault at %#lx ip %#lx\n", p->pid, p->name, read_cr2(),
                 tf->rip);
@@ -259,7 +271,7 @@ unsigned process_list(struct sys_process_info *out, unsigned skip, unsigned max)
                        : t->state == T_SLEEPING ? PROC_SLEEPING
                                                 : PROC_RUNNABLE;
         if (t) {
-            i->cpu = (uint32_t)t->cpu;
+            i->cpu = t->cpu < 0 ? 0 : (uint32_t)t->cpu;
             i->cpu_ns = t->cpu_ns;
         }
     }

@@ -11,6 +11,8 @@
 #include "panic.h"
 #include "percpu.h"
 #include "process.h"
+#include "profile/swevent.h"
+#include "profile/vcounter.h"
 #include "spinlock.h"
 #include "string.h"
 #include "vm.h"
@@ -87,7 +89,10 @@ static void kick_idle_cpu(void)
 static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
 {
     uint64_t now = clock_ns();
+    swevent_switch(c, cur, next, now - cur->run_start_ns);
     cur->cpu_ns += now - cur->run_start_ns;
+    if (vcounter_switch_hooks) // counting PMCs that act at switches (vcounter.h)
+        vcounter_switch(c, cur, next, now);
     next->run_start_ns = now;
     next->state = T_RUNNING;
     next->cpu = (int)c->id;
@@ -190,6 +195,7 @@ struct thread *thread_create_user(struct process *p, const struct trapframe *tf)
     t->kstack = stack;
     t->kstack_top = ALIGN_DOWN((uint64_t)stack + KSTACK_SIZE, 16);
     t->proc = p;
+    t->cpu = -1;
     t->killed = &p->killed;
     fpu_init_state(t->fpu);
     // Stack, top down: the trap frame thread_start returns through, then the

@@ -28,9 +28,10 @@ struct thread {
     uint64_t wake_ns;            // timed sleep: wake at this clock_ns() (0 = none)
     struct thread *run_next;     // run-queue link
     struct thread *all_next;     // every thread, for wake-ups
-    int cpu;                     // CPU it last ran on
+    int cpu;                     // CPU it last ran on (-1: never ran)
     uint64_t cpu_ns;             // time on CPU
     uint64_t run_start_ns;
+    uint64_t sw[PMC_SW_COUNT]; // software events while it ran (profile/swevent.h)
 };
 
 void sched_init_cpu(void);      // make the running boot code this CPU's idle thread

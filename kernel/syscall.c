@@ -3,6 +3,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/gdt.h"
 #include "arch/x86/msr.h"
+#include "profile/swevent.h"
 #include "sched.h"
 #include "uaccess.h"
 
@@ -22,6 +23,7 @@ static const struct syscall_entry_info table[SYSCALL_COUNT] = {
 
 void syscall_dispatch(struct trapframe *tf)
 {
+    swevent_count(PMC_SW_SYSCALLS);
     sti();
     uint64_t n = tf->rax;
     uint64_t result;

@@ -60,3 +60,16 @@ NTSTATUS SysProfileSources(struct sys_profile_source *buf, uint32_t max, uint32_
 NTSTATUS SysProfileStats(HANDLE profile, struct sys_profile_stats *out);
 NTSTATUS SysPmcTrace(uint32_t op, void *buf, size_t len, size_t *got);
 NTSTATUS SysPmcInfo(char *buf, size_t len, size_t *got);
+
+// Counting PMCs (abi.h): hwpmc-style allocate/attach/start/stop/read/write,
+// the counting log, self-monitoring reads.
+NTSTATUS SysPmcAllocate(const struct pmc_alloc *in, HANDLE *pmc);
+NTSTATUS SysPmcAttach(HANDLE pmc, HANDLE process);
+NTSTATUS SysPmcDetach(HANDLE pmc, HANDLE process);
+NTSTATUS SysPmcStart(HANDLE pmc);
+NTSTATUS SysPmcStop(HANDLE pmc);
+NTSTATUS SysPmcRead(HANDLE pmc, struct pmc_value *out);
+NTSTATUS SysPmcWrite(HANDLE pmc, uint64_t value);
+NTSTATUS SysPmcLog(uint32_t op, void *buf, size_t len, uint64_t *got);
+NTSTATUS SysPmcGetMsr(HANDLE pmc, uint32_t *rdpmc_index);
+NTSTATUS SysPmcCpuCounts(uint64_t *buf, uint32_t max, uint32_t *count);
