@@ -162,9 +162,9 @@ enum { SYSCALL_COUNT = 80 };
 #define SPAWN_PRIVILEGED 0x2 // grant the system-profile privilege (caller must hold it)
 
 // SysMap protection.
-#define PROT_READ  0x1
-#define PROT_WRITE 0x2
-#define PROT_EXEC  0x4
+#define PROT_READ   0x1
+#define PROT_WRITE  0x2
+#define PROT_EXEC   0x4
 // SysMap: no page until ring 3 first touches it; each first touch is one page
 // fault (the page-faults software event). The kernel does not fault pages in:
 // a system call given an untouched demand page fails with STATUS_ACCESS_VIOLATION.
