@@ -338,6 +338,7 @@ struct pmc_log_cswitch {
     struct pmc_log_header h;
     uint32_t old_pid, new_pid; // 0 = the CPU's idle thread
     uint32_t nevents, reserved;
+    uint16_t event[PMC_CSWITCH_MAX_EVENTS]; // what each value counts (pmc_alloc.event)
     uint64_t value[PMC_CSWITCH_MAX_EVENTS]; // the CPU's running totals of each event
 };
 

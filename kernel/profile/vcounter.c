@@ -443,8 +443,10 @@ static void log_cswitch(struct cpu *c, struct thread *cur, struct thread *next, 
     r->new_pid = next->proc ? next->proc->pid : 0;
     r->nevents = cs.nevents;
     r->reserved = 0;
-    for (unsigned i = 0; i < PMC_CSWITCH_MAX_EVENTS; i++)
+    for (unsigned i = 0; i < PMC_CSWITCH_MAX_EVENTS; i++) {
+        r->event[i] = i < cs.nevents ? (uint16_t)cs.events[i] : 0;
         r->value[i] = i < cs.nevents ? cswitch_value(c, cs.events[i]) : 0;
+    }
     __atomic_store_n(&cs.count[c->id], cs.count[c->id] + 1, __ATOMIC_RELEASE);
 }
 

@@ -9,6 +9,7 @@
 // over the kernel's), starts them, resumes PROG, waits for it, stops them and
 // prints one report per source (lib/profreport.c). With -g each program
 // histogram also leaves the machine as a gmon.out (lib/gmon.c).
+#include <profstat.h>
 #include <clock.h>
 #include <ctype.h>
 #include <elfsym.h>
@@ -30,7 +31,9 @@ static const char usage_run[] = "usage: profile run [-s SOURCE[:INTERVAL]]... [-
                                 "BUCKETSHIFT] [-k] [-n TOP] [-g] PROG [ARGS]";
 static const char usage_kernel[] = "usage: profile kernel [-s SOURCE[:INTERVAL]]... [-i INTERVAL] "
                                    "[-b BUCKETSHIFT] [-n TOP] SECONDS";
-static const char usage_all[] = "usage: profile sources | run ... | kernel ... | help";
+static const char usage_all[] =
+    "usage: profile sources | run ... | kernel ... | stat ... | record --cswitch ... | "
+    "report --cswitch | help";
 
 // Exit statuses: 2 for a command line that cannot work, 1 for a failure later.
 #define EXIT_USAGE 2
@@ -628,10 +631,10 @@ static const struct command {
     const char *name;
     int (*run)(int argc, char **argv);
 } commands[] = {
-    {"sources", cmd_sources},
-    {"run", cmd_run},
-    {"kernel", cmd_kernel},
-    {"help", cmd_help},
+    {"sources", cmd_sources},        {"run", cmd_run}, {"kernel", cmd_kernel}, {"help", cmd_help},
+    {"stat", profile_stat_main},     // userland/lib/profstat.c
+    {"record", profile_record_main}, // --cswitch
+    {"report", profile_report_main}, // --cswitch
 };
 
 int main(int argc, char **argv)
