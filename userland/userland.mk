@@ -85,7 +85,8 @@ USER_HOST_RENAME := $(foreach f,malloc free calloc realloc malloc_stats strtoul 
 	fflush stdout snprintf vsnprintf SysMap SysUnmap SysWrite isdigit isxdigit isspace isalpha \
 	isalnum isupper islower isprint toupper tolower,-D$(f)=ul_$(f))
 USER_HOST_LIB := userland/lib/malloc.c userland/lib/string.c userland/lib/strtol.c \
-	userland/lib/status.c userland/lib/readline.c userland/lib/ctype.c kernel/lib/kprintf.c
+	userland/lib/status.c userland/lib/readline.c userland/lib/ctype.c userland/lib/statfmt.c \
+	kernel/lib/kprintf.c
 
 # The libc files see only userland/include (and rename what glibc also has);
 # the test itself sees the host's headers.

@@ -53,7 +53,7 @@ int32_t as_map(struct addrspace *as, uint64_t va, uint64_t size, uint32_t prot)
     if (size == 0 || (va & (PAGE_SIZE - 1)) || !user_range_ok(va, size) || va < USER_MIN)
         return STATUS_INVALID_PARAMETER;
     uint64_t end = va + ALIGN_UP(size, PAGE_SIZE);
-    if ((end - va) / PAGE_SIZE > pmm_free_count())
+    if (!(prot & PROT_DEMAND) && (end - va) / PAGE_SIZE > pmm_free_count())
         return STATUS_NO_MEMORY; // fail at once rather than after taking every page
     struct region *r = kmalloc(sizeof *r);
     if (!r)
@@ -66,7 +66,7 @@ int32_t as_map(struct addrspace *as, uint64_t va, uint64_t size, uint32_t prot)
     }
     uint64_t flags = PTE_U | (prot & PROT_WRITE ? PTE_W : 0) |
                      (!(prot & PROT_EXEC) && vm_nx_supported() ? PTE_NX : 0);
-    for (uint64_t p = va; p < end; p += PAGE_SIZE) {
+    for (uint64_t p = va; p < end && !(prot & PROT_DEMAND); p += PAGE_SIZE) {
         uint64_t pa = pmm_alloc_page();
         if (!pa || !vm_map_page(as->pml4, p, pa, flags)) {
             if (pa)
@@ -181,6 +181,31 @@ static void free_tables(uint64_t table_pa, int level)
         else if ((t[i] & PTE_P) && level == 1)
             pmm_free_page(t[i] & PTE_ADDR); // a page table
     pmm_free_page(table_pa);
+}
+
+bool as_demand_fault(struct addrspace *as, uint64_t va)
+{
+    va = ALIGN_DOWN(va, PAGE_SIZE);
+    uint64_t f = spin_lock_irqsave(&as->lock);
+    struct region *r = as->regions;
+    while (r && !(r->start <= va && va < r->end))
+        r = r->next;
+    bool ok = false;
+    if (r && (r->prot & PROT_DEMAND) && !as_lookup(as, va)) {
+        uint64_t flags = PTE_U | (r->prot & PROT_WRITE ? PTE_W : 0) |
+                         (!(r->prot & PROT_EXEC) && vm_nx_supported() ? PTE_NX : 0);
+        uint64_t pa = pmm_alloc_page();
+        if (pa) {
+            memset(phys_to_virt(pa), 0, PAGE_SIZE);
+            ok = vm_map_page(as->pml4, va, pa, flags);
+            if (ok)
+                as->pages++;
+            else
+                pmm_free_page(pa);
+        }
+    }
+    spin_unlock_irqrestore(&as->lock, f);
+    return ok;
 }
 
 void as_destroy(struct addrspace *as)

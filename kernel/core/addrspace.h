@@ -42,6 +42,9 @@ uint64_t as_find_free(struct addrspace *as, uint64_t size); // 0 if none
 bool as_write(struct addrspace *as, uint64_t va, const void *src, uint64_t n);
 // Physical address of the page containing va, 0 if unmapped.
 uint64_t as_lookup(struct addrspace *as, uint64_t va);
+// A ring-3 fault at va in an untouched PROT_DEMAND page: map a zeroed page.
+// False when va is not such a page (or memory is out): the fault is the program's.
+bool as_demand_fault(struct addrspace *as, uint64_t va);
 
 static inline bool user_range_ok(uint64_t va, uint64_t n)
 {

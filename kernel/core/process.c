@@ -12,6 +12,7 @@
 #include "lib/string.h"
 #include "arch/x86/trap.h"
 #include "core/vm.h"
+#include "core/swevent.h"
 
 static process_watcher watchers[PROCESS_WATCHERS];
 static unsigned nwatchers;
@@ -240,6 +241,11 @@ void process_thread_gone(struct process *p)
 void process_fault(struct trapframe *tf)
 {
     struct process *p = process_current();
+    if (tf->vector == 14) {
+        swevent_count(PMC_SW_PAGE_FAULTS);
+        if (!(tf->error & 1) && as_demand_fault(&p->as, read_cr2()))
+            return; // a demand-zero page, now present: retry the access
+    }
     if (tf->vector == 14)
         kprintf("[pid %u %s] killed: page fault at %#lx ip %#lx\n", p->pid, p->name, read_cr2(),
                 tf->rip);
@@ -276,7 +282,7 @@ unsigned process_list(struct sys_process_info *out, unsigned skip, unsigned max)
                        : t->state == T_SLEEPING ? PROC_SLEEPING
                                                 : PROC_RUNNABLE;
         if (t) {
-            i->cpu = (uint32_t)t->cpu;
+            i->cpu = t->cpu < 0 ? 0 : (uint32_t)t->cpu;
             i->cpu_ns = t->cpu_ns;
         }
     }

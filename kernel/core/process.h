@@ -11,6 +11,7 @@
 #include "core/sched.h"
 
 struct profile_slot;
+struct pmc_target;
 
 #define PROCESS_KILLED_STATUS EXIT_STATUS_KILLED
 
@@ -28,6 +29,8 @@ struct process {
     int exit_status;
     struct process *list_next;                             // all processes (process_lock)
     struct profile_slot *profile_slot[ProfileSourceCount]; // started profiles on it, by source
+    struct pmc_target *pmc_targets; // counting PMCs attached to it (profile/vcounter.c)
+    uint32_t pmc_switch_work;       // of those, started ones with work at switches
 };
 
 // Watchers: the layers above (profile objects, sample logs, the boot code's

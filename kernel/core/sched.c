@@ -16,6 +16,7 @@
 #include "core/spinlock.h"
 #include "lib/string.h"
 #include "core/vm.h"
+#include "core/swevent.h"
 
 void switch_context(uint64_t *save_rsp, uint64_t load_rsp);
 void thread_start(void);
@@ -101,16 +102,17 @@ static void kick_idle_cpu(void)
     }
 }
 
-void (*sched_switch_out_hook)(struct thread *t);
+sched_switch_hook_fn sched_switch_hook;
 
 // Make next the running thread of this CPU. rq_lock held, interrupts off.
 static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
 {
-    void (*out)(struct thread *) = READ_ONCE(sched_switch_out_hook);
-    if (__builtin_expect(out != NULL, 0))
-        out(cur);
     uint64_t now = clock_ns();
+    swevent_switch(c, cur, next, now - cur->run_start_ns);
     cur->cpu_ns += now - cur->run_start_ns;
+    sched_switch_hook_fn hook = READ_ONCE(sched_switch_hook);
+    if (__builtin_expect(hook != NULL, 0))
+        hook(c, cur, next, now);
     next->run_start_ns = now;
     next->state = T_RUNNING;
     next->cpu = (int)c->id;
@@ -215,6 +217,7 @@ struct thread *thread_create_user(struct process *p, const struct trapframe *tf)
     t->kstack = stack;
     t->kstack_top = ALIGN_DOWN((uint64_t)stack + KSTACK_SIZE, 16);
     t->proc = p;
+    t->cpu = -1;
     t->killed = &p->killed;
     fpu_init_state(t->fpu);
     // Stack, top down: the trap frame thread_start returns through, then the

@@ -28,9 +28,10 @@ struct thread {
     uint64_t wake_ns;            // timed sleep: wake at this clock_ns() (0 = none)
     struct thread *run_next;     // run-queue link
     struct thread *all_next;     // every thread, for wake-ups
-    int cpu;                     // CPU it last ran on
+    int cpu;                     // CPU it last ran on (-1: never ran)
     uint64_t cpu_ns;             // time on CPU
     uint64_t run_start_ns;
+    uint64_t sw[PMC_SW_COUNT]; // software events while it ran (core/swevent.h)
 };
 
 void sched_init_cpu(void);      // make the running boot code this CPU's idle thread
@@ -57,10 +58,13 @@ void sched_tick(void); // from the per-CPU scheduler timer
 
 struct thread *current_thread(void);
 
-// Called by switch_to for the thread leaving a CPU, rq_lock held and
-// interrupts off, while set (profile/pmc_alloc.c sets it while a PMC logs
-// context switches; a function set once stays valid).
-extern void (*sched_switch_out_hook)(struct thread *t);
+// Called by switch_to when c switches from cur to next at now (clock_ns), with
+// rq_lock held and interrupts off, while set: the PMC layer's context-switch
+// work (profile/pmc_alloc.c: switch records, process-virtual counters). A
+// function once set stays valid.
+typedef void (*sched_switch_hook_fn)(struct cpu *c, struct thread *cur, struct thread *next,
+                                     uint64_t now);
+extern sched_switch_hook_fn sched_switch_hook;
 
 // What trap_return_to_user (arch/x86/trap.h) calls when a CPU's need_resched
 // or the running thread's kill flag is set.

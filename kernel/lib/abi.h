@@ -147,7 +147,11 @@ typedef uint64_t KAFFINITY;
     X(44, NtPmcWriteLog, 1)        /* (uint64_t userdata): a PMCLOG_USER record */ \
     X(45, NtPmcGetDriverStats, 1)  /* (struct pmc_driver_stats *out) */ \
     X(46, SysTmpWrite, 4)          /* (const char *name, const void *buf, size_t len, uint32_t flags): /tmp */ \
-    X(47, SysTmpRead, 5)           /* (const char *name, uint64_t offset, void *buf, size_t len, size_t *got) */
+    X(47, SysTmpRead, 5)           /* (const char *name, uint64_t offset, void *buf, size_t len, size_t *got) */ \
+    X(48, NtPmcQuery, 2)           /* (HANDLE pmc, struct pmc_value *out): counting, with time enabled/running */ \
+    X(49, NtPmcCswitchLog, 4)      /* (uint32_t op, void *buf, size_t len, uint64_t *got): PMC_CSWITCH_* */ \
+    X(50, NtPmcGetMsr, 2)          /* (HANDLE pmc, uint32_t *rdpmc_index): self-monitoring read */ \
+    X(51, NtPmcCpuCounts, 3)       /* (uint64_t *buf, uint32_t max, uint32_t *count): [cpu][PMC_SW_COUNT] */
 
 enum {
 #define SYSCALL_ENUM(num, name, nargs) SYS_##name = num,
@@ -166,9 +170,13 @@ enum {
 #define SPAWN_PRIVILEGED 0x2 // grant the system-profile privilege (caller must hold it)
 
 // SysMap protection.
-#define PROT_READ  0x1
-#define PROT_WRITE 0x2
-#define PROT_EXEC  0x4
+#define PROT_READ   0x1
+#define PROT_WRITE  0x2
+#define PROT_EXEC   0x4
+// SysMap: no page until ring 3 first touches it; each first touch is one page
+// fault (the page-faults software event). The kernel does not fault pages in:
+// a system call given an untouched demand page fails with STATUS_ACCESS_VIOLATION.
+#define PROT_DEMAND 0x8
 
 #define PROCESS_NAME_MAX 32
 #define MAX_ARGS         32   // argv entries
@@ -299,8 +307,24 @@ struct sys_profile_stats {
 #define NtCurrentProcess() ((HANDLE)(intptr_t)-1)
 #define NtCurrentThread()  ((HANDLE)(intptr_t)-2)
 
+// Software events, counted by the kernel itself with or without a PMU (what
+// a perf-stat user counts in a virtual machine): a counting PMC's source may
+// be PMC_EVENT_SW(e) instead of a KPROFILE_SOURCE.
+enum pmc_sw_event {
+    PMC_SW_TASK_CLOCK = 0,         // ns on CPU
+    PMC_SW_CONTEXT_SWITCHES = 1,   // times a thread left the CPU for another
+    PMC_SW_CPU_MIGRATIONS = 2,     // times a thread resumed on a CPU other than its last
+    PMC_SW_PAGE_FAULTS = 3,        // ring-3 page faults (demand-zero pages and fatal ones)
+    PMC_SW_SYSCALLS = 4,           // system calls entered
+    PMC_SW_PROFILE_INTERRUPTS = 5, // PMIs and ProfileTime ticks taken while it ran
+    PMC_SW_PROFILE_TICKS = 6,      // ProfileTime ticks taken while it ran
+    PMC_SW_COUNT = 7
+};
+#define PMC_EVENT_SW(e)     (0x100u + (uint32_t)(e))
+#define PMC_EVENT_IS_SW(ev) ((ev) >= 0x100u && (ev) < 0x100u + PMC_SW_COUNT)
+
 struct pmc_alloc {
-    uint32_t source; // KPROFILE_SOURCE
+    uint32_t source; // KPROFILE_SOURCE, or PMC_EVENT_SW(e) for a counting PMC
     uint32_t mode;   // PMC_MODE_*
     uint32_t flags;  // PMC_F_*
     uint32_t cpu;    // system scope: one CPU or PMC_CPU_ANY; process scope: PMC_CPU_ANY
@@ -437,9 +461,60 @@ struct pmc_driver_stats {
 #define STATUS_PMC_TOO_MANY_RUNNING     ((NTSTATUS)0xE0500019)
 #define STATUS_TMP_BAD_NAME             ((NTSTATUS)0xE0500020)
 #define STATUS_TMP_FULL                 ((NTSTATUS)0xE0500021)
+#define STATUS_PMC_NOT_SAMPLING         ((NTSTATUS)0xE0500022)
 
 // SysTmpWrite flags: the RAM file system under /tmp/ (names "/tmp/..." only).
 #define TMP_TRUNCATE  0x1 // start the file empty (create it); otherwise append
 #define TMP_REMOVE    0x2 // delete the file (buf and len ignored)
 #define TMP_NAME_MAX  48
 #define TMP_BYTES_MAX (64u << 20) // all files together
+
+// NtPmcQuery: a counting PMC's value with perf's time enabled / running. A
+// multiplexed hardware event counted only part of the time it was enabled:
+// value is the raw count; scale it by enabled / running.
+struct pmc_value {
+    uint64_t value;
+    uint64_t time_enabled; // ns the PMC was started (process scope: and a target ran)
+    uint64_t time_running; // ns of that it was on a hardware counter (= enabled for software)
+    uint32_t targets;      // process scope: attached processes alive now
+    uint32_t row;          // hardware counter index (0xFFFFFFFF: software or multiplexed)
+};
+
+// Counter values at every context switch (ETW's PMC counters: a session names
+// up to 4, later 8, profile sources, and each processor's counters are
+// recorded with every context switch). NtPmcCswitchLog operations:
+#define PMC_CSWITCH_START 1 // buf: uint32_t events[n] (n <= PMC_CSWITCH_MAX_EVENTS); privileged
+#define PMC_CSWITCH_STOP  2
+#define PMC_CSWITCH_READ  3 // records from byte offset *got (in: offset, out: bytes copied)
+
+#define PMC_CSWITCH_MAX_EVENTS 8
+
+enum pmc_log_type {
+    PMC_LOG_CSWITCH = 1,  // a context switch and the CPU's counter values
+    PMC_LOG_PROCCSW = 2,  // a counting PMC's PMC_F_LOG_PROCCSW: a target's count for one scheduling
+    PMC_LOG_PROCEXIT = 3, // a counting PMC's PMC_F_LOG_PROCEXIT: a target's total at exit
+};
+
+// Every record starts with this header; size covers the header.
+struct pmc_log_header {
+    uint16_t type; // enum pmc_log_type
+    uint16_t size;
+    uint32_t cpu;
+    uint64_t ns; // clock, ns since boot
+};
+
+struct pmc_log_cswitch {
+    struct pmc_log_header h;
+    uint32_t old_pid, new_pid; // 0 = the CPU's idle thread
+    uint32_t nevents, reserved;
+    uint16_t event[PMC_CSWITCH_MAX_EVENTS]; // what each value counts (pmc_alloc.source)
+    uint64_t value[PMC_CSWITCH_MAX_EVENTS]; // the CPU's running totals of each event
+};
+
+struct pmc_log_proc {
+    struct pmc_log_header h;
+    uint32_t pid;   // the target
+    uint32_t event; // the PMC's source
+    uint64_t pmc_id;
+    uint64_t value; // PROCCSW: events in this scheduling; PROCEXIT: the target's total
+};

@@ -195,6 +195,7 @@ void pmc_pmi_handler(struct trapframe *tf)
     pc->entry_ns = clock_ns();
     window_roll(pc, pc->entry_ns);
     pc->stats.pmis++;
+    cpus[cpu].pmi_count++; // the per-CPU count software events read (core/swevent.c)
     PMC_TRACE_STEP(PMC_STEP_PMI, PMC_TRACE_NO_SOURCE, 0);
     if (pi->FreezeCounters == NULL) { // no PMU (or shut down): nothing can have overflowed
         pc->stats.spurious++;

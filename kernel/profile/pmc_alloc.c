@@ -16,6 +16,7 @@
 #include "core/process.h"
 #include "profile/ke_profile.h"
 #include "profile/sample_log.h"
+#include "profile/vcounter.h"
 #include "core/smp.h"
 #include "core/spinlock.h"
 #include "lib/string.h"
@@ -26,7 +27,7 @@ struct pmc_set {
 };
 
 void *pmc_running_set;            // struct pmc_set *, NULL when none runs
-static unsigned pmc_csw_watchers; // running PMCs with PMC_F_LOG_PROCCSW (pmc_mutex)
+static unsigned pmc_csw_watchers; // running PMCs with PMC_F_LOG_PROCCSW
 static struct mutex pmc_mutex = MUTEX_INIT("pmc");
 static struct spinlock pmc_lock = SPINLOCK_INIT("pmc targets"); // all_pmcs, targets
 static struct kpmc *all_pmcs;
@@ -35,11 +36,6 @@ static uint32_t next_id = 1;
 static bool process_scope(const struct kpmc *m)
 {
     return m->mode == PMC_MODE_TS || m->mode == PMC_MODE_TC;
-}
-
-static bool counting(const struct kpmc *m)
-{
-    return m->mode == PMC_MODE_SC || m->mode == PMC_MODE_TC;
 }
 
 // --- the sample path (interrupt context) ----------------------------------------
@@ -75,10 +71,6 @@ void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f)
         m->phase[cpu] = 0;
         if (tg)
             tg->samples++; // one thread per process: one CPU at a time
-        if (counting(m)) {
-            m->value[cpu] += m->unit;
-            continue;
-        }
         m->slice[cpu]++;
         sample_log_sample(cpu, t, m->id, source, f, m->flags & PMC_F_CALLCHAIN);
     }
@@ -138,10 +130,7 @@ static NTSTATUS set_change(struct kpmc *add, struct kpmc *remove)
 bool pmc_sampling_running(void)
 {
     const struct pmc_set *set = __atomic_load_n(&pmc_running_set, __ATOMIC_ACQUIRE);
-    for (unsigned i = 0; set && i < set->n; i++)
-        if (!counting(set->p[i]))
-            return true;
-    return false;
+    return set && set->n;
 }
 
 // --- operations ------------------------------------------------------------------
@@ -172,7 +161,32 @@ static void pmc_destroy(struct object *o)
     kfree(m);
 }
 
-NTSTATUS pmc_allocate(struct process *owner, const struct pmc_alloc *a, struct kpmc **out)
+// Counting: ProfileTime's events are its ticks (the software event
+// profile-ticks); software events are the kernel's own counts; counting other
+// hardware sources is not connected (the documented status says so).
+static NTSTATUS allocate_counting(struct process *owner, const struct pmc_alloc *a, bool proc,
+                                  struct object **out)
+{
+    struct pmc_alloc c = *a;
+    bool time = c.source == ProfileTime;
+    if (time)
+        c.source = PMC_EVENT_SW(PMC_SW_PROFILE_TICKS);
+    else if (!PMC_EVENT_IS_SW(c.source))
+        return c.source < ProfileSourceCount ? STATUS_PMC_COUNTING_UNSUPPORTED
+                                             : STATUS_PMC_UNKNOWN_SOURCE;
+    if (c.cpu != PMC_CPU_ANY && (proc || c.cpu >= ncpus || !cpus[c.cpu].online))
+        return STATUS_PMC_BAD_CPU;
+    if (!proc && !owner->privileged)
+        return STATUS_PRIVILEGE_NOT_HELD;
+    c.flags &= ~(uint32_t)PMC_F_KERNEL; // software counts have no mode to select
+    struct pmc *p;
+    NTSTATUS s = vcounter_allocate(&c, owner, time, &p);
+    if (NT_SUCCESS(s))
+        *out = vcounter_object(p);
+    return s;
+}
+
+NTSTATUS pmc_allocate(struct process *owner, const struct pmc_alloc *a, struct object **out)
 {
     bool proc = a->mode == PMC_MODE_TS || a->mode == PMC_MODE_TC;
     bool count_mode = a->mode == PMC_MODE_SC || a->mode == PMC_MODE_TC;
@@ -184,10 +198,12 @@ NTSTATUS pmc_allocate(struct process *owner, const struct pmc_alloc *a, struct k
         return STATUS_PMC_FLAG_NEEDS_PROCESS;
     if (count_mode && (a->flags & PMC_F_CALLCHAIN))
         return STATUS_PMC_CALLCHAIN_COUNTING;
+    if (count_mode)
+        return allocate_counting(owner, a, proc, out);
+    if (PMC_EVENT_IS_SW(a->source))
+        return STATUS_PMC_SOURCE_UNSUPPORTED; // software events are counted, not sampled
     if (a->source >= ProfileSourceCount)
         return STATUS_PMC_UNKNOWN_SOURCE;
-    if (count_mode && a->source != ProfileTime)
-        return STATUS_PMC_COUNTING_UNSUPPORTED;
     struct hal_profile_source_details d;
     if (!NT_SUCCESS(HalQueryProfileSource((KPROFILE_SOURCE)a->source, &d)) || !d.supported)
         return STATUS_PMC_SOURCE_UNSUPPORTED;
@@ -221,7 +237,7 @@ NTSTATUS pmc_allocate(struct process *owner, const struct pmc_alloc *a, struct k
     m->all_next = all_pmcs;
     all_pmcs = m;
     spin_unlock_irqrestore(&pmc_lock, f);
-    *out = m;
+    *out = &m->obj;
     return STATUS_SUCCESS;
 }
 
@@ -326,7 +342,7 @@ NTSTATUS pmc_start(struct kpmc *m, struct process *caller)
         s = STATUS_PMC_RUNNING;
     else if (!any)
         s = STATUS_PMC_NO_TARGET;
-    else if (!counting(m) && !sample_log_owned_by(caller))
+    else if (!sample_log_owned_by(caller))
         s = STATUS_PMC_NO_LOG;
     if (NT_SUCCESS(s))
         s = KeReferenceProfileSource(m->source);
@@ -335,7 +351,6 @@ NTSTATUS pmc_start(struct kpmc *m, struct process *caller)
         return s;
     }
     uint64_t interval = KeQueryIntervalProfile(m->source);
-    m->unit = interval;
     m->period = m->count && interval ? MAX((m->count + interval / 2) / interval, 1ull) : 1;
     memset(m->phase, 0, sizeof m->phase);
     memset(m->slice, 0, sizeof m->slice);
@@ -344,8 +359,8 @@ NTSTATUS pmc_start(struct kpmc *m, struct process *caller)
     if (!NT_SUCCESS(s)) {
         m->running = false;
         KeDereferenceProfileSource(m->source);
-    } else if ((m->flags & PMC_F_LOG_PROCCSW) && pmc_csw_watchers++ == 0) {
-        __atomic_store_n(&sched_switch_out_hook, pmc_switch_out_slow, __ATOMIC_RELEASE);
+    } else if (m->flags & PMC_F_LOG_PROCCSW) {
+        __atomic_fetch_add(&pmc_csw_watchers, 1, __ATOMIC_RELAXED);
     }
     mutex_unlock(&pmc_mutex);
     return s;
@@ -368,33 +383,11 @@ NTSTATUS pmc_stop(struct kpmc *m)
         __atomic_store_n(&set->n, k, __ATOMIC_RELEASE);
         smp_call_all(barrier_on_cpu, NULL);
     }
-    if ((m->flags & PMC_F_LOG_PROCCSW) && --pmc_csw_watchers == 0)
-        __atomic_store_n(&sched_switch_out_hook, NULL, __ATOMIC_RELEASE);
+    if (m->flags & PMC_F_LOG_PROCCSW)
+        __atomic_fetch_sub(&pmc_csw_watchers, 1, __ATOMIC_RELAXED);
     m->running = false;
     KeDereferenceProfileSource(m->source);
     mutex_unlock(&pmc_mutex);
-    return STATUS_SUCCESS;
-}
-
-NTSTATUS pmc_read(struct kpmc *m, uint64_t *value)
-{
-    if (!counting(m))
-        return STATUS_PMC_NOT_COUNTING;
-    uint64_t v = m->value_base;
-    for (unsigned i = 0; i < ncpus; i++)
-        v += READ_ONCE(m->value[i]);
-    *value = v;
-    return STATUS_SUCCESS;
-}
-
-NTSTATUS pmc_write(struct kpmc *m, uint64_t value)
-{
-    if (!counting(m))
-        return STATUS_PMC_NOT_COUNTING;
-    if (m->running)
-        return STATUS_PMC_RUNNING;
-    memset(m->value, 0, sizeof m->value);
-    m->value_base = value;
     return STATUS_SUCCESS;
 }
 
@@ -445,18 +438,35 @@ static void pmc_process_exit(struct process *p, int status)
 }
 
 // The process watcher (core/process.h): a new process's image and
-// descendants, an exiting one's records and detaches.
+// descendants, an exiting one's records, totals and detaches, for sampling
+// and counting PMCs alike.
 static void pmc_process_event(struct process *p, enum process_event event)
 {
     if (event == PROCESS_SPAWNED) {
         const struct ramdisk_file *f = ramdisk_find(p->name);
-        pmc_process_spawned(p, process_current(), f ? f->data : NULL, f ? f->size : 0);
+        struct process *parent = process_current();
+        pmc_process_spawned(p, parent, f ? f->data : NULL, f ? f->size : 0);
+        if (parent && parent->pid == p->parent)
+            vcounter_process_spawned(parent, p);
     } else if (event == PROCESS_EXITING) {
+        vcounter_process_exit(p); // counts end here, as perf's do at exit
         pmc_process_exit(p, p->exit_status);
+    } else if (event == PROCESS_DESTROYED) {
+        vcounter_process_gone(p);
     }
+}
+
+// The context-switch hook (core/sched.h): each check a load when idle.
+static void pmc_context_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now)
+{
+    if (__atomic_load_n(&pmc_csw_watchers, __ATOMIC_RELAXED))
+        pmc_switch_out_slow(cur);
+    if (READ_ONCE(vcounter_switch_hooks))
+        vcounter_switch(c, cur, next, now);
 }
 
 void pmc_alloc_init(void)
 {
     process_watch(pmc_process_event);
+    __atomic_store_n(&sched_switch_hook, pmc_context_switch, __ATOMIC_RELEASE);
 }

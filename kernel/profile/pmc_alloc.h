@@ -33,7 +33,6 @@ struct kpmc {
     uint64_t cpus;         // CPUs whose samples count
     uint64_t count;        // sampling interval asked for (0: every tick of the source)
     uint64_t period;       // ticks of the source per sample, fixed at start
-    uint64_t unit;         // counting: source units per tick, fixed at start
     struct process *owner; // the allocating process (its handle keeps us alive)
     bool running;
     unsigned ntargets; // slots in use (a detached slot is NULL)
@@ -41,21 +40,20 @@ struct kpmc {
         struct process *p; // a reference
         uint64_t samples;
     } targets[PMC_MAX_TARGETS];
-    uint64_t value_base;
     uint64_t phase[MAX_CPUS]; // ticks since this CPU's last sample
-    uint64_t value[MAX_CPUS]; // counting: per-CPU part of the value
     uint64_t slice[MAX_CPUS]; // samples on this CPU since its last switch
     struct kpmc *all_next;    // every PMC (pmc_lock)
 };
 
-NTSTATUS pmc_allocate(struct process *owner, const struct pmc_alloc *a, struct kpmc **out);
+// A sampling PMC (struct kpmc, OBJ_PMC) or, for the counting modes, a
+// counting one (profile/vcounter.h, OBJ_COUNTING_PMC): one allocation call,
+// one set of rules and statuses for both.
+NTSTATUS pmc_allocate(struct process *owner, const struct pmc_alloc *a, struct object **out);
 NTSTATUS pmc_attach(struct kpmc *m, struct process *caller, struct process *target);
 NTSTATUS pmc_detach(struct kpmc *m, struct process *target);
 NTSTATUS pmc_set_count(struct kpmc *m, uint64_t count);
 NTSTATUS pmc_start(struct kpmc *m, struct process *caller);
 NTSTATUS pmc_stop(struct kpmc *m);
-NTSTATUS pmc_read(struct kpmc *m, uint64_t *value);
-NTSTATUS pmc_write(struct kpmc *m, uint64_t value);
 bool pmc_sampling_running(void);
 
 extern void *pmc_running_set;

@@ -4,8 +4,14 @@
 #include "core/process.h"
 #include "profile/pmc_alloc.h"
 #include "profile/sample_log.h"
+#include "profile/vcounter.h"
+#include "core/swevent.h"
+#include "core/heap.h"
 #include "sys/syscall.h"
 #include "core/uaccess.h"
+
+#define LOG_READ_MAX  (64 * 1024) // bytes one NtPmcCswitchLog read copies at most
+#define SYS_CPU_LIMIT 64
 
 static uint64_t syscalls, syscall_errors; // for NtPmcGetDriverStats
 
@@ -22,13 +28,33 @@ static struct process *me(void)
     return process_current();
 }
 
-static NTSTATUS lookup_pmc(uint64_t h, struct kpmc **out)
+// A PMC handle names a sampling PMC (profile/pmc_alloc.c) or a counting one
+// (profile/vcounter.c); each call takes the kind it applies to.
+struct pmc_ref {
+    struct kpmc *sampling;
+    struct pmc *counting;
+};
+
+static NTSTATUS lookup_pmc(uint64_t h, struct pmc_ref *r)
 {
     struct object *o;
+    r->sampling = NULL;
+    r->counting = NULL;
     NTSTATUS s = handle_lookup(&me()->handles, (HANDLE)h, OBJ_PMC, &o);
+    if (NT_SUCCESS(s)) {
+        r->sampling = (struct kpmc *)o;
+        return s;
+    }
+    if (s == STATUS_OBJECT_TYPE_MISMATCH)
+        s = handle_lookup(&me()->handles, (HANDLE)h, OBJ_COUNTING_PMC, &o);
     if (NT_SUCCESS(s))
-        *out = (struct kpmc *)o;
+        r->counting = vcounter_from_object(o);
     return s;
+}
+
+static void put_pmc(struct pmc_ref *r)
+{
+    object_unref(r->sampling ? &r->sampling->obj : vcounter_object(r->counting));
 }
 
 // A process handle (NtCurrentProcess() included): a new reference.
@@ -49,14 +75,14 @@ uint64_t do_NtPmcAllocate(const uint64_t *a, struct trapframe *tf)
     NTSTATUS s = copy_to_user(a[0], &h, sizeof h);
     if (NT_SUCCESS(s))
         s = copy_from_user(&p, a[1], sizeof p);
-    struct kpmc *m;
+    struct object *o;
     if (NT_SUCCESS(s))
-        s = pmc_allocate(me(), &p, &m);
+        s = pmc_allocate(me(), &p, &o);
     if (!NT_SUCCESS(s))
         return done(s);
-    s = handle_insert(&me()->handles, &m->obj, &h);
+    s = handle_insert(&me()->handles, o, &h);
     if (!NT_SUCCESS(s)) {
-        object_unref(&m->obj);
+        object_unref(o);
         return done(s);
     }
     s = copy_to_user(a[0], &h, sizeof h);
@@ -65,19 +91,26 @@ uint64_t do_NtPmcAllocate(const uint64_t *a, struct trapframe *tf)
     return done(s);
 }
 
+// Attach and detach need rights over the target: itself, its parent, or the
+// privilege (as for NtCreateProfile on another process).
 static uint64_t attach_detach(const uint64_t *a, bool attach)
 {
-    struct kpmc *m;
+    struct pmc_ref r;
     struct process *p;
-    NTSTATUS s = lookup_pmc(a[0], &m);
+    NTSTATUS s = lookup_pmc(a[0], &r);
     if (!NT_SUCCESS(s))
         return done(s);
     s = lookup_process(a[1], &p);
     if (NT_SUCCESS(s)) {
-        s = attach ? pmc_attach(m, me(), p) : pmc_detach(m, p);
+        if (r.sampling)
+            s = attach ? pmc_attach(r.sampling, me(), p) : pmc_detach(r.sampling, p);
+        else if (!me()->privileged && p != me() && p->parent != me()->pid)
+            s = STATUS_ACCESS_DENIED;
+        else
+            s = attach ? vcounter_attach(r.counting, p) : vcounter_detach(r.counting, p);
         object_unref(&p->obj);
     }
-    object_unref(&m->obj);
+    put_pmc(&r);
     return done(s);
 }
 
@@ -97,17 +130,26 @@ enum op { OP_SET_COUNT, OP_START, OP_STOP, OP_WRITE };
 
 static uint64_t simple(const uint64_t *a, enum op op)
 {
-    struct kpmc *m;
-    NTSTATUS s = lookup_pmc(a[0], &m);
+    struct pmc_ref r;
+    NTSTATUS s = lookup_pmc(a[0], &r);
     if (!NT_SUCCESS(s))
         return done(s);
-    switch (op) {
-    case OP_SET_COUNT: s = pmc_set_count(m, a[1]); break;
-    case OP_START: s = pmc_start(m, me()); break;
-    case OP_STOP: s = pmc_stop(m); break;
-    case OP_WRITE: s = pmc_write(m, a[1]); break;
+    if (r.sampling) {
+        switch (op) {
+        case OP_SET_COUNT: s = pmc_set_count(r.sampling, a[1]); break;
+        case OP_START: s = pmc_start(r.sampling, me()); break;
+        case OP_STOP: s = pmc_stop(r.sampling); break;
+        case OP_WRITE: s = STATUS_PMC_NOT_COUNTING; break;
+        }
+    } else {
+        switch (op) {
+        case OP_SET_COUNT: s = STATUS_PMC_NOT_SAMPLING; break;
+        case OP_START: s = vcounter_start(r.counting); break;
+        case OP_STOP: s = vcounter_stop(r.counting); break;
+        case OP_WRITE: s = vcounter_write(r.counting, a[1]); break;
+        }
     }
-    object_unref(&m->obj);
+    put_pmc(&r);
     return done(s);
 }
 
@@ -135,20 +177,54 @@ uint64_t do_NtPmcWrite(const uint64_t *a, struct trapframe *tf)
     return simple(a, OP_WRITE);
 }
 
+// NtPmcRead (the value) and NtPmcQuery (with time enabled and running).
+static NTSTATUS query(uint64_t h, struct pmc_value *v)
+{
+    struct pmc_ref r;
+    NTSTATUS s = lookup_pmc(h, &r);
+    if (!NT_SUCCESS(s))
+        return s;
+    s = r.counting ? vcounter_read(r.counting, v) : STATUS_PMC_NOT_COUNTING;
+    put_pmc(&r);
+    return s;
+}
+
 uint64_t do_NtPmcRead(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
-    uint64_t v = 0;
-    NTSTATUS s = copy_to_user(a[1], &v, sizeof v);
-    struct kpmc *m;
+    struct pmc_value v = {0};
+    NTSTATUS s = copy_to_user(a[1], &v.value, sizeof v.value);
     if (NT_SUCCESS(s))
-        s = lookup_pmc(a[0], &m);
-    if (!NT_SUCCESS(s))
-        return done(s);
-    s = pmc_read(m, &v);
-    object_unref(&m->obj);
+        s = query(a[0], &v);
+    if (NT_SUCCESS(s))
+        s = copy_to_user(a[1], &v.value, sizeof v.value);
+    return done(s);
+}
+
+uint64_t do_NtPmcQuery(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    struct pmc_value v = {0};
+    NTSTATUS s = copy_to_user(a[1], &v, sizeof v);
+    if (NT_SUCCESS(s))
+        s = query(a[0], &v);
     if (NT_SUCCESS(s))
         s = copy_to_user(a[1], &v, sizeof v);
+    return done(s);
+}
+
+uint64_t do_NtPmcGetMsr(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    struct pmc_ref r;
+    uint32_t index = 0;
+    NTSTATUS s = lookup_pmc(a[0], &r);
+    if (!NT_SUCCESS(s))
+        return done(s);
+    s = r.counting ? vcounter_rdpmc_index(r.counting, me(), &index) : STATUS_PMC_NOT_COUNTING;
+    put_pmc(&r);
+    if (NT_SUCCESS(s))
+        s = copy_to_user(a[1], &index, sizeof index);
     return done(s);
 }
 
@@ -204,5 +280,66 @@ uint64_t do_NtPmcGetDriverStats(const uint64_t *a, struct trapframe *tf)
     st.syscalls = READ_ONCE(syscalls) + 1; // this one
     st.syscall_errors = READ_ONCE(syscall_errors);
     NTSTATUS s = copy_to_user(a[0], &st, sizeof st);
+    return done(s);
+}
+
+uint64_t do_NtPmcCswitchLog(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    uint32_t op = (uint32_t)a[0];
+    uint64_t buf = a[1], len = a[2], got_ptr = a[3];
+    switch (op) {
+    case PMC_CSWITCH_START: {
+        uint32_t ev[PMC_CSWITCH_MAX_EVENTS];
+        if (!process_current()->privileged)
+            return done(STATUS_PRIVILEGE_NOT_HELD);
+        if (len == 0 || len % sizeof(uint32_t) || len > sizeof ev)
+            return done(STATUS_INVALID_PARAMETER);
+        NTSTATUS s = copy_from_user(ev, buf, len);
+        if (!NT_SUCCESS(s))
+            return done(s);
+        return done(vcounter_cswitch_start(ev, (unsigned)(len / sizeof(uint32_t))));
+    }
+    case PMC_CSWITCH_STOP:
+        if (!process_current()->privileged)
+            return done(STATUS_PRIVILEGE_NOT_HELD);
+        return done(vcounter_cswitch_stop());
+    case PMC_CSWITCH_READ: {
+        uint64_t first;
+        NTSTATUS s = copy_from_user(&first, got_ptr, sizeof first);
+        if (!NT_SUCCESS(s))
+            return done(s);
+        size_t n = MIN(len, (uint64_t)LOG_READ_MAX), copied = 0;
+        void *k = n ? kmalloc(n) : NULL;
+        if (n && !k)
+            return done(STATUS_NO_MEMORY);
+        s = vcounter_log_read(first, k, n, &copied);
+        if (NT_SUCCESS(s) && copied)
+            s = copy_to_user(buf, k, copied);
+        kfree(k);
+        uint64_t out = copied;
+        if (NT_SUCCESS(s))
+            s = copy_to_user(got_ptr, &out, sizeof out);
+        return done(s);
+    }
+    default: return done(STATUS_INVALID_PARAMETER);
+    }
+}
+
+// Every CPU's software-event totals, PMC_SW_COUNT values per CPU.
+uint64_t do_NtPmcCpuCounts(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    uint32_t max = (uint32_t)a[1], n = MIN(ncpus, MIN(max, (uint32_t)SYS_CPU_LIMIT));
+    uint64_t v[PMC_SW_COUNT];
+    NTSTATUS s = STATUS_SUCCESS;
+    for (uint32_t c = 0; c < n && NT_SUCCESS(s); c++) {
+        for (unsigned e = 0; e < PMC_SW_COUNT; e++)
+            v[e] = swevent_cpu_value(c, (enum pmc_sw_event)e);
+        s = copy_to_user(a[0] + (uint64_t)c * sizeof v, v, sizeof v);
+    }
+    uint32_t count = ncpus;
+    if (NT_SUCCESS(s))
+        s = copy_to_user(a[2], &count, sizeof count);
     return done(s);
 }

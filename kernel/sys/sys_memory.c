@@ -15,7 +15,8 @@ uint64_t do_SysMap(const uint64_t *a, struct trapframe *tf)
     NTSTATUS s = copy_from_user(&addr, a[0], sizeof addr);
     if (!NT_SUCCESS(s))
         return STATUS(s);
-    if (size == 0 || size > MAX_MAP || (prot & ~(uint32_t)(PROT_READ | PROT_WRITE | PROT_EXEC)))
+    if (size == 0 || size > MAX_MAP ||
+        (prot & ~(uint32_t)(PROT_READ | PROT_WRITE | PROT_EXEC | PROT_DEMAND)))
         return STATUS(STATUS_INVALID_PARAMETER);
     size = ALIGN_UP(size, PAGE_SIZE);
     if (!addr && !(addr = as_find_free(&p->as, size)))

@@ -6,6 +6,7 @@
 #include "arch/x86/trap.h"
 #include "core/sched.h"
 #include "core/uaccess.h"
+#include "core/swevent.h"
 
 struct syscall_entry_info {
     syscall_fn fn;
@@ -23,6 +24,7 @@ static const struct syscall_entry_info table[SYSCALL_COUNT] = {
 
 void syscall_dispatch(struct trapframe *tf)
 {
+    swevent_count(PMC_SW_SYSCALLS);
     sti();
     uint64_t n = tf->rax;
     uint64_t result;

@@ -112,6 +112,12 @@ def main():
     c16, unit = figure(text, "callchain_cost_16")
     figures.append(("callchain_cost_16", c16, unit,
                     f"16 user frames, target <= 400; {c0} without the chain"))
+    cs0, unit = figure(run_init(["bench", "cswitch", "0"], 1, ICOUNT), "cswitch_cost_0")
+    figures.append(("cswitch_cost_0", cs0, unit, "a yield each way, -smp 1"))
+    cs4, unit = figure(run_init(["bench", "cswitch", "4"], 1, ICOUNT), "cswitch_cost_4")
+    figures.append(("cswitch_cost_4", cs4, unit,
+                    f"{int(cs4) / int(cs0):.2f} x cswitch_cost_0 with 4 software counters, "
+                    "target <= 1.15 x"))
     lost, unit = figure(run_init(["bench", "smp"], 4), "smp_lost_samples")
     figures.append(("smp_lost_samples", lost, unit, "-smp 4, target 0"))
     hello, _ = time_to_line("build/bench/hello.iso", b"hello", 4)

@@ -1022,6 +1022,9 @@ void model_timer_fire(unsigned cpu, enum timer_slot slot, uint64_t ip, bool user
     current = saved;
 }
 
+// The kernel's per-CPU data (arch/x86/percpu.c): the PMI handler counts in it.
+struct cpu cpus[MAX_CPUS];
+
 // ---- Time, heap, console ----
 
 uint64_t clock_ns(void)

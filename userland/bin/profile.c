@@ -9,6 +9,7 @@
 // over the kernel's), starts them, resumes PROG, waits for it, stops them and
 // prints one report per source (lib/profreport.c). With -g each program
 // histogram also leaves the machine as a gmon.out (lib/gmon.c).
+#include <profstat.h>
 #include <clock.h>
 #include <ctype.h>
 #include <elfsym.h>
@@ -32,7 +33,7 @@ static const char usage_run[] = "usage: profile run [-s SOURCE[:INTERVAL]]... [-
 static const char usage_kernel[] = "usage: profile kernel [-s SOURCE[:INTERVAL]]... [-i INTERVAL] "
                                    "[-b BUCKETSHIFT] [-n TOP] [-g] SECONDS";
 static const char usage_all[] =
-    "usage: profile sources | run ... | kernel ... | record ... | report ... | help";
+    "usage: profile sources | run ... | kernel ... | stat ... | record ... | report ... | help";
 
 // Exit statuses: 2 for a command line that cannot work, 1 for a failure later.
 #define EXIT_USAGE 2
@@ -648,7 +649,8 @@ static const struct command {
     int (*run)(int argc, char **argv);
 } commands[] = {
     {"sources", cmd_sources},        {"run", cmd_run}, {"kernel", cmd_kernel}, {"help", cmd_help},
-    {"record", profile_record_main}, // sampling with call chains (lib/profrecord.c)
+    {"stat", profile_stat_main},     // counting (lib/profstat.c)
+    {"record", profile_record_main}, // sampling with call chains, or --cswitch (lib/profrecord.c)
     {"report", profile_report_main},
 };
 

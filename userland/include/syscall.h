@@ -79,3 +79,8 @@ NTSTATUS NtPmcGetDriverStats(struct pmc_driver_stats *out);
 // /tmp, a RAM file system: names "/tmp/NAME"; flags TMP_TRUNCATE, TMP_REMOVE.
 NTSTATUS SysTmpWrite(const char *name, const void *buf, size_t len, uint32_t flags);
 NTSTATUS SysTmpRead(const char *name, uint64_t offset, void *buf, size_t len, size_t *got);
+// Counting PMCs and counter values at context switches (docs/counting.md).
+NTSTATUS NtPmcQuery(HANDLE pmc, struct pmc_value *out);
+NTSTATUS NtPmcCswitchLog(uint32_t op, void *buf, size_t len, uint64_t *got);
+NTSTATUS NtPmcGetMsr(HANDLE pmc, uint32_t *rdpmc_index);
+NTSTATUS NtPmcCpuCounts(uint64_t *buf, uint32_t max, uint32_t *count);

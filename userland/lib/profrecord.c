@@ -11,6 +11,7 @@
 #include <clock.h>
 #include <ctype.h>
 #include <profrecord.h>
+#include <profstat.h>
 #include <samplelog.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,8 +169,18 @@ static void join(char *out, size_t size, int argc, char **argv, int first)
         pos += (size_t)snprintf(out + pos, size - pos, "%s%s", i > first ? " " : "", argv[i]);
 }
 
+static int has_cswitch(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--cswitch") == 0)
+            return 1;
+    return 0;
+}
+
 int profile_record_main(int argc, char **argv)
 {
+    if (has_cswitch(argc, argv)) // counter values at context switches (lib/profstat.c)
+        return profile_cswitch_record_main(argc, argv);
     struct record_opts o;
     int r = parse_record(argc, argv, &o);
     if (r)
@@ -306,6 +317,8 @@ out:
 
 int profile_report_main(int argc, char **argv)
 {
+    if (has_cswitch(argc, argv))
+        return profile_cswitch_report_main(argc, argv);
     int folded = 0, export = 0, by_pid = 0, by_cpu = 0;
     uint64_t top = 15;
     const char *file = SAMPLELOG_DEFAULT_FILE;

@@ -295,6 +295,49 @@ static void test_readline(void)
           "readline: control characters ignored, CR ends");
 }
 
+// profile stat's integer arithmetic (statfmt.c), against values worked by hand.
+uint64_t stat_muldiv(uint64_t a, uint64_t b, uint64_t c);
+uint64_t stat_scale(uint64_t count, uint64_t enabled, uint64_t running);
+unsigned stat_running_permille(uint64_t running, uint64_t enabled);
+uint64_t stat_ratio_x100(uint64_t a, uint64_t b);
+uint64_t stat_mean(const uint64_t *v, unsigned n);
+uint64_t stat_rel_stderr_x100(const uint64_t *v, unsigned n);
+int stat_fmt_fixed(char *buf, size_t size, uint64_t value_scaled, unsigned decimals);
+uint64_t stat_isqrt(uint64_t v);
+
+static void test_statfmt(void)
+{
+    CHECK(stat_muldiv(1ull << 40, 1ull << 40, 1ull << 41) == 1ull << 39,
+          "muldiv: 2^40 * 2^40 / 2^41 = 2^39 (the product needs 81 bits)");
+    CHECK(stat_muldiv(UINT64_MAX, 3, 4) == UINT64_MAX / 4 * 3 + 2, "muldiv: (2^64-1)*3/4");
+    CHECK(stat_muldiv(5, 5, 0) == UINT64_MAX && stat_muldiv(UINT64_MAX, 2, 1) == UINT64_MAX,
+          "muldiv: divide by 0 and overflow saturate");
+    // perf's example: 5 of 8 time slices on a counter = 62.5 %, count scaled by 8/5.
+    CHECK(stat_scale(1000, 8000000, 5000000) == 1600,
+          "scale: 1000 counted in 5/8 of the time = 1600");
+    CHECK(stat_running_permille(5000000, 8000000) == 625, "running fraction 5/8 = 62.5%%");
+    CHECK(stat_scale(1000, 8000, 8000) == 1000 && stat_running_permille(8000, 8000) == 1000,
+          "scale: fully running is unscaled, 100.0%%");
+    CHECK(stat_scale(1000, 8000, 0) == 0, "scale: never running counts 0 (<not counted>)");
+    CHECK(stat_ratio_x100(850, 1000) == 85 && stat_ratio_x100(1, 0) == 0,
+          "ratio: 850 insns / 1000 cycles = 0.85; a zero divisor gives 0");
+    uint64_t same[3] = {7, 7, 7};
+    CHECK(stat_rel_stderr_x100(same, 3) == 0, "stderr of equal runs is 0");
+    // 90, 100, 110: mean 100, sample stddev 10, stderr 10/sqrt(3) = 5.7735 -> 5.77 %
+    uint64_t three[3] = {90, 100, 110};
+    CHECK(stat_mean(three, 3) == 100 && stat_rel_stderr_x100(three, 3) == 577,
+          "90,100,110: mean 100, +- 5.77%% (got %llu)",
+          (unsigned long long)stat_rel_stderr_x100(three, 3));
+    uint64_t big[2] = {UINT64_MAX - 1, UINT64_MAX - 3};
+    CHECK(stat_mean(big, 2) == UINT64_MAX - 2, "mean of two values near 2^64 does not overflow");
+    CHECK(stat_isqrt(1ull << 62) == 1ull << 31 && stat_isqrt(99) == 9, "isqrt");
+    char b[32];
+    stat_fmt_fixed(b, sizeof b, 12345, 3);
+    CHECK(strcmp(b, "12.345") == 0, "fixed 12345/10^3 = \"12.345\" (%s)", b);
+    stat_fmt_fixed(b, sizeof b, 5, 2);
+    CHECK(strcmp(b, "0.05") == 0, "fixed 5/10^2 = \"0.05\" (%s)", b);
+}
+
 int main(void)
 {
     test_malloc();
@@ -302,6 +345,7 @@ int main(void)
     test_numbers();
     test_status_names();
     test_readline();
+    test_statfmt();
     printf("%d passed, %d failed\n", checks - failed, failed);
     return failed != 0;
 }

@@ -3,6 +3,7 @@
 // The assembly (vectors.asm, trampoline.asm, later the syscall entry) uses the
 // offsets asserted below.
 #pragma once
+#include "lib/abi.h"
 #include "lib/param.h"
 #include "lib/types.h"
 
@@ -29,6 +30,11 @@ struct cpu {
     const volatile bool *kill_pending; // the running thread's kill flag (trap.h)
     volatile bool idling;              // halted in the idle loop (a wake-up sends an IPI)
     uint64_t idle_ns, busy_ns;         // time accounting (scheduler tick resolution)
+    // Software events on this CPU (core/swevent.h): running totals, and the
+    // PMI and ProfileTime tick counts at the last switch (their difference at the
+    // next one is charged to the thread that ran in between).
+    uint64_t sw[PMC_SW_COUNT];
+    uint64_t sw_pmis_seen, sw_ticks_seen;
 };
 
 #define CPU_SELF_OFFSET       0

@@ -1,0 +1,74 @@
+// Software-event accounting at context switches, and reading the totals.
+#include "core/swevent.h"
+#include "arch/x86/clock.h"
+#include "arch/x86/timer.h"
+
+static const char *const names[PMC_SW_COUNT] = {
+    [PMC_SW_TASK_CLOCK] = "task-clock",         [PMC_SW_CONTEXT_SWITCHES] = "context-switches",
+    [PMC_SW_CPU_MIGRATIONS] = "cpu-migrations", [PMC_SW_PAGE_FAULTS] = "page-faults",
+    [PMC_SW_SYSCALLS] = "system-calls",         [PMC_SW_PROFILE_INTERRUPTS] = "profile-interrupts",
+    [PMC_SW_PROFILE_TICKS] = "profile-ticks",
+};
+
+const char *swevent_name(enum pmc_sw_event e)
+{
+    return (unsigned)e < PMC_SW_COUNT ? names[e] : "?";
+}
+
+// PMIs and ProfileTime ticks taken on this CPU since the last call. The tick
+// count restarts from 0 when ProfileTime is restarted; a count below the last
+// one seen therefore means "this many since the restart".
+static void interrupts_since(struct cpu *c, uint64_t *pmis, uint64_t *ticks)
+{
+    uint64_t t, missed, p = READ_ONCE(c->pmi_count);
+    timer_periodic_stats(c->id, TIMER_SLOT_PROFILE, &t, &missed);
+    t -= missed; // ticks taken, not periods that passed
+    *pmis = p - c->sw_pmis_seen;
+    *ticks = t >= c->sw_ticks_seen ? t - c->sw_ticks_seen : t;
+    c->sw_pmis_seen = p;
+    c->sw_ticks_seen = t;
+}
+
+void swevent_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t ran_ns)
+{
+    uint64_t pmis, ticks;
+    interrupts_since(c, &pmis, &ticks);
+    cur->sw[PMC_SW_PROFILE_INTERRUPTS] += pmis + ticks;
+    cur->sw[PMC_SW_PROFILE_TICKS] += ticks;
+    c->sw[PMC_SW_PROFILE_INTERRUPTS] += pmis + ticks;
+    c->sw[PMC_SW_PROFILE_TICKS] += ticks;
+    cur->sw[PMC_SW_CONTEXT_SWITCHES]++;
+    c->sw[PMC_SW_CONTEXT_SWITCHES]++;
+    if (cur != c->idle)
+        c->sw[PMC_SW_TASK_CLOCK] += ran_ns; // the CPU's task-clock is its busy time
+    if (next->cpu >= 0 && (unsigned)next->cpu != c->id && next != c->idle) {
+        next->sw[PMC_SW_CPU_MIGRATIONS]++;
+        c->sw[PMC_SW_CPU_MIGRATIONS]++;
+    }
+}
+
+uint64_t swevent_thread_value(const struct thread *t, enum pmc_sw_event e)
+{
+    if (e != PMC_SW_TASK_CLOCK)
+        return READ_ONCE(t->sw[e]);
+    uint64_t ns = READ_ONCE(t->cpu_ns), start = READ_ONCE(t->run_start_ns);
+    if (READ_ONCE(t->state) == T_RUNNING) {
+        uint64_t now = clock_ns();
+        ns += now > start ? now - start : 0;
+    }
+    return ns;
+}
+
+uint64_t swevent_cpu_value(unsigned cpu, enum pmc_sw_event e)
+{
+    struct cpu *c = &cpus[cpu];
+    uint64_t v = READ_ONCE(c->sw[e]);
+    if (e == PMC_SW_TASK_CLOCK) {
+        struct thread *t = READ_ONCE(c->current);
+        if (t && t != c->idle) {
+            uint64_t now = clock_ns(), start = READ_ONCE(t->run_start_ns);
+            v += now > start ? now - start : 0;
+        }
+    }
+    return v;
+}

@@ -1,0 +1,31 @@
+// Software events: what a perf-stat user counts with no PMU at all.
+//
+// Each thread and each CPU keeps running totals of every enum pmc_sw_event
+// (abi.h), always: an increment where the event happens costs less than
+// deciding whether anyone is counting it, and a counting PMC then only needs a
+// baseline (profile/vcounter.c). The hooks sit where the events happen:
+//   switch_to (sched.c)          context switches, migrations, task-clock, and
+//                                the PMIs and ProfileTime ticks of the interval
+//   syscall_dispatch (syscall.c) system calls
+//   process_fault (process.c)    ring-3 page faults
+#pragma once
+#include "arch/x86/percpu.h"
+#include "core/sched.h"
+
+// On the switch from cur to next on c, at time now; ran_ns is how long cur ran.
+// Interrupts off, run-queue lock held.
+void swevent_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t ran_ns);
+
+static inline void swevent_count(enum pmc_sw_event e)
+{
+    struct cpu *c = this_cpu();
+    c->sw[e]++;
+    c->current->sw[e]++;
+}
+
+// Thread t's total of e up to now (task-clock includes the current run).
+uint64_t swevent_thread_value(const struct thread *t, enum pmc_sw_event e);
+// CPU cpu's total of e up to now.
+uint64_t swevent_cpu_value(unsigned cpu, enum pmc_sw_event e);
+
+const char *swevent_name(enum pmc_sw_event e); // perf's name, "task-clock"

@@ -1,0 +1,588 @@
+// Counting PMCs: process scope (virtual counters that follow a process across
+// switches and CPUs), system scope (per CPU, or summed), their log records,
+// and the context-switch counter log.
+//
+// Software events are always counted per thread and per CPU (swevent.h), so a
+// software PMC is a set of baselines: its value is what its targets (or CPUs)
+// counted since the start. Hardware events are refused with the HAL's reason
+// where the PMU cannot count them (no PMU under TCG); the counting engine for
+// real counters (pmc/count.c: row reservation, save/restore, multiplexing) is
+// exercised on the PMU model and not yet connected here (STATUS_NOT_IMPLEMENTED).
+//
+// One lock (pmc_lock, taken with interrupts off) guards every PMC's fields and
+// the target lists. switch_to takes it only when vcounter_switch_hooks says a
+// switch has work; it nests inside the run-queue lock, and nothing holding it
+// calls into the scheduler.
+#include "profile/vcounter.h"
+#include "profile/ke_profile.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/clock.h"
+#include "core/heap.h"
+#include "core/object.h"
+#include "pmc/hal.h"
+#include "core/process.h"
+#include "core/swevent.h"
+#include "core/smp.h"
+#include "core/spinlock.h"
+#include "lib/string.h"
+
+struct pmc_target {
+    struct pmc_target *pmc_next;  // the PMC's targets
+    struct pmc_target *proc_next; // the process's PMCs
+    struct pmc *pmc;
+    struct process *proc; // no reference: unlinked at exit or destroy
+    uint64_t base;        // the process's running total when this count began
+    uint64_t counted;     // counted before that (earlier start/stop periods)
+    uint64_t csw_base;    // PMC_F_LOG_PROCCSW: total at the last switch-in
+};
+
+struct pmc {
+    struct object obj;
+    uint64_t id;
+    struct pmc_alloc a;
+    uint32_t owner_pid;
+    bool started, software;
+    bool runs_profile_time; // counts ProfileTime's ticks: the source runs while started
+    uint64_t value;         // counted by targets that are gone, plus the written value
+    uint64_t enabled_ns;    // before the current start
+    uint64_t started_ns;    // clock at the current start
+    struct pmc_target *targets;
+    uint32_t ntargets;
+    uint64_t cpu_base[MAX_CPUS]; // system scope: each CPU's total at the start
+};
+
+static struct spinlock pmc_lock = SPINLOCK_INIT("counting pmcs");
+static uint64_t next_id = 1;
+volatile uint32_t vcounter_switch_hooks;
+
+static bool wants_switch_work(const struct pmc *p)
+{
+    return (p->a.flags & PMC_F_LOG_PROCCSW) != 0;
+}
+
+// ---- values ----
+
+// A live process's running total of the PMC's event (pmc_lock held).
+static uint64_t process_total(const struct pmc *p, const struct process *proc)
+{
+    struct thread *t = READ_ONCE(proc->thread);
+    if (!t)
+        return 0;
+    return swevent_thread_value(t, (enum pmc_sw_event)(p->a.source - PMC_EVENT_SW(0)));
+}
+
+static uint64_t target_value(const struct pmc *p, const struct pmc_target *t)
+{
+    uint64_t v = t->counted;
+    if (p->started) {
+        uint64_t now = process_total(p, t->proc);
+        v += now >= t->base ? now - t->base : 0;
+    }
+    return v;
+}
+
+static bool cpu_in(const struct pmc *p, unsigned cpu)
+{
+    return p->a.cpu == PMC_CPU_ANY || p->a.cpu == cpu;
+}
+
+static uint64_t cpu_total(const struct pmc *p, unsigned cpu)
+{
+    return swevent_cpu_value(cpu, (enum pmc_sw_event)(p->a.source - PMC_EVENT_SW(0)));
+}
+
+static uint64_t value_locked(const struct pmc *p)
+{
+    uint64_t v = p->value;
+    if (p->a.mode == PMC_MODE_TC) {
+        for (struct pmc_target *t = p->targets; t; t = t->pmc_next)
+            v += target_value(p, t);
+    } else if (p->started) {
+        for (unsigned c = 0; c < ncpus; c++)
+            if (cpu_in(p, c))
+                v += cpu_total(p, c) - p->cpu_base[c];
+    }
+    return v;
+}
+
+// ---- the object ----
+
+static void unlink_target(struct pmc_target *t)
+{
+    struct process *proc = t->proc;
+    for (struct pmc_target **pp = &proc->pmc_targets; *pp; pp = &(*pp)->proc_next)
+        if (*pp == t) {
+            *pp = t->proc_next;
+            break;
+        }
+    for (struct pmc_target **pp = &t->pmc->targets; *pp; pp = &(*pp)->pmc_next)
+        if (*pp == t) {
+            *pp = t->pmc_next;
+            break;
+        }
+    t->pmc->ntargets--;
+    if (t->pmc->started && wants_switch_work(t->pmc)) {
+        proc->pmc_switch_work--;
+        __atomic_fetch_sub(&vcounter_switch_hooks, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void pmc_destroy(struct object *o)
+{
+    struct pmc *p = (struct pmc *)o;
+    if (p->started)
+        vcounter_stop(p); // the last handle closed: stops it, and its source
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    while (p->targets) {
+        struct pmc_target *t = p->targets;
+        unlink_target(t);
+        kfree(t);
+    }
+    spin_unlock_irqrestore(&pmc_lock, f);
+    kfree(p);
+}
+
+struct object *vcounter_object(struct pmc *pmc)
+{
+    return &pmc->obj;
+}
+
+struct pmc *vcounter_from_object(struct object *o)
+{
+    return (struct pmc *)o;
+}
+
+NTSTATUS vcounter_allocate(const struct pmc_alloc *a, struct process *owner, bool runs_profile_time,
+                           struct pmc **out)
+{
+    bool sw = PMC_EVENT_IS_SW(a->source);
+    if (!sw && a->source >= ProfileSourceCount)
+        return STATUS_INVALID_PARAMETER;
+    if (a->mode != PMC_MODE_SC && a->mode != PMC_MODE_TC)
+        return STATUS_INVALID_PARAMETER;
+    if (a->flags & ~(uint32_t)PMC_F_ALL)
+        return STATUS_INVALID_PARAMETER;
+    if (a->mode == PMC_MODE_SC) {
+        if (a->flags) // the flags are process-scope modifiers (hwpmc(4))
+            return STATUS_INVALID_PARAMETER;
+        if (a->cpu != PMC_CPU_ANY && (a->cpu >= ncpus || !cpus[a->cpu].online))
+            return STATUS_INVALID_PARAMETER;
+        if (!owner->privileged) // system-wide counting needs the privilege, as sampling does
+            return STATUS_PRIVILEGE_NOT_HELD;
+    } else if (a->cpu != PMC_CPU_ANY) {
+        return STATUS_INVALID_PARAMETER; // a process-scope PMC follows its targets
+    }
+    if (!sw) {
+        struct hal_profile_source_details d;
+        NTSTATUS s = HalQueryProfileSource((KPROFILE_SOURCE)a->source, &d);
+        if (!NT_SUCCESS(s))
+            return s;
+        if (!d.supported || d.kind == PMC_COUNTER_TIMER)
+            return STATUS_NOT_SUPPORTED; // SysProfileSources gives the reason
+        return STATUS_NOT_IMPLEMENTED;   // see the header comment
+    }
+    struct pmc *p = kzalloc(sizeof *p);
+    if (!p)
+        return STATUS_NO_MEMORY;
+    object_init(&p->obj, OBJ_COUNTING_PMC, pmc_destroy);
+    p->a = *a;
+    p->software = sw;
+    p->runs_profile_time = runs_profile_time;
+    p->owner_pid = owner->pid;
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    p->id = next_id++;
+    spin_unlock_irqrestore(&pmc_lock, f);
+    *out = p;
+    return STATUS_SUCCESS;
+}
+
+static struct pmc_target *find_target(struct pmc *p, struct process *proc)
+{
+    for (struct pmc_target *t = p->targets; t; t = t->pmc_next)
+        if (t->proc == proc)
+            return t;
+    return NULL;
+}
+
+// Begin counting for t at its process's current total (pmc_lock held).
+static void target_begin(struct pmc_target *t)
+{
+    t->base = process_total(t->pmc, t->proc);
+    t->csw_base = t->base;
+    if (wants_switch_work(t->pmc)) {
+        t->proc->pmc_switch_work++;
+        __atomic_fetch_add(&vcounter_switch_hooks, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void target_end(struct pmc_target *t)
+{
+    t->counted = target_value(t->pmc, t);
+    if (wants_switch_work(t->pmc)) {
+        t->proc->pmc_switch_work--;
+        __atomic_fetch_sub(&vcounter_switch_hooks, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static NTSTATUS attach_locked(struct pmc *p, struct process *proc)
+{
+    if (proc->exited || !proc->thread)
+        return STATUS_PROCESS_IS_TERMINATING;
+    if (find_target(p, proc))
+        return STATUS_PMC_ALREADY_ATTACHED; // hwpmc: EEXIST
+    struct pmc_target *t = kzalloc(sizeof *t);
+    if (!t)
+        return STATUS_NO_MEMORY;
+    t->pmc = p;
+    t->proc = proc;
+    t->pmc_next = p->targets;
+    p->targets = t;
+    p->ntargets++;
+    t->proc_next = proc->pmc_targets;
+    proc->pmc_targets = t;
+    if (p->started)
+        target_begin(t);
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS vcounter_attach(struct pmc *p, struct process *proc)
+{
+    if (p->a.mode != PMC_MODE_TC)
+        return STATUS_PMC_NOT_PROCESS_SCOPE;
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    NTSTATUS s = attach_locked(p, proc);
+    spin_unlock_irqrestore(&pmc_lock, f);
+    return s;
+}
+
+NTSTATUS vcounter_detach(struct pmc *p, struct process *proc)
+{
+    if (p->a.mode != PMC_MODE_TC)
+        return STATUS_PMC_NOT_PROCESS_SCOPE;
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    struct pmc_target *t = find_target(p, proc);
+    if (t) {
+        p->value += target_value(p, t); // what it counted stays in the PMC's total
+        unlink_target(t);
+    }
+    spin_unlock_irqrestore(&pmc_lock, f);
+    kfree(t);
+    return t ? STATUS_SUCCESS : STATUS_PMC_NOT_ATTACHED;
+}
+
+NTSTATUS vcounter_start(struct pmc *p)
+{
+    // Counting ProfileTime runs it, as sampling does (outside the spinlock:
+    // starting a source calls every CPU).
+    bool source = READ_ONCE(p->runs_profile_time) && !READ_ONCE(p->started);
+    if (source) {
+        NTSTATUS s = KeReferenceProfileSource(ProfileTime);
+        if (!NT_SUCCESS(s))
+            return s;
+    }
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    NTSTATUS s = STATUS_SUCCESS;
+    if (p->started) {
+        s = STATUS_PMC_RUNNING;
+    } else if (p->a.mode == PMC_MODE_TC && !p->targets) {
+        // hwpmc attaches an unattached process-scope PMC to its owner at start.
+        struct process *me = process_current();
+        s = me->pid == p->owner_pid ? attach_locked(p, me) : STATUS_PMC_NO_TARGET;
+    }
+    if (NT_SUCCESS(s)) {
+        p->started = true;
+        p->started_ns = clock_ns();
+        for (struct pmc_target *t = p->targets; t; t = t->pmc_next)
+            target_begin(t);
+        for (unsigned c = 0; p->a.mode == PMC_MODE_SC && c < ncpus; c++)
+            p->cpu_base[c] = cpu_total(p, c);
+    }
+    spin_unlock_irqrestore(&pmc_lock, f);
+    if (source && !NT_SUCCESS(s))
+        KeDereferenceProfileSource(ProfileTime);
+    return s;
+}
+
+NTSTATUS vcounter_stop(struct pmc *p)
+{
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    NTSTATUS s = STATUS_SUCCESS;
+    if (!p->started) {
+        s = STATUS_PMC_NOT_RUNNING;
+    } else {
+        if (p->a.mode == PMC_MODE_SC)
+            p->value = value_locked(p);
+        for (struct pmc_target *t = p->targets; t; t = t->pmc_next)
+            target_end(t);
+        p->enabled_ns += clock_ns() - p->started_ns;
+        p->started = false;
+    }
+    spin_unlock_irqrestore(&pmc_lock, f);
+    if (NT_SUCCESS(s) && p->runs_profile_time)
+        KeDereferenceProfileSource(ProfileTime);
+    return s;
+}
+
+NTSTATUS vcounter_read(struct pmc *p, struct pmc_value *out)
+{
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    memset(out, 0, sizeof *out);
+    out->value = value_locked(p);
+    out->time_enabled = p->enabled_ns + (p->started ? clock_ns() - p->started_ns : 0);
+    out->time_running = out->time_enabled;
+    out->targets = p->ntargets;
+    out->row = 0xFFFFFFFFu;
+    spin_unlock_irqrestore(&pmc_lock, f);
+    return STATUS_SUCCESS;
+}
+
+// hwpmc's PMC_OP_PMCRW write: only a stopped PMC (EBUSY otherwise); the value
+// becomes the count, and targets start again from zero.
+NTSTATUS vcounter_write(struct pmc *p, uint64_t value)
+{
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    NTSTATUS s = STATUS_SUCCESS;
+    if (p->started) {
+        s = STATUS_PMC_RUNNING;
+    } else {
+        p->value = value;
+        for (struct pmc_target *t = p->targets; t; t = t->pmc_next)
+            t->counted = 0;
+    }
+    spin_unlock_irqrestore(&pmc_lock, f);
+    return s;
+}
+
+// hwpmc's PMC_OP_PMCX86GETMSR: process scope, no PMC_F_DESCENDANTS, attached
+// only to its owner, a hardware counter of its own.
+NTSTATUS vcounter_rdpmc_index(struct pmc *p, struct process *caller, uint32_t *index)
+{
+    if (p->software)
+        return STATUS_NOT_SUPPORTED; // no counter register to read
+    if (p->a.mode != PMC_MODE_TC || (p->a.flags & PMC_F_DESCENDANTS))
+        return STATUS_INVALID_PARAMETER;
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    bool own = p->owner_pid == caller->pid && p->ntargets == 1 && p->targets->proc == caller;
+    spin_unlock_irqrestore(&pmc_lock, f);
+    UNUSED(index);
+    return own ? STATUS_NOT_SUPPORTED : STATUS_INVALID_PARAMETER; // hardware PMCs: not here yet
+}
+
+// ---- process life ----
+
+void vcounter_process_spawned(struct process *parent, struct process *child)
+{
+    if (!parent || !READ_ONCE(parent->pmc_targets))
+        return;
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    for (struct pmc_target *t = parent->pmc_targets; t; t = t->proc_next)
+        if (t->pmc->a.flags & PMC_F_DESCENDANTS)
+            attach_locked(t->pmc, child); // out of memory: the child is simply not counted
+    spin_unlock_irqrestore(&pmc_lock, f);
+}
+
+static void log_proc(enum pmc_log_type type, const struct pmc *p, uint32_t pid, uint64_t value);
+
+void vcounter_process_exit(struct process *p)
+{
+    if (!READ_ONCE(p->pmc_targets))
+        return;
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    while (p->pmc_targets) {
+        struct pmc_target *t = p->pmc_targets;
+        struct pmc *pmc = t->pmc;
+        uint64_t v = target_value(pmc, t);
+        pmc->value += v;
+        if (pmc->a.flags & PMC_F_LOG_PROCEXIT)
+            log_proc(PMC_LOG_PROCEXIT, pmc, p->pid, v);
+        unlink_target(t);
+        kfree(t);
+    }
+    spin_unlock_irqrestore(&pmc_lock, f);
+}
+
+void vcounter_process_gone(struct process *p)
+{
+    vcounter_process_exit(p); // a process that never ran its exit path
+}
+
+// ---- logs ----
+
+#define CSWITCH_RING 4096 // records per CPU
+#define PROC_RING    1024
+
+static struct {
+    struct pmc_log_cswitch *ring[MAX_CPUS];
+    uint32_t count[MAX_CPUS];
+    uint64_t lost[MAX_CPUS];
+    uint32_t events[PMC_CSWITCH_MAX_EVENTS];
+    unsigned nevents;
+    volatile bool on;
+} cs;
+
+static struct spinlock log_lock = SPINLOCK_INIT("pmc log");
+static struct pmc_log_proc proc_ring[PROC_RING];
+static uint32_t proc_count;
+static uint64_t proc_lost;
+
+static void log_proc(enum pmc_log_type type, const struct pmc *p, uint32_t pid, uint64_t value)
+{
+    spin_lock(&log_lock); // interrupts are off: pmc_lock is held
+    if (proc_count < PROC_RING) {
+        struct pmc_log_proc *r = &proc_ring[proc_count];
+        *r = (struct pmc_log_proc){
+            .h = {(uint16_t)type, sizeof *r, cpu_id(), clock_ns()},
+            .pid = pid,
+            .event = p->a.source,
+            .pmc_id = p->id,
+            .value = value,
+        };
+        proc_count++;
+    } else {
+        proc_lost++;
+    }
+    spin_unlock(&log_lock);
+}
+
+static uint64_t cswitch_value(struct cpu *c, uint32_t ev)
+{
+    return c->sw[ev - PMC_EVENT_SW(0)]; // up to date: swevent_switch ran first
+}
+
+static void log_cswitch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now)
+{
+    if (cs.count[c->id] >= CSWITCH_RING) {
+        cs.lost[c->id]++;
+        return;
+    }
+    struct pmc_log_cswitch *r = &cs.ring[c->id][cs.count[c->id]];
+    r->h = (struct pmc_log_header){PMC_LOG_CSWITCH, sizeof *r, c->id, now};
+    r->old_pid = cur->proc ? cur->proc->pid : 0;
+    r->new_pid = next->proc ? next->proc->pid : 0;
+    r->nevents = cs.nevents;
+    r->reserved = 0;
+    for (unsigned i = 0; i < PMC_CSWITCH_MAX_EVENTS; i++) {
+        r->event[i] = i < cs.nevents ? (uint16_t)cs.events[i] : 0;
+        r->value[i] = i < cs.nevents ? cswitch_value(c, cs.events[i]) : 0;
+    }
+    __atomic_store_n(&cs.count[c->id], cs.count[c->id] + 1, __ATOMIC_RELEASE);
+}
+
+// PMC_F_LOG_PROCCSW and hardware save/restore for the process leaving and the
+// one arriving.
+static void process_switch(struct process *out, struct process *in)
+{
+    spin_lock(&pmc_lock);
+    for (struct pmc_target *t = out ? out->pmc_targets : NULL; t; t = t->proc_next) {
+        if (!t->pmc->started || !wants_switch_work(t->pmc))
+            continue;
+        if (t->pmc->a.flags & PMC_F_LOG_PROCCSW) {
+            uint64_t now = process_total(t->pmc, out);
+            log_proc(PMC_LOG_PROCCSW, t->pmc, out->pid, now - t->csw_base);
+            t->csw_base = now;
+        }
+    }
+    for (struct pmc_target *t = in ? in->pmc_targets : NULL; t; t = t->proc_next) {
+        if (!t->pmc->started || !wants_switch_work(t->pmc))
+            continue;
+        if (t->pmc->a.flags & PMC_F_LOG_PROCCSW)
+            t->csw_base = process_total(t->pmc, in);
+    }
+    spin_unlock(&pmc_lock);
+}
+
+void vcounter_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now)
+{
+    if (cs.on)
+        log_cswitch(c, cur, next, now);
+    struct process *out = cur->proc && READ_ONCE(cur->proc->pmc_switch_work) ? cur->proc : NULL;
+    struct process *in = next->proc && READ_ONCE(next->proc->pmc_switch_work) ? next->proc : NULL;
+    if (out || in)
+        process_switch(out, in);
+}
+
+static void barrier_fn(void *arg)
+{
+    UNUSED(arg); // every CPU got here with interrupts on: no switch is half done
+}
+
+NTSTATUS vcounter_cswitch_stop(void)
+{
+    uint64_t f = spin_lock_irqsave(&log_lock);
+    bool was = cs.on;
+    cs.on = false;
+    spin_unlock_irqrestore(&log_lock, f);
+    if (!was)
+        return STATUS_PROFILING_NOT_STARTED;
+    __atomic_fetch_sub(&vcounter_switch_hooks, 1, __ATOMIC_RELAXED);
+    smp_call_all(barrier_fn, NULL);
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS vcounter_cswitch_start(const uint32_t *events, unsigned n)
+{
+    if (n == 0 || n > PMC_CSWITCH_MAX_EVENTS)
+        return STATUS_INVALID_PARAMETER;
+    for (unsigned i = 0; i < n; i++)
+        if (!PMC_EVENT_IS_SW(events[i]) && events[i] >= ProfileSourceCount)
+            return STATUS_INVALID_PARAMETER;
+    if (cs.on)
+        return STATUS_PROFILING_NOT_STOPPED;
+    for (unsigned i = 0; i < n; i++) {
+        if (PMC_EVENT_IS_SW(events[i]))
+            continue;
+        struct hal_profile_source_details d;
+        HalQueryProfileSource((KPROFILE_SOURCE)events[i], &d);
+        return d.supported && d.kind != PMC_COUNTER_TIMER ? STATUS_NOT_IMPLEMENTED
+                                                          : STATUS_NOT_SUPPORTED;
+    }
+    for (unsigned c = 0; c < ncpus; c++) {
+        if (!cs.ring[c])
+            cs.ring[c] = kmalloc(CSWITCH_RING * sizeof(struct pmc_log_cswitch));
+        if (!cs.ring[c])
+            return STATUS_NO_MEMORY;
+    }
+    uint64_t f = spin_lock_irqsave(&log_lock);
+    memcpy(cs.events, events, n * sizeof *events);
+    cs.nevents = n;
+    for (unsigned c = 0; c < ncpus; c++) {
+        cs.count[c] = 0;
+        cs.lost[c] = 0;
+    }
+    proc_count = 0;
+    proc_lost = 0;
+    cs.on = true;
+    __atomic_fetch_add(&vcounter_switch_hooks, 1, __ATOMIC_RELAXED);
+    spin_unlock_irqrestore(&log_lock, f);
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS vcounter_log_read(uint64_t first, void *buf, size_t len, size_t *bytes)
+{
+    size_t done = 0;
+    uint64_t index = 0;
+    for (unsigned c = 0; c < ncpus; c++) {
+        uint32_t n = cs.ring[c] ? __atomic_load_n(&cs.count[c], __ATOMIC_ACQUIRE) : 0;
+        for (uint32_t i = 0; i < n; i++, index++) {
+            if (index < first)
+                continue;
+            if (done + sizeof(struct pmc_log_cswitch) > len)
+                goto out;
+            memcpy((uint8_t *)buf + done, &cs.ring[c][i], sizeof(struct pmc_log_cswitch));
+            done += sizeof(struct pmc_log_cswitch);
+        }
+    }
+    uint64_t f = spin_lock_irqsave(&log_lock);
+    for (uint32_t i = 0; i < proc_count; i++, index++) {
+        if (index < first)
+            continue;
+        if (done + sizeof(struct pmc_log_proc) > len)
+            break;
+        memcpy((uint8_t *)buf + done, &proc_ring[i], sizeof(struct pmc_log_proc));
+        done += sizeof(struct pmc_log_proc);
+    }
+    spin_unlock_irqrestore(&log_lock, f);
+out:
+    *bytes = done;
+    return STATUS_SUCCESS;
+}

@@ -1,0 +1,283 @@
+// counttests: the counting PMCs from ring 3 (abi.h, system calls 70-79), run as
+// init (privileged). Software counts are checked exactly: N sleeps are N
+// context switches, N first touches of demand pages are N page faults, N system
+// calls are N system calls; totals survive exit, PMC_F_DESCENDANTS follows a
+// child, PMC_F_LOG_PROCEXIT logs its total; and every bad input gets its status.
+//
+//   counttests                 every test, KTAP lines, "counttests: N passed, N failed"
+//   counttests --child faults N   touch N demand pages, then exit
+#include <nt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syscall.h>
+
+#define PAGE 4096
+
+static int checks, failed;
+static const char *self = "counttests";
+
+#define CHECK(cond, ...) \
+    do { \
+        checks++; \
+        int ok_ = (cond); \
+        printf("%sok %d - ", ok_ ? "" : "not ", checks); \
+        printf(__VA_ARGS__); \
+        printf("\n"); \
+        failed += !ok_; \
+    } while (0)
+
+static HANDLE alloc(uint32_t event, uint32_t mode, uint32_t flags, uint32_t cpu, NTSTATUS *st)
+{
+    struct pmc_alloc a = {event, mode, flags, cpu, 0};
+    HANDLE h = 0;
+    *st = NtPmcAllocate(&h, &a);
+    return h;
+}
+
+static HANDLE own(enum pmc_sw_event e, uint32_t flags)
+{
+    NTSTATUS st;
+    HANDLE h = alloc(PMC_EVENT_SW(e), PMC_MODE_TC, flags, PMC_CPU_ANY, &st);
+    if (!NT_SUCCESS(st) || !NT_SUCCESS(NtPmcStart(h)))
+        printf("# allocating or starting %u: %s\n", (unsigned)e, nt_status_name(st));
+    return h;
+}
+
+static uint64_t value(HANDLE h)
+{
+    struct pmc_value v = {0};
+    NTSTATUS st = NtPmcQuery(h, &v);
+    return NT_SUCCESS(st) ? v.value : ~0ull;
+}
+
+static void touch_pages(unsigned n)
+{
+    void *p = NULL;
+    if (!NT_SUCCESS(SysMap(&p, (size_t)n * PAGE, PROT_READ | PROT_WRITE | PROT_DEMAND)))
+        exit(3);
+    for (unsigned i = 0; i < n; i++)
+        ((volatile char *)p)[(size_t)i * PAGE + 7] = 1;
+    for (unsigned i = 0; i < n; i++) // present now: no more faults
+        ((volatile char *)p)[(size_t)i * PAGE] = 2;
+    SysUnmap(p, (size_t)n * PAGE);
+}
+
+static void test_context_switches(void)
+{
+    enum { N = 25 };
+    HANDLE cs = own(PMC_SW_CONTEXT_SWITCHES, 0), mig = own(PMC_SW_CPU_MIGRATIONS, 0);
+    for (int i = 0; i < N; i++)
+        SysSleep(1);
+    uint64_t v = value(cs), m = value(mig);
+    CHECK(v == N, "%d sleeps give up the CPU %d times: context-switches = %llu", N, N,
+          (unsigned long long)v);
+    CHECK(m <= v, "cpu-migrations (%llu) <= context switches", (unsigned long long)m);
+    NtClose(cs);
+    NtClose(mig);
+}
+
+static void test_page_faults(void)
+{
+    enum { N = 37 };
+    HANDLE pf = own(PMC_SW_PAGE_FAULTS, 0);
+    touch_pages(N);
+    uint64_t v = value(pf);
+    CHECK(v == N, "first touches of %d demand pages: page-faults = %llu", N, (unsigned long long)v);
+    NtClose(pf);
+}
+
+static void test_syscalls(void)
+{
+    enum { N = 100 };
+    HANDLE sc = own(PMC_SW_SYSCALLS, 0);
+    for (int i = 0; i < N; i++)
+        SysGetPid();
+    uint64_t v = value(sc);
+    CHECK(v == N + 1, "%d SysGetPid then the SysPmcRead: system-calls = %llu (want %d)", N,
+          (unsigned long long)v, N + 1);
+    NtClose(sc);
+}
+
+static void test_task_clock(void)
+{
+    HANDLE tc = own(PMC_SW_TASK_CLOCK, 0);
+    struct sys_clock c0, c1;
+    SysClock(&c0);
+    do
+        SysClock(&c1);
+    while (c1.ns - c0.ns < 30000000);
+    uint64_t v = value(tc), wall = c1.ns - c0.ns;
+    CHECK(v >= wall / 2 && v <= wall + 20000000,
+          "30 ms of spinning: task-clock %llu ns for %llu ns of wall time", (unsigned long long)v,
+          (unsigned long long)wall);
+    NtClose(tc);
+}
+
+static HANDLE spawn_faults(unsigned n, uint32_t flags)
+{
+    char num[16];
+    snprintf(num, sizeof num, "%u", n);
+    const char *argv[] = {self, "--child", "faults", num, NULL};
+    HANDLE h = 0;
+    NTSTATUS st = SysSpawn(self, argv, flags, &h);
+    if (!NT_SUCCESS(st))
+        printf("# spawn: %s\n", nt_status_name(st));
+    return h;
+}
+
+static void test_exit_total(void)
+{
+    NTSTATUS st;
+    HANDLE pf =
+        alloc(PMC_EVENT_SW(PMC_SW_PAGE_FAULTS), PMC_MODE_TC, PMC_F_LOG_PROCEXIT, PMC_CPU_ANY, &st);
+    HANDLE child = spawn_faults(13, SPAWN_SUSPENDED);
+    CHECK(NT_SUCCESS(NtPmcAttach(pf, child)), "attach to a suspended child");
+    CHECK(NtPmcAttach(pf, child) == STATUS_PMC_ALREADY_ATTACHED, "attach twice: already attached");
+    NtPmcStart(pf);
+    uint64_t before = value(pf);
+    SysResume(child);
+    int status = -1;
+    SysWait(child, &status);
+    struct pmc_value v;
+    NtPmcQuery(pf, &v);
+    CHECK(before == 0 && v.value == 13 && v.targets == 0,
+          "a child's 13 faults survive its exit: %llu (targets left %u)",
+          (unsigned long long)v.value, v.targets);
+    uint32_t pid = 0;
+    SysProcessId(child, &pid);
+    // Its PMC_LOG_PROCEXIT record.
+    static uint8_t buf[64 * 1024];
+    uint64_t got = 0;
+    int found = 0;
+    if (NT_SUCCESS(NtPmcCswitchLog(PMC_CSWITCH_READ, buf, sizeof buf, &got)))
+        for (uint64_t off = 0; off < got;) {
+            const struct pmc_log_header *h = (const void *)(buf + off);
+            const struct pmc_log_proc *r = (const void *)h;
+            if (h->type == PMC_LOG_PROCEXIT && r->pid == pid && r->value == 13)
+                found = 1;
+            off += h->size ? h->size : got;
+        }
+    CHECK(found, "PMC_LOG_PROCEXIT record: pid %u, 13 page faults", pid);
+    NtClose(child);
+    NtClose(pf);
+}
+
+static void test_descendants(void)
+{
+    HANDLE with = own(PMC_SW_PAGE_FAULTS, PMC_F_DESCENDANTS), without = own(PMC_SW_PAGE_FAULTS, 0);
+    HANDLE c = spawn_faults(21, 0);
+    int status = -1;
+    SysWait(c, &status);
+    CHECK(status == 0, "the child touching 21 pages exits with 0 (%d)", status);
+    NtClose(c);
+    touch_pages(4);
+    uint64_t a = value(with), b = value(without);
+    CHECK(a == 25 && b == 4,
+          "PMC_F_DESCENDANTS counts the child's 21 faults and our 4 (%llu); without it, 4 (%llu)",
+          (unsigned long long)a, (unsigned long long)b);
+    NtClose(with);
+    NtClose(without);
+}
+
+static void test_system_scope(void)
+{
+    NTSTATUS st;
+    HANDLE sys = alloc(PMC_EVENT_SW(PMC_SW_PAGE_FAULTS), PMC_MODE_SC, 0, PMC_CPU_ANY, &st);
+    CHECK(NT_SUCCESS(st), "system-scope page-faults: %s", nt_status_name(st));
+    HANDLE mine = own(PMC_SW_PAGE_FAULTS, PMC_F_DESCENDANTS);
+    NtPmcStart(sys);
+    HANDLE c = spawn_faults(9, 0);
+    touch_pages(5);
+    int status = -1;
+    SysWait(c, &status);
+    CHECK(status == 0, "the child touching 9 pages exits with 0 (%d)", status);
+    NtClose(c);
+    NtPmcStop(sys);
+    NtPmcStop(mine);
+    uint64_t s = value(sys), m = value(mine);
+    CHECK(s == 14 && m == 14, "system scope sees the same 14 faults as the processes: %llu = %llu",
+          (unsigned long long)s, (unsigned long long)m);
+    NtClose(sys);
+    NtClose(mine);
+}
+
+static void test_read_write(void)
+{
+    HANDLE h = own(PMC_SW_SYSCALLS, 0);
+    CHECK(NtPmcWrite(h, 5) == STATUS_PMC_RUNNING, "write while started: STATUS_PMC_RUNNING");
+    CHECK(NtPmcStart(h) == STATUS_PMC_RUNNING, "start twice: STATUS_PMC_RUNNING");
+    NtPmcStop(h);
+    CHECK(NtPmcStop(h) == STATUS_PMC_NOT_RUNNING, "stop twice: STATUS_PMC_NOT_RUNNING");
+    CHECK(NT_SUCCESS(NtPmcWrite(h, 1000)) && value(h) == 1000, "write 1000 while stopped");
+    NtPmcStart(h); // counting resumes from the written value
+    uint64_t v = value(h);
+    CHECK(v == 1001, "after start, one SysPmcRead more: %llu", (unsigned long long)v);
+    NtClose(h);
+}
+
+static void test_bad_inputs(void)
+{
+    NTSTATUS st;
+    HANDLE h;
+    alloc(0x999, PMC_MODE_TC, 0, PMC_CPU_ANY, &st);
+    CHECK(st == STATUS_PMC_UNKNOWN_SOURCE, "unknown event: %s", nt_status_name(st));
+    alloc(PMC_EVENT_SW(0), 7, 0, PMC_CPU_ANY, &st);
+    CHECK(st == STATUS_PMC_BAD_MODE, "unknown mode: %s", nt_status_name(st));
+    alloc(PMC_EVENT_SW(0), PMC_MODE_TC, 0x80, PMC_CPU_ANY, &st);
+    CHECK(st == STATUS_PMC_BAD_FLAGS, "unknown flag: %s", nt_status_name(st));
+    alloc(PMC_EVENT_SW(0), PMC_MODE_SC, PMC_F_DESCENDANTS, PMC_CPU_ANY, &st);
+    CHECK(st == STATUS_PMC_FLAG_NEEDS_PROCESS, "DESCENDANTS on system scope: %s",
+          nt_status_name(st));
+    alloc(PMC_EVENT_SW(0), PMC_MODE_SC, 0, 999, &st);
+    CHECK(st == STATUS_PMC_BAD_CPU, "CPU 999: %s", nt_status_name(st));
+    alloc(PMC_EVENT_SW(0), PMC_MODE_TC, 0, 0, &st);
+    CHECK(st == STATUS_PMC_BAD_CPU, "process scope on one CPU: %s", nt_status_name(st));
+    alloc(ProfileTotalCycles, PMC_MODE_TC, 0, PMC_CPU_ANY, &st);
+    CHECK(st == STATUS_PMC_COUNTING_UNSUPPORTED, "TotalCycles with no PMU: %s", nt_status_name(st));
+    NtClose(alloc(ProfileTime, PMC_MODE_TC, 0, PMC_CPU_ANY, &st));
+    CHECK(st == STATUS_SUCCESS, "ProfileTime counts its ticks: %s", nt_status_name(st));
+    struct pmc_alloc a = {PMC_EVENT_SW(0), PMC_MODE_TC, 0, PMC_CPU_ANY, 0};
+    CHECK(NtPmcAllocate(&h, (void *)8) == STATUS_ACCESS_VIOLATION, "bad input pointer");
+    CHECK(NtPmcAllocate((void *)0xffff800000000000ull, &a) == STATUS_ACCESS_VIOLATION,
+          "kernel output pointer");
+    struct pmc_value pv;
+    CHECK(NtPmcQuery((HANDLE)0x1234, &pv) == STATUS_INVALID_HANDLE, "bad handle");
+    h = own(PMC_SW_SYSCALLS, 0);
+    CHECK(NtPmcQuery(h, (void *)16) == STATUS_ACCESS_VIOLATION, "read into a bad pointer");
+    uint32_t idx;
+    CHECK(NtPmcGetMsr(h, &idx) == STATUS_NOT_SUPPORTED,
+          "rdpmc index of a software event: not supported");
+    CHECK(NtPmcCswitchLog(99, NULL, 0, NULL) == STATUS_INVALID_PARAMETER, "unknown log operation");
+    uint32_t ev[9] = {0};
+    CHECK(NtPmcCswitchLog(PMC_CSWITCH_START, ev, sizeof ev, NULL) == STATUS_INVALID_PARAMETER,
+          "9 context-switch events: more than 8");
+    NtClose(h);
+}
+
+int main(int argc, char **argv)
+{
+    self = argc > 0 && argv[0][0] ? argv[0] : self;
+    if (argc == 4 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "faults") == 0) {
+        touch_pages((unsigned)atoi(argv[3]));
+        return 0;
+    }
+    struct sys_self_check before, after;
+    SysSelfCheck(&before);
+    test_context_switches();
+    test_page_faults();
+    test_syscalls();
+    test_task_clock();
+    test_exit_total();
+    test_descendants();
+    test_system_scope();
+    test_read_write();
+    test_bad_inputs();
+    SysSelfCheck(&after);
+    CHECK(after.live_objects == before.live_objects &&
+              after.live_processes == before.live_processes,
+          "no PMC or process object left (%llu -> %llu objects)",
+          (unsigned long long)before.live_objects, (unsigned long long)after.live_objects);
+    printf("counttests: %d passed, %d failed\n", checks - failed, failed);
+    return failed != 0;
+}
