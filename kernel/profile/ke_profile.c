@@ -85,15 +85,20 @@ static void sample_slot(struct profile_slot *slot, const struct profile_set *set
     profile_set_lookup(set, ip, cache, count_entry_fn, bit);
 }
 
-static __attribute__((noinline)) void sample_slow(struct profile_slot *sys,
-                                                  struct profile_slot *own, uint64_t ip,
-                                                  unsigned cpu, struct profile_lookup_cache *cache)
+// Everything the fast path leaves (lookups, wide ranges, tracing), then the
+// PMCs of the allocation API.
+static __attribute__((noinline)) void sample_slow(KPROFILE_SOURCE source,
+                                                  const struct intr_frame *f,
+                                                  struct profile_slot *own, unsigned cpu)
 {
+    struct profile_lookup_cache *cache = profile_lookup_caches[cpu];
+    struct profile_slot *sys = &system_slots[source];
     const struct profile_set *set = __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE);
     if (set)
-        sample_slot(sys, set, ip, cpu, &cache[PROFILE_SCOPE_SYSTEM]);
+        sample_slot(sys, set, f->rip, cpu, &cache[PROFILE_SCOPE_SYSTEM]);
     if (own && (set = __atomic_load_n(&own->set, __ATOMIC_ACQUIRE)))
-        sample_slot(own, set, ip, cpu, &cache[PROFILE_SCOPE_PROCESS]);
+        sample_slot(own, set, f->rip, cpu, &cache[PROFILE_SCOPE_PROCESS]);
+    pmc_sample_hook(source, f);
 }
 
 // The HAL's sample callback, in interrupt context: the system-scope profiles
@@ -105,31 +110,30 @@ void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_fram
 {
     if ((unsigned)source >= ProfileSourceCount)
         return;
-    struct cpu *c = this_cpu();
-    unsigned cpu = c->id;
+    unsigned cpu = percpu_read(id);
     uint64_t ip = f->rip;
     struct profile_lookup_cache *cache = profile_lookup_caches[cpu];
     struct profile_slot *sys = &system_slots[source];
-    struct process *pr = c->current->proc;
+    struct process *pr = percpu_read(current)->proc;
     struct profile_slot *own = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
     const struct profile_set *sys_set = __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE);
     const struct profile_set *own_set = own ? __atomic_load_n(&own->set, __ATOMIC_ACQUIRE) : NULL;
     if ((sys_set && !cached(sys_set, &cache[PROFILE_SCOPE_SYSTEM], ip)) ||
         (own_set && !cached(own_set, &cache[PROFILE_SCOPE_PROCESS], ip)) ||
         __builtin_expect(pmc_trace_on, 0)) {
-        sample_slow(sys, own, ip, cpu, cache);
-    } else {
-        uint64_t bit = 1ull << cpu;
-        if (sys_set) {
-            sys->samples[cpu]++;
-            if (cache[PROFILE_SCOPE_SYSTEM].entry)
-                count_entry(cache[PROFILE_SCOPE_SYSTEM].entry, ip, bit);
-        }
-        if (own_set) {
-            own->samples[cpu]++;
-            if (cache[PROFILE_SCOPE_PROCESS].entry)
-                count_entry(cache[PROFILE_SCOPE_PROCESS].entry, ip, bit);
-        }
+        sample_slow(source, f, own, cpu); // a tail call: the fast path saves no register
+        return;
+    }
+    uint64_t bit = 1ull << cpu;
+    if (sys_set) {
+        sys->samples[cpu]++;
+        if (cache[PROFILE_SCOPE_SYSTEM].entry)
+            count_entry(cache[PROFILE_SCOPE_SYSTEM].entry, ip, bit);
+    }
+    if (own_set) {
+        own->samples[cpu]++;
+        if (cache[PROFILE_SCOPE_PROCESS].entry)
+            count_entry(cache[PROFILE_SCOPE_PROCESS].entry, ip, bit);
     }
     pmc_sample_hook(source, f); // PMCs and the sample log (profile/pmc_alloc.c)
 }

@@ -1,6 +1,7 @@
-// Per-CPU data, reached through the GS base: this_cpu() is one instruction.
+// Per-CPU data, reached through the GS base: this_cpu() is one instruction,
+// and so is percpu_read(field) (a %gs-relative load, for the hottest paths).
 //
-// The assembly (vectors.asm, trampoline.asm, later the syscall entry) uses the
+// The assembly (vectors.asm, trampoline.asm, syscall_entry.asm) uses the
 // offsets asserted below.
 #pragma once
 #include "lib/abi.h"
@@ -9,6 +10,7 @@
 
 struct thread;
 struct tss;
+struct timer_cpu;
 
 struct cpu {
     struct cpu *self;          // %gs:0 — lets this_cpu() read the pointer in one load
@@ -35,6 +37,7 @@ struct cpu {
     // next one is charged to the thread that ran in between).
     uint64_t sw[PMC_SW_COUNT];
     uint64_t sw_pmis_seen, sw_ticks_seen;
+    struct timer_cpu *timer; // this CPU's periodic timers (timer.c)
 };
 
 #define CPU_SELF_OFFSET       0
@@ -63,5 +66,14 @@ static inline unsigned cpu_id(void)
 {
     return this_cpu()->id;
 }
+
+// A field of this CPU's struct cpu in one load (a GNU statement expression).
+#define percpu_read(field) \
+    ({ \
+        __typeof__(((struct cpu *)0)->field) v_; \
+        _Static_assert(sizeof v_ == 8 || sizeof v_ == 4, "percpu_read: 4- or 8-byte fields"); \
+        __asm__ volatile("mov %%gs:%c1, %0" : "=r"(v_) : "i"(offsetof(struct cpu, field))); \
+        v_; \
+    })
 void percpu_init(struct cpu *c); // point GS at c (boot CPU and each AP)
 #endif

@@ -87,11 +87,7 @@ static inline void expire(struct periodic *p, uint64_t now)
 // they run over a constant number of slots and unroll.
 void timer_interrupt(const struct intr_frame *f)
 {
-    struct timer_cpu *t = &timers[cpu_id()];
-    // Keep t in a register: without this the compiler recomputes the array
-    // address from the CPU number at every use (the idiom of Linux's
-    // OPTIMIZER_HIDE_VAR).
-    __asm__("" : "+r"(t));
+    struct timer_cpu *t = percpu_read(timer);
     uint64_t now = rdtsc(), next = UINT64_MAX;
     unsigned due = 0;
 #pragma GCC unroll 4
@@ -160,6 +156,7 @@ void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, u
 void timer_init_cpu(void)
 {
     struct timer_cpu *t = &timers[cpu_id()];
+    this_cpu()->timer = t;
     for (unsigned i = 0; i < TIMER_SLOTS; i++)
         t->slot[i].deadline = UINT64_MAX;
     if (cpu_id() == 0) {

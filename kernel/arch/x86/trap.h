@@ -22,7 +22,10 @@ extern void (*trap_user_return_hook)(void);
 
 static inline void trap_return_to_user(void)
 {
-    struct cpu *c = this_cpu();
-    if (c->need_resched || *c->kill_pending)
+    bool resched;
+    __asm__ volatile("cmpb $0, %%gs:%c1"
+                     : "=@ccne"(resched)
+                     : "i"(offsetof(struct cpu, need_resched)));
+    if (resched || *percpu_read(kill_pending))
         trap_user_return_hook();
 }
