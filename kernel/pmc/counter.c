@@ -27,7 +27,7 @@ size_t pmc_counters_bytes(void)
     return (size_t)pmc_ncounters * MAX_CPUS * sizeof(struct pmc_counter);
 }
 
-// Sized for MAX_CPUS, not ncpus: seed 000 allows for every possible processor.
+// Sized for MAX_CPUS, not ncpus: the Emon interface allows for every possible processor.
 bool pmc_counters_alloc(void)
 {
     pmc_state = kzalloc(pmc_counters_bytes());

@@ -22,7 +22,8 @@ struct pmc_counter_hw {
     uint64_t max_period;        // largest period a write can load
 };
 
-// One counter on one CPU. Seed 000: 8 bytes per counter per processor.
+// One counter on one CPU: 8 bytes per counter per processor, as in the Windows
+// HAL's Emon interface.
 struct pmc_counter {
     uint64_t period : 48; // events per sample; 0 = counter free
     uint64_t source : 8;  // KPROFILE_SOURCE counted
@@ -30,7 +31,7 @@ struct pmc_counter {
     uint64_t stretch : 6; // log2 of how many periods the last arm covered (pmi.c's throttle)
     uint64_t unused : 1;
 };
-_Static_assert(sizeof(struct pmc_counter) == 8, "seed 000: 8 bytes per counter per processor");
+_Static_assert(sizeof(struct pmc_counter) == 8, "8 bytes per counter per processor");
 
 extern struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
 extern unsigned pmc_ncounters;

@@ -55,5 +55,6 @@ extern struct pmc_caps pmc_caps;
 // Boot CPU: fill caps and choose the interface.
 void pmc_detect(struct pmc_caps *caps);
 
-// Seed 000's gate: the EBX bit is meaningful (below EAX[31:24]) and clear.
+// The Emon gate: the EBX bit is meaningful (below EAX[31:24]) and clear
+// (Intel SDM vol. 2A, CPUID leaf 0AH: a set bit means the event is unavailable).
 bool pmc_ebx_event_available(const struct pmc_caps *caps, int bit);

@@ -34,7 +34,7 @@ static uint64_t width_mask(unsigned width)
     return width >= 64 ? ~0ull : (1ull << width) - 1;
 }
 
-// Why seed 000's rule rejects source, or "" when it is supported.
+// Why the Emon rule (EBX bit meaningful and clear) rejects source, or "" when it is supported.
 static void gate_source(const struct pmc_caps *c, KPROFILE_SOURCE s)
 {
     const struct profile_source_desc *d = &profile_sources[s];
@@ -110,7 +110,7 @@ static void write_global_ctrl(unsigned cpu)
         pmc_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, enabled_mask(cpu));
 }
 
-// Seed 000: every declared event select starts at zero.
+// Every declared event select starts at zero (as the Emon interface does).
 static NTSTATUS emon_initialize(void)
 {
     unsigned cpu = cpu_id();
@@ -132,7 +132,8 @@ static NTSTATUS emon_initialize(void)
 }
 
 // Load counter i with its period and let it count and interrupt. The counter is
-// stopped while it is written (seed 004: clear EN before writing IA32_PMCx).
+// stopped while it is written (Intel SDM vol. 3B, architectural performance monitoring: clear EN
+// before writing IA32_PMCx).
 static void arm_counter(unsigned i, uint64_t value, bool enable)
 {
     const struct pmc_counter_hw *hw = &pmc_hw[i];

@@ -1,9 +1,10 @@
 // The HAL's profile functions: the face the profile-object layer calls.
 //
-// NT names and information classes (seed 001), with two departures: start and
-// stop return an NTSTATUS and a reason instead of VOID, and HalQueryProfileSource
-// answers seed 001's "future work" (names, default/min/max interval, counter kind,
-// why a source is unsupported).
+// NT names and information classes (as Geoff Chappell's studies of the Windows
+// HAL describe them), with two departures: start and stop return an NTSTATUS
+// and a reason instead of VOID, and HalQueryProfileSource answers what users
+// of those functions asked for (names, default/min/max interval, counter
+// kind, why a source is unsupported).
 //
 // Start, stop and HalSetProfileInterval run a function on every CPU through
 // smp_call_all: call them with interrupts enabled and no spinlock held. Calls

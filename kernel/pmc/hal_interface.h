@@ -38,7 +38,7 @@ struct halp_profile_interface {
     // Boot CPU, once, before the others: describe the counters (pmc_counter_add).
     void (*Setup)(const struct pmc_caps *caps);
 
-    // Seed 001's six operations.
+    // The HAL's six private operations (HalpProfileInterface in the Windows HAL).
     NTSTATUS (*InitializeProfiling)(void); // every CPU: registers to a known idle state
     NTSTATUS (*EnableMonitoring)(KPROFILE_SOURCE source);
     void (*DisableMonitoring)(KPROFILE_SOURCE source);

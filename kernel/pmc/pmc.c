@@ -28,7 +28,8 @@ void pmc_init(void)
     const struct halp_profile_interface *pi = pmc_caps.choice;
     pi->Setup(&pmc_caps);
     if (pi != &nopmu_profile_interface && !pmc_counters_alloc()) {
-        // Seed 000: without its memory every PMC source is unsupported.
+        // As in the Windows HAL's Emon interface, without the per-processor counter
+        // memory every PMC source is unsupported.
         size_t bytes = pmc_counters_bytes();
         snprintf(pmc_caps.reason, sizeof(pmc_caps.reason),
                  "%s counter state allocation failed (%zu bytes)", pi->name, bytes);

@@ -1,6 +1,6 @@
 // The KPROFILE_SOURCE table.
 //
-// Intel columns are seed 000's rows exactly (EBX bit and event select). The
+// Intel columns are the Windows HAL's Emon rows exactly (EBX bit and event select). The
 // select values already carry USR|OS (0x00030000); the interfaces add INT|EN to
 // sample. The AMD column names an event kind; pmc_amd_event gives its encoding
 // on the running family. Sources with no row in either column are unsupported
@@ -87,7 +87,7 @@ struct pmc_amd_event pmc_amd_event(enum pmc_amd_kind kind, unsigned family)
 
 const struct profile_source_desc profile_sources[ProfileSourceCount] = {
     // [source] = ROW(description, CPUID.0AH:EBX bit, fixed counter, Intel select, AMD select)
-    // ProfileTime is the LAPIC timer; seed 000 gives it a select that is never used.
+    // ProfileTime is the LAPIC timer; the Emon table gives it a select that is never used.
     [ProfileTime] = ROW("Time", NO_BIT, NO_FIX, 0x0003003C, 0),
     [ProfileAlignmentFixup] = ROW("AlignmentFixup", NO_BIT, NO_FIX, 0, 0),
     [ProfileTotalIssues] = ROW("TotalIssues", 1, 0, 0x000300C0, AMD_INSTRUCTIONS),
@@ -114,7 +114,7 @@ const struct profile_source_desc profile_sources[ProfileSourceCount] = {
     [ProfileMemoryBarrierCycles] = ROW("MemoryBarrierCycles", NO_BIT, NO_FIX, 0, 0),
     [ProfileLoadLinkedIssues] = ROW("LoadLinkedIssues", NO_BIT, NO_FIX, 0, 0),
     [ProfileMaximum] = ROW("Maximum", NO_BIT, NO_FIX, 0, 0),
-    // Emon-specific (seed 000), in the order of their EBX bits.
+    // Emon-specific, in the order of their CPUID.0AH:EBX bits.
     [ProfileUnhaltedCoreCycles] = ROW("UnhaltedCoreCycles", 0, 1, 0x0003003C, AMD_CYCLES),
     [ProfileInstructionRetired] = ROW("InstructionRetired", 1, 0, 0x000300C0, AMD_INSTRUCTIONS),
     [ProfileUnhaltedReferenceCycles] = ROW("UnhaltedReferenceCycles", 2, 2, 0x0003013C, 0),

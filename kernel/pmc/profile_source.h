@@ -16,7 +16,7 @@ enum pmc_counter_kind {
     PMC_COUNTER_GENERAL = COUNTER_GENERAL, // a general-purpose counter (Intel PMCx, AMD PERF_CTRx)
 };
 
-#define PMC_NO_EBX_BIT (-1) // seed 000 gives the source no CPUID.0AH:EBX bit
+#define PMC_NO_EBX_BIT (-1) // the Emon table gives the source no CPUID.0AH:EBX bit
 #define PMC_NO_FIXED   (-1) // no Intel fixed counter counts this source
 
 // What an AMD counter would count for a source; the encoding depends on the
@@ -42,10 +42,10 @@ struct pmc_amd_event {
 struct profile_source_desc {
     const char *name;        // WDM.H name, e.g. "ProfileTime"
     const char *description; // the name without "Profile": the HAL's descriptive string
-    int8_t ebx_bit;          // seed 000: CPUID.0AH:EBX bit that must be meaningful and clear
-    int8_t intel_fixed;      // IA32_FIXED_CTRn able to count it, or PMC_NO_FIXED
-    uint32_t intel_select;   // seed 000's IA32_PERFEVTSELx value (USR|OS|umask|event), 0 = none
-    uint8_t amd_kind;        // enum pmc_amd_kind
+    int8_t ebx_bit;     // CPUID.0AH:EBX bit that must be meaningful and clear (SDM vol. 2A CPUID)
+    int8_t intel_fixed; // IA32_FIXED_CTRn able to count it, or PMC_NO_FIXED
+    uint32_t intel_select; // the Emon table's IA32_PERFEVTSELx value (USR|OS|umask|event), 0 = none
+    uint8_t amd_kind;      // enum pmc_amd_kind
 };
 
 extern const struct profile_source_desc profile_sources[ProfileSourceCount];

@@ -1,5 +1,5 @@
 // The NT profile system calls: validation in NT's order and with its status
-// codes (see nt-profile-api facts in the README), then the Ke layer.
+// codes (in the order ntoskrnl checks them; docs/profile.md has the table), then the Ke layer.
 //
 // Departures from Windows, all stricter: the buffer rule is the corrected one
 // (BufferSize / 4 >= ceil(RangeSize / 2^BucketSize)); any range reaching kernel

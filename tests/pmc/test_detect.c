@@ -152,7 +152,7 @@ static void check_alloc_failure(void)
         HalQueryProfileSource((KPROFILE_SOURCE)s, &d);
         wrong += d.supported || strcmp(d.reason, "counter state allocation failed") != 0;
     }
-    tap_eq(wrong, 0, "allocation failure: every PMC source unsupported (seed 000)");
+    tap_eq(wrong, 0, "allocation failure: every PMC source unsupported (as Emon)");
     tap_ok(supported(ProfileTime), "allocation failure: ProfileTime still supported");
     STATUS_EQ(HalStartProfileInterrupt(ProfileInstructionRetired, NULL), STATUS_NOT_SUPPORTED,
               "allocation failure: start of a PMC source refused");

@@ -3,7 +3,7 @@
 #include <string.h>
 #include "tests.h"
 
-#define SEL_SAMPLE 0x00500000u // PERFEVTSEL INT | EN added to seed 000's selects
+#define SEL_SAMPLE 0x00500000u // PERFEVTSEL INT | EN added to the Emon table's selects
 #define M48        ((1ull << 48) - 1)
 #define M40        ((1ull << 40) - 1)
 

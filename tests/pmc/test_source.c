@@ -1,4 +1,4 @@
-// The KPROFILE_SOURCE table against seed 000 and WDM.H, and seed 000's gating
+// The KPROFILE_SOURCE table against the Emon rows and WDM.H, and the Emon gating
 // rule for every EBX combination and EBX length.
 #include <stdio.h>
 #include <string.h>
@@ -40,7 +40,8 @@ static const char *const wdm_names[] = {
     "ProfileBranchMispredictsRetired",
 };
 
-// Seed 000's table, copied from the seed: value, EBX bit, select.
+// The Emon table (the Windows HAL's profile sources for the architectural
+// events): value, EBX bit, select.
 static const struct {
     unsigned value;
     int bit;
@@ -75,7 +76,7 @@ static void check_table(void)
         if (strcmp(d->name, want) != 0)
             bad_desc++;
     }
-    tap_eq(bad_names, 0, "every source 0x00-0x1F has its WDM.H / seed 000 name");
+    tap_eq(bad_names, 0, "every source 0x00-0x1F has its WDM.H / Emon name");
     tap_eq(bad_desc, 0, "every name is \"Profile\" + its descriptive string");
     tap_streq(profile_source(ProfileTime)->description, "Time",
               "ProfileTime's description is Time");
@@ -85,17 +86,18 @@ static void check_table(void)
     for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++) {
         const struct profile_source_desc *d = profile_source((KPROFILE_SOURCE)seed[i].value);
         tap_ok(d->ebx_bit == seed[i].bit && d->intel_select == seed[i].select,
-               "seed 000 row 0x%02x %s: EBX bit %d select 0x%08X", seed[i].value, d->name,
-               seed[i].bit, seed[i].select);
+               "Emon row 0x%02x %s: EBX bit %d select 0x%08X", seed[i].value, d->name, seed[i].bit,
+               seed[i].select);
     }
-    tap_eq(profile_source(ProfileTime)->intel_select, 0x0003003C, "seed 000's ProfileTime select");
+    tap_eq(profile_source(ProfileTime)->intel_select, 0x0003003C,
+           "the Emon table's ProfileTime select");
     unsigned extra = 0;
     for (unsigned s = 0; s < ProfileSourceCount; s++) {
         const struct profile_source_desc *d = profile_source((KPROFILE_SOURCE)s);
         if (seed_bit(s) < 0 && (d->ebx_bit != PMC_NO_EBX_BIT || (s && d->intel_select)))
             extra++;
     }
-    tap_eq(extra, 0, "no Intel event for sources outside seed 000's table");
+    tap_eq(extra, 0, "no Intel event for sources outside the Emon table");
 
     static const struct {
         unsigned s;
@@ -146,10 +148,10 @@ static void check_table(void)
     tap_streq(pmc_counter_kind_name(PMC_COUNTER_FIXED), "fixed", "counter kind names");
 }
 
-// Seed 000: a PMC source is supported iff its EBX bit is < EAX[31:24] and clear.
+// Emon: a PMC source is supported iff its EBX bit is < EAX[31:24] and clear.
 static void check_gating(void)
 {
-    tap_section("seed 000 gating: every EBX combination x EBX length 0..8");
+    tap_section("Emon gating: every EBX combination x EBX length 0..8");
     struct model_config m = MODEL_INTEL_KVM_V2;
     m.name = "gating";
     m.ncpus = 1;
