@@ -242,19 +242,6 @@ void thread_free(struct thread *t)
     kfree(t);
 }
 
-// A never-run thread (process creation failed half-way).
-void thread_discard(struct thread *t)
-{
-    uint64_t f = spin_lock_irqsave(&rq_lock);
-    for (struct thread **pp = &all_threads; *pp; pp = &(*pp)->all_next)
-        if (*pp == t) {
-            *pp = t->all_next;
-            break;
-        }
-    spin_unlock_irqrestore(&rq_lock, f);
-    thread_free(t);
-}
-
 void thread_exit(void)
 {
     cli();

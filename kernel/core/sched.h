@@ -41,8 +41,7 @@ void NORETURN sched_idle(void); // the idle loop
 // its kernel stack). NULL when out of memory. Not runnable until sched_wake_new.
 struct thread *thread_create_user(struct process *p, const struct trapframe *tf);
 void sched_make_runnable(struct thread *t);
-void thread_free(struct thread *t);    // a T_DEAD thread's memory
-void thread_discard(struct thread *t); // a thread that never ran
+void thread_free(struct thread *t); // a T_DEAD thread's memory
 
 void schedule(void);             // give up the CPU; interrupts must be off
 void NORETURN thread_exit(void); // the current thread ends; its stack is freed later

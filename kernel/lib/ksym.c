@@ -30,11 +30,6 @@ void ksym_init(uint32_t num, uint32_t entsize, uint32_t shndx, const void *secti
     }
 }
 
-bool ksym_available(void)
-{
-    return symtab != NULL;
-}
-
 const char *ksym_lookup(uint64_t addr, uint64_t *offset)
 {
     const Elf64_Sym *best = NULL;
@@ -50,12 +45,4 @@ const char *ksym_lookup(uint64_t addr, uint64_t *offset)
         return NULL;
     *offset = addr - best->st_value;
     return strtab + best->st_name;
-}
-
-uint64_t ksym_address(const char *name)
-{
-    for (size_t i = 0; i < nsyms; i++)
-        if (symtab[i].st_name && strcmp(strtab + symtab[i].st_name, name) == 0)
-            return symtab[i].st_value;
-    return 0;
 }

@@ -8,6 +8,3 @@ void ksym_init(uint32_t num, uint32_t entsize, uint32_t shndx, const void *secti
 
 // The function containing addr and addr's offset in it; NULL when unknown.
 const char *ksym_lookup(uint64_t addr, uint64_t *offset);
-bool ksym_available(void);
-// Address of a function by name (0 when unknown): for tests of documentation.
-uint64_t ksym_address(const char *name);

@@ -258,7 +258,6 @@ NTSTATUS KeInitializeProfile(struct kprofile **out, struct process *process, uin
     p->bucket_shift = bucket_shift;
     p->buffer = buffer;
     p->buffer_size = buffer_size;
-    p->nbuckets = (range_size >> bucket_shift) + ((range_size & ((1ull << bucket_shift) - 1)) != 0);
     p->source = source;
     p->affinity = affinity;
     *out = p;
@@ -401,11 +400,6 @@ bool ke_profile_scope_started(struct process *pr, KPROFILE_SOURCE source)
         return false;
     struct profile_slot *slot = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
     return READ_ONCE(system_slots[source].set) || (slot && READ_ONCE(slot->set));
-}
-
-uint64_t ke_profiles_started(void)
-{
-    return READ_ONCE(started_count);
 }
 
 void ke_profile_init(void)

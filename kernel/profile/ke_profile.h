@@ -33,7 +33,6 @@ struct kprofile {
     uint32_t bucket_shift;           // log2 of the bucket size in bytes (2..31)
     uint64_t buffer;                 // user address, 4-byte aligned
     uint32_t buffer_size;            // bytes
-    uint64_t nbuckets;               // ceil(range_size / 2^bucket_shift)
     KPROFILE_SOURCE source;
     uint64_t affinity; // CPUs whose samples count
     uint64_t active;   // CPUs counting now: set and cleared by each CPU itself
@@ -68,7 +67,11 @@ void ke_profile_init(void); // register the HAL sample handler
 // started profile, system-wide or of pr: `pmc trace` tells "out of range"
 // from "not profiled" with it.
 bool ke_profile_scope_started(struct process *pr, KPROFILE_SOURCE source);
-uint64_t ke_profiles_started(void);
+// Buckets a range of size bytes needs at 2^shift bytes each: ceil(size / 2^shift).
+static inline uint64_t profile_buckets(uint64_t size, uint32_t shift)
+{
+    return (size >> shift) + ((size & ((1ull << shift) - 1)) != 0);
+}
 // Start the HAL source on its first user, stop it with the last (PMC objects).
 NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source);
 void KeDereferenceProfileSource(KPROFILE_SOURCE source);

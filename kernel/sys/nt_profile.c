@@ -17,7 +17,6 @@
 #include "sys/syscall.h"
 #include "core/uaccess.h"
 
-#define STATUS(s)       ((uint64_t)(uint32_t)(s))
 #define SEGMENTED_LIMIT 0x10000 // BucketSize 0 below this meant a segmented profile (x86)
 
 struct group_affinity { // GROUP_AFFINITY
@@ -36,6 +35,25 @@ static uint64_t active_cpus(void)
     return m;
 }
 
+// NtCreateProfile's first eight arguments, named (NtCreateProfileEx has the
+// same eight, then GroupCount and GroupAffinity).
+struct create_args {
+    uint64_t profile_handle; // PHANDLE ProfileHandle
+    HANDLE process;          // optional: NULL for system scope
+    uint64_t range_base, range_size;
+    uint32_t bucket_size; // log2 of the bucket's bytes
+    uint64_t buffer;
+    uint32_t buffer_size;
+    KPROFILE_SOURCE source;
+};
+
+static struct create_args create_args(const uint64_t *a)
+{
+    return (struct create_args){
+        a[0],           (HANDLE)a[1], a[2],           a[3],
+        (uint32_t)a[4], a[5],         (uint32_t)a[6], (KPROFILE_SOURCE)(uint32_t)a[7]};
+}
+
 static bool may_profile(struct process *me, struct process *target)
 {
     return me->privileged || target == me || target->parent == me->pid;
@@ -43,11 +61,10 @@ static bool may_profile(struct process *me, struct process *target)
 
 // Steps 1-9 of the validation, shared by NtCreateProfile and NtCreateProfileEx.
 // On success *target holds a process reference (or NULL for system scope).
-static NTSTATUS validate(const uint64_t *a, struct process **target)
+static NTSTATUS validate(const struct create_args *c, struct process **target)
 {
-    uint64_t handle_ptr = a[0], base = a[2], size = a[3], buffer = a[5];
-    uint32_t bucket = (uint32_t)a[4], buffer_size = (uint32_t)a[6];
-    KPROFILE_SOURCE source = (KPROFILE_SOURCE)(uint32_t)a[7];
+    uint64_t base = c->range_base, size = c->range_size, buffer = c->buffer;
+    uint32_t bucket = c->bucket_size, buffer_size = c->buffer_size;
     struct process *me = process_current();
     *target = NULL;
 
@@ -57,22 +74,21 @@ static NTSTATUS validate(const uint64_t *a, struct process **target)
         return STATUS_INVALID_PARAMETER; // a segmented profile: 32-bit x86 only
     if (bucket < 2 || bucket > 31)
         return STATUS_INVALID_PARAMETER;
-    uint64_t buckets = (size >> bucket) + ((size & ((1ull << bucket) - 1)) != 0);
-    if (buffer_size / 4 < buckets)
+    if (buffer_size / 4 < profile_buckets(size, bucket))
         return STATUS_BUFFER_TOO_SMALL;
     if (base + size < base || (size && base + size == 0))
         return STATUS_BUFFER_OVERFLOW;
     HANDLE none = 0;
-    NTSTATUS s = copy_to_user(handle_ptr, &none, sizeof none);
+    NTSTATUS s = copy_to_user(c->profile_handle, &none, sizeof none);
     if (!NT_SUCCESS(s))
         return s;
     if (buffer & 3)
         return STATUS_DATATYPE_MISALIGNMENT;
     if (!as_range_writable(&me->as, buffer, buffer_size))
         return STATUS_ACCESS_VIOLATION;
-    if (a[1]) {
+    if (c->process) {
         struct object *o;
-        s = handle_lookup(&me->handles, (HANDLE)a[1], OBJ_PROCESS, &o);
+        s = handle_lookup(&me->handles, c->process, OBJ_PROCESS, &o);
         if (!NT_SUCCESS(s))
             return s;
         *target = (struct process *)o;
@@ -86,7 +102,7 @@ static NTSTATUS validate(const uint64_t *a, struct process **target)
         goto fail;
     }
     struct hal_profile_source_details d;
-    if (!NT_SUCCESS(HalQueryProfileSource(source, &d)) || !d.supported) {
+    if (!NT_SUCCESS(HalQueryProfileSource(c->source, &d)) || !d.supported) {
         s = STATUS_NOT_SUPPORTED;
         goto fail;
     }
@@ -99,12 +115,12 @@ fail:
 }
 
 // Create the object and hand out its handle. Consumes the target reference.
-static NTSTATUS create(const uint64_t *a, struct process *target, uint64_t affinity)
+static NTSTATUS create(const struct create_args *c, struct process *target, uint64_t affinity)
 {
     struct process *me = process_current();
     struct kprofile *p;
-    NTSTATUS s = KeInitializeProfile(&p, target, a[2], a[3], (uint32_t)a[4], a[5], (uint32_t)a[6],
-                                     (KPROFILE_SOURCE)(uint32_t)a[7], affinity);
+    NTSTATUS s = KeInitializeProfile(&p, target, c->range_base, c->range_size, c->bucket_size,
+                                     c->buffer, c->buffer_size, c->source, affinity);
     if (target)
         object_unref(&target->obj); // the profile holds its own reference
     if (!NT_SUCCESS(s))
@@ -115,7 +131,7 @@ static NTSTATUS create(const uint64_t *a, struct process *target, uint64_t affin
         object_unref(&p->obj);
         return s;
     }
-    s = copy_to_user(a[0], &h, sizeof h);
+    s = copy_to_user(c->profile_handle, &h, sizeof h);
     if (!NT_SUCCESS(s))
         handle_close(&me->handles, h);
     return s;
@@ -124,17 +140,19 @@ static NTSTATUS create(const uint64_t *a, struct process *target, uint64_t affin
 uint64_t do_NtCreateProfileEx(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
+    struct create_args c = create_args(a);
+    uint16_t group_count = (uint16_t)a[8];
+    uint64_t group_affinity = a[9];
     struct process *target;
-    NTSTATUS s = validate(a, &target);
+    NTSTATUS s = validate(&c, &target);
     if (!NT_SUCCESS(s))
         return STATUS(s);
-    uint16_t count = (uint16_t)a[8];
     uint64_t affinity = active_cpus();
-    if (count > 1) { // one processor group here
+    if (group_count > 1) { // one processor group here
         s = STATUS_INVALID_PARAMETER;
-    } else if (count == 1) {
+    } else if (group_count == 1) {
         struct group_affinity g;
-        s = copy_from_user(&g, a[9], sizeof g);
+        s = copy_from_user(&g, group_affinity, sizeof g);
         if (NT_SUCCESS(s) && (g.group != 0 || g.mask == 0 || (g.mask & ~affinity) ||
                               g.reserved[0] || g.reserved[1] || g.reserved[2]))
             s = STATUS_INVALID_PARAMETER;
@@ -145,17 +163,18 @@ uint64_t do_NtCreateProfileEx(const uint64_t *a, struct trapframe *tf)
             object_unref(&target->obj);
         return STATUS(s);
     }
-    return STATUS(create(a, target, affinity));
+    return STATUS(create(&c, target, affinity));
 }
 
 uint64_t do_NtCreateProfile(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
+    struct create_args c = create_args(a);
+    uint64_t affinity = a[8], active = active_cpus(); // KAFFINITY Affinity
     struct process *target;
-    NTSTATUS s = validate(a, &target);
+    NTSTATUS s = validate(&c, &target);
     if (!NT_SUCCESS(s))
         return STATUS(s);
-    uint64_t affinity = a[8], active = active_cpus();
     if (affinity == ~0ull)
         affinity = active; // KAFFINITY -1: every active processor
     if (affinity == 0 || (affinity & ~active)) {
@@ -163,7 +182,7 @@ uint64_t do_NtCreateProfile(const uint64_t *a, struct trapframe *tf)
             object_unref(&target->obj);
         return STATUS(STATUS_INVALID_PARAMETER);
     }
-    return STATUS(create(a, target, affinity));
+    return STATUS(create(&c, target, affinity));
 }
 
 static NTSTATUS lookup(uint64_t h, struct kprofile **out)

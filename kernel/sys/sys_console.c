@@ -5,8 +5,7 @@
 #include "sys/syscall.h"
 #include "core/uaccess.h"
 
-#define STATUS(s) ((uint64_t)(uint32_t)(s))
-#define CHUNK     256
+#define CHUNK 256
 
 uint64_t do_SysWrite(const uint64_t *a, struct trapframe *tf)
 {

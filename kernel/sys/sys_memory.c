@@ -3,8 +3,7 @@
 #include "sys/syscall.h"
 #include "core/uaccess.h"
 
-#define STATUS(s) ((uint64_t)(uint32_t)(s))
-#define MAX_MAP   (1ull << 32) // one mapping at most 4 GiB
+#define MAX_MAP (1ull << 32) // one mapping at most 4 GiB
 
 uint64_t do_SysMap(const uint64_t *a, struct trapframe *tf)
 {

@@ -15,8 +15,6 @@
 #include "sys/syscall.h"
 #include "core/uaccess.h"
 
-#define STATUS(s) ((uint64_t)(uint32_t)(s))
-
 static void copy_text(char *dst, size_t cap, const char *src)
 {
     size_t n = src ? MIN(strlen(src), cap - 1) : 0;

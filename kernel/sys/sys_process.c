@@ -7,8 +7,6 @@
 #include "sys/syscall.h"
 #include "core/uaccess.h"
 
-#define STATUS(s) ((uint64_t)(uint32_t)(s))
-
 static struct process *me(void)
 {
     return process_current();

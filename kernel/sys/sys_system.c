@@ -16,8 +16,6 @@
 #include "arch/x86/timer.h"
 #include "core/uaccess.h"
 
-#define STATUS(s) ((uint64_t)(uint32_t)(s))
-
 uint64_t do_SysClock(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);

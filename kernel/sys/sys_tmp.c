@@ -10,8 +10,7 @@
 #include "sys/syscall.h"
 #include "core/uaccess.h"
 
-#define STATUS(s) ((uint64_t)(uint32_t)(s))
-#define PREFIX    "/tmp/"
+#define PREFIX "/tmp/"
 
 struct tmpfile {
     char name[TMP_NAME_MAX];

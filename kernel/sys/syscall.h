@@ -7,6 +7,9 @@
 
 typedef uint64_t (*syscall_fn)(const uint64_t *a, struct trapframe *tf);
 
+// A system call's NTSTATUS as its result in rax: the 32-bit code, zero-extended.
+#define STATUS(s) ((uint64_t)(uint32_t)(s))
+
 #define SYSCALL_DECLARE(num, name, nargs) \
     uint64_t do_##name(const uint64_t *a, struct trapframe *tf);
 SYSCALL_LIST(SYSCALL_DECLARE)

@@ -19,7 +19,6 @@ struct cpu {
     struct thread *current;    // %gs:24 — the running thread
     uint32_t id;               // dense index 0..ncpus-1, boot CPU is 0
     uint32_t apic_id;
-    uint32_t irq_nesting; // > 0 while handling an interrupt
     volatile bool online;
     uint64_t ticks;     // scheduler-tick count (every CPU's timer must tick)
     uint64_t pmi_count; // performance-monitoring interrupts taken here

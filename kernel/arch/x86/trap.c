@@ -66,8 +66,6 @@ void trap(struct trapframe *tf)
             return;
         panic_trap(tf, exception_name((unsigned)tf->vector));
     }
-    struct cpu *c = this_cpu();
-    c->irq_nesting++;
     if (tf->vector == VEC_SPURIOUS) {
         irq_spurious_count++; // no EOI for a spurious interrupt
     } else {
@@ -78,7 +76,6 @@ void trap(struct trapframe *tf)
             irq_unhandled_count++;
         lapic_eoi();
     }
-    c->irq_nesting--;
     if (tf_from_user(tf))
         trap_return_to_user();
 }
