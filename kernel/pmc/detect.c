@@ -5,6 +5,7 @@
 #include "lib/kprintf.h"
 #include "lib/string.h"
 #include "pmc/hal_interface.h"
+#include "pmc/nopmu.h"
 #include "pmc/trace.h"
 
 struct pmc_caps pmc_caps;

@@ -8,6 +8,7 @@
 // Every op except Setup runs on the current CPU with interrupts off: the HAL
 // calls them through smp_call_all, the PMI from its handler.
 #pragma once
+#include "pmc/trace.h"
 #include "lib/abi.h"
 #include "pmc/counter.h"
 #include "pmc/hal.h"
@@ -68,15 +69,22 @@ extern const struct halp_profile_interface *halp_profile_interface;
 // The callback registered with HalProfileSourceInterruptHandler (NULL: none).
 extern HAL_PROFILE_INTERRUPT_HANDLER halp_profile_handler;
 
-// Why the no-PMU interface was chosen, without the hypervisor suffix; every PMC
-// source reports "no PMU: <this>".
-extern char nopmu_reason[176];
+void halp_deliver_traced(KPROFILE_SOURCE source, const struct intr_frame *f); // hal_profile.c
+
+// Hand one sample to the registered handler: the one way samples leave the
+// HAL, from the ProfileTime tick (profile_time.c) and the PMI (pmi.c). With
+// `pmc trace` on it is recorded first, out of line, so that the common path
+// is a load and a tail call.
+static inline void halp_deliver_sample(KPROFILE_SOURCE source, const struct intr_frame *f)
+{
+    if (__builtin_expect(pmc_trace_on, 0)) {
+        halp_deliver_traced(source, f);
+        return;
+    }
+    HAL_PROFILE_INTERRUPT_HANDLER handler = READ_ONCE(halp_profile_handler);
+    if (handler)
+        handler(source, f);
+}
 
 // hal_profile.c: forget started sources and the callback (pmc_init, pmc_shutdown).
 void hal_profile_reset(void);
-
-// ProfileTime on the LAPIC timer (profile_time.c).
-extern uint64_t profile_time_interval; // 100 ns units
-uint64_t profile_time_clamp(uint64_t interval);
-void profile_time_start(void); // every CPU, via smp_call_all
-void profile_time_stop(void);

@@ -6,12 +6,22 @@
 #include "arch/x86/percpu.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"
+#include "pmc/profile_time.h"
 #include "pmc/pmi.h"
 #include "pmc/trace.h"
 #include "core/smp.h"
 
 const struct halp_profile_interface *halp_profile_interface = &nopmu_profile_interface;
 HAL_PROFILE_INTERRUPT_HANDLER halp_profile_handler;
+
+// halp_deliver_sample's path while `pmc trace` is on.
+void halp_deliver_traced(KPROFILE_SOURCE source, const struct intr_frame *f)
+{
+    PMC_TRACE_STEP(PMC_STEP_SAMPLE, source, f->rip);
+    HAL_PROFILE_INTERRUPT_HANDLER handler = READ_ONCE(halp_profile_handler);
+    if (handler)
+        handler(source, f);
+}
 
 static uint32_t started; // bit per source running on every CPU
 static int busy;         // a start/stop is between its smp_call_all rounds

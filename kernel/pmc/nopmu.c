@@ -3,6 +3,7 @@
 // ProfileTime, which the HAL runs on the LAPIC timer, is supported; every PMC
 // source is refused with the reason detection gave.
 #include "pmc/hal_interface.h"
+#include "pmc/nopmu.h"
 
 char nopmu_reason[176] = "no PMU: not initialized";
 

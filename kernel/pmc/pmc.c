@@ -7,6 +7,8 @@
 #include "pmc/detect.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"
+#include "pmc/profile_time.h"
+#include "pmc/nopmu.h"
 #include "pmc/pmi.h"
 #include "pmc/trace.h"
 #include "core/smp.h"

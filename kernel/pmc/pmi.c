@@ -123,15 +123,11 @@ static unsigned stretch_for(struct pmi_cpu *pc, const struct pmc_counter *c, uin
 static void sample(const struct halp_profile_interface *pi, struct pmi_cpu *pc, unsigned cpu,
                    unsigned i, KPROFILE_SOURCE source, const struct trapframe *tf)
 {
-    HAL_PROFILE_INTERRUPT_HANDLER handler = READ_ONCE(halp_profile_handler);
     struct pmc_counter *c = pmc_counter(cpu, i);
+    struct intr_frame f = tf_intr_frame(tf);
     pc->stats.samples++;
     pc->window_samples++;
-    PMC_TRACE_STEP(PMC_STEP_SAMPLE, source, tf->rip);
-    if (handler) {
-        struct intr_frame f = tf_intr_frame(tf);
-        handler(source, &f);
-    }
+    halp_deliver_sample(source, &f);
     uint64_t skipped = (1ull << c->stretch) - 1; // the arm covered 2^stretch periods
     if (skipped) {
         pc->stats.throttled += skipped;

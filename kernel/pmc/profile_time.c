@@ -3,7 +3,7 @@
 // interrupted instruction pointer.
 #include "arch/x86/percpu.h"
 #include "pmc/hal_interface.h"
-#include "pmc/trace.h"
+#include "pmc/profile_time.h"
 #include "core/smp.h"
 #include "arch/x86/timer.h"
 
@@ -16,26 +16,10 @@ uint64_t profile_time_clamp(uint64_t interval)
     return interval > PROFILE_TIME_MAX ? PROFILE_TIME_MAX : interval;
 }
 
-// With `pmc trace` on, the sample is recorded first (kept out of the common
-// path, which is then only a load and a tail call).
-static __attribute__((noinline, cold)) void traced_tick(const struct intr_frame *f)
-{
-    PMC_TRACE_STEP(PMC_STEP_SAMPLE, ProfileTime, f->rip);
-    HAL_PROFILE_INTERRUPT_HANDLER handler = READ_ONCE(halp_profile_handler);
-    if (handler)
-        handler(ProfileTime, f);
-}
-
 static void profile_time_tick(const struct intr_frame *f, void *arg)
 {
     UNUSED(arg);
-    if (__builtin_expect(pmc_trace_on, 0)) {
-        traced_tick(f);
-        return;
-    }
-    HAL_PROFILE_INTERRUPT_HANDLER handler = READ_ONCE(halp_profile_handler);
-    if (handler)
-        handler(ProfileTime, f);
+    halp_deliver_sample(ProfileTime, f);
 }
 
 static void start_on_cpu(void *arg)
