@@ -9,6 +9,7 @@
 // over the kernel's), starts them, resumes PROG, waits for it, stops them and
 // prints one report per source (lib/profreport.c). With -g each program
 // histogram also leaves the machine as a gmon.out (lib/gmon.c).
+#include <profcli.h>
 #include <profstat.h>
 #include <clock.h>
 #include <ctype.h>
@@ -85,69 +86,6 @@ static const char *kind_name(uint32_t kind)
     return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
-static int load_sources(void)
-{
-    NTSTATUS s = SysProfileSources(sources, ProfileSourceCount, &nsources);
-    if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: cannot list the profile sources: %s\n", nt_status_name(s));
-        return -1;
-    }
-    if (nsources > ProfileSourceCount)
-        nsources = ProfileSourceCount;
-    return 0;
-}
-
-// Case-insensitive equality of a and b after dropping a "Profile" prefix from each.
-static int same_source_name(const char *a, const char *b)
-{
-    static const char prefix[] = "profile";
-    const char *both[2] = {a, b};
-    for (int k = 0; k < 2; k++) {
-        size_t i = 0;
-        while (prefix[i] && tolower((unsigned char)both[k][i]) == prefix[i])
-            i++;
-        if (!prefix[i] && both[k][i])
-            both[k] += i;
-    }
-    for (a = both[0], b = both[1]; *a && *b; a++, b++)
-        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
-            return 0;
-    return *a == *b;
-}
-
-// A source by name ("Time", "profiletime") or number ("0", "0x13").
-static const struct sys_profile_source *find_source(const char *text)
-{
-    char *end;
-    unsigned long n = strtoul(text, &end, 0);
-    int numeric = end != text && *end == '\0';
-    for (uint32_t i = 0; i < nsources; i++)
-        if (numeric ? sources[i].source == n : same_source_name(text, sources[i].name))
-            return &sources[i];
-    return NULL;
-}
-
-static int parse_number(const char *text, uint64_t *out)
-{
-    char *end;
-    if (!text || !isdigit((unsigned char)text[0]))
-        return -1;
-    *out = strtoul(text, &end, 0);
-    return *end == '\0' ? 0 : -1;
-}
-
-static int holds_privilege(void)
-{
-    static struct sys_process_info list[256];
-    uint32_t count = 0, me = SysGetPid();
-    if (!NT_SUCCESS(SysProcessList(list, 256, &count)))
-        return 0;
-    for (uint32_t i = 0; i < count && i < 256; i++)
-        if (list[i].pid == me)
-            return list[i].privileged != 0;
-    return 0;
-}
-
 // -s SOURCE[:INTERVAL]: checks the source exists, is supported, is not repeated.
 static int add_source(struct options *o, const char *arg, const char *usage)
 {
@@ -157,10 +95,10 @@ static int add_source(struct options *o, const char *arg, const char *usage)
     uint64_t interval = 0;
     if (colon) {
         *colon = '\0';
-        if (parse_number(colon + 1, &interval) < 0 || interval == 0)
+        if (prof_parse_number(colon + 1, &interval) < 0 || interval == 0)
             return usage_error(usage, "bad interval in -s %s", arg);
     }
-    const struct sys_profile_source *src = find_source(name);
+    const struct sys_profile_source *src = prof_find_source(sources, nsources, name);
     if (!src)
         return usage_error(usage, "unknown source '%s' (the list: profile sources)", name);
     if (!src->supported) {
@@ -203,17 +141,17 @@ static int parse_options(int argc, char **argv, int first, const char *usage, co
         switch (flag[1]) {
         case 's': st = add_source(o, value, usage); break;
         case 'i':
-            if (parse_number(value, &n) < 0 || n == 0)
+            if (prof_parse_number(value, &n) < 0 || n == 0)
                 return usage_error(usage, "bad interval '%s'", value);
             o->interval = n;
             break;
         case 'b':
-            if (parse_number(value, &n) < 0 || n < 2 || n > 31)
+            if (prof_parse_number(value, &n) < 0 || n < 2 || n > 31)
                 return usage_error(usage, "bucket shift '%s' is not 2..31", value);
             o->shift = (uint32_t)n;
             break;
         case 'n':
-            if (parse_number(value, &n) < 0 || n == 0 || n > 100000)
+            if (prof_parse_number(value, &n) < 0 || n == 0 || n > 100000)
                 return usage_error(usage, "bad count of functions '%s'", value);
             o->top = (unsigned)n;
             break;
@@ -230,7 +168,8 @@ static int parse_options(int argc, char **argv, int first, const char *usage, co
         i += takes_value;
     }
     if (o->nwant == 0)
-        o->want[o->nwant++] = (struct wanted){.src = find_source("0")}; // ProfileTime
+        o->want[o->nwant++] =
+            (struct wanted){.src = prof_find_source(sources, nsources, "0")}; // ProfileTime
     o->first_arg = i;
     return 0;
 }
@@ -469,7 +408,7 @@ static int cmd_run(int argc, char **argv)
     const char *prog = argv[o.first_arg];
     if (!program_exists(prog))
         return usage_error(usage_run, "no program '%s' in the ramdisk", prog);
-    int privileged = holds_privilege();
+    int privileged = prof_holds_privilege();
     if (o.kernel && !privileged) {
         fprintf(stderr, "profile: -k (the kernel, system scope) needs the system-profile "
                         "privilege: run 'sudo profile run -k ...'\n");
@@ -559,10 +498,10 @@ static int cmd_kernel(int argc, char **argv)
         return usage_error(usage_kernel, "%s", "how many SECONDS?");
     if (o.first_arg + 1 < argc)
         return usage_error(usage_kernel, "unexpected word '%s'", argv[o.first_arg + 1]);
-    if (parse_number(argv[o.first_arg], &seconds) < 0 || seconds == 0 || seconds > 3600)
+    if (prof_parse_number(argv[o.first_arg], &seconds) < 0 || seconds == 0 || seconds > 3600)
         return usage_error(usage_kernel, "'%s' is not a number of seconds (1..3600)",
                            argv[o.first_arg]);
-    if (!holds_privilege()) {
+    if (!prof_holds_privilege()) {
         fprintf(stderr, "profile: a kernel profile needs the system-profile privilege: "
                         "run 'sudo profile kernel ...'\n");
         return EXIT_FAIL;
@@ -660,7 +599,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "profile: which command?\n%s\n", usage_all);
         return EXIT_USAGE;
     }
-    if (load_sources() < 0)
+    if (prof_load_sources(sources, &nsources) < 0)
         return EXIT_FAIL;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(commands[i].name, argv[1]) == 0)

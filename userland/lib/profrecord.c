@@ -11,6 +11,7 @@
 #include <clock.h>
 #include <ctype.h>
 #include <profrecord.h>
+#include <profcli.h>
 #include <profstat.h>
 #include <samplelog.h>
 #include <stdio.h>
@@ -40,58 +41,17 @@ PRINTF_LIKE(2, 3) static int usage(const char *u, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-static int number(const char *text, uint64_t *out)
-{
-    char *end;
-    if (!text || !isdigit((unsigned char)text[0]))
-        return -1;
-    *out = strtoul(text, &end, 0);
-    return *end == '\0' ? 0 : -1;
-}
-
-static int same_name(const char *a, const char *b) // case-insensitive, "Profile" optional
-{
-    if (strncmp(b, "Profile", 7) == 0)
-        b += 7;
-    if (tolower((unsigned char)a[0]) == 'p' && strlen(a) > 7) {
-        char head[8];
-        for (int i = 0; i < 7; i++)
-            head[i] = (char)tolower((unsigned char)a[i]);
-        head[7] = '\0';
-        if (strcmp(head, "profile") == 0)
-            a += 7;
-    }
-    for (; *a && *b; a++, b++)
-        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
-            return 0;
-    return *a == *b;
-}
-
+// A source by name or number, copied into *out: 0, or -1 when there is none.
 static int find_source(const char *text, struct sys_profile_source *out)
 {
     static struct sys_profile_source rows[ProfileSourceCount];
     uint32_t n = 0;
-    uint64_t num;
-    if (!NT_SUCCESS(SysProfileSources(rows, ProfileSourceCount, &n)))
+    if (prof_load_sources(rows, &n) < 0)
         return -1;
-    int by_number = number(text, &num) == 0;
-    for (uint32_t i = 0; i < n; i++)
-        if ((by_number && rows[i].source == num) || (!by_number && same_name(text, rows[i].name))) {
-            *out = rows[i];
-            return 0;
-        }
-    return -1;
-}
-
-static int holds_privilege(void)
-{
-    static struct sys_process_info list[256];
-    uint32_t count = 0, me = SysGetPid();
-    if (!NT_SUCCESS(SysProcessList(list, 256, &count)))
-        return 0;
-    for (uint32_t i = 0; i < count && i < 256; i++)
-        if (list[i].pid == me)
-            return list[i].privileged != 0;
+    const struct sys_profile_source *s = prof_find_source(rows, n, text);
+    if (!s)
+        return -1;
+    *out = *s;
     return 0;
 }
 
@@ -142,7 +102,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
                     return usage(usage_record, "unknown source '%s'", arg);
             } else if (a[1] == 'o') {
                 o->file = arg;
-            } else if (number(arg, &v)) {
+            } else if (prof_parse_number(arg, &v)) {
                 return usage(usage_record, "%s wants a number, not '%s'", a, arg);
             } else if (a[1] == 'i') {
                 o->interval = v;
@@ -190,8 +150,8 @@ int profile_record_main(int argc, char **argv)
         return EXIT_FAIL;
     }
     uint64_t seconds = 0;
-    int timed = o.system && number(argv[o.first], &seconds) == 0;
-    int privileged = holds_privilege();
+    int timed = o.system && prof_parse_number(argv[o.first], &seconds) == 0;
+    int privileged = prof_holds_privilege();
     if ((o.system || o.kernel) && !privileged) {
         fprintf(stderr, "profile: %s needs the system-profile privilege (run under sudo)\n",
                 o.system ? "-a" : "-k");
@@ -334,7 +294,7 @@ int profile_report_main(int argc, char **argv)
                 return usage(usage_report, "%s needs an argument", a);
             const char *arg = argv[++i];
             if (a[1] == 'n') {
-                if (number(arg, &top) || !top)
+                if (prof_parse_number(arg, &top) || !top)
                     return usage(usage_report, "-n wants a positive number, not '%s'", arg);
                 continue;
             }

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <nt.h>
 #include <process.h>
+#include <profcli.h>
 #include <profstat.h>
 #include <statfmt.h>
 #include <stdio.h>
@@ -67,7 +68,7 @@ static int parse_event(const char *name, uint32_t *event)
         }
     for (uint32_t i = 0; i < nsources; i++) {
         const char *n = sources[i].name;
-        if (same_name(name, n) || (strncmp(n, "Profile", 7) == 0 && same_name(name, n + 7))) {
+        if (prof_same_source_name(name, n)) {
             *event = sources[i].source;
             return 0;
         }
@@ -89,18 +90,6 @@ static const char *event_name(uint32_t ev)
         if (aliases[i].source == ev)
             return aliases[i].name;
     return ev < nsources ? sources[ev].name : "?";
-}
-
-static int load_sources(void)
-{
-    NTSTATUS s = SysProfileSources(sources, ProfileSourceCount, &nsources);
-    if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: cannot list the profile sources: %s\n", nt_status_name(s));
-        return -1;
-    }
-    if (nsources > ProfileSourceCount)
-        nsources = ProfileSourceCount;
-    return 0;
 }
 
 static int parse_event_list(char *list, uint32_t *events, unsigned *n, unsigned max,
@@ -324,7 +313,7 @@ static void print_row(const struct row *rows, unsigned n, unsigned i, unsigned r
 
 int profile_stat_main(int argc, char **argv)
 {
-    if (load_sources() < 0)
+    if (prof_load_sources(sources, &nsources) < 0)
         return EXIT_FAIL;
     struct stat_opts o = {.runs = 1};
     int i = 2;
@@ -470,7 +459,7 @@ static int cswitch_read(uint8_t **out, size_t *len)
 
 int profile_cswitch_record_main(int argc, char **argv)
 {
-    if (load_sources() < 0)
+    if (prof_load_sources(sources, &nsources) < 0)
         return EXIT_FAIL;
     uint32_t ev[PMC_CSWITCH_MAX_EVENTS];
     unsigned n = 0;
@@ -538,7 +527,7 @@ struct thread_total {
 
 int profile_cswitch_report_main(int argc, char **argv)
 {
-    if (load_sources() < 0)
+    if (prof_load_sources(sources, &nsources) < 0)
         return EXIT_FAIL;
     int cswitch = 0, json = 0;
     unsigned long lines = 40;
