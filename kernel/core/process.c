@@ -252,7 +252,6 @@ void process_fault(struct trapframe *tf)
     else
         kprintf("[pid %u %s] killed: %s ip %#lx\n", p->pid, p->name,
                 exception_name((unsigned)tf->vector), tf->rip);
-    p->killed = true;
     process_exit_current(PROCESS_KILLED_STATUS);
 }
 

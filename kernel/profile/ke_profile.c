@@ -264,49 +264,62 @@ NTSTATUS KeInitializeProfile(struct kprofile **out, struct process *process, uin
     return STATUS_SUCCESS;
 }
 
+// The first reference to a source starts it on every CPU (profile_mutex held).
+static NTSTATUS reference_source_locked(KPROFILE_SOURCE source)
+{
+    NTSTATUS s = STATUS_SUCCESS;
+    if (source_refs[source]++ == 0) {
+        const char *reason;
+        s = HalStartProfileInterrupt(source, &reason);
+        if (!NT_SUCCESS(s))
+            source_refs[source]--;
+    }
+    return s;
+}
+
+// The last reference gone, the source stops (profile_mutex held).
+static void dereference_source_locked(KPROFILE_SOURCE source)
+{
+    if (--source_refs[source] == 0) {
+        const char *reason;
+        HalStopProfileInterrupt(source, &reason);
+    }
+}
+
 NTSTATUS KeStartProfile(struct kprofile *p)
 {
     mutex_lock(&profile_mutex);
-    NTSTATUS s = STATUS_SUCCESS;
-    struct profile_slot *slot;
-    struct profile_set *set = NULL, *old;
-    bool ok;
-    if (p->started) {
+    NTSTATUS s;
+    struct profile_slot *slot = NULL;
+    struct profile_set *set = NULL;
+    if (p->started)
         s = STATUS_PROFILING_NOT_STOPPED;
-    } else if (started_count >= (uint64_t)PROFILES_PER_CPU_LIMIT * ncpus_online) {
+    else if (started_count >= (uint64_t)PROFILES_PER_CPU_LIMIT * ncpus_online)
         s = STATUS_PROFILING_AT_LIMIT;
-    } else if (!(slot = slot_of(p, true))) {
+    else if (!(slot = slot_of(p, true)))
         s = STATUS_INSUFFICIENT_RESOURCES;
-    } else if (!NT_SUCCESS(s = pin_buffer(p))) {
-        // s says why
-    } else if (set = profile_set_change(slot->set, p, NULL, &dead_profile, &ok), !ok) {
-        unpin_buffer(p);
-        s = STATUS_INSUFFICIENT_RESOURCES;
+    else
+        s = pin_buffer(p);
+    bool pinned = NT_SUCCESS(s), ok = false;
+    if (pinned) {
+        set = profile_set_change(slot->set, p, NULL, &dead_profile, &ok);
+        s = ok ? reference_source_locked(p->source) : STATUS_INSUFFICIENT_RESOURCES;
     }
-    if (!NT_SUCCESS(s)) {
-        mutex_unlock(&profile_mutex);
-        return s;
-    }
-    if (source_refs[p->source]++ == 0) { // the first profile on this source starts it
-        const char *reason;
-        s = HalStartProfileInterrupt(p->source, &reason);
-        if (!NT_SUCCESS(s)) {
-            source_refs[p->source]--;
-            kfree(set);
+    if (NT_SUCCESS(s)) {
+        struct profile_set *old = slot->set;
+        __atomic_store_n(&slot->set, set, __ATOMIC_RELEASE);
+        p->start_throttled = pmc_pmi_throttled(p->source);
+        smp_call_all(activate_on_cpu, p); // also the barrier: nobody reads old now
+        kfree(old);
+        p->started = true;
+        started_count++;
+    } else {
+        kfree(set);
+        if (pinned)
             unpin_buffer(p);
-            mutex_unlock(&profile_mutex);
-            return s;
-        }
     }
-    old = slot->set;
-    __atomic_store_n(&slot->set, set, __ATOMIC_RELEASE);
-    p->start_throttled = pmc_pmi_throttled(p->source);
-    smp_call_all(activate_on_cpu, p); // also the barrier: nobody reads old now
-    kfree(old);
-    p->started = true;
-    started_count++;
     mutex_unlock(&profile_mutex);
-    return STATUS_SUCCESS;
+    return s;
 }
 
 // Stopping cannot fail: without memory for a smaller set, the entry is pointed
@@ -337,10 +350,7 @@ NTSTATUS KeStopProfile(struct kprofile *p)
     unpin_buffer(p);
     p->started = false;
     started_count--;
-    if (--source_refs[p->source] == 0) { // the last profile on this source stops it
-        const char *reason;
-        HalStopProfileInterrupt(p->source, &reason);
-    }
+    dereference_source_locked(p->source); // the last profile on this source stops it
     mutex_unlock(&profile_mutex);
     return STATUS_SUCCESS;
 }
@@ -416,13 +426,7 @@ void ke_profile_init(void)
 NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source)
 {
     mutex_lock(&profile_mutex);
-    NTSTATUS s = STATUS_SUCCESS;
-    if (source_refs[source]++ == 0) {
-        const char *reason;
-        s = HalStartProfileInterrupt(source, &reason);
-        if (!NT_SUCCESS(s))
-            source_refs[source]--;
-    }
+    NTSTATUS s = reference_source_locked(source);
     mutex_unlock(&profile_mutex);
     return s;
 }
@@ -430,9 +434,6 @@ NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source)
 void KeDereferenceProfileSource(KPROFILE_SOURCE source)
 {
     mutex_lock(&profile_mutex);
-    if (--source_refs[source] == 0) {
-        const char *reason;
-        HalStopProfileInterrupt(source, &reason);
-    }
+    dereference_source_locked(source);
     mutex_unlock(&profile_mutex);
 }
