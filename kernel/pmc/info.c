@@ -8,6 +8,7 @@
 #include "pmc/pmc.h"
 #include "pmc/pmi.h"
 #include "pmc/text.h"
+#include "arch/x86/timer.h"
 #include "pmc/trace.h"
 
 static void put_cpuid(struct pmc_text *o, const struct pmc_caps *c)
@@ -119,6 +120,12 @@ static void put_pmi(struct pmc_text *o)
                      cpu, (unsigned long)(s.handler_ns / 1000),
                      (unsigned long)(s.max_window_ns / 1000), PMC_THROTTLE_WINDOW_NS / 1000,
                      PMC_PMI_MAX_PERCENT, (unsigned long)s.squeezed, 1ul << s.shift);
+        uint64_t periods, missed;
+        timer_periodic_stats(cpu, TIMER_SLOT_PROFILE, &periods, &missed);
+        pmc_text_put(o,
+                     "cpu%u: ProfileTime %lu periods since it last started, %lu missed "
+                     "(the CPU came back a period or more late: one tick, not a burst)\n",
+                     cpu, (unsigned long)periods, (unsigned long)missed);
     }
 }
 

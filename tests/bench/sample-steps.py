@@ -34,7 +34,7 @@ BY_FUNCTION = [
     ("bucket", {"count_bucket"}),
     ("eoi", {"lapic_eoi"}),
     ("rearm", {"program", "program_delta"}),
-    ("return_to_user", {"sched_user_return"}),
+    ("return_to_user", {"trap_return_to_user"}),
 ]
 # (stage, file path fragment of the outermost function)
 BY_FILE = [("ke_lookup", "profile/"), ("hal", "pmc/"), ("timer", "")]

@@ -990,6 +990,7 @@ void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn,
     t->fn = fn;
     t->arg = arg;
     t->starts++;
+    t->fires = 0;
 }
 
 void timer_periodic_stop(enum timer_slot slot)
@@ -999,8 +1000,13 @@ void timer_periodic_stop(enum timer_slot slot)
 
 uint64_t timer_periodic_count(enum timer_slot slot)
 {
-    (void)slot;
-    return 0;
+    return mcpus[current].timers[slot].fires;
+}
+
+void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, uint64_t *missed)
+{
+    *count = mcpus[cpu].timers[slot].fires;
+    *missed = 0;
 }
 
 const struct model_timer *model_timer(unsigned cpu, enum timer_slot slot)
@@ -1017,6 +1023,7 @@ void model_timer_fire(unsigned cpu, enum timer_slot slot, uint64_t ip, bool user
     unsigned saved = current;
     current = cpu;
     mcpus[cpu].irq_on = false;
+    t->fires++;
     t->fn(&f, t->arg);
     mcpus[cpu].irq_on = true;
     current = saved;

@@ -110,6 +110,7 @@ struct model_timer {
     timer_fn fn;
     void *arg;
     unsigned starts;
+    uint64_t fires; // expiries delivered since the last start (the model never misses one)
 };
 const struct model_timer *model_timer(unsigned cpu, enum timer_slot slot);
 void model_timer_fire(unsigned cpu, enum timer_slot slot, uint64_t ip, bool user);
