@@ -82,6 +82,16 @@ static int parse_event(const char *name, uint32_t *event)
     return -1;
 }
 
+// The row of KPROFILE_SOURCE ev (the list skips the table's end marker, so a
+// row's index is not its value).
+static const struct sys_profile_source *source_row(uint32_t ev)
+{
+    for (uint32_t i = 0; i < nsources; i++)
+        if (sources[i].source == ev)
+            return &sources[i];
+    return NULL;
+}
+
 static const char *event_name(uint32_t ev)
 {
     if (PMC_EVENT_IS_SW(ev))
@@ -89,7 +99,8 @@ static const char *event_name(uint32_t ev)
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
         if (aliases[i].source == ev)
             return aliases[i].name;
-    return ev < nsources ? sources[ev].name : "?";
+    const struct sys_profile_source *s = source_row(ev);
+    return s ? s->name : "?";
 }
 
 static int parse_event_list(char *list, uint32_t *events, unsigned *n, unsigned max,
@@ -234,8 +245,9 @@ static int stat_once(const struct stat_opts *o, char **argv, struct row *rows, u
 
 static const char *reason_of(uint32_t ev)
 {
-    if (!PMC_EVENT_IS_SW(ev) && ev < nsources && !sources[ev].supported)
-        return sources[ev].reason;
+    const struct sys_profile_source *s = PMC_EVENT_IS_SW(ev) ? NULL : source_row(ev);
+    if (s && !s->supported)
+        return s->reason;
     return "";
 }
 
@@ -254,11 +266,12 @@ static void print_row(const struct row *rows, unsigned n, unsigned i, unsigned r
     const char *name = event_name(rw->event);
     char num[48], extra[96] = "";
     if (!NT_SUCCESS(rw->status)) {
-        if (rw->status == STATUS_NOT_SUPPORTED || rw->status == STATUS_NOT_IMPLEMENTED) {
+        if (rw->status == STATUS_PMC_SOURCE_UNSUPPORTED ||
+            rw->status == STATUS_PMC_COUNTING_UNSUPPORTED) {
             const char *why = reason_of(rw->event);
             printf("%19s      %-22s (%s)\n", "<not supported>", name,
                    *why ? why
-                   : rw->status == STATUS_NOT_IMPLEMENTED
+                   : rw->status == STATUS_PMC_COUNTING_UNSUPPORTED
                        ? "counting on hardware counters is not connected yet"
                        : nt_status_name(rw->status));
         } else {
