@@ -4,7 +4,7 @@
 #include <string.h>
 #include "tests.h"
 
-// WDM.H's names for 0x00-0x18 (the list), written out independently.
+// WDM.H's names for 0x00-0x18, written out independently of the kernel's table.
 static const char *const wdm_names[] = {
     "ProfileTime",
     "ProfileAlignmentFixup",
