@@ -15,18 +15,36 @@ const char *swevent_name(enum pmc_sw_event e)
     return (unsigned)e < PMC_SW_COUNT ? names[e] : "?";
 }
 
-// PMIs and ProfileTime ticks taken on this CPU since the last call. The tick
-// count restarts from 0 when ProfileTime is restarted; a count below the last
-// one seen therefore means "this many since the restart".
-static void interrupts_since(struct cpu *c, uint64_t *pmis, uint64_t *ticks)
+// PMIs and ProfileTime ticks taken on c since its last switch (*seen_*: the
+// counts now). The tick count restarts from 0 when ProfileTime is restarted; a
+// count below the last one seen therefore means "this many since the restart".
+static void pending(const struct cpu *c, uint64_t *pmis, uint64_t *ticks, uint64_t *seen_pmis,
+                    uint64_t *seen_ticks)
 {
     uint64_t t, missed, p = READ_ONCE(c->pmi_count);
     timer_periodic_stats(c->id, TIMER_SLOT_PROFILE, &t, &missed);
     t -= missed; // ticks taken, not periods that passed
-    *pmis = p - c->sw_pmis_seen;
-    *ticks = t >= c->sw_ticks_seen ? t - c->sw_ticks_seen : t;
-    c->sw_pmis_seen = p;
-    c->sw_ticks_seen = t;
+    uint64_t seen = READ_ONCE(c->sw_ticks_seen);
+    *pmis = p - READ_ONCE(c->sw_pmis_seen);
+    *ticks = t >= seen ? t - seen : t;
+    *seen_pmis = p;
+    *seen_ticks = t;
+}
+
+static void interrupts_since(struct cpu *c, uint64_t *pmis, uint64_t *ticks)
+{
+    pending(c, pmis, ticks, &c->sw_pmis_seen, &c->sw_ticks_seen);
+}
+
+// Interrupts c took since its last switch, not yet charged to anyone: a read
+// of a running thread's or of a CPU's total includes them.
+static uint64_t uncharged(const struct cpu *c, enum pmc_sw_event e)
+{
+    uint64_t pmis, ticks, p, t;
+    if (e != PMC_SW_PROFILE_TICKS && e != PMC_SW_PROFILE_INTERRUPTS)
+        return 0;
+    pending(c, &pmis, &ticks, &p, &t);
+    return e == PMC_SW_PROFILE_TICKS ? ticks : pmis + ticks;
 }
 
 void swevent_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t ran_ns)
@@ -49,8 +67,13 @@ void swevent_switch(struct cpu *c, struct thread *cur, struct thread *next, uint
 
 uint64_t swevent_thread_value(const struct thread *t, enum pmc_sw_event e)
 {
-    if (e != PMC_SW_TASK_CLOCK)
-        return READ_ONCE(t->sw[e]);
+    if (e != PMC_SW_TASK_CLOCK) {
+        uint64_t v = READ_ONCE(t->sw[e]);
+        int cpu = READ_ONCE(t->cpu);
+        if (READ_ONCE(t->state) == T_RUNNING && cpu >= 0 && READ_ONCE(cpus[cpu].current) == t)
+            v += uncharged(&cpus[cpu], e);
+        return v;
+    }
     uint64_t ns = READ_ONCE(t->cpu_ns), start = READ_ONCE(t->run_start_ns);
     if (READ_ONCE(t->state) == T_RUNNING) {
         uint64_t now = clock_ns();
@@ -62,7 +85,7 @@ uint64_t swevent_thread_value(const struct thread *t, enum pmc_sw_event e)
 uint64_t swevent_cpu_value(unsigned cpu, enum pmc_sw_event e)
 {
     struct cpu *c = &cpus[cpu];
-    uint64_t v = READ_ONCE(c->sw[e]);
+    uint64_t v = READ_ONCE(c->sw[e]) + uncharged(c, e);
     if (e == PMC_SW_TASK_CLOCK) {
         struct thread *t = READ_ONCE(c->current);
         if (t && t != c->idle) {
