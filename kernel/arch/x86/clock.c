@@ -57,11 +57,14 @@ void clock_calibrate(void)
             how = "CPUID 0x40000010";
         }
     }
-    if (!tsc_hz || !lapic_timer_hz) {
+    // A vCPU the host stops during the window can come back after the LAPIC
+    // counter ran out: such a measurement is implausible and made again.
+    uint64_t published_tsc = tsc_hz;
+    for (int tries = 0; tries < 5 && (!tsc_hz || !lapic_timer_hz || lapic_timer_hz >= (1ull << 32));
+         tries++) {
         uint64_t dt, dl, ticks;
         pit_measure(&dt, &dl, &ticks);
-        if (!tsc_hz)
-            tsc_hz = dt * PIT_HZ / ticks;
+        tsc_hz = published_tsc ? published_tsc : dt * PIT_HZ / ticks;
         lapic_timer_hz = dl * PIT_HZ / ticks;
     }
     if (tsc_hz < 1000000 || lapic_timer_hz < 1000 || lapic_timer_hz >= (1ull << 32))
