@@ -2,7 +2,6 @@
 #include "arch/x86/timer.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
-#include "arch/x86/irq.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/vectors.h"

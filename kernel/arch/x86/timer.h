@@ -1,10 +1,12 @@
 // Per-CPU periodic timers multiplexed on the one LAPIC timer of each CPU.
 //
 // Each CPU has TIMER_SLOTS periodic users (the scheduler tick, ProfileTime, ...)
-// with independent periods. Deadlines are absolute TSC values advanced by exactly
-// one period per expiry, so over any run a user sees floor(elapsed/period) ticks
-// no matter how the others are set. The LAPIC timer is armed one-shot (or in
-// TSC-deadline mode when the CPU has it) for the earliest deadline.
+// with independent periods. Deadlines are absolute TSC values advanced by whole
+// periods, so over any run a user's expiries are floor(elapsed/period) no matter
+// how the others are set; a user is called once per interrupt, and expiries a
+// late CPU slept through are counted as missed rather than replayed. The LAPIC
+// timer is armed one-shot (or in TSC-deadline mode when the CPU has it) for the
+// earliest deadline; its interrupt enters through vectors.asm's timer_entry.
 #pragma once
 #include "arch/x86/trapframe.h"
 #include "lib/types.h"
