@@ -512,7 +512,14 @@ int profile_cswitch_record_main(int argc, char **argv)
         return EXIT_FAIL;
     }
     int status = 0;
-    s = run_program(argv[i], (const char *const *)&argv[i], 0, &status);
+    uint32_t pid = 0;
+    HANDLE child;
+    s = SysSpawn(argv[i], (const char *const *)&argv[i], 0, &child);
+    if (NT_SUCCESS(s)) {
+        SysProcessId(child, &pid);
+        s = SysWait(child, &status);
+        NtClose(child);
+    }
     NtPmcCswitchLog(PMC_CSWITCH_STOP, NULL, 0, NULL);
     if (!NT_SUCCESS(s)) {
         fprintf(stderr, "profile: cannot run %s: %s\n", argv[i], nt_status_name(s));
@@ -524,9 +531,9 @@ int profile_cswitch_record_main(int argc, char **argv)
         return EXIT_FAIL;
     size_t records = len / sizeof(struct pmc_log_cswitch);
     free(buf);
-    printf("profile: recorded about %u context switches of %s (exit status %d); "
+    printf("profile: recorded about %u context switches of %s (pid %u, exit status %d); "
            "'profile report --cswitch' shows them\n",
-           (unsigned)records, argv[i], status);
+           (unsigned)records, argv[i], (unsigned)pid, status);
     return 0;
 }
 
