@@ -181,7 +181,7 @@ NTSTATUS process_kill(uint32_t pid)
     if (!p)
         return STATUS_INVALID_PARAMETER;
     NTSTATUS s = STATUS_SUCCESS;
-    if (me && !me->privileged && p->parent != me->pid && p != me) {
+    if (!process_may_control(me, p)) {
         s = STATUS_ACCESS_DENIED;
     } else if (p->exited) {
         s = STATUS_PROCESS_IS_TERMINATING;

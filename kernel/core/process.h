@@ -52,6 +52,12 @@ void process_watch(process_watcher fn); // at boot, before the first process
 NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint32_t flags,
                        uint32_t parent, bool privileged, struct process **out);
 void process_resume(struct process *p);
+// Whether me may act on target (kill it, open it, profile or count it): it is
+// itself, its child, or me holds the privilege. me NULL: the kernel, always.
+static inline bool process_may_control(const struct process *me, const struct process *target)
+{
+    return !me || me->privileged || target == me || target->parent == me->pid;
+}
 NTSTATUS process_kill(uint32_t pid);
 int process_wait(struct process *p); // until it exits; returns the exit status
 void NORETURN process_exit_current(int status);

@@ -263,7 +263,7 @@ NTSTATUS pmc_attach(struct kpmc *m, struct process *caller, struct process *targ
 {
     if (!process_scope(m))
         return STATUS_PMC_NOT_PROCESS_SCOPE;
-    if (!caller->privileged && target != caller && target->parent != caller->pid)
+    if (!process_may_control(caller, target))
         return STATUS_ACCESS_DENIED;
     if (target->exited || READ_ONCE(target->killed))
         return STATUS_PROCESS_IS_TERMINATING;

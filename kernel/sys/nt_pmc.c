@@ -104,7 +104,7 @@ static uint64_t attach_detach(const uint64_t *a, bool attach)
     if (NT_SUCCESS(s)) {
         if (r.sampling)
             s = attach ? pmc_attach(r.sampling, me(), p) : pmc_detach(r.sampling, p);
-        else if (!me()->privileged && p != me() && p->parent != me()->pid)
+        else if (!process_may_control(me(), p))
             s = STATUS_ACCESS_DENIED;
         else
             s = attach ? vcounter_attach(r.counting, p) : vcounter_detach(r.counting, p);

@@ -54,11 +54,6 @@ static struct create_args create_args(const uint64_t *a)
         (uint32_t)a[4], a[5],         (uint32_t)a[6], (KPROFILE_SOURCE)(uint32_t)a[7]};
 }
 
-static bool may_profile(struct process *me, struct process *target)
-{
-    return me->privileged || target == me || target->parent == me->pid;
-}
-
 // Steps 1-9 of the validation, shared by NtCreateProfile and NtCreateProfileEx.
 // On success *target holds a process reference (or NULL for system scope).
 static NTSTATUS validate(const struct create_args *c, struct process **target)
@@ -92,7 +87,7 @@ static NTSTATUS validate(const struct create_args *c, struct process **target)
         if (!NT_SUCCESS(s))
             return s;
         *target = (struct process *)o;
-        if (!may_profile(me, *target)) {
+        if (!process_may_control(me, *target)) {
             s = STATUS_ACCESS_DENIED;
             goto fail;
         }

@@ -179,7 +179,7 @@ uint64_t do_SysOpenProcess(const uint64_t *a, struct trapframe *tf)
     struct process *p = process_by_pid((uint32_t)a[0]);
     if (!p)
         return STATUS(STATUS_INVALID_PARAMETER);
-    if (!me()->privileged && p->parent != me()->pid && p != me()) {
+    if (!process_may_control(me(), p)) {
         object_unref(&p->obj);
         return STATUS(STATUS_ACCESS_DENIED);
     }
