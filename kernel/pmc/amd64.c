@@ -77,7 +77,7 @@ static uint64_t enabled_mask(unsigned cpu)
     uint64_t m = 0;
     for (unsigned i = 0; i < pmc_ncounters; i++) {
         struct pmc_counter *c = pmc_counter(cpu, i);
-        if (c->period && !c->stopped)
+        if ((c->period && !c->stopped) || ((pmc_counting[cpu] >> i) & 1))
             m |= 1ull << pmc_hw[i].status_bit;
     }
     return m;
@@ -214,6 +214,26 @@ static void amd_thaw(void)
     write_global_ctl(cpu_id());
 }
 
+static uint32_t amd_counters_for(KPROFILE_SOURCE source)
+{
+    return amd_supported(source) ? usable(source) : 0;
+}
+
+static void amd_start_counting(unsigned i, KPROFILE_SOURCE source, uint64_t value)
+{
+    const struct pmc_counter_hw *hw = &pmc_hw[i];
+    pmc_wrmsr(hw->ctl_msr, 0); // stopped while loaded
+    pmc_wrmsr(hw->ctr_msr, value);
+    pmc_wrmsr(hw->ctl_msr, amd.ev[source].select | PERFEVTSEL_EN);
+    write_global_ctl(cpu_id());
+}
+
+static void amd_stop_counting(unsigned i)
+{
+    pmc_wrmsr(pmc_hw[i].ctl_msr, 0);
+    write_global_ctl(cpu_id());
+}
+
 const struct halp_profile_interface amd64_profile_interface = {
     .name = "amd64",
     .Setup = amd_setup,
@@ -228,4 +248,7 @@ const struct halp_profile_interface amd64_profile_interface = {
     .StopCounter = amd_stop_counter,
     .AcknowledgeOverflow = amd_ack,
     .ThawCounters = amd_thaw,
+    .CountersFor = amd_counters_for,
+    .StartCounting = amd_start_counting,
+    .StopCounting = amd_stop_counting,
 };

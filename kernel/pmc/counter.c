@@ -1,19 +1,23 @@
 // Counter descriptions, per-CPU counter state, and period arithmetic.
 #include "pmc/counter.h"
+#include "pmc/count.h"
 #include "core/heap.h"
 #include "lib/string.h"
 
 struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
 unsigned pmc_ncounters;
 struct pmc_counter *pmc_state;
+uint32_t pmc_counting[MAX_CPUS];
 uint64_t pmc_source_interval[ProfileSourceCount];
 
 void pmc_counters_reset(void)
 {
+    pmc_count_reset(); // nothing counts on the state about to go
     kfree(pmc_state);
     pmc_state = NULL;
     pmc_ncounters = 0;
     memset(pmc_hw, 0, sizeof(pmc_hw));
+    memset(pmc_counting, 0, sizeof(pmc_counting));
 }
 
 void pmc_counter_add(const struct pmc_counter_hw *hw)
@@ -56,23 +60,36 @@ static bool general_fits(unsigned i, uint32_t mask)
            ((mask >> pmc_hw[i].number) & 1);
 }
 
-int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, uint32_t general_mask,
-                      uint64_t interval)
+// Take counter i unless counting has reserved its row. The counter is taken
+// first and the reservations read after a full fence: count.c sets a row's bit
+// first and reads the counters after one, so one of two racing sides sees the
+// other.
+static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, uint64_t interval)
 {
-    int pick = fixed_index(fixed);
-    if (pick >= 0 && !counter_free(cpu, pick))
-        pick = -1;
-    for (unsigned i = 0; pick < 0 && i < pmc_ncounters; i++)
-        if (general_fits(i, general_mask) && counter_free(cpu, (int)i))
-            pick = (int)i;
-    if (pick < 0)
-        return -1;
-    struct pmc_counter *c = pmc_counter(cpu, (unsigned)pick);
-    c->period = pmc_period_clamp(interval, pmc_hw[pick].max_period);
+    if (!counter_free(cpu, (int)i) || ((pmc_rows_reserved >> i) & 1))
+        return false;
+    struct pmc_counter *c = pmc_counter(cpu, i);
     c->source = source;
     c->stopped = 0;
     c->stretch = 0;
-    return pick;
+    c->period = pmc_period_clamp(interval, pmc_hw[i].max_period);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (!((pmc_rows_reserved >> i) & 1))
+        return true;
+    *c = (struct pmc_counter){0};
+    return false;
+}
+
+int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, uint32_t general_mask,
+                      uint64_t interval)
+{
+    int f = fixed_index(fixed);
+    if (f >= 0 && take(cpu, (unsigned)f, source, interval))
+        return f;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if (general_fits(i, general_mask) && take(cpu, i, source, interval))
+            return (int)i;
+    return -1;
 }
 
 int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source)

@@ -92,13 +92,14 @@ static void emon_setup(const struct pmc_caps *c)
         gate_source(c, (KPROFILE_SOURCE)s);
 }
 
-// GLOBAL_CTRL bits of the counters this CPU owns and has not stopped.
+// GLOBAL_CTRL bits of the counters this CPU samples with and has not
+// stopped, and of those it counts with.
 static uint64_t enabled_mask(unsigned cpu)
 {
     uint64_t m = 0;
     for (unsigned i = 0; i < pmc_ncounters; i++) {
         struct pmc_counter *c = pmc_counter(cpu, i);
-        if (c->period && !c->stopped)
+        if ((c->period && !c->stopped) || ((pmc_counting[cpu] >> i) & 1))
             m |= 1ull << pmc_hw[i].status_bit;
     }
     return m;
@@ -131,26 +132,40 @@ static NTSTATUS emon_initialize(void)
     return STATUS_SUCCESS;
 }
 
-// Load counter i with its period and let it count and interrupt. The counter is
-// stopped while it is written (Intel SDM vol. 3B, architectural performance monitoring: clear EN
-// before writing IA32_PMCx).
-static void arm_counter(unsigned i, uint64_t value, bool enable)
+// Load counter i with value and then enable it with ctl: a GP counter's event
+// select, a fixed counter's 4-bit field of IA32_FIXED_CTR_CTRL (0: leave it
+// stopped). The counter is stopped while it is written (Intel SDM vol. 3B,
+// architectural performance monitoring: clear EN before writing IA32_PMCx).
+static void load_counter(unsigned i, uint64_t value, uint64_t ctl)
 {
     const struct pmc_counter_hw *hw = &pmc_hw[i];
-    struct pmc_counter *c = pmc_counter(cpu_id(), i);
     if (hw->kind == PMC_COUNTER_FIXED) {
         unsigned shift = 4 * hw->number;
         uint64_t ctrl = pmc_rdmsr(MSR_IA32_FIXED_CTR_CTRL) & ~(0xFull << shift);
         pmc_wrmsr(MSR_IA32_FIXED_CTR_CTRL, ctrl);
         pmc_wrmsr(hw->ctr_msr, value);
-        pmc_wrmsr(MSR_IA32_FIXED_CTR_CTRL, ctrl | (FIXED_ENABLE << shift));
+        if (ctl)
+            pmc_wrmsr(MSR_IA32_FIXED_CTR_CTRL, ctrl | (ctl << shift));
     } else {
         pmc_wrmsr(hw->ctl_msr, 0);
         pmc_wrmsr(hw->ctr_msr, value);
-        if (enable)
-            pmc_wrmsr(hw->ctl_msr,
-                      profile_sources[c->source].intel_select | PERFEVTSEL_INT | PERFEVTSEL_EN);
+        if (ctl)
+            pmc_wrmsr(hw->ctl_msr, ctl);
     }
+}
+
+// Load a sampling counter to interrupt after its period (enable: at once;
+// version 1's reload enables it later, in emon_thaw).
+static void arm_counter(unsigned i, uint64_t value, bool enable)
+{
+    const struct pmc_counter *c = pmc_counter(cpu_id(), i);
+    if (pmc_hw[i].kind == PMC_COUNTER_FIXED)
+        load_counter(i, value, FIXED_ENABLE);
+    else
+        load_counter(i, value,
+                     enable ? profile_sources[c->source].intel_select | PERFEVTSEL_INT |
+                                  PERFEVTSEL_EN
+                            : 0);
 }
 
 static NTSTATUS emon_enable(KPROFILE_SOURCE source)
@@ -173,8 +188,8 @@ static NTSTATUS emon_enable(KPROFILE_SOURCE source)
     return STATUS_SUCCESS;
 }
 
-// Stop counter i counting and interrupting; the caller decides who owns it.
-static void emon_stop_counter(unsigned i)
+// Clear counter i's enables: it neither counts nor interrupts.
+static void halt_counter(unsigned i)
 {
     const struct pmc_counter_hw *hw = &pmc_hw[i];
     if (hw->kind == PMC_COUNTER_FIXED) {
@@ -183,6 +198,12 @@ static void emon_stop_counter(unsigned i)
     } else {
         pmc_wrmsr(hw->ctl_msr, 0);
     }
+}
+
+// Stop a sampling counter; the caller decides who owns it.
+static void emon_stop_counter(unsigned i)
+{
+    halt_counter(i);
     pmc_counter(cpu_id(), i)->stopped = 1;
 }
 
@@ -298,6 +319,35 @@ static void emon_thaw(void)
     }
 }
 
+// A fixed counter counts its one event; every GP counter counts every
+// architectural event (Intel SDM vol. 3B, 21.2.1).
+static uint32_t emon_counters_for(KPROFILE_SOURCE source)
+{
+    if (emon.reason[source][0])
+        return 0;
+    uint32_t m = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if (pmc_hw[i].kind == PMC_COUNTER_GENERAL ||
+            pmc_hw[i].number == profile_sources[source].intel_fixed)
+            m |= 1u << i;
+    return m;
+}
+
+static void emon_start_counting(unsigned i, KPROFILE_SOURCE source, uint64_t value)
+{
+    if (pmc_hw[i].kind == PMC_COUNTER_FIXED)
+        load_counter(i, value, FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR);
+    else
+        load_counter(i, value, profile_sources[source].intel_select | PERFEVTSEL_EN);
+    write_global_ctrl(cpu_id());
+}
+
+static void emon_stop_counting(unsigned i)
+{
+    halt_counter(i);
+    write_global_ctrl(cpu_id());
+}
+
 const struct halp_profile_interface emon_profile_interface = {
     .name = "emon",
     .Setup = emon_setup,
@@ -312,4 +362,7 @@ const struct halp_profile_interface emon_profile_interface = {
     .StopCounter = emon_stop_counter,
     .AcknowledgeOverflow = emon_ack,
     .ThawCounters = emon_thaw,
+    .CountersFor = emon_counters_for,
+    .StartCounting = emon_start_counting,
+    .StopCounting = emon_stop_counting,
 };

@@ -57,6 +57,14 @@ struct halp_profile_interface {
     void (*StopCounter)(unsigned i);            // stuck status: stop, keep ownership
     void (*AcknowledgeOverflow)(uint64_t mask); // write-1-to-clear the status bits
     void (*ThawCounters)(void);                 // restart the owned, unstopped counters
+
+    // Counting (pmc/count.c), on rows no sampling uses. NULL in the no-PMU
+    // interface, whose CountersFor is never asked (it supports no source).
+    uint32_t (*CountersFor)(KPROFILE_SOURCE source); // bit i: counter i can count source
+    // Count source on counter i from value, in both rings, with no interrupt;
+    // stop it. pmc_counting already has bit i set (start) or clear (stop).
+    void (*StartCounting)(unsigned i, KPROFILE_SOURCE source, uint64_t value);
+    void (*StopCounting)(unsigned i);
 };
 
 extern const struct halp_profile_interface emon_profile_interface;

@@ -153,6 +153,7 @@ struct mcpu {
     uint64_t handler_ns;
     unsigned enable_while_masked;
     struct model_timer timers[TIMER_SLOTS];
+    uint64_t cr4;
 };
 
 // Each PMI's entry time and duration, for per-window handler time.
@@ -915,6 +916,16 @@ void lapic_write(uint32_t reg, uint32_t value)
 }
 
 void lapic_eoi(void) {}
+
+uint64_t read_cr4(void)
+{
+    return mcpus[current].cr4;
+}
+
+void write_cr4(uint64_t v)
+{
+    mcpus[current].cr4 = v;
+}
 
 unsigned cpu_id(void)
 {

@@ -3,10 +3,13 @@
 #include "lib/types.h"
 
 #define RFLAGS_IF (1ull << 9)
+#define CR4_PCE   (1ull << 8) // rdpmc allowed at any CPL (Intel SDM vol. 3A, 2.5)
 
 #ifdef KERNEL_HOSTED
 uint64_t irq_save(void);
 void irq_restore(uint64_t flags);
+uint64_t read_cr4(void);
+void write_cr4(uint64_t v);
 static inline void cpu_relax(void) {}
 #else
 static inline void outb(uint16_t port, uint8_t v)

@@ -1,0 +1,297 @@
+// Counting on the hardware counters: row reservation, each CPU's loaded
+// counts, and their rotation (see count.h).
+#include "pmc/count.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/percpu.h"
+#include "core/spinlock.h"
+#include "lib/string.h"
+#include "pmc/hal_interface.h"
+
+// ---- rows ------------------------------------------------------------------------
+
+static struct row {
+    uint8_t scope; // enum pmc_row_scope
+    uint8_t users; // reservations whose home it is
+    bool pinned;   // its one reservation reads it from ring 3
+} rows[PMC_MAX_COUNTERS];
+
+static unsigned reserved_in[3]; // reservations per scope
+volatile uint32_t pmc_rows_reserved;
+static struct spinlock rows_lock = SPINLOCK_INIT("pmc rows");
+
+// True when sampling owns counter i on some CPU. Reservation sets the row's
+// bit before looking and sampling claims a counter before looking at the bits
+// (counter.c), each with a full fence between, so at least one of two racing
+// sides sees the other and backs off.
+static bool row_sampling(unsigned i)
+{
+    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++) {
+        struct pmc_counter c = *(volatile struct pmc_counter *)pmc_counter(cpu, i);
+        if (c.period)
+            return true;
+    }
+    return false;
+}
+
+static bool try_take_free(unsigned i, enum pmc_row_scope scope)
+{
+    __atomic_fetch_or(&pmc_rows_reserved, 1u << i, __ATOMIC_SEQ_CST);
+    if (row_sampling(i)) {
+        __atomic_fetch_and(&pmc_rows_reserved, ~(1u << i), __ATOMIC_SEQ_CST);
+        return false;
+    }
+    rows[i].scope = (uint8_t)scope;
+    return true;
+}
+
+// The row for a new reservation: a free row that can count the event (the
+// fewest alternatives first would be ideal; the lowest index is what hwpmc
+// does), else the least-shared unpinned row of the scope that can.
+static int pick_row(uint32_t fits, enum pmc_row_scope scope)
+{
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if ((fits >> i) & 1 && rows[i].scope == PMC_ROW_FREE && try_take_free(i, scope))
+            return (int)i;
+    int best = -1;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if ((fits >> i) & 1 && rows[i].scope == scope && !rows[i].pinned &&
+            (best < 0 || rows[i].users < rows[best].users))
+            best = (int)i;
+    return best;
+}
+
+NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
+                         const char **reason)
+{
+    struct pmc_source_query q = {0};
+    if ((unsigned)source >= ProfileSourceCount || source == ProfileTime)
+        q.reason = "not a hardware event";
+    else
+        halp_profile_interface->QueryInformation(source, &q);
+    uint32_t fits = q.supported ? halp_profile_interface->CountersFor(source) : 0;
+    if (!fits) {
+        *reason = q.reason && q.reason[0] ? q.reason : "no counter can count it";
+        return STATUS_NOT_SUPPORTED;
+    }
+    uint64_t f = spin_lock_irqsave(&rows_lock);
+    NTSTATUS s = STATUS_SUCCESS;
+    int i = -1;
+    if (reserved_in[scope] >= PMC_COUNT_MAX_RESERVED)
+        s = STATUS_PMC_TOO_MANY_RUNNING;
+    else if ((i = pick_row(fits, scope)) < 0)
+        s = STATUS_INSUFFICIENT_RESOURCES;
+    if (NT_SUCCESS(s)) {
+        rows[i].users++;
+        reserved_in[scope]++;
+        *row = (unsigned)i;
+    }
+    spin_unlock_irqrestore(&rows_lock, f);
+    *reason = s == STATUS_PMC_TOO_MANY_RUNNING      ? "too many counting PMCs in this scope"
+              : s == STATUS_INSUFFICIENT_RESOURCES ? "no free counter: sampling or the other "
+                                                     "scope holds every one that can count it"
+                                                   : "";
+    return s;
+}
+
+void pmc_row_release(unsigned row)
+{
+    uint64_t f = spin_lock_irqsave(&rows_lock);
+    struct row *r = &rows[row];
+    reserved_in[r->scope]--;
+    if (--r->users == 0) {
+        r->scope = PMC_ROW_FREE;
+        r->pinned = false;
+        __atomic_fetch_and(&pmc_rows_reserved, ~(1u << row), __ATOMIC_SEQ_CST);
+    }
+    spin_unlock_irqrestore(&rows_lock, f);
+}
+
+bool pmc_row_pin(unsigned row)
+{
+    uint64_t f = spin_lock_irqsave(&rows_lock);
+    bool ok = rows[row].users == 1;
+    if (ok)
+        rows[row].pinned = true;
+    spin_unlock_irqrestore(&rows_lock, f);
+    return ok;
+}
+
+enum pmc_row_scope pmc_row_scope(unsigned row, unsigned *users)
+{
+    *users = rows[row].users;
+    return (enum pmc_row_scope)rows[row].scope;
+}
+
+uint32_t pmc_count_rdpmc_index(unsigned row)
+{
+    const struct pmc_counter_hw *hw = &pmc_hw[row];
+    return hw->kind == PMC_COUNTER_FIXED ? (1u << 30) | hw->number : hw->number;
+}
+
+// ---- each CPU's counts ---------------------------------------------------------
+
+static struct count_cpu {
+    struct pmc_count *want[PMC_COUNT_MAX_WANT];
+    unsigned nwant;
+    unsigned first; // rotation: want[first] is placed first
+    struct pmc_count *on[PMC_MAX_COUNTERS];
+    unsigned waiting; // wanted counts with no counter
+} percount[MAX_CPUS];
+
+void pmc_count_init(struct pmc_count *c, KPROFILE_SOURCE source, unsigned row, bool user_read)
+{
+    *c = (struct pmc_count){
+        .source = source,
+        .scope = rows[row].scope,
+        .home = (uint8_t)row,
+        .user_read = user_read,
+        .counter = -1,
+        .cpu = -1,
+    };
+}
+
+// Time wanted and time loaded, up to now.
+static void advance(struct pmc_count *c, uint64_t now)
+{
+    uint64_t d = now - c->since_ns;
+    c->enabled_ns += d;
+    if (c->counter >= 0)
+        c->running_ns += d;
+    c->since_ns = now;
+}
+
+// What the counter has counted since it was loaded (or last read), into value.
+static void harvest(struct pmc_count *c)
+{
+    const struct pmc_counter_hw *hw = &pmc_hw[c->counter];
+    uint64_t now = pmc_rdmsr(hw->ctr_msr) & hw->mask;
+    c->value += (now - c->load) & hw->mask;
+    c->load = now;
+}
+
+// CR4.PCE (bit 8) lets ring 3 execute rdpmc (Intel SDM vol. 3A, 2.5 "Control
+// Registers"): on while this CPU has a count loaded that its owner reads itself.
+static void update_pce(struct count_cpu *cc)
+{
+    bool want = false;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        want |= cc->on[i] && cc->on[i]->user_read;
+    uint64_t cr4 = read_cr4();
+    if (want != ((cr4 & CR4_PCE) != 0))
+        write_cr4(want ? cr4 | CR4_PCE : cr4 & ~CR4_PCE);
+}
+
+static bool place_on(struct count_cpu *cc, struct pmc_count *c, unsigned i)
+{
+    if (cc->on[i] || rows[i].scope != c->scope ||
+        !((halp_profile_interface->CountersFor(c->source) >> i) & 1))
+        return false;
+    c->load = c->value & pmc_hw[i].max_period; // the low bits a write keeps as written
+    c->counter = (int8_t)i;
+    cc->on[i] = c;
+    pmc_counting[cpu_id()] |= 1u << i;
+    halp_profile_interface->StartCounting(i, c->source, c->load);
+    return true;
+}
+
+// Load c on its home row if that counter is free here, else another of its scope.
+static bool place(struct count_cpu *cc, struct pmc_count *c)
+{
+    if (place_on(cc, c, c->home))
+        return true;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if (i != c->home && place_on(cc, c, i))
+            return true;
+    return false;
+}
+
+static void unload(struct count_cpu *cc, struct pmc_count *c)
+{
+    harvest(c);
+    pmc_counting[cpu_id()] &= ~(1u << c->counter);
+    halp_profile_interface->StopCounting((unsigned)c->counter);
+    cc->on[c->counter] = NULL;
+    c->counter = -1;
+}
+
+// Load the wanted counts that have no counter, in rotation order.
+static void fill(struct count_cpu *cc, uint64_t now)
+{
+    cc->waiting = 0;
+    for (unsigned k = 0; k < cc->nwant; k++) {
+        struct pmc_count *c = cc->want[(cc->first + k) % cc->nwant];
+        if (c->counter >= 0)
+            continue;
+        advance(c, now); // its running time starts here, if it is placed
+        if (!place(cc, c))
+            cc->waiting++;
+    }
+    update_pce(cc);
+}
+
+void pmc_count_in(struct pmc_count *c, uint64_t now)
+{
+    struct count_cpu *cc = &percount[cpu_id()];
+    if (c->cpu >= 0 || cc->nwant == PMC_COUNT_MAX_WANT)
+        return; // already wanted; a full list cannot happen (count.h's limits)
+    c->cpu = (int16_t)cpu_id();
+    c->since_ns = now;
+    cc->want[cc->nwant++] = c;
+    fill(cc, now);
+}
+
+void pmc_count_out(struct pmc_count *c, uint64_t now)
+{
+    if (c->cpu < 0)
+        return;
+    struct count_cpu *cc = &percount[c->cpu]; // this CPU's
+    advance(c, now);
+    if (c->counter >= 0)
+        unload(cc, c);
+    unsigned k = 0;
+    while (k < cc->nwant && cc->want[k] != c)
+        k++;
+    memmove(&cc->want[k], &cc->want[k + 1], (cc->nwant - k - 1) * sizeof cc->want[0]);
+    cc->nwant--;
+    if (cc->first > k || cc->first >= cc->nwant)
+        cc->first = cc->first > k ? cc->first - 1 : 0;
+    c->cpu = -1;
+    fill(cc, now);
+}
+
+void pmc_count_sync(uint64_t now)
+{
+    struct count_cpu *cc = &percount[cpu_id()];
+    for (unsigned k = 0; k < cc->nwant; k++) {
+        advance(cc->want[k], now);
+        if (cc->want[k]->counter >= 0)
+            harvest(cc->want[k]);
+    }
+}
+
+bool pmc_count_multiplexing(void)
+{
+    return percount[cpu_id()].waiting != 0;
+}
+
+void pmc_count_tick(uint64_t now)
+{
+    struct count_cpu *cc = &percount[cpu_id()];
+    if (!cc->waiting)
+        return;
+    for (unsigned k = 0; k < cc->nwant; k++) {
+        advance(cc->want[k], now);
+        if (cc->want[k]->counter >= 0)
+            unload(cc, cc->want[k]);
+    }
+    cc->first = (cc->first + 1) % cc->nwant;
+    fill(cc, now);
+}
+
+void pmc_count_reset(void)
+{
+    memset(rows, 0, sizeof rows);
+    memset(reserved_in, 0, sizeof reserved_in);
+    memset(percount, 0, sizeof percount);
+    pmc_rows_reserved = 0;
+}
