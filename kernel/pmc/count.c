@@ -86,7 +86,7 @@ NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsig
         *row = (unsigned)i;
     }
     spin_unlock_irqrestore(&rows_lock, f);
-    *reason = s == STATUS_PMC_TOO_MANY_RUNNING      ? "too many counting PMCs in this scope"
+    *reason = s == STATUS_PMC_TOO_MANY_RUNNING     ? "too many counting PMCs in this scope"
               : s == STATUS_INSUFFICIENT_RESOURCES ? "no free counter: sampling or the other "
                                                      "scope holds every one that can count it"
                                                    : "";

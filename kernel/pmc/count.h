@@ -40,13 +40,13 @@ enum pmc_row_scope { PMC_ROW_FREE, PMC_ROW_THREAD, PMC_ROW_SYSTEM };
 
 struct pmc_count {
     KPROFILE_SOURCE source;
-    uint8_t scope;     // PMC_ROW_THREAD or PMC_ROW_SYSTEM
-    uint8_t home;      // its reservation's row, tried first
-    bool user_read;    // ring 3 may rdpmc it: CR4.PCE is set while it is loaded
-    int8_t counter;    // counter it is loaded on (-1: none)
-    int16_t cpu;       // CPU that wants it (-1: none)
-    uint64_t value;    // events counted up to the last load, sync or unload
-    uint64_t load;     // what the counter was written with
+    uint8_t scope;  // PMC_ROW_THREAD or PMC_ROW_SYSTEM
+    uint8_t home;   // its reservation's row, tried first
+    bool user_read; // ring 3 may rdpmc it: CR4.PCE is set while it is loaded
+    int8_t counter; // counter it is loaded on (-1: none)
+    int16_t cpu;    // CPU that wants it (-1: none)
+    uint64_t value; // events counted up to the last load, sync or unload
+    uint64_t load;  // what the counter was written with
     uint64_t enabled_ns, running_ns;
     uint64_t since_ns; // when enabled_ns/running_ns were last brought up to date
 };

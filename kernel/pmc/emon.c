@@ -162,10 +162,9 @@ static void arm_counter(unsigned i, uint64_t value, bool enable)
     if (pmc_hw[i].kind == PMC_COUNTER_FIXED)
         load_counter(i, value, FIXED_ENABLE);
     else
-        load_counter(i, value,
-                     enable ? profile_sources[c->source].intel_select | PERFEVTSEL_INT |
-                                  PERFEVTSEL_EN
-                            : 0);
+        load_counter(
+            i, value,
+            enable ? profile_sources[c->source].intel_select | PERFEVTSEL_INT | PERFEVTSEL_EN : 0);
 }
 
 static NTSTATUS emon_enable(KPROFILE_SOURCE source)
