@@ -61,12 +61,17 @@ static void resched_ipi(struct trapframe *tf)
 }
 
 // The scheduler tick, a periodic slot of the per-CPU timer.
+void (*sched_tick_hook)(void);
+
 static void sched_timer(const struct intr_frame *f, void *arg)
 {
     UNUSED(f);
     UNUSED(arg);
     this_cpu()->ticks++;
     sched_tick();
+    void (*hook)(void) = READ_ONCE(sched_tick_hook);
+    if (hook)
+        hook();
 }
 
 // Call after timer_init_cpu: the scheduler tick starts here.

@@ -65,6 +65,10 @@ typedef void (*sched_switch_hook_fn)(struct cpu *c, struct thread *cur, struct t
                                      uint64_t now);
 extern sched_switch_hook_fn sched_switch_hook;
 
+// Called on every scheduler tick, in the timer interrupt, while set: the PMC
+// layer rotates multiplexed hardware counts (profile/vcounter.c).
+extern void (*sched_tick_hook)(void);
+
 // What trap_return_to_user (arch/x86/trap.h) calls when a CPU's need_resched
 // or the running thread's kill flag is set.
 void sched_user_return_slow(void);

@@ -462,6 +462,8 @@ struct pmc_driver_stats {
 #define STATUS_TMP_BAD_NAME             ((NTSTATUS)0xE0500020)
 #define STATUS_TMP_FULL                 ((NTSTATUS)0xE0500021)
 #define STATUS_PMC_NOT_SAMPLING         ((NTSTATUS)0xE0500022)
+#define STATUS_PMC_ROW_SHARED           ((NTSTATUS)0xE0500023)
+#define STATUS_PMC_READ_IN_RING3        ((NTSTATUS)0xE0500024)
 
 // SysTmpWrite flags: the RAM file system under /tmp/ (names "/tmp/..." only).
 #define TMP_TRUNCATE  0x1 // start the file empty (create it); otherwise append

@@ -259,6 +259,13 @@ void pmc_count_out(struct pmc_count *c, uint64_t now)
     fill(cc, now);
 }
 
+uint64_t pmc_count_read(struct pmc_count *c)
+{
+    if (c->counter >= 0 && c->cpu == (int)cpu_id())
+        harvest(c);
+    return c->value;
+}
+
 void pmc_count_sync(uint64_t now)
 {
     struct count_cpu *cc = &percount[cpu_id()];

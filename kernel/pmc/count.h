@@ -77,6 +77,8 @@ void pmc_count_init(struct pmc_count *c, KPROFILE_SOURCE source, unsigned row, b
 // pmc_count_in). now: clock_ns().
 void pmc_count_in(struct pmc_count *c, uint64_t now);
 void pmc_count_out(struct pmc_count *c, uint64_t now);
+// c's value now: read from its counter when it is loaded here.
+uint64_t pmc_count_read(struct pmc_count *c);
 // Bring the value and times of every count this CPU wants up to date.
 void pmc_count_sync(uint64_t now);
 // The scheduler tick: when this CPU's counts outnumber their rows, load the next ones.

@@ -162,8 +162,8 @@ static void pmc_destroy(struct object *o)
 }
 
 // Counting: ProfileTime's events are its ticks (the software event
-// profile-ticks); software events are the kernel's own counts; counting other
-// hardware sources is not connected (the documented status says so).
+// profile-ticks); software events are the kernel's own counts; the other
+// sources count on the PMU's counters (vcounter.c).
 static NTSTATUS allocate_counting(struct process *owner, const struct pmc_alloc *a, bool proc,
                                   struct object **out)
 {
@@ -171,14 +171,13 @@ static NTSTATUS allocate_counting(struct process *owner, const struct pmc_alloc 
     bool time = c.source == ProfileTime;
     if (time)
         c.source = PMC_EVENT_SW(PMC_SW_PROFILE_TICKS);
-    else if (!PMC_EVENT_IS_SW(c.source))
-        return c.source < ProfileSourceCount ? STATUS_PMC_COUNTING_UNSUPPORTED
-                                             : STATUS_PMC_UNKNOWN_SOURCE;
+    else if (!PMC_EVENT_IS_SW(c.source) && c.source >= ProfileSourceCount)
+        return STATUS_PMC_UNKNOWN_SOURCE;
     if (c.cpu != PMC_CPU_ANY && (proc || c.cpu >= ncpus || !cpus[c.cpu].online))
         return STATUS_PMC_BAD_CPU;
     if (!proc && !owner->privileged)
         return STATUS_PRIVILEGE_NOT_HELD;
-    c.flags &= ~(uint32_t)PMC_F_KERNEL; // software counts have no mode to select
+    c.flags &= ~(uint32_t)PMC_F_KERNEL; // counts are of both rings (docs/counting.md)
     struct pmc *p;
     NTSTATUS s = vcounter_allocate(&c, owner, time, &p);
     if (NT_SUCCESS(s))
@@ -469,4 +468,5 @@ void pmc_alloc_init(void)
 {
     process_watch(pmc_process_event);
     __atomic_store_n(&sched_switch_hook, pmc_context_switch, __ATOMIC_RELEASE);
+    vcounter_init();
 }

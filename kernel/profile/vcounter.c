@@ -4,20 +4,26 @@
 //
 // Software events are always counted per thread and per CPU (swevent.h), so a
 // software PMC is a set of baselines: its value is what its targets (or CPUs)
-// counted since the start. Hardware events are refused with the HAL's reason
-// where the PMU cannot count them (no PMU under TCG); the counting engine for
-// real counters (pmc/count.c: row reservation, save/restore, multiplexing) is
-// exercised on the PMU model and not yet connected here (STATUS_NOT_IMPLEMENTED).
+// counted since the start. A hardware PMC reserves a counter row for its scope
+// (pmc/count.h) and keeps one struct pmc_count per target (process scope) or
+// per CPU (system scope): a target's count is loaded when its process switches
+// in and saved when it switches out, on whatever CPU; a CPU's count is loaded
+// there from start to stop. Where the PMU cannot count the event (no PMU under
+// TCG) allocation fails and SysProfileSources gives the HAL's reason.
 //
 // One lock (pmc_lock, taken with interrupts off) guards every PMC's fields and
 // the target lists. switch_to takes it only when vcounter_switch_hooks says a
 // switch has work; it nests inside the run-queue lock, and nothing holding it
-// calls into the scheduler.
+// calls into the scheduler. A pmc_count is touched only on the CPU that
+// wants it (pmc/count.h), so start, stop, detach and read reach the CPUs
+// with smp_call_all, outside the lock.
 #include "profile/vcounter.h"
 #include "profile/ke_profile.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/clock.h"
 #include "core/heap.h"
+#include "core/mutex.h"
+#include "lib/panic.h"
 #include "core/object.h"
 #include "pmc/hal.h"
 #include "core/process.h"
@@ -25,6 +31,7 @@
 #include "core/smp.h"
 #include "core/spinlock.h"
 #include "lib/string.h"
+#include "pmc/count.h"
 
 struct pmc_target {
     struct pmc_target *pmc_next;  // the PMC's targets
@@ -34,6 +41,7 @@ struct pmc_target {
     uint64_t base;        // the process's running total when this count began
     uint64_t counted;     // counted before that (earlier start/stop periods)
     uint64_t csw_base;    // PMC_F_LOG_PROCCSW: total at the last switch-in
+    struct pmc_count hw;  // hardware PMCs: the process's virtual counter
 };
 
 struct pmc {
@@ -43,21 +51,27 @@ struct pmc {
     uint32_t owner_pid;
     bool started, software;
     bool runs_profile_time; // counts ProfileTime's ticks: the source runs while started
+    bool user_read;         // its owner reads it with rdpmc (NtPmcGetMsr)
+    unsigned row;           // hardware: the reserved counter row
     uint64_t value;         // counted by targets that are gone, plus the written value
-    uint64_t enabled_ns;    // before the current start
+    uint64_t enabled_ns;    // before the current start (hardware: of targets gone)
+    uint64_t running_ns;    // hardware: of targets gone
     uint64_t started_ns;    // clock at the current start
     struct pmc_target *targets;
     uint32_t ntargets;
-    uint64_t cpu_base[MAX_CPUS]; // system scope: each CPU's total at the start
+    uint64_t cpu_base[MAX_CPUS]; // system scope, software: each CPU's total at the start
+    struct pmc_count *cpu_hw;    // system scope, hardware: [ncpus]
 };
 
 static struct spinlock pmc_lock = SPINLOCK_INIT("counting pmcs");
 static uint64_t next_id = 1;
 volatile uint32_t vcounter_switch_hooks;
 
+// Switch-time work: PMC_F_LOG_PROCCSW records, and a hardware process-scope
+// count to load and save.
 static bool wants_switch_work(const struct pmc *p)
 {
-    return (p->a.flags & PMC_F_LOG_PROCCSW) != 0;
+    return (p->a.flags & PMC_F_LOG_PROCCSW) || (!p->software && p->a.mode == PMC_MODE_TC);
 }
 
 // ---- values ----
@@ -73,6 +87,8 @@ static uint64_t process_total(const struct pmc *p, const struct process *proc)
 
 static uint64_t target_value(const struct pmc *p, const struct pmc_target *t)
 {
+    if (!p->software)
+        return READ_ONCE(t->hw.value); // as of its last switch-out or sync
     uint64_t v = t->counted;
     if (p->started) {
         uint64_t now = process_total(p, t->proc);
@@ -97,12 +113,120 @@ static uint64_t value_locked(const struct pmc *p)
     if (p->a.mode == PMC_MODE_TC) {
         for (struct pmc_target *t = p->targets; t; t = t->pmc_next)
             v += target_value(p, t);
+    } else if (!p->software) {
+        for (unsigned c = 0; c < ncpus; c++)
+            v += READ_ONCE(p->cpu_hw[c].value);
     } else if (p->started) {
         for (unsigned c = 0; c < ncpus; c++)
             if (cpu_in(p, c))
                 v += cpu_total(p, c) - p->cpu_base[c];
     }
     return v;
+}
+
+// Time enabled and running. Software counts always run; a hardware count is
+// enabled while its target runs (or, system scope, while started: CPU time
+// summed over its CPUs) and running while it is on a counter.
+static void times_locked(const struct pmc *p, uint64_t *enabled, uint64_t *running)
+{
+    if (p->software) {
+        *enabled = *running = p->enabled_ns + (p->started ? clock_ns() - p->started_ns : 0);
+        return;
+    }
+    *enabled = p->enabled_ns;
+    *running = p->running_ns;
+    for (struct pmc_target *t = p->targets; t; t = t->pmc_next) {
+        *enabled += READ_ONCE(t->hw.enabled_ns);
+        *running += READ_ONCE(t->hw.running_ns);
+    }
+    for (unsigned c = 0; p->cpu_hw && c < ncpus; c++) {
+        *enabled += READ_ONCE(p->cpu_hw[c].enabled_ns);
+        *running += READ_ONCE(p->cpu_hw[c].running_ns);
+    }
+}
+
+// What a gone target counted stays in the PMC's totals.
+static void fold_target(struct pmc *p, const struct pmc_target *t)
+{
+    p->value += target_value(p, t);
+    p->enabled_ns += p->software ? 0 : t->hw.enabled_ns;
+    p->running_ns += p->software ? 0 : t->hw.running_ns;
+}
+
+// ---- hardware counts on each CPU (interrupts off, pmc_lock held) ----
+
+static void hw_in_here(struct pmc *p, uint64_t now)
+{
+    unsigned cpu = cpu_id();
+    if (p->a.mode == PMC_MODE_SC) {
+        if (cpu_in(p, cpu))
+            pmc_count_in(&p->cpu_hw[cpu], now);
+        return;
+    }
+    struct process *running = cpus[cpu].current->proc;
+    for (struct pmc_target *t = p->targets; t; t = t->pmc_next)
+        if (t->proc == running)
+            pmc_count_in(&t->hw, now);
+}
+
+static void hw_out_here(struct pmc_count *c, uint64_t now)
+{
+    if (c->cpu == (int)cpu_id())
+        pmc_count_out(c, now);
+}
+
+static void start_on_cpu(void *arg)
+{
+    struct pmc *p = arg;
+    spin_lock(&pmc_lock);
+    if (p->started)
+        hw_in_here(p, clock_ns());
+    spin_unlock(&pmc_lock);
+}
+
+static void stop_on_cpu(void *arg)
+{
+    struct pmc *p = arg;
+    uint64_t now = clock_ns();
+    spin_lock(&pmc_lock);
+    for (struct pmc_target *t = p->targets; t; t = t->pmc_next)
+        hw_out_here(&t->hw, now);
+    if (p->cpu_hw)
+        hw_out_here(&p->cpu_hw[cpu_id()], now);
+    spin_unlock(&pmc_lock);
+}
+
+static void target_out_on_cpu(void *arg)
+{
+    spin_lock(&pmc_lock);
+    hw_out_here(arg, clock_ns());
+    spin_unlock(&pmc_lock);
+}
+
+static void sync_on_cpu(void *arg)
+{
+    UNUSED(arg);
+    pmc_count_sync(clock_ns());
+}
+
+// Make sure no CPU has a target's count loaded (the target is unlinked: no
+// switch loads it again).
+static void hw_forget(const struct pmc *p, struct pmc_target *t)
+{
+    if (!p->software && READ_ONCE(t->hw.cpu) >= 0)
+        smp_call_all(target_out_on_cpu, &t->hw);
+}
+
+// The scheduler tick (core/sched.h): rotate multiplexed counts.
+static void vcounter_tick(void)
+{
+    if (pmc_count_multiplexing())
+        pmc_count_tick(clock_ns());
+}
+
+void vcounter_init(void)
+{
+    __atomic_store_n(&sched_tick_hook, vcounter_tick, __ATOMIC_RELEASE);
 }
 
 // ---- the object ----
@@ -133,12 +257,15 @@ static void pmc_destroy(struct object *o)
     if (p->started)
         vcounter_stop(p); // the last handle closed: stops it, and its source
     uint64_t f = spin_lock_irqsave(&pmc_lock);
-    while (p->targets) {
+    while (p->targets) { // stopped: no hardware count is loaded anywhere
         struct pmc_target *t = p->targets;
         unlink_target(t);
         kfree(t);
     }
     spin_unlock_irqrestore(&pmc_lock, f);
+    if (!p->software)
+        pmc_row_release(p->row);
+    kfree(p->cpu_hw);
     kfree(p);
 }
 
@@ -172,18 +299,27 @@ NTSTATUS vcounter_allocate(const struct pmc_alloc *a, struct process *owner, boo
     } else if (a->cpu != PMC_CPU_ANY) {
         return STATUS_INVALID_PARAMETER; // a process-scope PMC follows its targets
     }
-    if (!sw) {
-        struct hal_profile_source_details d;
-        NTSTATUS s = HalQueryProfileSource((KPROFILE_SOURCE)a->source, &d);
-        if (!NT_SUCCESS(s))
-            return s;
-        if (!d.supported || d.kind == PMC_COUNTER_TIMER)
-            return STATUS_NOT_SUPPORTED; // SysProfileSources gives the reason
-        return STATUS_NOT_IMPLEMENTED;   // see the header comment
-    }
     struct pmc *p = kzalloc(sizeof *p);
     if (!p)
         return STATUS_NO_MEMORY;
+    if (!sw) {
+        const char *why;
+        enum pmc_row_scope scope = a->mode == PMC_MODE_TC ? PMC_ROW_THREAD : PMC_ROW_SYSTEM;
+        NTSTATUS s = pmc_row_reserve((KPROFILE_SOURCE)a->source, scope, &p->row, &why);
+        if (NT_SUCCESS(s) && scope == PMC_ROW_SYSTEM) {
+            p->cpu_hw = kzalloc(ncpus * sizeof *p->cpu_hw);
+            if (!p->cpu_hw) {
+                pmc_row_release(p->row);
+                s = STATUS_NO_MEMORY;
+            }
+            for (unsigned c = 0; p->cpu_hw && c < ncpus; c++)
+                pmc_count_init(&p->cpu_hw[c], (KPROFILE_SOURCE)a->source, p->row, false);
+        }
+        if (!NT_SUCCESS(s)) {
+            kfree(p); // unsupported: SysProfileSources gives the HAL's reason
+            return s == STATUS_NOT_SUPPORTED ? STATUS_PMC_COUNTING_UNSUPPORTED : s;
+        }
+    }
     object_init(&p->obj, OBJ_COUNTING_PMC, pmc_destroy);
     p->a = *a;
     p->software = sw;
@@ -208,7 +344,7 @@ static struct pmc_target *find_target(struct pmc *p, struct process *proc)
 static void target_begin(struct pmc_target *t)
 {
     t->base = process_total(t->pmc, t->proc);
-    t->csw_base = t->base;
+    t->csw_base = t->pmc->software ? t->base : t->hw.value;
     if (wants_switch_work(t->pmc)) {
         t->proc->pmc_switch_work++;
         __atomic_fetch_add(&vcounter_switch_hooks, 1, __ATOMIC_RELAXED);
@@ -217,7 +353,8 @@ static void target_begin(struct pmc_target *t)
 
 static void target_end(struct pmc_target *t)
 {
-    t->counted = target_value(t->pmc, t);
+    if (t->pmc->software)
+        t->counted = target_value(t->pmc, t);
     if (wants_switch_work(t->pmc)) {
         t->proc->pmc_switch_work--;
         __atomic_fetch_sub(&vcounter_switch_hooks, 1, __ATOMIC_RELAXED);
@@ -230,9 +367,14 @@ static NTSTATUS attach_locked(struct pmc *p, struct process *proc)
         return STATUS_PROCESS_IS_TERMINATING;
     if (find_target(p, proc))
         return STATUS_PMC_ALREADY_ATTACHED; // hwpmc: EEXIST
+    if (p->user_read)
+        return STATUS_PMC_READ_IN_RING3; // hwpmc: EPERM after PMC_OP_PMCX86GETMSR
     struct pmc_target *t = kzalloc(sizeof *t);
     if (!t)
         return STATUS_NO_MEMORY;
+    t->hw = (struct pmc_count){.counter = -1, .cpu = -1}; // wanted nowhere
+    if (!p->software)
+        pmc_count_init(&t->hw, (KPROFILE_SOURCE)p->a.source, p->row, false);
     t->pmc = p;
     t->proc = proc;
     t->pmc_next = p->targets;
@@ -261,13 +403,20 @@ NTSTATUS vcounter_detach(struct pmc *p, struct process *proc)
         return STATUS_PMC_NOT_PROCESS_SCOPE;
     uint64_t f = spin_lock_irqsave(&pmc_lock);
     struct pmc_target *t = find_target(p, proc);
-    if (t) {
-        p->value += target_value(p, t); // what it counted stays in the PMC's total
+    if (t && p->software)
+        fold_target(p, t); // a software total is read from the live process
+    if (t)
         unlink_target(t);
-    }
+    spin_unlock_irqrestore(&pmc_lock, f);
+    if (!t)
+        return STATUS_PMC_NOT_ATTACHED;
+    hw_forget(p, t);
+    f = spin_lock_irqsave(&pmc_lock);
+    if (!p->software)
+        fold_target(p, t); // saved at last by hw_forget
     spin_unlock_irqrestore(&pmc_lock, f);
     kfree(t);
-    return t ? STATUS_SUCCESS : STATUS_PMC_NOT_ATTACHED;
+    return STATUS_SUCCESS;
 }
 
 NTSTATUS vcounter_start(struct pmc *p)
@@ -300,6 +449,10 @@ NTSTATUS vcounter_start(struct pmc *p)
     spin_unlock_irqrestore(&pmc_lock, f);
     if (source && !NT_SUCCESS(s))
         KeDereferenceProfileSource(ProfileTime);
+    // Load the hardware counts where a target runs now (elsewhere its next
+    // switch-in does it) or, system scope, on every CPU counted.
+    if (NT_SUCCESS(s) && !p->software)
+        smp_call_all(start_on_cpu, p);
     return s;
 }
 
@@ -309,15 +462,26 @@ NTSTATUS vcounter_stop(struct pmc *p)
     NTSTATUS s = STATUS_SUCCESS;
     if (!p->started) {
         s = STATUS_PMC_NOT_RUNNING;
-    } else {
+    } else if (p->software) {
         if (p->a.mode == PMC_MODE_SC)
             p->value = value_locked(p);
         for (struct pmc_target *t = p->targets; t; t = t->pmc_next)
             target_end(t);
         p->enabled_ns += clock_ns() - p->started_ns;
         p->started = false;
+    } else {
+        p->started = false; // no switch loads its counts from here on
     }
     spin_unlock_irqrestore(&pmc_lock, f);
+    if (NT_SUCCESS(s) && !p->software) {
+        // Save the counts still loaded, then end the targets' switch work:
+        // until then a target switching out saves its own.
+        smp_call_all(stop_on_cpu, p);
+        f = spin_lock_irqsave(&pmc_lock);
+        for (struct pmc_target *t = p->targets; t; t = t->pmc_next)
+            target_end(t);
+        spin_unlock_irqrestore(&pmc_lock, f);
+    }
     if (NT_SUCCESS(s) && p->runs_profile_time)
         KeDereferenceProfileSource(ProfileTime);
     return s;
@@ -325,13 +489,14 @@ NTSTATUS vcounter_stop(struct pmc *p)
 
 NTSTATUS vcounter_read(struct pmc *p, struct pmc_value *out)
 {
+    if (!p->software && READ_ONCE(p->started))
+        smp_call_all(sync_on_cpu, NULL); // loaded counts: values up to now
     uint64_t f = spin_lock_irqsave(&pmc_lock);
     memset(out, 0, sizeof *out);
     out->value = value_locked(p);
-    out->time_enabled = p->enabled_ns + (p->started ? clock_ns() - p->started_ns : 0);
-    out->time_running = out->time_enabled;
+    times_locked(p, &out->time_enabled, &out->time_running);
     out->targets = p->ntargets;
-    out->row = 0xFFFFFFFFu;
+    out->row = p->software ? 0xFFFFFFFFu : p->row;
     spin_unlock_irqrestore(&pmc_lock, f);
     return STATUS_SUCCESS;
 }
@@ -347,14 +512,18 @@ NTSTATUS vcounter_write(struct pmc *p, uint64_t value)
     } else {
         p->value = value;
         for (struct pmc_target *t = p->targets; t; t = t->pmc_next)
-            t->counted = 0;
+            t->counted = t->hw.value = 0;
+        for (unsigned c = 0; p->cpu_hw && c < ncpus; c++)
+            p->cpu_hw[c].value = 0;
     }
     spin_unlock_irqrestore(&pmc_lock, f);
     return s;
 }
 
 // hwpmc's PMC_OP_PMCX86GETMSR: process scope, no PMC_F_DESCENDANTS, attached
-// only to its owner, a hardware counter of its own.
+// only to its owner, on a counter row of its own (pinned: it stays the same
+// counter while the owner runs). From then on CR4.PCE is set whenever the
+// owner runs with the count loaded, and other processes cannot be attached.
 NTSTATUS vcounter_rdpmc_index(struct pmc *p, struct process *caller, uint32_t *index)
 {
     if (p->software)
@@ -362,10 +531,24 @@ NTSTATUS vcounter_rdpmc_index(struct pmc *p, struct process *caller, uint32_t *i
     if (p->a.mode != PMC_MODE_TC || (p->a.flags & PMC_F_DESCENDANTS))
         return STATUS_INVALID_PARAMETER;
     uint64_t f = spin_lock_irqsave(&pmc_lock);
-    bool own = p->owner_pid == caller->pid && p->ntargets == 1 && p->targets->proc == caller;
+    struct pmc_target *t = p->targets;
+    NTSTATUS s = STATUS_SUCCESS;
+    if (p->owner_pid != caller->pid || p->ntargets != 1 || t->proc != caller)
+        s = STATUS_INVALID_PARAMETER;
+    else if (!p->user_read && !pmc_row_pin(p->row))
+        s = STATUS_PMC_ROW_SHARED;
+    if (NT_SUCCESS(s) && !p->user_read) {
+        p->user_read = t->hw.user_read = true;
+        if (t->hw.cpu == (int)cpu_id()) { // loaded now: reload it with ring-3 reads on
+            uint64_t now = clock_ns();
+            pmc_count_out(&t->hw, now);
+            pmc_count_in(&t->hw, now);
+        }
+    }
     spin_unlock_irqrestore(&pmc_lock, f);
-    UNUSED(index);
-    return own ? STATUS_NOT_SUPPORTED : STATUS_INVALID_PARAMETER; // hardware PMCs: not here yet
+    if (NT_SUCCESS(s))
+        *index = pmc_count_rdpmc_index(p->row);
+    return s;
 }
 
 // ---- process life ----
@@ -388,11 +571,15 @@ void vcounter_process_exit(struct process *p)
     if (!READ_ONCE(p->pmc_targets))
         return;
     uint64_t f = spin_lock_irqsave(&pmc_lock);
+    uint64_t now = clock_ns();
     while (p->pmc_targets) {
         struct pmc_target *t = p->pmc_targets;
         struct pmc *pmc = t->pmc;
+        // Its thread runs here (exit) or never ran (destroy): a loaded count is ours.
+        assert(t->hw.cpu < 0 || t->hw.cpu == (int)cpu_id());
+        hw_out_here(&t->hw, now);
         uint64_t v = target_value(pmc, t);
-        pmc->value += v;
+        fold_target(pmc, t);
         if (pmc->a.flags & PMC_F_LOG_PROCEXIT)
             log_proc(PMC_LOG_PROCEXIT, pmc, p->pid, v);
         unlink_target(t);
@@ -418,6 +605,8 @@ static struct {
     uint32_t events[PMC_CSWITCH_MAX_EVENTS];
     unsigned nevents;
     volatile bool on;
+    struct pmc_count *hw[PMC_CSWITCH_MAX_EVENTS]; // hardware events: [ncpus], a row each
+    unsigned row[PMC_CSWITCH_MAX_EVENTS];
 } cs;
 
 static struct spinlock log_lock = SPINLOCK_INIT("pmc log");
@@ -444,9 +633,14 @@ static void log_proc(enum pmc_log_type type, const struct pmc *p, uint32_t pid, 
     spin_unlock(&log_lock);
 }
 
-static uint64_t cswitch_value(struct cpu *c, uint32_t ev)
+// Event i's running total on CPU c: software events as swevent_switch just
+// brought them up to date, hardware ones read from the counter now.
+static uint64_t cswitch_value(struct cpu *c, unsigned i)
 {
-    return c->sw[ev - PMC_EVENT_SW(0)]; // up to date: swevent_switch ran first
+    uint32_t ev = cs.events[i];
+    if (cs.hw[i])
+        return pmc_count_read(&cs.hw[i][c->id]);
+    return c->sw[ev - PMC_EVENT_SW(0)];
 }
 
 static void log_cswitch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now)
@@ -463,30 +657,37 @@ static void log_cswitch(struct cpu *c, struct thread *cur, struct thread *next, 
     r->reserved = 0;
     for (unsigned i = 0; i < PMC_CSWITCH_MAX_EVENTS; i++) {
         r->event[i] = i < cs.nevents ? (uint16_t)cs.events[i] : 0;
-        r->value[i] = i < cs.nevents ? cswitch_value(c, cs.events[i]) : 0;
+        r->value[i] = i < cs.nevents ? cswitch_value(c, i) : 0;
     }
     __atomic_store_n(&cs.count[c->id], cs.count[c->id] + 1, __ATOMIC_RELEASE);
 }
 
-// PMC_F_LOG_PROCCSW and hardware save/restore for the process leaving and the
-// one arriving.
-static void process_switch(struct process *out, struct process *in)
+static uint64_t target_total(const struct pmc_target *t)
+{
+    return t->pmc->software ? process_total(t->pmc, t->proc) : t->hw.value;
+}
+
+// Hardware save/restore and PMC_F_LOG_PROCCSW for the process leaving and the
+// one arriving. A count still loaded is saved even when its PMC has just been
+// stopped (vcounter_stop relies on it).
+static void process_switch(struct process *out, struct process *in, uint64_t now)
 {
     spin_lock(&pmc_lock);
     for (struct pmc_target *t = out ? out->pmc_targets : NULL; t; t = t->proc_next) {
-        if (!t->pmc->started || !wants_switch_work(t->pmc))
-            continue;
-        if (t->pmc->a.flags & PMC_F_LOG_PROCCSW) {
-            uint64_t now = process_total(t->pmc, out);
-            log_proc(PMC_LOG_PROCCSW, t->pmc, out->pid, now - t->csw_base);
-            t->csw_base = now;
+        hw_out_here(&t->hw, now);
+        if (t->pmc->started && (t->pmc->a.flags & PMC_F_LOG_PROCCSW)) {
+            uint64_t total = target_total(t);
+            log_proc(PMC_LOG_PROCCSW, t->pmc, out->pid, total - t->csw_base);
+            t->csw_base = total;
         }
     }
     for (struct pmc_target *t = in ? in->pmc_targets : NULL; t; t = t->proc_next) {
-        if (!t->pmc->started || !wants_switch_work(t->pmc))
+        if (!t->pmc->started)
             continue;
+        if (!t->pmc->software)
+            pmc_count_in(&t->hw, now);
         if (t->pmc->a.flags & PMC_F_LOG_PROCCSW)
-            t->csw_base = process_total(t->pmc, in);
+            t->csw_base = target_total(t);
     }
     spin_unlock(&pmc_lock);
 }
@@ -498,15 +699,53 @@ void vcounter_switch(struct cpu *c, struct thread *cur, struct thread *next, uin
     struct process *out = cur->proc && READ_ONCE(cur->proc->pmc_switch_work) ? cur->proc : NULL;
     struct process *in = next->proc && READ_ONCE(next->proc->pmc_switch_work) ? next->proc : NULL;
     if (out || in)
-        process_switch(out, in);
+        process_switch(out, in, now);
 }
 
-static void barrier_fn(void *arg)
+// Load (arg non-NULL) or save this CPU's count of every hardware event.
+static void cswitch_hw_on_cpu(void *arg)
 {
-    UNUSED(arg); // every CPU got here with interrupts on: no switch is half done
+    uint64_t now = clock_ns();
+    for (unsigned i = 0; i < cs.nevents; i++) {
+        struct pmc_count *c = cs.hw[i] ? &cs.hw[i][cpu_id()] : NULL;
+        if (c && arg)
+            pmc_count_in(c, now);
+        else if (c)
+            hw_out_here(c, now);
+    }
 }
+
+static void cswitch_hw_free(void)
+{
+    for (unsigned i = 0; i < PMC_CSWITCH_MAX_EVENTS; i++) {
+        if (cs.hw[i])
+            pmc_row_release(cs.row[i]);
+        kfree(cs.hw[i]);
+        cs.hw[i] = NULL;
+    }
+}
+
+static struct mutex cs_mutex = MUTEX_INIT("cswitch log"); // start and stop
+static NTSTATUS cswitch_stop_locked(void);
+static NTSTATUS cswitch_start_locked(const uint32_t *events, unsigned n);
 
 NTSTATUS vcounter_cswitch_stop(void)
+{
+    mutex_lock(&cs_mutex);
+    NTSTATUS s = cswitch_stop_locked();
+    mutex_unlock(&cs_mutex);
+    return s;
+}
+
+NTSTATUS vcounter_cswitch_start(const uint32_t *events, unsigned n)
+{
+    mutex_lock(&cs_mutex);
+    NTSTATUS s = cswitch_start_locked(events, n);
+    mutex_unlock(&cs_mutex);
+    return s;
+}
+
+static NTSTATUS cswitch_stop_locked(void)
 {
     uint64_t f = spin_lock_irqsave(&log_lock);
     bool was = cs.on;
@@ -515,11 +754,37 @@ NTSTATUS vcounter_cswitch_stop(void)
     if (!was)
         return STATUS_PROFILING_NOT_STARTED;
     __atomic_fetch_sub(&vcounter_switch_hooks, 1, __ATOMIC_RELAXED);
-    smp_call_all(barrier_fn, NULL);
+    smp_call_all(cswitch_hw_on_cpu, NULL); // also: no switch is still writing a record
+    cswitch_hw_free();
     return STATUS_SUCCESS;
 }
 
-NTSTATUS vcounter_cswitch_start(const uint32_t *events, unsigned n)
+// A row of its own for each hardware event: the values at a switch must be
+// whole counts, so these are never multiplexed (ETW records raw counters).
+static NTSTATUS cswitch_hw_reserve(const uint32_t *events, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (PMC_EVENT_IS_SW(events[i]))
+            continue;
+        const char *why;
+        unsigned users;
+        NTSTATUS s = pmc_row_reserve((KPROFILE_SOURCE)events[i], PMC_ROW_SYSTEM, &cs.row[i], &why);
+        if (!NT_SUCCESS(s))
+            return s; // STATUS_NOT_SUPPORTED: SysProfileSources says why
+        cs.hw[i] = kzalloc(ncpus * sizeof *cs.hw[i]);
+        if (!cs.hw[i]) {
+            pmc_row_release(cs.row[i]);
+            return STATUS_NO_MEMORY;
+        }
+        if (pmc_row_scope(cs.row[i], &users) && users > 1)
+            return STATUS_INSUFFICIENT_RESOURCES; // more events than counters
+        for (unsigned c = 0; c < ncpus; c++)
+            pmc_count_init(&cs.hw[i][c], (KPROFILE_SOURCE)events[i], cs.row[i], false);
+    }
+    return STATUS_SUCCESS;
+}
+
+static NTSTATUS cswitch_start_locked(const uint32_t *events, unsigned n)
 {
     if (n == 0 || n > PMC_CSWITCH_MAX_EVENTS)
         return STATUS_INVALID_PARAMETER;
@@ -528,19 +793,16 @@ NTSTATUS vcounter_cswitch_start(const uint32_t *events, unsigned n)
             return STATUS_INVALID_PARAMETER;
     if (cs.on)
         return STATUS_PROFILING_NOT_STOPPED;
-    for (unsigned i = 0; i < n; i++) {
-        if (PMC_EVENT_IS_SW(events[i]))
-            continue;
-        struct hal_profile_source_details d;
-        HalQueryProfileSource((KPROFILE_SOURCE)events[i], &d);
-        return d.supported && d.kind != PMC_COUNTER_TIMER ? STATUS_NOT_IMPLEMENTED
-                                                          : STATUS_NOT_SUPPORTED;
-    }
     for (unsigned c = 0; c < ncpus; c++) {
         if (!cs.ring[c])
             cs.ring[c] = kmalloc(CSWITCH_RING * sizeof(struct pmc_log_cswitch));
         if (!cs.ring[c])
             return STATUS_NO_MEMORY;
+    }
+    NTSTATUS s = cswitch_hw_reserve(events, n);
+    if (!NT_SUCCESS(s)) {
+        cswitch_hw_free();
+        return s;
     }
     uint64_t f = spin_lock_irqsave(&log_lock);
     memcpy(cs.events, events, n * sizeof *events);
@@ -551,6 +813,9 @@ NTSTATUS vcounter_cswitch_start(const uint32_t *events, unsigned n)
     }
     proc_count = 0;
     proc_lost = 0;
+    spin_unlock_irqrestore(&log_lock, f);
+    smp_call_all(cswitch_hw_on_cpu, (void *)1); // the counters run before the first record
+    f = spin_lock_irqsave(&log_lock);
     cs.on = true;
     __atomic_fetch_add(&vcounter_switch_hooks, 1, __ATOMIC_RELAXED);
     spin_unlock_irqrestore(&log_lock, f);

@@ -21,6 +21,8 @@ struct pmc;
 extern volatile uint32_t vcounter_switch_hooks;
 void vcounter_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now);
 
+void vcounter_init(void); // at boot, from pmc_alloc_init: the scheduler-tick rotation
+
 // a is checked by pmc_allocate (profile/pmc_alloc.h); runs_profile_time: the
 // PMC counts ProfileTime's ticks and runs the source while started.
 NTSTATUS vcounter_allocate(const struct pmc_alloc *a, struct process *owner, bool runs_profile_time,
