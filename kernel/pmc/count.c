@@ -44,14 +44,18 @@ static bool try_take_free(unsigned i, enum pmc_row_scope scope)
     return true;
 }
 
-// The row for a new reservation: a free row that can count the event (the
-// fewest alternatives first would be ideal; the lowest index is what hwpmc
-// does), else the least-shared unpinned row of the scope that can.
+// The row for a new reservation: a free row that can count the event, a fixed
+// counter first (it counts nothing else, and leaves the GP counters to events
+// that need them), else the least-shared unpinned row of the scope that can.
 static int pick_row(uint32_t fits, enum pmc_row_scope scope)
 {
-    for (unsigned i = 0; i < pmc_ncounters; i++)
-        if ((fits >> i) & 1 && rows[i].scope == PMC_ROW_FREE && try_take_free(i, scope))
-            return (int)i;
+    for (int pass = 0; pass < 2; pass++) {
+        enum pmc_counter_kind kind = pass == 0 ? PMC_COUNTER_FIXED : PMC_COUNTER_GENERAL;
+        for (unsigned i = 0; i < pmc_ncounters; i++)
+            if ((fits >> i) & 1 && pmc_hw[i].kind == kind && rows[i].scope == PMC_ROW_FREE &&
+                try_take_free(i, scope))
+                return (int)i;
+    }
     int best = -1;
     for (unsigned i = 0; i < pmc_ncounters; i++)
         if ((fits >> i) & 1 && rows[i].scope == scope && !rows[i].pinned &&
@@ -130,12 +134,14 @@ uint32_t pmc_count_rdpmc_index(unsigned row)
 
 // ---- each CPU's counts ---------------------------------------------------------
 
+// The scopes use disjoint rows, so each rotates on its own: the k-th count of
+// a scope (in want[] order) is placed first after turn[scope] rotations.
 static struct count_cpu {
     struct pmc_count *want[PMC_COUNT_MAX_WANT];
     unsigned nwant;
-    unsigned first; // rotation: want[first] is placed first
+    unsigned turn[3];    // rotations per scope
+    unsigned waiting[3]; // wanted counts of each scope with no counter
     struct pmc_count *on[PMC_MAX_COUNTERS];
-    unsigned waiting; // wanted counts with no counter
 } percount[MAX_CPUS];
 
 void pmc_count_init(struct pmc_count *c, KPROFILE_SOURCE source, unsigned row, bool user_read)
@@ -183,7 +189,7 @@ static void update_pce(struct count_cpu *cc)
 
 static bool place_on(struct count_cpu *cc, struct pmc_count *c, unsigned i)
 {
-    if (cc->on[i] || rows[i].scope != c->scope ||
+    if (cc->on[i] || rows[i].scope != c->scope || (rows[i].pinned && i != c->home) ||
         !((halp_profile_interface->CountersFor(c->source) >> i) & 1))
         return false;
     c->load = c->value & pmc_hw[i].max_period; // the low bits a write keeps as written
@@ -194,19 +200,9 @@ static bool place_on(struct count_cpu *cc, struct pmc_count *c, unsigned i)
     return true;
 }
 
-// Load c on its home row if that counter is free here, else another of its scope.
-static bool place(struct count_cpu *cc, struct pmc_count *c)
+static void unload(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
 {
-    if (place_on(cc, c, c->home))
-        return true;
-    for (unsigned i = 0; i < pmc_ncounters; i++)
-        if (i != c->home && place_on(cc, c, i))
-            return true;
-    return false;
-}
-
-static void unload(struct count_cpu *cc, struct pmc_count *c)
-{
+    advance(c, now);
     harvest(c);
     pmc_counting[cpu_id()] &= ~(1u << c->counter);
     halp_profile_interface->StopCounting((unsigned)c->counter);
@@ -214,18 +210,48 @@ static void unload(struct count_cpu *cc, struct pmc_count *c)
     c->counter = -1;
 }
 
-// Load the wanted counts that have no counter, in rotation order.
+// Load c on its home row if that counter is free here, else another of its
+// scope. A count read from ring 3 goes only on its home row, the counter index
+// its reader was given, and takes it from a count placed there before the row
+// was pinned.
+static bool place(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
+{
+    if (c->user_read && cc->on[c->home] && cc->on[c->home] != c)
+        unload(cc, cc->on[c->home], now);
+    if (place_on(cc, c, c->home))
+        return true;
+    for (unsigned i = 0; !c->user_read && i < pmc_ncounters; i++)
+        if (i != c->home && place_on(cc, c, i))
+            return true;
+    return false;
+}
+
+// Load the wanted counts of scope that have no counter, in rotation order;
+// ring-3-read counts first (pass 0).
+static void fill_scope(struct count_cpu *cc, enum pmc_row_scope scope, uint64_t now)
+{
+    struct pmc_count *order[PMC_COUNT_MAX_WANT];
+    unsigned n = 0;
+    for (unsigned k = 0; k < cc->nwant; k++)
+        if (cc->want[k]->scope == scope)
+            order[n++] = cc->want[k];
+    cc->waiting[scope] = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned k = 0; k < n; k++) {
+            struct pmc_count *c = order[(cc->turn[scope] + k) % n];
+            if (c->counter >= 0 || c->user_read != (pass == 0))
+                continue;
+            advance(c, now); // its running time starts here, if it is placed
+            if (!place(cc, c, now))
+                cc->waiting[scope]++;
+        }
+    }
+}
+
 static void fill(struct count_cpu *cc, uint64_t now)
 {
-    cc->waiting = 0;
-    for (unsigned k = 0; k < cc->nwant; k++) {
-        struct pmc_count *c = cc->want[(cc->first + k) % cc->nwant];
-        if (c->counter >= 0)
-            continue;
-        advance(c, now); // its running time starts here, if it is placed
-        if (!place(cc, c))
-            cc->waiting++;
-    }
+    fill_scope(cc, PMC_ROW_THREAD, now);
+    fill_scope(cc, PMC_ROW_SYSTEM, now);
     update_pce(cc);
 }
 
@@ -245,16 +271,14 @@ void pmc_count_out(struct pmc_count *c, uint64_t now)
     if (c->cpu < 0)
         return;
     struct count_cpu *cc = &percount[c->cpu]; // this CPU's
-    advance(c, now);
     if (c->counter >= 0)
-        unload(cc, c);
+        unload(cc, c, now);
+    advance(c, now);
     unsigned k = 0;
     while (k < cc->nwant && cc->want[k] != c)
         k++;
     memmove(&cc->want[k], &cc->want[k + 1], (cc->nwant - k - 1) * sizeof cc->want[0]);
     cc->nwant--;
-    if (cc->first > k || cc->first >= cc->nwant)
-        cc->first = cc->first > k ? cc->first - 1 : 0;
     c->cpu = -1;
     fill(cc, now);
 }
@@ -278,20 +302,24 @@ void pmc_count_sync(uint64_t now)
 
 bool pmc_count_multiplexing(void)
 {
-    return percount[cpu_id()].waiting != 0;
+    const struct count_cpu *cc = &percount[cpu_id()];
+    return cc->waiting[PMC_ROW_THREAD] || cc->waiting[PMC_ROW_SYSTEM];
 }
 
+// Each scope with counts waiting unloads its counts and starts its next turn.
 void pmc_count_tick(uint64_t now)
 {
     struct count_cpu *cc = &percount[cpu_id()];
-    if (!cc->waiting)
+    if (!pmc_count_multiplexing())
         return;
     for (unsigned k = 0; k < cc->nwant; k++) {
-        advance(cc->want[k], now);
-        if (cc->want[k]->counter >= 0)
-            unload(cc, cc->want[k]);
+        struct pmc_count *c = cc->want[k];
+        advance(c, now);
+        if (c->counter >= 0 && cc->waiting[c->scope] && !c->user_read)
+            unload(cc, c, now);
     }
-    cc->first = (cc->first + 1) % cc->nwant;
+    for (unsigned s = PMC_ROW_THREAD; s <= PMC_ROW_SYSTEM; s++)
+        cc->turn[s] += cc->waiting[s] != 0;
     fill(cc, now);
 }
 

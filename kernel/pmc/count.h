@@ -17,7 +17,7 @@
 // running (loaded), so that value x enabled / running estimates the whole.
 //
 // A count's value is 64 bits wide in memory. A counter is loaded with the
-// value's low bits it can hold (all 48 with full-width writes or on AMD, 31
+// value's low bits it can hold (47 with full-width writes or on AMD, 31
 // with legacy Intel writes, which sign-extend bit 31: Intel SDM vol. 3B,
 // 21.2.6 "Full-Width Writes to Performance Counter Registers") and what it
 // counts is added back when it is read, wrap-safe to the counter's width. So a

@@ -1,5 +1,6 @@
 // pmc_init and pmc_shutdown: bring the profile interface up and down.
 #include "pmc/pmc.h"
+#include "arch/x86/cpu.h"
 #include "lib/kprintf.h"
 #include "arch/x86/percpu.h"
 #include "arch/x86/lapic.h"
@@ -66,9 +67,16 @@ static void quiesce_on_cpu(void *arg)
     if (pi->StopCounter == NULL)
         return;
     pi->FreezeCounters();
-    for (unsigned i = 0; i < pmc_ncounters; i++)
-        if (pmc_counter(cpu_id(), i)->period)
+    unsigned cpu = cpu_id();
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        if (pmc_counter(cpu, i)->period)
             pi->StopCounter(i);
+        if ((pmc_counting[cpu] >> i) & 1) { // version 1 and legacy AMD have no global enable
+            pmc_counting[cpu] &= ~(1u << i);
+            pi->StopCounting(i);
+        }
+    }
+    write_cr4(read_cr4() & ~CR4_PCE); // no count is left for ring 3 to read
 }
 
 // Mask, drain, then free. A PMI handler that started before the switch to

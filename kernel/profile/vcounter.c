@@ -76,11 +76,11 @@ static bool wants_switch_work(const struct pmc *p)
 
 // ---- values ----
 
-// A live process's running total of the PMC's event (pmc_lock held).
+// A live process's running total of the PMC's software event (pmc_lock held).
 static uint64_t process_total(const struct pmc *p, const struct process *proc)
 {
     struct thread *t = READ_ONCE(proc->thread);
-    if (!t)
+    if (!t || !p->software)
         return 0;
     return swevent_thread_value(t, (enum pmc_sw_event)(p->a.source - PMC_EVENT_SW(0)));
 }
@@ -104,6 +104,8 @@ static bool cpu_in(const struct pmc *p, unsigned cpu)
 
 static uint64_t cpu_total(const struct pmc *p, unsigned cpu)
 {
+    if (!p->software)
+        return 0; // hardware: the count of each CPU (cpu_hw)
     return swevent_cpu_value(cpu, (enum pmc_sw_event)(p->a.source - PMC_EVENT_SW(0)));
 }
 

@@ -2,7 +2,9 @@
 #
 # Included by the top Makefile; also usable alone:
 #   make -f tests/pmc/pmc.mk test-pmc-host
-# Builds the real kernel/pmc/*.c with the model and tests, once with each
+# Builds the real kernel/pmc/*.c (and kernel/profile/vcounter.c, the counting
+# PMCs above them, with tests/pmc/ke_host.c standing in for the processes and
+# the scheduler) with the model and tests, once with each
 # compiler in PMC_HOST_CCS, under ASan and UBSan, and runs them. Full TAP output
 # is kept in build/tests/pmc/<compiler>.tap.
 #
@@ -13,10 +15,10 @@ PMC_BUILD ?= $(or $(BUILD),build)/tests/pmc
 PMC_HOST_CCS ?= gcc clang
 PMC_HOST_CFLAGS := -std=c11 -O1 -Wall -Wextra -Werror -g -fno-omit-frame-pointer \
     -fsanitize=address,undefined -fno-sanitize-recover=all -DKERNEL_HOSTED -iquote kernel
-PMC_KERNEL_SRCS := $(wildcard kernel/pmc/*.c)
+PMC_KERNEL_SRCS := $(wildcard kernel/pmc/*.c) kernel/profile/vcounter.c
 PMC_TEST_SRCS := $(wildcard tests/pmc/*.c)
 PMC_HOST_DEPS := $(PMC_KERNEL_SRCS) $(PMC_TEST_SRCS) $(wildcard kernel/pmc/*.h) \
-    $(wildcard tests/pmc/*.h) $(wildcard kernel/*.h) $(wildcard kernel/arch/x86/*.h) \
+    $(wildcard tests/pmc/*.h) $(wildcard kernel/*/*.h) $(wildcard kernel/arch/x86/*.h) \
     tests/pmc/pmc.mk
 PMC_HOST_BINS := $(foreach cc,$(PMC_HOST_CCS),$(PMC_BUILD)/pmc_test.$(cc))
 

@@ -167,7 +167,7 @@ static unsigned pmi_logged[MODEL_MAX_CPUS];
 static struct model_config cfg;
 static struct mcpu mcpus[MODEL_MAX_CPUS];
 static unsigned current;
-static unsigned gp_faults, msr_writes, smp_calls, safe_faults, constraint_violations;
+static unsigned gp_faults, msr_writes, smp_calls, safe_faults, constraint_violations, rdpmc_faults;
 static uint64_t now_ns;
 static int alloc_countdown = -1;
 static size_t heap_in_use;
@@ -255,7 +255,7 @@ void model_reset(const struct model_config *c)
     memset(pmi_logged, 0, sizeof(pmi_logged));
     ncpus = ncpus_online = cfg.ncpus;
     current = 0;
-    gp_faults = msr_writes = smp_calls = safe_faults = constraint_violations = 0;
+    gp_faults = msr_writes = smp_calls = safe_faults = constraint_violations = rdpmc_faults = 0;
     now_ns = 0;
     alloc_countdown = -1;
     console_len = 0;
@@ -899,6 +899,35 @@ unsigned model_smp_calls(void)
     return smp_calls;
 }
 
+// RDPMC (Intel SDM vol. 2B; AMD APM vol. 3): #GP(0) unless ECX names a
+// counter and (CPL 0 or CR4.PCE). Intel: ECX[30] selects the fixed counters,
+// the low bits the number; AMD: ECX is PERF_CTRn's n (0-3 legacy, 0-5 with
+// PerfCtrExtCore). A PMU whose MSRs do nothing or fault (TCG, pmu_faults) has
+// no counter to read. The value is the counter's width of bits.
+bool model_rdpmc(unsigned cpu, uint32_t ecx, bool user, uint64_t *value)
+{
+    bool ok = false;
+    *value = 0;
+    if (cpu < cfg.ncpus && !cfg.pmu_ignored && !cfg.pmu_faults &&
+        (!user || (mcpus[cpu].cr4 & CR4_PCE))) {
+        struct mcpu *c = &mcpus[cpu];
+        unsigned j = ecx & ~(1u << 30);
+        if (cfg.vendor == MODEL_INTEL && (ecx & (1u << 30))) {
+            if ((ok = j < NFIXED_MAX && fixed_exists(j)))
+                *value = c->fixed[j] & fixed_mask();
+        } else if ((ok = ecx < ngp())) {
+            *value = c->ctr[ecx] & gp_mask();
+        }
+    }
+    rdpmc_faults += !ok;
+    return ok;
+}
+
+unsigned model_rdpmc_faults(void)
+{
+    return rdpmc_faults;
+}
+
 // ---- LAPIC, CPU, SMP ----
 
 uint32_t lapic_read(uint32_t reg)
@@ -962,6 +991,23 @@ void smp_call_all(void (*fn)(void *arg), void *arg)
         mcpus[cpu].irq_on = true;
         take_pending(cpu); // a PMI latched meanwhile arrives as interrupts come back on
     }
+    current = saved;
+}
+
+void model_on_cpu(unsigned cpu, void (*fn)(void *arg), void *arg)
+{
+    if (cpu >= cfg.ncpus) {
+        tap_ok(false, "model_on_cpu: no cpu %u on %s", cpu, cfg.name);
+        return;
+    }
+    unsigned saved = current;
+    bool irq_on = mcpus[cpu].irq_on;
+    current = cpu;
+    mcpus[cpu].irq_on = false;
+    fn(arg);
+    mcpus[cpu].irq_on = irq_on;
+    if (irq_on && !cfg.late_pmi)
+        take_pending(cpu); // a PMI latched meanwhile arrives as interrupts come back on
     current = saved;
 }
 

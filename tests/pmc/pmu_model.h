@@ -103,6 +103,17 @@ uint64_t model_lvtpc_masked_after_pmi(unsigned cpu); // PMIs after which LVTPC s
 unsigned model_gp_faults(void);
 unsigned model_msr_writes(void); // every wrmsr so far
 
+// RDPMC on cpu (Intel SDM vol. 2B, RDPMC; AMD APM vol. 3, RDPMC): false for
+// the #GP it raises (counted, not a failed check) when user && !CR4.PCE or ECX
+// names no counter (Intel: ECX[30] fixed, ECX[29:0] number; AMD: the number);
+// else *value = the counter, masked to its width.
+bool model_rdpmc(unsigned cpu, uint32_t ecx, bool user, uint64_t *value);
+unsigned model_rdpmc_faults(void); // #GPs model_rdpmc raised
+// Run fn(arg) as code on cpu with interrupts off (cpu_id() == cpu meanwhile),
+// as a context switch or the scheduler tick there; a PMI latched meanwhile is
+// taken after it, when interrupts come back on.
+void model_on_cpu(unsigned cpu, void (*fn)(void *arg), void *arg);
+
 // The periodic-timer fake.
 struct model_timer {
     bool running;

@@ -57,3 +57,5 @@ void test_hal(void);
 void test_time(void);
 void test_trace(void);
 void test_hyper(void);
+void test_count(void);
+void test_vcounter(void);
