@@ -604,6 +604,28 @@ static void retire_both(uint64_t e)
     model_retire(0, EV_LLC_MISSES, e, KIP, false);
 }
 
+// After whole rotation cycles with the same events retired in every tick: each
+// of the n counts ran rows/n of its enabled time, and value x enabled /
+// running is exactly the `events` retired.
+static void check_shares(const char *what, const struct pmc_count *c, unsigned n, unsigned rows,
+                         uint64_t events)
+{
+    unsigned share = 0, estimate = 0;
+    for (unsigned k = 0; k < n; k++) {
+        share += c[k].running_ns * n == c[k].enabled_ns * rows;
+        estimate += c[k].running_ns && c[k].value * c[k].enabled_ns == events * c[k].running_ns;
+    }
+    tap_ok(share == n, "%s: %s: each count ran exactly %u/%u of its enabled time (%u of %u)",
+           name(), what, rows, n, share, n);
+    if (share != n)
+        for (unsigned k = 0; k < n; k++)
+            tap_diag("count %u: running %llu of enabled %llu ns", k,
+                     (unsigned long long)c[k].running_ns, (unsigned long long)c[k].enabled_ns);
+    tap_ok(estimate == n,
+           "%s: %s: value x enabled / running = the events retired, exactly (%u of %u)", name(),
+           what, estimate, n);
+}
+
 static void check_multiplexing(const struct model_config *m)
 {
     char title[128];
@@ -670,26 +692,12 @@ static void check_multiplexing(const struct model_config *m)
         count_tick(0, now);
     }
     count_sync(0, now);
-    unsigned share = 0, estimate = 0;
-    for (unsigned k = 0; k < n; k++) {
-        share += c[k].enabled_ns == ticks * tick && c[k].running_ns * n == c[k].enabled_ns * rows;
-        // value x enabled / running = every event of its kind (exact: uniform retirement)
-        estimate += c[k].running_ns &&
-                    c[k].value * c[k].enabled_ns == ticks * e * c[k].running_ns &&
-                    c[k].value * c[k].enabled_ns / c[k].running_ns == ticks * e;
-    }
+    unsigned enabled = 0;
+    for (unsigned k = 0; k < n; k++)
+        enabled += c[k].enabled_ns == ticks * tick;
     tap_ok(mux_seen == ticks, "%s: pmc_count_multiplexing true before every tick", name());
-    tap_ok(share == n,
-           "%s: after %u whole cycles every count ran exactly %u/%u of its enabled time (%u of %u)",
-           name(), cycles, rows, n, share, n);
-    if (share != n)
-        for (unsigned k = 0; k < n; k++)
-            tap_diag("count %u: running %llu of enabled %llu ns", k,
-                     (unsigned long long)c[k].running_ns, (unsigned long long)c[k].enabled_ns);
-    tap_ok(estimate == n,
-           "%s: value x enabled / running = the events retired, exactly, for each count (%u of "
-           "%u)",
-           name(), estimate, n);
+    tap_ok(enabled == n, "%s: every count was enabled all %u ticks", name(), ticks);
+    check_shares("after whole rotation cycles", c, n, rows, ticks * e);
     // Two out: the counts fit the rows again.
     count_out(0, &c[0], now);
     tap_ok(multiplexing(0), "%s: one count out: one still waits", name());
@@ -754,20 +762,7 @@ static void check_multiplexing_mixed(const struct model_config *m)
     tap_ok(t.counter >= 0 && t.running_ns == t.enabled_ns && t.value == ticks * e,
            "%s: the process count (alone on its row) ran all the time and counted every branch",
            name());
-    unsigned share = 0, estimate = 0;
-    for (unsigned k = 0; k < ns; k++) {
-        share += s[k].running_ns * ns == s[k].enabled_ns * rows;
-        estimate += s[k].running_ns && s[k].value * s[k].enabled_ns == ticks * e * s[k].running_ns;
-    }
-    tap_ok(share == ns,
-           "%s: each system count ran %u/%u of its enabled time after %u ticks (%u of %u)", name(),
-           rows, ns, ticks, share, ns);
-    if (share != ns)
-        for (unsigned k = 0; k < ns; k++)
-            tap_diag("system count %u: running %llu of enabled %llu ns", k,
-                     (unsigned long long)s[k].running_ns, (unsigned long long)s[k].enabled_ns);
-    tap_ok(estimate == ns, "%s: value x enabled / running = every branch, for each (%u of %u)",
-           name(), estimate, ns);
+    check_shares("the system counts beside a process count", s, ns, rows, ticks * e);
     count_out(0, &t, now);
     for (unsigned k = 0; k < ns; k++)
         count_out(0, &s[k], now);
