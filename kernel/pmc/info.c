@@ -2,6 +2,7 @@
 // sources, as text.
 #include "lib/kprintf.h"
 #include "arch/x86/percpu.h"
+#include "pmc/count.h"
 #include "pmc/detect.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"
@@ -81,6 +82,14 @@ static void put_counters(struct pmc_text *o)
         if (used)
             pmc_text_put(o, ": %s on %u CPUs (%u stopped)",
                          profile_source_name((KPROFILE_SOURCE)source), used, stopped);
+        unsigned users, counting = 0;
+        enum pmc_row_scope scope = pmc_row_scope(i, &users);
+        for (unsigned cpu = 0; cpu < ncpus && cpu < MAX_CPUS; cpu++)
+            counting += (pmc_counting[cpu] >> i) & 1;
+        if (scope != PMC_ROW_FREE)
+            pmc_text_put(o, ": reserved for %s-scope counting by %u PMC%s, counting on %u CPUs",
+                         scope == PMC_ROW_THREAD ? "process" : "system", users,
+                         users == 1 ? "" : "s", counting);
         pmc_text_put(o, "\n");
     }
 }
