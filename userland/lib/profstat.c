@@ -270,10 +270,7 @@ static void print_row(const struct row *rows, unsigned n, unsigned i, unsigned r
             rw->status == STATUS_PMC_COUNTING_UNSUPPORTED) {
             const char *why = reason_of(rw->event);
             printf("%19s      %-22s (%s)\n", "<not supported>", name,
-                   *why ? why
-                   : rw->status == STATUS_PMC_COUNTING_UNSUPPORTED
-                       ? "counting on hardware counters is not connected yet"
-                       : nt_status_name(rw->status));
+                   *why ? why : nt_status_name(rw->status));
         } else {
             printf("%19s      %-22s (%s)\n", "<not counted>", name, nt_status_name(rw->status));
         }
