@@ -9,22 +9,17 @@
 // Architectural, core.
 #define MSR_IA32_APIC_BASE    0x0000001B // LAPIC base, bit 11 enable, bit 10 x2APIC
 #define MSR_IA32_TSC_DEADLINE 0x000006E0 // LAPIC timer in TSC-deadline mode
-#define MSR_IA32_MISC_ENABLE  0x000001A0
-#define MSR_IA32_DEBUGCTL     0x000001D9
 #define MSR_EFER              0xC0000080 // bit 0 SCE, 8 LME, 11 NXE
 #define MSR_STAR              0xC0000081 // syscall/sysret segment selectors
 #define MSR_LSTAR             0xC0000082 // syscall entry point (64-bit)
 #define MSR_FMASK             0xC0000084 // RFLAGS bits cleared on syscall
-#define MSR_FS_BASE           0xC0000100
 #define MSR_GS_BASE           0xC0000101 // per-CPU data while in the kernel
 #define MSR_KERNEL_GS_BASE    0xC0000102 // swapped in by swapgs
-#define MSR_TSC_AUX           0xC0000103
 
 #define EFER_SCE (1u << 0)
 #define EFER_LME (1u << 8)
 #define EFER_NXE (1u << 11)
 
-#define APIC_BASE_BSP    (1u << 8)
 #define APIC_BASE_X2APIC (1u << 10)
 #define APIC_BASE_ENABLE (1u << 11)
 
