@@ -8,13 +8,14 @@
 // when the depth is reached.
 //
 // Kernel frames are read only inside the current kernel stack, so a read can
-// never fault. User frames are read through the process's page tables and the
-// direct map: a frame in an unmapped page ends the chain (counted), never
-// faults, never takes a lock. The interrupt sees the process's own thread
-// stopped, so its stack cannot change under the walk; the only writer of its
-// page tables would be that same thread, in the kernel (a sample taken inside
-// SysUnmap), and then the worst a walk reads is a stale entry: every physical
-// address is checked against the direct map's end before it is read.
+// never fault. User frames are read with plain loads under the process's own
+// CR3, each covered by a fault fixup (arch/x86/user_peek.h): a frame in an
+// unmapped page ends the chain (counted), never faults, never takes a lock.
+// The interrupt sees the process's own thread stopped, so its stack cannot
+// change under the walk. When CR3 is not the process's (its exit has already
+// switched to the kernel's tables) the user part is left out, as unreadable.
+// The one page-table walk left checks that a frameless leaf's return address
+// lies in executable code (user_return_at).
 #include "profile/callchain.h"
 #include "core/addrspace.h"
 #include "lib/memlayout.h"
@@ -22,6 +23,8 @@
 #include "core/process.h"
 #include "core/sched.h"
 #include "core/vm.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/user_peek.h"
 
 static void kstack_bounds(const struct thread *t, uint64_t *lo, uint64_t *hi)
 {
@@ -76,11 +79,6 @@ static const uint8_t *user_page_exec(uint64_t pml4, uint64_t va, bool exec)
     return table < vm_direct_map_top ? phys_to_virt(table) : NULL;
 }
 
-static const uint8_t *user_page(uint64_t pml4, uint64_t va)
-{
-    return user_page_exec(pml4, va, false);
-}
-
 // The user-mode counterpart of kernel_return_at: ret in an executable user
 // page, just past a call instruction in the same page.
 static bool user_return_at(uint64_t pml4, uint64_t ret)
@@ -126,36 +124,28 @@ static unsigned walk_user(const struct intr_frame *utf, uint64_t pml4, uint64_t 
                           unsigned max, struct callchain_result *r)
 {
     frames[n++] = utf->rip;
-    uint64_t fp = utf->rbp, min = utf->rsp, page = 1; // 1: no page cached
-    const uint8_t *va = NULL;
-    if (!(min & 7) && min < USER_TOP - 8 && n < max) { // a leaf without a frame?
-        page = min & ~0xFFFull;
-        va = user_page(pml4, page);
-        uint64_t top = va ? *(const uint64_t *)(va + (min & 0xFFF)) : 0;
-        if (top && user_return_at(pml4, top))
-            frames[n++] = top;
+    if ((read_cr3() & PTE_ADDR) != pml4) {
+        r->truncated = r->unreadable = true;
+        return n;
     }
+    uint64_t fp = utf->rbp, min = utf->rsp, top, word;
+    user_peek_begin();
+    if (!(min & 7) && min < USER_TOP - 16 && n < max && user_peek2(min, &top, &word) && top &&
+        user_return_at(pml4, top))
+        frames[n++] = top; // a leaf without a frame (see kernel_return_at)
+    if (min > USER_TOP - 16)
+        min = USER_TOP - 16; // a ring-3 rsp can be anything: no frame may lie above the user half
     while (fp) {
-        if (n == max || (fp & 7) || fp < min || fp >= USER_TOP - 16) {
+        // One compare for both bounds: fp in [min, USER_TOP - 16). Only user
+        // addresses are ever read: a kernel one would not fault.
+        if (n == max || (fp & 7) || fp - min >= USER_TOP - 16 - min) {
             r->truncated = true;
             break;
         }
         uint64_t next, ret;
-        if ((fp & ~0xFFFull) != page) {
-            page = fp & ~0xFFFull;
-            va = user_page(pml4, page);
-        }
-        if (!va)
-            goto unreadable;
-        next = *(const uint64_t *)(va + (fp & 0xFFF));
-        if ((fp & 0xFFF) == 0xFF8) { // the return address is on the next page
-            page += 0x1000;
-            va = user_page(pml4, page);
-            if (!va)
-                goto unreadable;
-            ret = *(const uint64_t *)va;
-        } else {
-            ret = *(const uint64_t *)(va + (fp & 0xFFF) + 8);
+        if (!user_peek2(fp, &next, &ret)) {
+            r->truncated = r->unreadable = true;
+            break;
         }
         if (!next)
             break; // main's frame: its return goes into crt0, which has no frame
@@ -163,9 +153,7 @@ static unsigned walk_user(const struct intr_frame *utf, uint64_t pml4, uint64_t 
         min = fp + 16;
         fp = next;
     }
-    return n;
-unreadable:
-    r->truncated = r->unreadable = true;
+    user_peek_end();
     return n;
 }
 

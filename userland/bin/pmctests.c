@@ -67,7 +67,8 @@ static size_t read_log(uint8_t *buf)
 
 struct log_counts {
     uint64_t samples, lost, maps, kernel_map, exits, csw, user, bad, mine, truncated;
-    uint64_t exit_samples; // of the last exit record
+    uint64_t user_part_kernel; // frames of a chain's user part that are kernel addresses
+    uint64_t exit_samples;     // of the last exit record
     uint32_t exit_pid;
 };
 
@@ -84,6 +85,8 @@ static struct log_counts count_log(const uint8_t *buf, size_t n, uint32_t pid)
             c.samples++;
             c.mine += s->pid == pid;
             c.truncated += (s->flags & PMCLOG_SAMPLE_TRUNC) != 0;
+            for (unsigned i = s->nkernel; i < s->nframes; i++)
+                c.user_part_kernel += s->frames[i] >= USER_ADDRESS_LIMIT;
             break;
         }
         case PMCLOG_LOST: c.lost += ((const struct pmclog_lost *)h)->count; break;
@@ -456,6 +459,30 @@ __attribute__((noinline)) static void spin_with_rbp(uint64_t fp, uint64_t ms)
     } while (c.ns - c0.ns < ms * 1000000ull);
 }
 
+// Ring 3 may point rsp and rbp anywhere, the kernel's half included (it
+// faults only when it uses them): the walk must not read the kernel's memory
+// through them, and a kernel-mode load would not fault.
+__attribute__((noinline)) static void spin_with_kernel_stack(uint64_t ms)
+{
+    struct sys_clock c0, c;
+    SysClock(&c0);
+    do {
+        uint64_t n = 200000, saved;
+        __asm__ volatile("mov %%rsp, %1\n\t"
+                         "push %%rbp\n\t"
+                         "mov %2, %%rsp\n\t"
+                         "lea 16(%%rsp), %%rbp\n\t"
+                         "1: dec %0\n\t"
+                         "jnz 1b\n\t"
+                         "mov %1, %%rsp\n\t"
+                         "mov -8(%%rsp), %%rbp"
+                         : "+r"(n), "=&r"(saved)
+                         : "r"((uint64_t)KERNEL_IMAGE)
+                         : "cc", "memory");
+        SysClock(&c);
+    } while (c.ns - c0.ns < ms * 1000000ull);
+}
+
 static void test_broken_frames(void) // privileged
 {
     ULONG old = fast_sampling();
@@ -480,6 +507,7 @@ static void test_broken_frames(void) // privileged
     spin_with_rbp(KERNEL_IMAGE, 15);          // the kernel's
     spin_with_rbp(0x0000700000000000ull, 15); // never mapped
     spin_with_rbp(0x0000000000000008ull, 15); // below the stack pointer
+    spin_with_kernel_stack(25);               // rsp and rbp in the kernel's half
     EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS);
     NtPmcGetDriverStats(&after);
     uint8_t *buf = malloc(LOG_BUF);
@@ -487,6 +515,7 @@ static void test_broken_frames(void) // privileged
     struct log_counts c = count_log(buf, n, SysGetPid());
     EXPECT(c.bad == 0 && c.samples > 50, "%lu samples, %lu bad records", c.samples, c.bad);
     EXPECT(c.truncated > 20, "%lu truncated chains of %lu", c.truncated, c.samples);
+    EXPECT(c.user_part_kernel == 0, "%lu kernel words logged as user frames", c.user_part_kernel);
     EXPECT(after.chains_truncated - before.chains_truncated == c.truncated,
            "driver: %lu truncated, log: %lu", after.chains_truncated - before.chains_truncated,
            c.truncated);
