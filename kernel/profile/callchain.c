@@ -9,7 +9,7 @@
 //
 // Kernel frames are read only inside the current kernel stack, so a read can
 // never fault. User frames are read with plain loads under the process's own
-// CR3, each covered by a fault fixup (arch/x86/user_peek.h): a frame in an
+// CR3, each covered by a fault fixup (core/user_peek.h): a frame in an
 // unmapped page ends the chain (counted), never faults, never takes a lock.
 // The interrupt sees the process's own thread stopped, so its stack cannot
 // change under the walk. When CR3 is not the process's (its exit has already
@@ -24,7 +24,7 @@
 #include "core/sched.h"
 #include "core/vm.h"
 #include "arch/x86/cpu.h"
-#include "arch/x86/user_peek.h"
+#include "core/user_peek.h"
 
 static void kstack_bounds(const struct thread *t, uint64_t *lo, uint64_t *hi)
 {
