@@ -1,5 +1,6 @@
 // The Emon profile interface: Intel architectural performance monitoring,
-// versions 1 to 5 (CPUID.0AH; seeds 000 and 004).
+// versions 1 to 5 (CPUID.0AH; Intel SDM vol. 3B, "Architectural Performance
+// Monitoring").
 //
 // GP counters are IA32_PMCn with IA32_PERFEVTSELn, loaded through the
 // full-width aliases IA32_A_PMCn when IA32_PERF_CAPABILITIES allows (otherwise

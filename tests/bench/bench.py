@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmarks that print figures (`make bench`); they never pass or fail on timing.
 
-Figures (targets from the project's issues in the notes column):
+Figures (the notes column gives each one's target, where it has one):
   sample_stage_*  the instructions of one ProfileTime sample by stage, from the
       first instruction of the timer's entry to its iretq (tests/bench/sample-steps.py:
       QEMU's per-instruction execution log of the shipped kernel, no markers)

@@ -46,17 +46,17 @@ static const struct {
     unsigned value;
     int bit;
     uint32_t select;
-} seed[] = {
+} emon_rows[] = {
     {0x02, 1, 0x000300C0}, {0x06, 5, 0x000300C4}, {0x0A, 4, 0x0003412E}, {0x0B, 6, 0x000300C5},
     {0x13, 0, 0x0003003C}, {0x19, 0, 0x0003003C}, {0x1A, 1, 0x000300C0}, {0x1B, 2, 0x0003013C},
     {0x1C, 3, 0x00034F2E}, {0x1D, 4, 0x0003412E}, {0x1E, 5, 0x000300C4}, {0x1F, 6, 0x000300C5},
 };
 
-static int seed_bit(unsigned s)
+static int emon_bit(unsigned s)
 {
-    for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++)
-        if (seed[i].value == s)
-            return seed[i].bit;
+    for (size_t i = 0; i < sizeof(emon_rows) / sizeof(emon_rows[0]); i++)
+        if (emon_rows[i].value == s)
+            return emon_rows[i].bit;
     return -1;
 }
 
@@ -83,18 +83,18 @@ static void check_table(void)
     tap_ok(profile_source(ProfileSourceCount) == NULL, "profile_source(0x20) is NULL");
     tap_streq(profile_source_name((KPROFILE_SOURCE)99), "Profile?", "name of an unknown source");
 
-    for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++) {
-        const struct profile_source_desc *d = profile_source((KPROFILE_SOURCE)seed[i].value);
-        tap_ok(d->ebx_bit == seed[i].bit && d->intel_select == seed[i].select,
-               "Emon row 0x%02x %s: EBX bit %d select 0x%08X", seed[i].value, d->name, seed[i].bit,
-               seed[i].select);
+    for (size_t i = 0; i < sizeof(emon_rows) / sizeof(emon_rows[0]); i++) {
+        const struct profile_source_desc *d = profile_source((KPROFILE_SOURCE)emon_rows[i].value);
+        tap_ok(d->ebx_bit == emon_rows[i].bit && d->intel_select == emon_rows[i].select,
+               "Emon row 0x%02x %s: EBX bit %d select 0x%08X", emon_rows[i].value, d->name,
+               emon_rows[i].bit, emon_rows[i].select);
     }
     tap_eq(profile_source(ProfileTime)->intel_select, 0x0003003C,
            "the Emon table's ProfileTime select");
     unsigned extra = 0;
     for (unsigned s = 0; s < ProfileSourceCount; s++) {
         const struct profile_source_desc *d = profile_source((KPROFILE_SOURCE)s);
-        if (seed_bit(s) < 0 && (d->ebx_bit != PMC_NO_EBX_BIT || (s && d->intel_select)))
+        if (emon_bit(s) < 0 && (d->ebx_bit != PMC_NO_EBX_BIT || (s && d->intel_select)))
             extra++;
     }
     tap_eq(extra, 0, "no Intel event for sources outside the Emon table");
@@ -162,7 +162,7 @@ static void check_gating(void)
             m.ebx = ebx;
             boot(&m);
             for (unsigned s = 1; s < ProfileSourceCount; s++) {
-                int bit = seed_bit(s);
+                int bit = emon_bit(s);
                 bool want = bit >= 0 && (unsigned)bit < len && !(ebx & (1u << bit));
                 bool got = supported((KPROFILE_SOURCE)s);
                 checked++;
