@@ -72,21 +72,10 @@ static int claim(unsigned cpu, KPROFILE_SOURCE source)
     return i;
 }
 
-static uint64_t enabled_mask(unsigned cpu)
-{
-    uint64_t m = 0;
-    for (unsigned i = 0; i < pmc_ncounters; i++) {
-        struct pmc_counter *c = pmc_counter(cpu, i);
-        if ((c->period && !c->stopped) || ((pmc_counting[cpu] >> i) & 1))
-            m |= 1ull << pmc_hw[i].status_bit;
-    }
-    return m;
-}
-
 static void write_global_ctl(unsigned cpu)
 {
     if (amd.v2)
-        pmc_wrmsr(MSR_AMD_PERF_GLOBAL_CTL, enabled_mask(cpu));
+        pmc_wrmsr(MSR_AMD_PERF_GLOBAL_CTL, pmc_enabled_bits(cpu));
 }
 
 static NTSTATUS amd_initialize(void)
@@ -134,16 +123,7 @@ static void amd_stop_counter(unsigned i)
 
 static void amd_disable(KPROFILE_SOURCE source)
 {
-    unsigned cpu = cpu_id();
-    int i = pmc_counter_find(cpu, source);
-    if (i < 0)
-        return;
-    PMC_TRACE_STEP(PMC_STEP_DISABLE, source, pmc_hw[i].ctr_msr);
-    amd_stop_counter((unsigned)i);
-    *pmc_counter(cpu, (unsigned)i) = (struct pmc_counter){0};
-    write_global_ctl(cpu);
-    if (amd.v2)
-        pmc_wrmsr(MSR_AMD_PERF_GLOBAL_STATUS_CLR, 1ull << pmc_hw[i].status_bit);
+    pmc_counter_disable(&amd64_profile_interface, source);
 }
 
 static NTSTATUS amd_set_interval(KPROFILE_SOURCE source, uint64_t *interval)

@@ -1,6 +1,9 @@
 // Counter descriptions, per-CPU counter state, and period arithmetic.
 #include "pmc/counter.h"
 #include "pmc/count.h"
+#include "pmc/hal_interface.h"
+#include "pmc/trace.h"
+#include "arch/x86/percpu.h"
 #include "core/heap.h"
 #include "lib/string.h"
 
@@ -90,6 +93,32 @@ int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, uint32_t 
         if (general_fits(i, general_mask) && take(cpu, i, source, interval))
             return (int)i;
     return -1;
+}
+
+uint64_t pmc_enabled_bits(unsigned cpu)
+{
+    uint64_t m = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        const struct pmc_counter *c = pmc_counter(cpu, i);
+        if ((c->period && !c->stopped) || ((pmc_counting[cpu] >> i) & 1))
+            m |= 1ull << pmc_hw[i].status_bit;
+    }
+    return m;
+}
+
+// ThawCounters writes the global enable (version 1 Intel: it has none, and
+// nothing was re-armed outside a PMI, so it writes nothing).
+void pmc_counter_disable(const struct halp_profile_interface *pi, KPROFILE_SOURCE source)
+{
+    unsigned cpu = cpu_id();
+    int i = pmc_counter_find(cpu, source);
+    if (i < 0)
+        return;
+    PMC_TRACE_STEP(PMC_STEP_DISABLE, source, pmc_hw[i].ctr_msr);
+    pi->StopCounter((unsigned)i);
+    *pmc_counter(cpu, (unsigned)i) = (struct pmc_counter){0};
+    pi->ThawCounters();
+    pi->AcknowledgeOverflow(1ull << pmc_hw[i].status_bit);
 }
 
 int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source)

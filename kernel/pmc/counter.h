@@ -61,6 +61,10 @@ static inline struct pmc_counter *pmc_counter(unsigned cpu, unsigned i)
 int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, uint32_t general_mask,
                       uint64_t interval);
 int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source); // owned counter or -1
+// Global-enable bits (status_bit) of the counters cpu samples with and has not
+// stopped, and of those it counts with: what IA32_PERF_GLOBAL_CTRL or
+// AMD's PerfCntrGlobalCtl holds while no PMI runs.
+uint64_t pmc_enabled_bits(unsigned cpu);
 // The counter a source would use on an idle CPU (for the max interval), or -1.
 int pmc_counter_preferred(int fixed, uint32_t general_mask);
 

@@ -93,23 +93,10 @@ static void emon_setup(const struct pmc_caps *c)
         gate_source(c, (KPROFILE_SOURCE)s);
 }
 
-// GLOBAL_CTRL bits of the counters this CPU samples with and has not
-// stopped, and of those it counts with.
-static uint64_t enabled_mask(unsigned cpu)
-{
-    uint64_t m = 0;
-    for (unsigned i = 0; i < pmc_ncounters; i++) {
-        struct pmc_counter *c = pmc_counter(cpu, i);
-        if ((c->period && !c->stopped) || ((pmc_counting[cpu] >> i) & 1))
-            m |= 1ull << pmc_hw[i].status_bit;
-    }
-    return m;
-}
-
 static void write_global_ctrl(unsigned cpu)
 {
     if (emon.version >= 2)
-        pmc_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, enabled_mask(cpu));
+        pmc_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, pmc_enabled_bits(cpu));
 }
 
 // Every declared event select starts at zero (as the Emon interface does).
@@ -209,16 +196,7 @@ static void emon_stop_counter(unsigned i)
 
 static void emon_disable(KPROFILE_SOURCE source)
 {
-    unsigned cpu = cpu_id();
-    int i = pmc_counter_find(cpu, source);
-    if (i < 0)
-        return;
-    PMC_TRACE_STEP(PMC_STEP_DISABLE, source, pmc_hw[i].ctr_msr);
-    emon_stop_counter((unsigned)i);
-    *pmc_counter(cpu, (unsigned)i) = (struct pmc_counter){0};
-    write_global_ctrl(cpu);
-    if (emon.version >= 2) // drop an overflow that raced with the stop
-        pmc_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1ull << pmc_hw[i].status_bit);
+    pmc_counter_disable(&emon_profile_interface, source);
 }
 
 static NTSTATUS emon_set_interval(KPROFILE_SOURCE source, uint64_t *interval)

@@ -94,5 +94,10 @@ static inline void halp_deliver_sample(KPROFILE_SOURCE source, const struct intr
         handler(source, f);
 }
 
+// DisableMonitoring for the interfaces with counters (counter.c): stop
+// source's counter on this CPU, free it, write the global enable without it,
+// and acknowledge an overflow that raced with the stop.
+void pmc_counter_disable(const struct halp_profile_interface *pi, KPROFILE_SOURCE source);
+
 // hal_profile.c: forget started sources and the callback (pmc_init, pmc_shutdown).
 void hal_profile_reset(void);

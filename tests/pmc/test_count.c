@@ -246,12 +246,18 @@ static void run(struct tally *t, unsigned cpu, uint64_t n, uint64_t *who)
     t->cpu[cpu] += n;
 }
 
-static void check_switches(const struct model_config *m)
+// A section titled "what: machine", on a freshly booted model of m.
+static void begin(const char *what, const struct model_config *m)
 {
     char title[128];
-    snprintf(title, sizeof(title), "counts across context switches and migrations: %s", m->name);
+    snprintf(title, sizeof(title), "%s: %s", what, m->name);
     tap_section(title);
     boot(m);
+}
+
+static void check_switches(const struct model_config *m)
+{
+    begin("counts across context switches and migrations", m);
     // A's and B's process-scope counts and a system-scope count on each CPU,
     // all of instructions. With two GP rows (v1) B shares A's THREAD row.
     int ra = reserve(ProfileInstructionRetired, PMC_ROW_THREAD);
@@ -469,11 +475,7 @@ out:
 // sixteen SYSTEM reservations share the rows evenly and the seventeenth is refused.
 static void check_rows_scopes(const struct model_config *m)
 {
-    char title[128];
-    snprintf(title, sizeof(title), "rows held by the other scope, the 16-per-scope limit: %s",
-             m->name);
-    tap_section(title);
-    boot(m);
+    begin("rows held by the other scope, the 16-per-scope limit", m);
     NTSTATUS st;
     const char *why;
     unsigned n = gp_rows(m);
@@ -628,10 +630,7 @@ static void check_shares(const char *what, const struct pmc_count *c, unsigned n
 
 static void check_multiplexing(const struct model_config *m)
 {
-    char title[128];
-    snprintf(title, sizeof(title), "multiplexing GP-only events: %s", m->name);
-    tap_section(title);
-    boot(m);
+    begin("multiplexing GP-only events", m);
     const unsigned rows = gp_rows(m), n = rows + 2;
     const uint64_t e = 1000003, tick = 4000000; // events of each kind, ns, per tick
     int row[MUX_MAX];
@@ -721,10 +720,7 @@ out:
 // must get an equal share of them.
 static void check_multiplexing_mixed(const struct model_config *m)
 {
-    char title[128];
-    snprintf(title, sizeof(title), "multiplexing beside a process count: %s", m->name);
-    tap_section(title);
-    boot(m);
+    begin("multiplexing beside a process count", m);
     int rt = reserve(ProfileBranchInstructionRetired, PMC_ROW_THREAD);
     int rs[MUX_MAX];
     unsigned ns = 0, rows = 0;
@@ -777,10 +773,7 @@ out:
 
 static void check_widths(const struct model_config *m)
 {
-    char title[128];
-    snprintf(title, sizeof(title), "values wider than the counter loads: %s", m->name);
-    tap_section(title);
-    boot(m);
+    begin("values wider than the counter loads", m);
     int r = reserve(ProfileInstructionRetired, PMC_ROW_THREAD);
     if (r < 0)
         goto out;
@@ -836,10 +829,7 @@ static bool rdpmc_reads(unsigned cpu, uint32_t ecx, uint64_t value, uint64_t *go
 
 static void check_rdpmc(const struct model_config *m)
 {
-    char title[128];
-    snprintf(title, sizeof(title), "self-monitoring with rdpmc: %s", m->name);
-    tap_section(title);
-    boot(m);
+    begin("self-monitoring with rdpmc", m);
     int r = reserve(ProfileInstructionRetired, PMC_ROW_THREAD);
     int ro = reserve(ProfileBranchInstructionRetired, PMC_ROW_THREAD);
     if (r < 0 || ro < 0)
@@ -963,10 +953,7 @@ out:
 
 static void check_with_sampling(const struct model_config *m)
 {
-    char title[128];
-    snprintf(title, sizeof(title), "counting beside sampling PMIs: %s", m->name);
-    tap_section(title);
-    boot(m);
+    begin("counting beside sampling PMIs", m);
     int r = reserve(ProfileInstructionRetired, PMC_ROW_THREAD);
     if (r < 0)
         goto out;
