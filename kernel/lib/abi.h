@@ -479,7 +479,7 @@ struct pmc_value {
     uint64_t time_enabled; // ns the PMC was started (process scope: and a target ran)
     uint64_t time_running; // ns of that it was on a hardware counter (= enabled for software)
     uint32_t targets;      // process scope: attached processes alive now
-    uint32_t row;          // hardware counter index (0xFFFFFFFF: software or multiplexed)
+    uint32_t row;          // hardware counter index (0xFFFFFFFF: software, or a shared row)
 };
 
 // Counter values at every context switch (ETW's PMC counters: a session names

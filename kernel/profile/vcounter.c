@@ -498,7 +498,10 @@ NTSTATUS vcounter_read(struct pmc *p, struct pmc_value *out)
     out->value = value_locked(p);
     times_locked(p, &out->time_enabled, &out->time_running);
     out->targets = p->ntargets;
-    out->row = p->software ? 0xFFFFFFFFu : p->row;
+    unsigned users = 0;
+    if (!p->software)
+        pmc_row_scope(p->row, &users);
+    out->row = users == 1 ? p->row : 0xFFFFFFFFu; // its own counter, or none (shared)
     spin_unlock_irqrestore(&pmc_lock, f);
     return STATUS_SUCCESS;
 }
