@@ -1,7 +1,7 @@
 // Counting PMCs: hwpmc's process-scope and system-scope counting modes over
-// software events (core/swevent.h) and hardware counters (pmc/count.h), the
-// PMC_F_LOG_PROCCSW / PMC_F_LOG_PROCEXIT records, and ETW-style counter values
-// at every context switch (PMC_LOG_CSWITCH).
+// software events (core/swevent.h) and hardware counters (pmc/count.h), and
+// their PMC_F_LOG_PROCCSW / PMC_F_LOG_PROCEXIT records (profile/cswitch_log.h,
+// which also records counter values at every context switch).
 //
 // A PMC is a kernel object behind a handle (OBJ_PMC). The process-scope kind
 // keeps one target per attached process: the process's running total at the
@@ -16,8 +16,8 @@ struct process;
 struct pmc;
 
 // Non-zero while anything must run at context switches: started PMCs with
-// PMC_F_LOG_PROCCSW, hardware process-scope counting, PMC_LOG_CSWITCH
-// recording. Read without a lock by switch_to, so the common path is one load.
+// PMC_F_LOG_PROCCSW, hardware process-scope counting, a counting-log session
+// (cswitch_log.c adds itself). Read without a lock by switch_to, so the common path is one load.
 extern volatile uint32_t vcounter_switch_hooks;
 void vcounter_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now);
 
@@ -43,10 +43,3 @@ struct pmc *vcounter_from_object(struct object *o);
 void vcounter_process_spawned(struct process *parent, struct process *child);
 void vcounter_process_exit(struct process *p);
 void vcounter_process_gone(struct process *p);
-
-// SysPmcLog.
-NTSTATUS vcounter_cswitch_start(const uint32_t *events, unsigned n);
-NTSTATUS vcounter_cswitch_stop(void);
-// Copy whole records from record index first on (per CPU, then the process
-// records); *bytes gets the bytes copied (0: no more).
-NTSTATUS vcounter_log_read(uint64_t first, void *buf, size_t len, size_t *bytes);

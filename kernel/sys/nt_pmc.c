@@ -4,6 +4,7 @@
 #include "core/process.h"
 #include "profile/pmc_alloc.h"
 #include "profile/sample_log.h"
+#include "profile/cswitch_log.h"
 #include "profile/vcounter.h"
 #include "core/swevent.h"
 #include "core/heap.h"
@@ -298,12 +299,12 @@ uint64_t do_NtPmcCswitchLog(const uint64_t *a, struct trapframe *tf)
         NTSTATUS s = copy_from_user(ev, buf, len);
         if (!NT_SUCCESS(s))
             return done(s);
-        return done(vcounter_cswitch_start(ev, (unsigned)(len / sizeof(uint32_t))));
+        return done(cswitch_log_start(ev, (unsigned)(len / sizeof(uint32_t))));
     }
     case PMC_CSWITCH_STOP:
         if (!process_current()->privileged)
             return done(STATUS_PRIVILEGE_NOT_HELD);
-        return done(vcounter_cswitch_stop());
+        return done(cswitch_log_stop());
     case PMC_CSWITCH_READ: {
         uint64_t first;
         NTSTATUS s = copy_from_user(&first, got_ptr, sizeof first);
@@ -313,7 +314,7 @@ uint64_t do_NtPmcCswitchLog(const uint64_t *a, struct trapframe *tf)
         void *k = n ? kmalloc(n) : NULL;
         if (n && !k)
             return done(STATUS_NO_MEMORY);
-        s = vcounter_log_read(first, k, n, &copied);
+        s = cswitch_log_read(first, k, n, &copied);
         if (NT_SUCCESS(s) && copied)
             s = copy_to_user(buf, k, copied);
         kfree(k);

@@ -3,6 +3,7 @@
 // process exit, multiplexing on the scheduler tick and ring-3 rdpmc.
 #include "arch/x86/cpu.h"
 #include "ke_host.h"
+#include "profile/cswitch_log.h"
 #include "pmc/count.h"
 #include "tests.h"
 
@@ -245,7 +246,7 @@ static void cswitch_log(void)
     setup(&MODEL_INTEL_V4);
     const char *n = "intel-v4";
     uint32_t ev[2] = {ProfileTotalIssues, PMC_EVENT_SW(PMC_SW_CONTEXT_SWITCHES)};
-    STATUS_EQ(vcounter_cswitch_start(ev, 2), STATUS_SUCCESS,
+    STATUS_EQ(cswitch_log_start(ev, 2), STATUS_SUCCESS,
               "%s: context-switch log with "
               "instructions and context switches",
               n);
@@ -256,13 +257,13 @@ static void cswitch_log(void)
     retire(1, EV_INSTRUCTIONS, 70);
     ke_host_switch(0, NULL);
     ke_host_switch(1, NULL);
-    STATUS_EQ(vcounter_cswitch_stop(), STATUS_SUCCESS, "%s: stop the log", n);
+    STATUS_EQ(cswitch_log_stop(), STATUS_SUCCESS, "%s: stop the log", n);
     tap_ok(pmc_rows_reserved == 0 && ALL_CPUS(pmc_counting[cpu] == 0),
            "%s: stopping frees its rows and counters", n);
 
     static struct pmc_log_cswitch rec[8];
     size_t bytes = 0;
-    vcounter_log_read(0, rec, sizeof rec, &bytes);
+    cswitch_log_read(0, rec, sizeof rec, &bytes);
     unsigned nrec = (unsigned)(bytes / sizeof rec[0]);
     const struct pmc_log_cswitch *c0[2] = {0}, *c1[2] = {0};
     unsigned k0 = 0, k1 = 0;
@@ -288,7 +289,7 @@ static void cswitch_log(void)
     uint32_t many[6] = {ProfileBranchInstructions, ProfileBranchInstructions,
                         ProfileBranchInstructions, ProfileBranchInstructions,
                         ProfileBranchInstructions, ProfileBranchInstructions};
-    STATUS_EQ(vcounter_cswitch_start(many, 6), STATUS_INSUFFICIENT_RESOURCES,
+    STATUS_EQ(cswitch_log_start(many, 6), STATUS_INSUFFICIENT_RESOURCES,
               "%s: 6 GP-only events on 4 GP counters refused", n);
     tap_ok(pmc_rows_reserved == 0, "%s: ... and nothing stays reserved", n);
     pmc_shutdown(); // the log's rings stay allocated for the next session: no leak check
