@@ -28,7 +28,8 @@ struct region {
 struct addrspace {
     uint64_t pml4; // physical
     struct region *regions;
-    uint64_t pages; // user pages mapped
+    uint64_t pages;            // user pages mapped
+    uint64_t exec_lo, exec_hi; // [lo, hi): the image's executable segments (elf_load)
     struct spinlock lock;
 };
 

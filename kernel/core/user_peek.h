@@ -24,6 +24,26 @@ static inline void user_peek_end(void)
         __asm__ volatile("clac" ::: "memory");
 }
 
+// The word at addr, or false when the read faults.
+static inline bool user_peek(uint64_t addr, uint64_t *v)
+{
+    uint64_t a; // undefined when the read faults
+    uint32_t fault;
+    __asm__ volatile("movl $1, %[f]\n"
+                     "1: movq (%[p]), %[a]\n"
+                     "xorl %[f], %[f]\n"
+                     "2:\n"
+                     ".pushsection .fixup_table, \"a\"\n"
+                     ".balign 8\n"
+                     ".quad 1b, 2b\n"
+                     ".popsection"
+                     : [a] "=&r"(a), [f] "=&r"(fault)
+                     : [p] "r"(addr)
+                     : "memory");
+    *v = a;
+    return fault == 0;
+}
+
 // The words at addr and addr + 8, or false when either read faults.
 static inline bool user_peek2(uint64_t addr, uint64_t *lo, uint64_t *hi)
 {

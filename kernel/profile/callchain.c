@@ -14,8 +14,6 @@
 // The interrupt sees the process's own thread stopped, so its stack cannot
 // change under the walk. When CR3 is not the process's (its exit has already
 // switched to the kernel's tables) the user part is left out, as unreadable.
-// The one page-table walk left checks that a frameless leaf's return address
-// lies in executable code (user_return_at).
 #include "profile/callchain.h"
 #include "core/addrspace.h"
 #include "lib/memlayout.h"
@@ -61,32 +59,13 @@ static bool kernel_return_at(uint64_t ret)
            after_call((const uint8_t *)ret, 8);
 }
 
-// The kernel-virtual address of user page va (page aligned) in the tables at
-// pml4, or NULL when not mapped user-readable. No lock, no fault.
-static const uint8_t *user_page_exec(uint64_t pml4, uint64_t va, bool exec)
+// The user-mode counterpart of kernel_return_at: ret in the image's
+// executable segments, just past a call instruction.
+static bool user_return_at(const struct addrspace *as, uint64_t ret)
 {
-    uint64_t table = pml4;
-    for (int level = 3; level >= 0; level--) {
-        if (table >= vm_direct_map_top)
-            return NULL;
-        pte_t e = ((const pte_t *)phys_to_virt(table))[(va >> (12 + 9 * level)) & 511];
-        if ((e & (PTE_P | PTE_U)) != (PTE_P | PTE_U) || (level && (e & PTE_PS)))
-            return NULL;
-        if (!level && exec && (e & PTE_NX))
-            return NULL;
-        table = e & PTE_ADDR;
-    }
-    return table < vm_direct_map_top ? phys_to_virt(table) : NULL;
-}
-
-// The user-mode counterpart of kernel_return_at: ret in an executable user
-// page, just past a call instruction in the same page.
-static bool user_return_at(uint64_t pml4, uint64_t ret)
-{
-    if (ret < USER_MIN || ret >= USER_TOP)
-        return false;
-    const uint8_t *code = user_page_exec(pml4, ret & ~0xFFFull, true);
-    return code && after_call(code + (ret & 0xFFF), (unsigned)(ret & 0xFFF));
+    uint64_t code;
+    return ret >= as->exec_lo + 8 && ret < as->exec_hi && user_peek(ret - 8, &code) &&
+           after_call((const uint8_t *)&code + 8, 8);
 }
 
 static unsigned walk_kernel(const struct intr_frame *tf, const struct thread *t, uint64_t *frames,
@@ -120,25 +99,22 @@ static unsigned walk_kernel(const struct intr_frame *tf, const struct thread *t,
     return n;
 }
 
-static unsigned walk_user(const struct intr_frame *utf, uint64_t pml4, uint64_t *frames, unsigned n,
-                          unsigned max, struct callchain_result *r)
+static unsigned walk_user(const struct intr_frame *utf, const struct addrspace *as,
+                          uint64_t *frames, unsigned n, unsigned max, struct callchain_result *r)
 {
     frames[n++] = utf->rip;
-    if ((read_cr3() & PTE_ADDR) != pml4) {
+    if ((read_cr3() & PTE_ADDR) != as->pml4) {
         r->truncated = r->unreadable = true;
         return n;
     }
-    uint64_t fp = utf->rbp, min = utf->rsp, top, word;
+    uint64_t fp = utf->rbp, min = utf->rsp, top;
     user_peek_begin();
-    if (!(min & 7) && min < USER_TOP - 16 && n < max && user_peek2(min, &top, &word) && top &&
-        user_return_at(pml4, top))
+    if (!(min & 7) && min < USER_TOP - 8 && n < max && user_peek(min, &top) &&
+        user_return_at(as, top))
         frames[n++] = top; // a leaf without a frame (see kernel_return_at)
-    if (min > USER_TOP - 16)
-        min = USER_TOP - 16; // a ring-3 rsp can be anything: no frame may lie above the user half
     while (fp) {
-        // One compare for both bounds: fp in [min, USER_TOP - 16). Only user
-        // addresses are ever read: a kernel one would not fault.
-        if (n == max || (fp & 7) || fp - min >= USER_TOP - 16 - min) {
+        // Only user addresses are ever read (a kernel one would not fault).
+        if (n == max || (fp & 7) || fp < min || fp >= USER_TOP - 16) {
             r->truncated = true;
             break;
         }
@@ -190,7 +166,7 @@ void callchain_capture(const struct thread *t, const struct intr_frame *f, bool 
         }
     }
     if (u && r->n < max)
-        r->n = walk_user(u, t->proc->as.pml4, frames, r->n, max, r);
+        r->n = walk_user(u, &t->proc->as, frames, r->n, max, r);
     else if (u)
         r->truncated = true; // the kernel part took every frame
     if (r->n == 0) {
