@@ -312,9 +312,8 @@ void pmc_count_tick(uint64_t now)
     struct count_cpu *cc = &percount[cpu_id()];
     if (!pmc_count_multiplexing())
         return;
-    for (unsigned k = 0; k < cc->nwant; k++) {
+    for (unsigned k = 0; k < cc->nwant; k++) { // unload and fill bring the times up to date
         struct pmc_count *c = cc->want[k];
-        advance(c, now);
         if (c->counter >= 0 && cc->waiting[c->scope] && !c->user_read)
             unload(cc, c, now);
     }
