@@ -37,6 +37,7 @@
 #include "lib/string.h"
 #include "test/selftest.h"
 #include "core/smp.h"
+#include "core/sysmap.h"
 #include "arch/x86/timer.h"
 #include "core/vm.h"
 
@@ -78,6 +79,7 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
         panic("boot: bad multiboot2 information (magic %#x)", magic);
     pmm_init(&boot_info); // physical pages from the memory map
     vm_init();            // kernel page tables, direct map
+    sysmap_init();        // the window for system-space mappings (profile buffers)
     ksym_init(boot_info.elf.num, boot_info.elf.entsize, boot_info.elf.shndx,
               phys_to_virt(boot_info.elf.sections)); // symbols for backtraces
     gdt_init_cpu(&cpus[0], ist_stacks());            // GDT, TSS and IST stacks

@@ -62,6 +62,11 @@ pte_t *vm_walk(uint64_t pml4, uint64_t va, bool alloc)
     return walk_level(pml4, va, 0, alloc);
 }
 
+pte_t *vm_walk_level(uint64_t pml4, uint64_t va, int level, bool alloc)
+{
+    return walk_level(pml4, va, level, alloc);
+}
+
 bool vm_map_page(uint64_t pml4, uint64_t va, uint64_t pa, uint64_t flags)
 {
     pte_t *e = vm_walk(pml4, va, true);

@@ -26,5 +26,7 @@ void vm_load_kernel(void); // load kernel_cr3 on this CPU (APs)
 // The 4 KiB page-table entry for va in the tables rooted at pml4 (physical),
 // creating intermediate tables when alloc; NULL if absent or out of memory.
 pte_t *vm_walk(uint64_t pml4, uint64_t va, bool alloc);
+// The same at a given level (0 = the page table's entry ... 3 = the PML4's).
+pte_t *vm_walk_level(uint64_t pml4, uint64_t va, int level, bool alloc);
 bool vm_map_page(uint64_t pml4, uint64_t va, uint64_t pa, uint64_t flags);
 bool vm_nx_supported(void);

@@ -12,6 +12,7 @@
 #include "pmc/trace.h"
 #include "core/process.h"
 #include "core/smp.h"
+#include "core/sysmap.h"
 #include "lib/string.h"
 #include "core/vm.h"
 #include "profile/pmc_alloc.h"
@@ -25,32 +26,61 @@ static unsigned source_refs[ProfileSourceCount]; // started profiles per source
 static uint64_t started_count;
 
 // --- the sample path --------------------------------------------------------
+//
+// A sample looks at two profile sets: the system's and the current process's,
+// for its source. Looking them up costs a hash probe each; but samples come in
+// runs at nearby addresses, so each CPU keeps, per source, a plan: the answer
+// of its last lookups, valid for an address interval. While nothing changed
+// since (profile_generation), the same process runs and the sample lands in the
+// interval, the plan says everything: which two per-CPU sample counters to
+// increment and which profiles (at most one per scope, already known to count
+// on this CPU) to count the address in.
+
+// A CPU's plan for one source (one cache line; only its CPU reads or writes
+// it, with interrupts off).
+struct sample_plan {
+    uint64_t generation;        // profile_generation it was made at; 0: none
+    const struct process *proc; // the process it was made for (NULL: none)
+    uint64_t lo, span;          // it holds for ip in [lo, lo + span]
+    uint64_t *samples[2];       // this CPU's counters of the system and process slots
+    struct kprofile *count[2];  // the profile each scope counts ip in; NULL: none
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct sample_plan) == 64, "a plan is one cache line");
+
+static struct sample_plan plans[MAX_CPUS][ProfileSourceCount];
+// Bumped after every change a plan may have seen: a set replaced, a stopped
+// profile retired in place, a process's slots freed. Odd values only, from 1:
+// a plan's 0 never matches.
+static uint64_t profile_generation = 1;
+// A process without a slot counts its samples here (per CPU, never read).
+static uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64)));
+
+static void generation_bump(void)
+{
+    __atomic_fetch_add(&profile_generation, 2, __ATOMIC_SEQ_CST);
+}
+
+void ke_profile_replan(void)
+{
+    generation_bump();
+}
+
+// This CPU's plans for source are stale: it begins or ends counting a profile.
+static void plan_forget(unsigned cpu, KPROFILE_SOURCE source)
+{
+    plans[cpu][source].generation = 0;
+}
 
 static inline void count_bucket(struct kprofile *p, uint64_t ip)
 {
-    uint64_t off = p->first_offset + (((ip - p->range_base) >> p->bucket_shift) << 2);
-    uint32_t *bucket = (uint32_t *)(p->page_va[off >> 12] + (off & 4095));
+    uint32_t *bucket = (uint32_t *)p->kbuf + ((ip - p->range_base) >> p->bucket_shift);
     __atomic_fetch_add(bucket, 1, __ATOMIC_RELAXED); // every CPU may hit the same bucket
     __atomic_fetch_add(&p->in_range, 1, __ATOMIC_RELAXED);
 }
 
-// Count ip, which e covers, in e's profile if it counts on this CPU (bit).
-static inline void count_entry(const struct profile_set_entry *e, uint64_t ip, uint64_t bit)
-{
-    struct kprofile *p = READ_ONCE(e->p);
-    if (READ_ONCE(p->active) & bit)
-        count_bucket(p, ip);
-}
-
-static inline void sample_entry(const struct profile_set_entry *e, uint64_t ip, uint64_t bit)
-{
-    if (e->base <= ip && ip < e->end)
-        count_entry(e, ip, bit);
-}
-
-// The slow path's counting, which `pmc trace` also sees (while tracing, every
-// sample takes the slow path: the fast one has no call in it).
-static void count_entry_fn(const struct profile_set_entry *e, uint64_t ip, uint64_t bit)
+// Count ip, which e covers, in e's profile if it counts on this CPU (bit);
+// `pmc trace` sees it.
+static void count_entry(const struct profile_set_entry *e, uint64_t ip, uint64_t bit)
 {
     struct kprofile *p = READ_ONCE(e->p);
     if (READ_ONCE(p->active) & bit) {
@@ -59,82 +89,83 @@ static void count_entry_fn(const struct profile_set_entry *e, uint64_t ip, uint6
     }
 }
 
-// Whether cache answers a sample at ip in set without a lookup (a set with
-// wide entries, to be checked one by one, is never cached).
-static inline bool cached(const struct profile_set *set, const struct profile_lookup_cache *cache,
-                          uint64_t ip)
+// One scope's lookup at ip: counts ip in every profile of set covering it
+// and narrows plan to the interval over which the answer holds. False when the
+// answer cannot be kept (overlapping or wide ranges).
+static bool plan_scope(struct sample_plan *plan, unsigned scope, const struct profile_set *set,
+                       uint64_t ip, uint64_t bit)
 {
-    return cache->serial == set->serial && ip - cache->lo <= cache->span;
-}
-
-// Samples are counted only while a set is published: counts matter only as
-// differences between a profile's activation and deactivation, both of which
-// happen on each CPU while the set is there (see activate_on_cpu).
-static void sample_slot(struct profile_slot *slot, const struct profile_set *set, uint64_t ip,
-                        unsigned cpu, struct profile_lookup_cache *cache)
-{
-    uint64_t bit = 1ull << cpu;
-    slot->samples[cpu]++; // only this CPU writes its counter
+    plan->count[scope] = NULL;
+    if (!set)
+        return true;
     for (unsigned i = set->n; i < set->n + set->nwide; i++)
-        sample_entry(&set->e[i], ip, bit);
-    if (cached(set, cache, ip) && !pmc_trace_on) {
-        if (cache->entry)
-            count_entry(cache->entry, ip, bit);
-        return;
-    }
-    profile_set_lookup(set, ip, cache, count_entry_fn, bit);
+        if (set->e[i].base <= ip && ip < set->e[i].end)
+            count_entry(&set->e[i], ip, bit);
+    struct profile_answer a;
+    profile_set_lookup(set, ip, count_entry, bit, &a);
+    uint64_t hi = plan->lo + plan->span;
+    plan->lo = MAX(plan->lo, a.lo);
+    plan->span = MIN(hi, a.hi) - plan->lo;
+    if (a.entry && (READ_ONCE(a.entry->p->active) & bit))
+        plan->count[scope] = a.entry->p;
+    return a.reusable;
 }
 
-// Everything the fast path leaves (lookups, wide ranges, tracing), then the
-// PMCs of the allocation API.
-static __attribute__((noinline)) void sample_slow(KPROFILE_SOURCE source,
-                                                  const struct intr_frame *f,
-                                                  struct profile_slot *own, unsigned cpu)
+// A sample the plan does not answer: both lookups, which count it, and a new
+// plan. Samples are counted only while a set is published: counts matter only
+// as differences between a profile's activation and deactivation, both of
+// which happen on each CPU while the set is there (see activate_on_cpu).
+static __attribute__((noinline)) void sample_and_plan(KPROFILE_SOURCE source,
+                                                      const struct intr_frame *f, unsigned cpu)
 {
-    struct profile_lookup_cache *cache = profile_lookup_caches[cpu];
+    uint64_t generation = __atomic_load_n(&profile_generation, __ATOMIC_ACQUIRE);
+    struct process *pr = percpu_read(current)->proc;
     struct profile_slot *sys = &system_slots[source];
-    const struct profile_set *set = __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE);
-    if (set)
-        sample_slot(sys, set, f->rip, cpu, &cache[PROFILE_SCOPE_SYSTEM]);
-    if (own && (set = __atomic_load_n(&own->set, __ATOMIC_ACQUIRE)))
-        sample_slot(own, set, f->rip, cpu, &cache[PROFILE_SCOPE_PROCESS]);
+    struct profile_slot *own = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
+    struct sample_plan *plan = &plans[cpu][source];
+    uint64_t ip = f->rip, bit = 1ull << cpu;
+    plan->generation = 0;
+    plan->proc = pr;
+    plan->lo = 0;
+    plan->span = UINT64_MAX;
+    plan->samples[0] = &sys->samples[cpu];
+    plan->samples[1] = own ? &own->samples[cpu] : &samples_sink[cpu][0];
+    (*plan->samples[0])++; // only this CPU writes its counters
+    (*plan->samples[1])++;
+    bool sys_ok = plan_scope(plan, 0, __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE), ip, bit);
+    bool own_ok =
+        plan_scope(plan, 1, own ? __atomic_load_n(&own->set, __ATOMIC_ACQUIRE) : NULL, ip, bit);
+    // While `pmc trace` is on no plan is kept: every sample comes here, where
+    // count_entry traces its buckets (ke_profile_replan drops the plans).
+    if (sys_ok && own_ok && !pmc_trace_on)
+        plan->generation = generation;
     pmc_sample_hook(source, f);
 }
 
 // The HAL's sample callback, in interrupt context: the system-scope profiles
 // of the source, then the current process's, then the PMCs of the allocation
-// API (whose check, with none running, is a load). The common case, in which this
-// CPU's last lookups still answer for both scopes, is counted here without a
-// call; anything else goes the general way (sample_slow).
+// API (whose check, with none running, is a load). When this CPU's plan
+// answers, the sample is counted here without a call; anything else goes the
+// general way (sample_and_plan).
 void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_frame *f)
 {
     if ((unsigned)source >= ProfileSourceCount)
         return;
     unsigned cpu = percpu_read(id);
+    struct sample_plan *plan = &plans[cpu][source];
     uint64_t ip = f->rip;
-    struct profile_lookup_cache *cache = profile_lookup_caches[cpu];
-    struct profile_slot *sys = &system_slots[source];
-    struct process *pr = percpu_read(current)->proc;
-    struct profile_slot *own = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
-    const struct profile_set *sys_set = __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE);
-    const struct profile_set *own_set = own ? __atomic_load_n(&own->set, __ATOMIC_ACQUIRE) : NULL;
-    if ((sys_set && !cached(sys_set, &cache[PROFILE_SCOPE_SYSTEM], ip)) ||
-        (own_set && !cached(own_set, &cache[PROFILE_SCOPE_PROCESS], ip)) ||
-        __builtin_expect(pmc_trace_on, 0)) {
-        sample_slow(source, f, own, cpu); // a tail call: the fast path saves no register
+    if (plan->generation != READ_ONCE(profile_generation) ||
+        plan->proc != percpu_read(current)->proc || ip - plan->lo > plan->span) {
+        sample_and_plan(source, f, cpu); // a tail call: the fast path saves no register
         return;
     }
-    uint64_t bit = 1ull << cpu;
-    if (sys_set) {
-        sys->samples[cpu]++;
-        if (cache[PROFILE_SCOPE_SYSTEM].entry)
-            count_entry(cache[PROFILE_SCOPE_SYSTEM].entry, ip, bit);
-    }
-    if (own_set) {
-        own->samples[cpu]++;
-        if (cache[PROFILE_SCOPE_PROCESS].entry)
-            count_entry(cache[PROFILE_SCOPE_PROCESS].entry, ip, bit);
-    }
+    struct kprofile *sys_p = plan->count[0], *own_p = plan->count[1];
+    (*plan->samples[0])++;
+    (*plan->samples[1])++;
+    if (sys_p)
+        count_bucket(sys_p, ip);
+    if (own_p)
+        count_bucket(own_p, ip);
     pmc_sample_hook(source, f); // PMCs and the sample log (profile/pmc_alloc.c)
 }
 
@@ -162,6 +193,7 @@ static void activate_on_cpu(void *arg)
         return;
     p->start_samples[cpu] = slot_of(p, false)->samples[cpu];
     __atomic_fetch_or(&p->active, 1ull << cpu, __ATOMIC_RELEASE);
+    plan_forget(cpu, p->source);
 }
 
 static void deactivate_on_cpu(void *arg)
@@ -173,6 +205,7 @@ static void deactivate_on_cpu(void *arg)
     __atomic_fetch_and(&p->active, ~(1ull << cpu), __ATOMIC_RELEASE);
     __atomic_fetch_add(&p->delivered, slot_of(p, false)->samples[cpu] - p->start_samples[cpu],
                        __ATOMIC_RELAXED);
+    plan_forget(cpu, p->source);
 }
 
 static void barrier_on_cpu(void *arg)
@@ -184,30 +217,29 @@ static void barrier_on_cpu(void *arg)
 
 static void unpin_buffer(struct kprofile *p)
 {
+    if (p->kbuf)
+        sysmap_unmap((void *)ALIGN_DOWN((uintptr_t)p->kbuf, PAGE_SIZE), p->npages);
     for (uint64_t i = 0; i < p->npages; i++)
         unpin_page(p->page_pa[i]);
-    kfree(p->page_va);
     kfree(p->page_pa);
-    p->page_va = NULL;
     p->page_pa = NULL;
     p->npages = 0;
+    p->kbuf = NULL;
 }
 
-// Pin every page of the buffer in the caller's address space; the sample path
-// then writes them through the direct map and never walks user page tables.
+// Pin every page of the buffer in the caller's address space and map them in
+// system space, as NT's KeStartProfile maps the locked buffer: the sample path
+// then reaches any bucket with one add and never walks user page tables.
 static NTSTATUS pin_buffer(struct kprofile *p)
 {
     struct process *me = process_current();
     uint64_t first = ALIGN_DOWN(p->buffer, PAGE_SIZE);
     uint64_t n = (ALIGN_UP(p->buffer + p->buffer_size, PAGE_SIZE) - first) / PAGE_SIZE;
-    p->page_va = kmalloc(n * sizeof *p->page_va);
     p->page_pa = kmalloc(n * sizeof *p->page_pa);
-    p->first_offset = (uint32_t)(p->buffer - first);
     p->npages = 0;
-    if (!p->page_va || !p->page_pa) {
-        unpin_buffer(p);
+    p->kbuf = NULL;
+    if (!p->page_pa)
         return STATUS_INSUFFICIENT_RESOURCES;
-    }
     uint64_t f = spin_lock_irqsave(&me->as.lock);
     NTSTATUS s = STATUS_SUCCESS;
     for (uint64_t i = 0; i < n; i++) {
@@ -217,7 +249,6 @@ static NTSTATUS pin_buffer(struct kprofile *p)
             break;
         }
         p->page_pa[i] = *e & PTE_ADDR;
-        p->page_va[i] = phys_to_virt(p->page_pa[i]);
         if (!pin_page(p->page_pa[i])) {
             s = STATUS_INSUFFICIENT_RESOURCES;
             break;
@@ -225,9 +256,15 @@ static NTSTATUS pin_buffer(struct kprofile *p)
         p->npages++;
     }
     spin_unlock_irqrestore(&me->as.lock, f);
-    if (!NT_SUCCESS(s))
+    uint8_t *map = NT_SUCCESS(s) ? sysmap_map(p->page_pa, n) : NULL;
+    if (NT_SUCCESS(s) && !map)
+        s = STATUS_INSUFFICIENT_RESOURCES; // no room in system space
+    if (!NT_SUCCESS(s)) {
         unpin_buffer(p);
-    return s;
+        return s;
+    }
+    p->kbuf = map + (p->buffer - first);
+    return STATUS_SUCCESS;
 }
 
 // --- start and stop ---------------------------------------------------------------
@@ -308,6 +345,7 @@ NTSTATUS KeStartProfile(struct kprofile *p)
     if (NT_SUCCESS(s)) {
         struct profile_set *old = slot->set;
         __atomic_store_n(&slot->set, set, __ATOMIC_RELEASE);
+        generation_bump();
         p->start_throttled = pmc_pmi_throttled(p->source);
         smp_call_all(activate_on_cpu, p); // also the barrier: nobody reads old now
         kfree(old);
@@ -344,6 +382,7 @@ NTSTATUS KeStopProfile(struct kprofile *p)
                 __atomic_store_n(&old->e[i].p, &dead_profile, __ATOMIC_RELEASE);
         old = NULL; // still in use
     }
+    generation_bump();                  // no plan names p now
     smp_call_all(barrier_on_cpu, NULL); // nobody reads old, or p through it, now
     kfree(old);
     p->throttled += pmc_pmi_throttled(p->source) - p->start_throttled;
@@ -398,6 +437,7 @@ static void process_gone(struct process *p, enum process_event event)
 {
     if (event != PROCESS_DESTROYED)
         return;
+    generation_bump(); // no plan points into the slots now (a new process may reuse p)
     for (unsigned s = 0; s < ProfileSourceCount; s++) {
         kfree(p->profile_slot[s]);
         p->profile_slot[s] = NULL;

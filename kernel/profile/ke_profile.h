@@ -37,11 +37,11 @@ struct kprofile {
     uint64_t affinity; // CPUs whose samples count
     uint64_t active;   // CPUs counting now: set and cleared by each CPU itself
     bool started;
-    // While started: the buffer's pages through the direct map, pinned.
-    uint8_t **page_va; // one per page of the buffer
-    uint64_t *page_pa;
+    // While started: the buffer's pages, pinned, and mapped in system space
+    // (core/sysmap.h) at kbuf's page, where bucket i is ((uint32_t *)kbuf)[i].
+    uint64_t *page_pa; // one per page of the buffer
     uint64_t npages;
-    uint32_t first_offset; // buffer offset within its first page
+    uint8_t *kbuf;
     // Statistics (see sys_profile_stats), over every start/stop cycle.
     uint64_t in_range;                // atomic
     uint64_t delivered;               // finished cycles
@@ -63,6 +63,10 @@ void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_fram
 void KeQueryProfileStats(struct kprofile *p, struct sys_profile_stats *out);
 
 void ke_profile_init(void); // register the HAL sample handler
+// Every CPU forgets how it counted its last samples (its sample plans) and
+// looks its next ones up again: call after turning `pmc trace` on, whose
+// bucket records only the general path writes.
+void ke_profile_replan(void);
 // Whether a sample of source interrupting pr (NULL: no process) meets a
 // started profile, system-wide or of pr: `pmc trace` tells "out of range"
 // from "not profiled" with it.

@@ -4,9 +4,6 @@
 #include "lib/param.h"
 #include "profile/ke_profile.h"
 
-struct profile_lookup_cache profile_lookup_caches[MAX_CPUS][PROFILE_SCOPES];
-static uint64_t serials; // under the profile mutex, like every set change
-
 static uint64_t granules(const struct kprofile *p) // how many granules the range covers
 {
     if (p->range_size == 0)
@@ -44,7 +41,6 @@ struct profile_set *profile_set_change(const struct profile_set *old, struct kpr
         *ok = false;
         return NULL;
     }
-    set->serial = ++serials;
     set->n = n;
     set->nwide = nwide;
     set->mask = slots - 1;
@@ -90,8 +86,8 @@ struct profile_set *profile_set_change(const struct profile_set *old, struct kpr
     return set;
 }
 
-void profile_set_lookup(const struct profile_set *set, uint64_t ip,
-                        struct profile_lookup_cache *cache, profile_entry_fn fn, uint64_t arg)
+void profile_set_lookup(const struct profile_set *set, uint64_t ip, profile_entry_fn fn,
+                        uint64_t arg, struct profile_answer *out)
 {
     uint64_t key = (ip >> PROFILE_GRANULE_SHIFT) + 1;
     uint64_t lo = ip & ~((1ull << PROFILE_GRANULE_SHIFT) - 1);
@@ -120,12 +116,8 @@ void profile_set_lookup(const struct profile_set *set, uint64_t ip,
         }
         break;
     }
-    if (matches > 1 || set->nwide) {
-        cache->serial = 0; // overlapping or wide profiles: no single answer to remember
-        return;
-    }
-    cache->serial = set->serial;
-    cache->lo = lo;
-    cache->span = hi - lo;
-    cache->entry = match;
+    out->lo = lo;
+    out->hi = hi;
+    out->entry = match;
+    out->reusable = matches <= 1 && !set->nwide; // else no single answer to remember
 }

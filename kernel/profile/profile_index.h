@@ -11,9 +11,7 @@
 // there, so ranges elsewhere in the address space cost nothing however many
 // there are. Ranges covering more than PROFILE_WIDE_GRANULES granules (a whole
 // address space, say) sit in e[n..n+nwide) and are checked one by one: there
-// are few of those. Each CPU remembers its last granule lookup per scope kind
-// (a sample usually lands in the granule the previous one did), keyed by the
-// set's serial number, so a replaced set invalidates it.
+// are few of those.
 #pragma once
 #include "lib/types.h"
 
@@ -23,7 +21,6 @@ struct kprofile;
 #define PROFILE_WIDE_GRANULES 32
 
 struct profile_set {
-    uint64_t serial; // unique over the kernel's life: names this set in the lookup caches
     unsigned n, nwide;
     unsigned mask; // the granule table has mask + 1 slots
     struct profile_granule {
@@ -49,29 +46,21 @@ static inline unsigned profile_granule_hash(uint64_t key, unsigned mask)
     return (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
 }
 
-// The scope kinds a CPU caches a lookup for.
-enum profile_scope { PROFILE_SCOPE_SYSTEM, PROFILE_SCOPE_PROCESS, PROFILE_SCOPES };
-
-// A CPU's last answer for one scope kind: in the set numbered serial, the
-// addresses [lo, lo + span] are covered by exactly the narrow entry entry
-// (NULL: by none). Samples come in runs at nearby addresses, so most of them
-// are answered here with two comparisons; a replaced set has a new serial,
-// which invalidates the answer.
-struct profile_lookup_cache {
-    uint64_t serial; // 0: nothing cached
-    uint64_t lo, span;
-    const struct profile_set_entry *entry;
-};
-
-// Per CPU and scope kind; written only by its CPU, with interrupts off.
-extern struct profile_lookup_cache profile_lookup_caches[][PROFILE_SCOPES];
-
 typedef void (*profile_entry_fn)(const struct profile_set_entry *e, uint64_t ip, uint64_t arg);
 
-// The slow path of a lookup: calls fn for every narrow entry covering ip and
-// refills cache with the largest address interval around ip (within its 2 MiB
-// granule) over which that answer stays the same, when at most one entry
-// covers ip and the set has no wide entries. O(the entries meeting ip's
-// granule).
-void profile_set_lookup(const struct profile_set *set, uint64_t ip,
-                        struct profile_lookup_cache *cache, profile_entry_fn fn, uint64_t arg);
+// What a lookup at ip found: the addresses [lo, hi] around ip (within its
+// 2 MiB granule) over which the answer stays the same, and, when reusable, the
+// answer itself: exactly the narrow entry entry covers them (NULL: none does).
+// An answer is not reusable when several entries cover ip or the set has wide
+// entries; samples come in runs at nearby addresses, so a reusable answer
+// answers most of them with two comparisons (see ke_profile.c's sample plans).
+struct profile_answer {
+    uint64_t lo, hi;
+    const struct profile_set_entry *entry;
+    bool reusable;
+};
+
+// Calls fn for every narrow entry covering ip and describes the answer.
+// O(the entries meeting ip's granule); the wide entries are the caller's.
+void profile_set_lookup(const struct profile_set *set, uint64_t ip, profile_entry_fn fn,
+                        uint64_t arg, struct profile_answer *out);

@@ -160,9 +160,12 @@ uint64_t do_SysPmcTrace(const uint64_t *a, struct trapframe *tf)
     if (!process_current()->privileged)
         return STATUS(STATUS_PRIVILEGE_NOT_HELD);
     switch (a[0]) {
-    case PMC_TRACE_ON:
+    case PMC_TRACE_ON: {
         WRITE_ONCE(pmc_trace_sample_filter, trace_filter);
-        return STATUS(pmc_trace_enable());
+        NTSTATUS s = pmc_trace_enable();
+        ke_profile_replan(); // traced samples take the general path, which traces buckets
+        return STATUS(s);
+    }
     case PMC_TRACE_OFF: pmc_trace_disable(); return STATUS(STATUS_SUCCESS);
     case PMC_TRACE_CLEAR:
         pmc_trace_clear();

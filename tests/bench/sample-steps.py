@@ -69,6 +69,13 @@ def callees():
     return calls
 
 
+def entry_size(syms):
+    """timer_entry's bytes: up to the next symbol after it (not its local labels)."""
+    start = syms["timer_entry"][0]
+    return min(a for n, (a, _) in syms.items()
+               if a > start and not n.startswith("timer_entry.")) - start
+
+
 def filter_ranges(syms):
     calls = callees()
     seen, todo = set(), list(ROOTS)
@@ -83,7 +90,7 @@ def filter_ranges(syms):
     for f in sorted(seen):
         start, size = syms[f]
         if f == "timer_entry":
-            size = 0x80  # an assembly label: no size in the symbol table
+            size = entry_size(syms)  # an assembly label: no size in the symbol table
         ranges.append(f"0x{start:x}+0x{size:x}")
     return ",".join(ranges)
 
@@ -109,23 +116,20 @@ def run(ranges, log):
 
 
 def interrupts(pcs, syms):
-    """Split the log into interrupts, each from timer_entry to its iretq."""
+    """Split the log into interrupts, each from timer_entry to an iretq of it."""
     entry = syms["timer_entry"][0]
-    iret = None
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", KERNEL,
-                          f"--start-address=0x{entry:x}", f"--stop-address=0x{entry + 0x80:x}"],
+                          f"--start-address=0x{entry:x}",
+                          f"--stop-address=0x{entry + entry_size(syms):x}"],
                          stdout=subprocess.PIPE, text=True, check=True).stdout
-    for line in dis.splitlines():
-        if "iretq" in line:
-            iret = int(line.split(":")[0], 16)
-            break
+    irets = {int(line.split(":")[0], 16) for line in dis.splitlines() if "iretq" in line}
     runs, cur = [], None
     for p in pcs:
         if p == entry:
             cur = []
         if cur is not None:
             cur.append(p)
-            if p == iret:
+            if p in irets:
                 runs.append(cur)
                 cur = None
     return runs

@@ -47,6 +47,8 @@ _Static_assert(offsetof(struct cpu, self) == CPU_SELF_OFFSET, "asm uses %gs:0");
 _Static_assert(offsetof(struct cpu, kernel_rsp) == CPU_KERNEL_RSP_OFFSET, "syscall entry");
 _Static_assert(offsetof(struct cpu, user_rsp_scratch) == CPU_USER_RSP_OFFSET, "syscall entry");
 _Static_assert(offsetof(struct cpu, current) == CPU_CURRENT_OFFSET, "syscall entry");
+_Static_assert(offsetof(struct cpu, need_resched) == 0x68, "vectors.asm: CPU_NEED_RESCHED");
+_Static_assert(offsetof(struct cpu, kill_pending) == 0x70, "vectors.asm: CPU_KILL_PENDING");
 
 extern struct cpu cpus[MAX_CPUS];
 extern unsigned ncpus; // processors found in the MADT (1 without ACPI)

@@ -76,11 +76,21 @@ static inline void expire(struct periodic *p, uint64_t now)
     p->count += n;
 }
 
+// Call the users of the slots in due, in slot order.
+static __attribute__((noinline)) void call_users(const struct timer_cpu *t,
+                                                 const struct intr_frame *f, unsigned due)
+{
+    for (unsigned i = 0; i < TIMER_SLOTS; i++)
+        if (due & (1u << i))
+            t->user[i].fn(f, t->user[i].arg);
+}
+
 // The LAPIC timer's interrupt, entered from timer_entry (vectors.asm) with
 // only the CPU's frame: every due deadline moves on, the timer is re-armed for
 // the earliest and the interrupt acknowledged (interrupts stay off until the
-// iretq, so nothing can nest), then each due slot's user is called once, and
-// on the way back to ring 3 the scheduler may preempt or a kill take effect.
+// iretq, so nothing can nest), then each due slot's user is called once; on
+// the way back to ring 3 (timer_entry) the scheduler may preempt or a kill
+// take effect.
 // A user that starts or stops a slot re-arms the timer itself. A stopped slot
 // has the deadline UINT64_MAX, never due, so the loops need no active mask;
 // they run over a constant number of slots and unroll.
@@ -89,11 +99,13 @@ void timer_interrupt(const struct intr_frame *f)
     struct timer_cpu *t = percpu_read(timer);
     uint64_t now = rdtsc(), next = UINT64_MAX;
     unsigned due = 0;
+    const struct timer_user *last = NULL; // the user of the last due slot
 #pragma GCC unroll 4
     for (unsigned i = 0; i < TIMER_SLOTS; i++) {
         if (t->slot[i].deadline <= now) {
             expire(&t->slot[i], now);
             due |= 1u << i;
+            last = &t->user[i];
         }
         next = MIN(next, t->slot[i].deadline);
     }
@@ -103,12 +115,12 @@ void timer_interrupt(const struct intr_frame *f)
     else
         program_delta(next - now); // every deadline moved past now
     lapic_eoi();
-#pragma GCC unroll 4
-    for (unsigned i = 0; i < TIMER_SLOTS; i++)
-        if (due & (1u << i))
-            t->user[i].fn(f, t->user[i].arg);
-    if (intr_from_user(f))
-        trap_return_to_user();
+    // Usually one slot is due: its user's call is then this function's last
+    // act, a tail call, and nothing here needs saving around it.
+    if (due & (due - 1))
+        call_users(t, f, due);
+    else if (last)
+        last->fn(f, last->arg);
 }
 
 void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn, void *arg)

@@ -61,17 +61,17 @@ trap_return:
 ; the way back to ring 3. The CPU's 5-word frame sits on a 16-aligned stack
 ; (Intel SDM vol. 3A §6.14.2); with rbp, nine registers and 8 bytes of
 ; padding the call is made 16-aligned, as the ABI requires.
+;
+; The way back to ring 3 is trap_return_to_user's (trap.h), written here: the
+; CPU's need_resched flag and the running thread's kill flag are read while GS
+; is still the kernel's, and only when one is set is the scheduler's hook
+; called (it may switch threads; it returns here when this one runs again).
 %define CPU_FRAME_CS 8                  ; the CPU's frame: rip, cs, rflags, rsp, ss
 %define LEAN_SAVED   72                 ; nine registers below struct intr_frame
+%define CPU_NEED_RESCHED  0x68          ; struct cpu offsets, _Static_assert'ed in percpu.h
+%define CPU_KILL_PENDING  0x70
 
-global timer_entry
-extern timer_interrupt
-align 16
-timer_entry:
-    test byte [rsp + CPU_FRAME_CS], 3
-    jz .from_kernel_in
-    swapgs
-.from_kernel_in:
+%macro LEAN_CALL 1                      ; save, call %1(struct intr_frame *), restore
     push rbp                            ; struct intr_frame begins here
     push rax
     push rcx
@@ -85,7 +85,10 @@ timer_entry:
     lea rdi, [rsp + LEAN_SAVED]         ; struct intr_frame *
     sub rsp, 8
     cld
-    call timer_interrupt
+    call %1
+%endmacro
+
+%macro LEAN_RESTORE 0
     add rsp, 8
     pop r11
     pop r10
@@ -97,11 +100,33 @@ timer_entry:
     pop rcx
     pop rax
     pop rbp
+%endmacro
+
+global timer_entry
+extern timer_interrupt
+extern trap_user_return_hook
+align 16
+timer_entry:
     test byte [rsp + CPU_FRAME_CS], 3
-    jz .from_kernel_out
-    swapgs
-.from_kernel_out:
+    jnz .from_user
+    LEAN_CALL timer_interrupt
+    LEAN_RESTORE
     iretq
+.from_user:
+    swapgs
+    LEAN_CALL timer_interrupt
+    cmp byte [gs:CPU_NEED_RESCHED], 0
+    jne .user_work
+    mov rax, [gs:CPU_KILL_PENDING]
+    cmp byte [rax], 0
+    jne .user_work
+.to_user:
+    LEAN_RESTORE
+    swapgs
+    iretq
+.user_work:
+    call [rel trap_user_return_hook]
+    jmp .to_user
 
 section .rodata
 global isr_stubs

@@ -1,0 +1,138 @@
+// System-space mappings (see sysmap.h): a 1 GiB window of kernel virtual
+// addresses, handed out a page at a time by a first-fit bitmap. The window's
+// page directory is made at boot under a kernel-half PML4 entry that every
+// address space shares (vm_init), so a mapping made here is seen in all of
+// them at once. A page table is allocated when a mapping first needs it and
+// freed when the last mapping in it goes, so mapping costs nothing at rest.
+#include "core/sysmap.h"
+#include "arch/x86/cpu.h"
+#include "core/mutex.h"
+#include "core/pmm.h"
+#include "core/smp.h"
+#include "core/vm.h"
+#include "lib/memlayout.h"
+#include "lib/panic.h"
+#include "lib/param.h"
+
+#define SYSMAP_BASE  0xFFFFFF0000000000ull // PML4 entry 510: below the kernel image's
+#define SYSMAP_PAGES (1ull << 18)          // 1 GiB: one page directory
+#define PT_PAGES     512                   // pages one page table maps
+
+static struct mutex sysmap_mutex = MUTEX_INIT("sysmap");
+static uint64_t used[SYSMAP_PAGES / 64]; // bit i: page i of the window is mapped
+static pte_t *pd;                        // the window's page directory
+
+static bool page_used(uint64_t i)
+{
+    return used[i / 64] & (1ull << (i % 64));
+}
+
+static void mark(uint64_t first, uint64_t n, bool on)
+{
+    for (uint64_t i = first; i < first + n; i++) {
+        if (on)
+            used[i / 64] |= 1ull << (i % 64);
+        else
+            used[i / 64] &= ~(1ull << (i % 64));
+    }
+}
+
+// The first run of n free pages in the window; SYSMAP_PAGES when none.
+static uint64_t find_free(uint64_t n)
+{
+    uint64_t run = 0;
+    for (uint64_t i = 0; i < SYSMAP_PAGES; i++) {
+        run = page_used(i) ? 0 : run + 1;
+        if (run == n)
+            return i + 1 - n;
+    }
+    return SYSMAP_PAGES;
+}
+
+static uint64_t va_of(uint64_t page)
+{
+    return SYSMAP_BASE + page * PAGE_SIZE;
+}
+
+// Clear the entries of pages [first, first + n) and take out of the page
+// directory every page table left with no used page; those tables' physical
+// addresses go to freed[] (at most n / PT_PAGES + 2 of them), to be freed
+// once no CPU can be walking them. Returns how many.
+static unsigned clear_entries(uint64_t first, uint64_t n, uint64_t *freed)
+{
+    unsigned nfreed = 0;
+    for (uint64_t i = first; i < first + n; i++) {
+        pte_t *e = vm_walk(kernel_cr3, va_of(i), false);
+        if (e)
+            *e = 0;
+        bool table_end = (i + 1) % PT_PAGES == 0 || i + 1 == first + n;
+        if (!table_end)
+            continue;
+        uint64_t t = i / PT_PAGES, in_use = 0;
+        for (uint64_t k = 0; k < PT_PAGES / 64; k++)
+            in_use |= used[t * (PT_PAGES / 64) + k];
+        if (!in_use && (pd[t] & PTE_P)) {
+            freed[nfreed++] = pd[t] & PTE_ADDR;
+            pd[t] = 0;
+        }
+    }
+    return nfreed;
+}
+
+struct flush {
+    uint64_t va, npages;
+};
+
+static void flush_on_cpu(void *arg)
+{
+    const struct flush *f = arg;
+    for (uint64_t i = 0; i < f->npages; i++)
+        invlpg(f->va + i * PAGE_SIZE); // also drops cached directory entries (SDM vol. 3A 4.10.4.1)
+}
+
+void sysmap_init(void)
+{
+    pd = vm_walk_level(kernel_cr3, SYSMAP_BASE, 1, true);
+    if (!pd)
+        panic("sysmap: out of memory");
+}
+
+void *sysmap_map(const uint64_t *pa, uint64_t npages)
+{
+    if (npages == 0 || npages > SYSMAP_PAGES)
+        return NULL;
+    mutex_lock(&sysmap_mutex);
+    uint64_t first = find_free(npages);
+    void *va = NULL;
+    if (first < SYSMAP_PAGES) {
+        uint64_t flags = PTE_W | (vm_nx_supported() ? PTE_NX : 0), i = 0;
+        mark(first, npages, true);
+        while (i < npages && vm_map_page(kernel_cr3, va_of(first + i), pa[i], flags))
+            i++;
+        if (i == npages) {
+            va = (void *)(uintptr_t)va_of(first);
+        } else { // out of memory for a page table: never used, so nothing to flush
+            uint64_t freed[SYSMAP_PAGES / PT_PAGES + 2];
+            mark(first, npages, false);
+            unsigned nfreed = clear_entries(first, npages, freed);
+            for (unsigned k = 0; k < nfreed; k++)
+                pmm_free_page(freed[k]);
+        }
+    }
+    mutex_unlock(&sysmap_mutex);
+    return va;
+}
+
+void sysmap_unmap(void *va, uint64_t npages)
+{
+    static uint64_t freed[SYSMAP_PAGES / PT_PAGES + 2]; // under the mutex
+    uint64_t first = ((uint64_t)(uintptr_t)va - SYSMAP_BASE) / PAGE_SIZE;
+    mutex_lock(&sysmap_mutex);
+    mark(first, npages, false);
+    unsigned nfreed = clear_entries(first, npages, freed);
+    struct flush f = {(uint64_t)(uintptr_t)va, npages};
+    smp_call_all(flush_on_cpu, &f); // no CPU reaches the pages or the tables now
+    for (unsigned k = 0; k < nfreed; k++)
+        pmm_free_page(freed[k]);
+    mutex_unlock(&sysmap_mutex);
+}

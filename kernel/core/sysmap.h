@@ -1,0 +1,19 @@
+// System-space mappings of locked pages, as NT's MmMapLockedPages gives a
+// driver (Windows Driver Kit, "MmMapLockedPagesSpecifyCache"): pages already
+// pinned, wherever they sit in physical memory, seen by the kernel as one
+// contiguous range of kernel virtual addresses, the same in every address
+// space. A profile's buffer is mapped so, as NT's KeStartProfile maps it, so
+// that the sample path finds a bucket with one shift and one add.
+#pragma once
+#include "lib/types.h"
+
+void sysmap_init(void); // at boot, after vm_init: the window's page directory
+
+// Map the npages pages pa[0..npages) at consecutive kernel addresses,
+// read/write and never executable. NULL when the window has no room for them
+// or page tables cannot be allocated. May sleep.
+void *sysmap_map(const uint64_t *pa, uint64_t npages);
+
+// Undo sysmap_map: the pages are no longer reachable through va on any CPU when
+// this returns (every CPU's TLB entries are flushed). The pages stay pinned.
+void sysmap_unmap(void *va, uint64_t npages);
