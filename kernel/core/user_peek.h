@@ -24,45 +24,29 @@ static inline void user_peek_end(void)
         __asm__ volatile("clac" ::: "memory");
 }
 
-// The word at addr, or false when the read faults.
+// The word at addr, or false when the read faults. The fixup resumes at the
+// C label fault (asm goto), so a read that succeeds costs just the load.
 static inline bool user_peek(uint64_t addr, uint64_t *v)
 {
-    uint64_t a; // undefined when the read faults
-    uint32_t fault;
-    __asm__ volatile("movl $1, %[f]\n"
-                     "1: movq (%[p]), %[a]\n"
-                     "xorl %[f], %[f]\n"
-                     "2:\n"
-                     ".pushsection .fixup_table, \"a\"\n"
-                     ".balign 8\n"
-                     ".quad 1b, 2b\n"
-                     ".popsection"
-                     : [a] "=&r"(a), [f] "=&r"(fault)
-                     : [p] "r"(addr)
-                     : "memory");
+    uint64_t a;
+    __asm__ goto("1: movq %[m], %[a]\n"
+                 ".pushsection .fixup_table, \"a\"\n"
+                 ".balign 8\n"
+                 ".quad 1b, %l[fault]\n"
+                 ".popsection"
+                 : [a] "=r"(a)
+                 : [m] "m"(*(const uint64_t *)addr) // an operand only: the asm reads it
+                 : "memory"
+                 : fault);
     *v = a;
-    return fault == 0;
+    return true;
+fault:
+    return false;
 }
 
-// The words at addr and addr + 8, or false when either read faults.
+// The words at addr and addr + 8, or false when either read faults (two
+// loads: each read's fault goes to the same place once inlined).
 static inline bool user_peek2(uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
-    uint64_t a, b; // undefined when the read faults
-    uint32_t fault;
-    __asm__ volatile("movl $1, %[f]\n"
-                     "1: movq (%[p]), %[a]\n"
-                     "2: movq 8(%[p]), %[b]\n"
-                     "xorl %[f], %[f]\n"
-                     "3:\n"
-                     ".pushsection .fixup_table, \"a\"\n"
-                     ".balign 8\n"
-                     ".quad 1b, 3b\n"
-                     ".quad 2b, 3b\n"
-                     ".popsection"
-                     : [a] "=&r"(a), [b] "=&r"(b), [f] "=&r"(fault)
-                     : [p] "r"(addr)
-                     : "memory");
-    *lo = a;
-    *hi = b;
-    return fault == 0;
+    return user_peek(addr, lo) && user_peek(addr + 8, hi);
 }

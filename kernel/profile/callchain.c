@@ -107,14 +107,18 @@ static unsigned walk_user(const struct intr_frame *utf, const struct addrspace *
         r->truncated = r->unreadable = true;
         return n;
     }
-    uint64_t fp = utf->rbp, min = utf->rsp, top;
+    uint64_t fp = utf->rbp, sp = utf->rsp, top;
     user_peek_begin();
-    if (!(min & 7) && min < USER_TOP - 8 && n < max && user_peek(min, &top) &&
-        user_return_at(as, top))
+    if (!(sp & 7) && sp < USER_TOP - 8 && n < max && user_peek(sp, &top) && user_return_at(as, top))
         frames[n++] = top; // a leaf without a frame (see kernel_return_at)
+    if (fp && fp < sp) {   // frames live above the stack pointer: this is garbage
+        r->truncated = true;
+        fp = 0;
+    }
+    uint64_t *out = frames + n, *end = frames + max;
     while (fp) {
         // Only user addresses are ever read (a kernel one would not fault).
-        if (n == max || (fp & 7) || fp < min || fp >= USER_TOP - 16) {
+        if (out == end || (fp & 7) || fp >= USER_TOP - 16) {
             r->truncated = true;
             break;
         }
@@ -125,10 +129,14 @@ static unsigned walk_user(const struct intr_frame *utf, const struct addrspace *
         }
         if (!next)
             break; // main's frame: its return goes into crt0, which has no frame
-        frames[n++] = ret;
-        min = fp + 16;
+        *out++ = ret;
+        if (next <= fp) { // frames only go up the stack: a loop or garbage
+            r->truncated = true;
+            break;
+        }
         fp = next;
     }
+    n = (unsigned)(out - frames);
     user_peek_end();
     return n;
 }
