@@ -19,8 +19,9 @@
 #define PT_PAGES     512                   // pages one page table maps
 
 static struct mutex sysmap_mutex = MUTEX_INIT("sysmap");
-static uint64_t used[SYSMAP_PAGES / 64]; // bit i: page i of the window is mapped
-static pte_t *pd;                        // the window's page directory
+static uint64_t used[SYSMAP_PAGES / 64];            // bit i: page i of the window is mapped
+static pte_t *pd;                                   // the window's page directory
+static uint64_t freed[SYSMAP_PAGES / PT_PAGES + 2]; // page tables clear_entries took out
 
 static bool page_used(uint64_t i)
 {
@@ -57,8 +58,8 @@ static uint64_t va_of(uint64_t page)
 // Clear the entries of pages [first, first + n) and take out of the page
 // directory every page table left with no used page; those tables' physical
 // addresses go to freed[] (at most n / PT_PAGES + 2 of them), to be freed
-// once no CPU can be walking them. Returns how many.
-static unsigned clear_entries(uint64_t first, uint64_t n, uint64_t *freed)
+// once no CPU can be walking them. Returns how many. Under the mutex.
+static unsigned clear_entries(uint64_t first, uint64_t n)
 {
     unsigned nfreed = 0;
     for (uint64_t i = first; i < first + n; i++) {
@@ -112,9 +113,8 @@ void *sysmap_map(const uint64_t *pa, uint64_t npages)
         if (i == npages) {
             va = (void *)(uintptr_t)va_of(first);
         } else { // out of memory for a page table: never used, so nothing to flush
-            uint64_t freed[SYSMAP_PAGES / PT_PAGES + 2];
             mark(first, npages, false);
-            unsigned nfreed = clear_entries(first, npages, freed);
+            unsigned nfreed = clear_entries(first, npages);
             for (unsigned k = 0; k < nfreed; k++)
                 pmm_free_page(freed[k]);
         }
@@ -125,11 +125,10 @@ void *sysmap_map(const uint64_t *pa, uint64_t npages)
 
 void sysmap_unmap(void *va, uint64_t npages)
 {
-    static uint64_t freed[SYSMAP_PAGES / PT_PAGES + 2]; // under the mutex
     uint64_t first = ((uint64_t)(uintptr_t)va - SYSMAP_BASE) / PAGE_SIZE;
     mutex_lock(&sysmap_mutex);
     mark(first, npages, false);
-    unsigned nfreed = clear_entries(first, npages, freed);
+    unsigned nfreed = clear_entries(first, npages);
     struct flush f = {(uint64_t)(uintptr_t)va, npages};
     smp_call_all(flush_on_cpu, &f); // no CPU reaches the pages or the tables now
     for (unsigned k = 0; k < nfreed; k++)

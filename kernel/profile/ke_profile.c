@@ -112,9 +112,9 @@ static bool plan_scope(struct sample_plan *plan, unsigned scope, const struct pr
 }
 
 // A sample the plan does not answer: both lookups, which count it, and a new
-// plan. Samples are counted only while a set is published: counts matter only
-// as differences between a profile's activation and deactivation, both of
-// which happen on each CPU while the set is there (see activate_on_cpu).
+// plan. The slots' per-CPU sample counters count every sample, a set published
+// or not: they are read only as differences between a profile's activation
+// and deactivation on a CPU (see activate_on_cpu).
 static __attribute__((noinline)) void sample_and_plan(KPROFILE_SOURCE source,
                                                       const struct intr_frame *f, unsigned cpu)
 {
