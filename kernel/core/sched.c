@@ -85,6 +85,7 @@ void sched_init_cpu(void)
     t->killed = &never_killed;
     c->idle = t;
     c->current = t;
+    c->current_process = NULL;
     c->kill_pending = t->killed;
     if (c->id == 0) {
         irq_register(VEC_RESCHED, resched_ipi);
@@ -122,6 +123,7 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
     next->state = T_RUNNING;
     next->cpu = (int)c->id;
     c->current = next;
+    c->current_process = next->proc;
     c->kill_pending = next->killed;
     if (next->proc) {
         c->kernel_rsp = next->kstack_top;  // syscall entry stack

@@ -37,7 +37,8 @@ typedef struct {
 } HAL_PROFILE_SOURCE_INFORMATION;
 
 // Called for every sample, in interrupt context with interrupts off, with the
-// source and the interrupted context as the CPU pushed it (instruction
+// source (one of the HAL's, below ProfileSourceCount: the handler does not check
+// it again) and the interrupted context as the CPU pushed it (instruction
 // pointer, code segment: user or kernel mode, stack pointer). It must not
 // sleep, allocate or take a lock that is held with interrupts on.
 typedef void (*HAL_PROFILE_INTERRUPT_HANDLER)(KPROFILE_SOURCE source, const struct intr_frame *f);

@@ -74,24 +74,18 @@ extern const struct halp_profile_interface nopmu_profile_interface;
 // The interface in use; nopmu until pmc_init chooses.
 extern const struct halp_profile_interface *halp_profile_interface;
 
-// The callback registered with HalProfileSourceInterruptHandler (NULL: none).
-extern HAL_PROFILE_INTERRUPT_HANDLER halp_profile_handler;
+// The function every sample is handed to: the callback registered with
+// HalProfileSourceInterruptHandler (a no-op while none is), or, while `pmc
+// trace` is on, a wrapper that records the sample first. halp_deliver_choose
+// sets it again whenever either changes, so a sample makes no test of its own.
+extern HAL_PROFILE_INTERRUPT_HANDLER halp_deliver;
+void halp_deliver_choose(void); // hal_profile.c
 
-void halp_deliver_traced(KPROFILE_SOURCE source, const struct intr_frame *f); // hal_profile.c
-
-// Hand one sample to the registered handler: the one way samples leave the
-// HAL, from the ProfileTime tick (profile_time.c) and the PMI (pmi.c). With
-// `pmc trace` on it is recorded first, out of line, so that the common path
-// is a load and a tail call.
+// Hand one sample on: the one way samples leave the HAL, from the ProfileTime
+// tick (profile_time.c) and the PMI (pmi.c).
 static inline void halp_deliver_sample(KPROFILE_SOURCE source, const struct intr_frame *f)
 {
-    if (__builtin_expect(pmc_trace_on, 0)) {
-        halp_deliver_traced(source, f);
-        return;
-    }
-    HAL_PROFILE_INTERRUPT_HANDLER handler = READ_ONCE(halp_profile_handler);
-    if (handler)
-        handler(source, f);
+    READ_ONCE(halp_deliver)(source, f);
 }
 
 // DisableMonitoring for the interfaces with counters (counter.c): stop

@@ -12,15 +12,28 @@
 #include "core/smp.h"
 
 const struct halp_profile_interface *halp_profile_interface = &nopmu_profile_interface;
-HAL_PROFILE_INTERRUPT_HANDLER halp_profile_handler;
 
-// halp_deliver_sample's path while `pmc trace` is on.
-void halp_deliver_traced(KPROFILE_SOURCE source, const struct intr_frame *f)
+// The callback while none is registered: samples go nowhere.
+static void no_handler(KPROFILE_SOURCE source, const struct intr_frame *f)
+{
+    UNUSED(source);
+    UNUSED(f);
+}
+static HAL_PROFILE_INTERRUPT_HANDLER registered = no_handler;
+HAL_PROFILE_INTERRUPT_HANDLER halp_deliver = no_handler;
+
+// halp_deliver while `pmc trace` is on: the sample is recorded, then handed on.
+static void deliver_traced(KPROFILE_SOURCE source, const struct intr_frame *f)
 {
     PMC_TRACE_STEP(PMC_STEP_SAMPLE, source, f->rip);
-    HAL_PROFILE_INTERRUPT_HANDLER handler = READ_ONCE(halp_profile_handler);
-    if (handler)
-        handler(source, f);
+    READ_ONCE(registered)(source, f);
+}
+
+void halp_deliver_choose(void)
+{
+    __atomic_store_n(&halp_deliver,
+                     READ_ONCE(pmc_trace_on) ? deliver_traced : READ_ONCE(registered),
+                     __ATOMIC_RELEASE);
 }
 
 static uint32_t started; // bit per source running on every CPU
@@ -187,9 +200,12 @@ NTSTATUS HalSetSystemInformation(HAL_SET_INFORMATION_CLASS cls, uint32_t size, v
             return STATUS_INVALID_PARAMETER;
         if (size != sizeof(HAL_PROFILE_INTERRUPT_HANDLER))
             return STATUS_INFO_LENGTH_MISMATCH;
-        __atomic_store_n(&halp_profile_handler, *(HAL_PROFILE_INTERRUPT_HANDLER *)buffer,
-                         __ATOMIC_RELEASE);
-        return STATUS_SUCCESS;
+        {
+            HAL_PROFILE_INTERRUPT_HANDLER h = *(HAL_PROFILE_INTERRUPT_HANDLER *)buffer;
+            __atomic_store_n(&registered, h ? h : no_handler, __ATOMIC_RELEASE);
+            halp_deliver_choose();
+            return STATUS_SUCCESS;
+        }
     default: return STATUS_INVALID_INFO_CLASS;
     }
 }
@@ -259,5 +275,6 @@ void hal_profile_reset(void)
 {
     started = 0;
     busy = 0;
-    halp_profile_handler = NULL;
+    registered = no_handler;
+    halp_deliver_choose();
 }

@@ -1,5 +1,6 @@
 // `pmc trace`: per-CPU rings of raw records, decoded into text when read.
 #include "pmc/trace.h"
+#include "pmc/hal_interface.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/clock.h"
 #include "core/heap.h"
@@ -70,12 +71,14 @@ NTSTATUS pmc_trace_enable(void)
         nrings = n;
     }
     WRITE_ONCE(pmc_trace_on, true);
+    halp_deliver_choose();
     return STATUS_SUCCESS;
 }
 
 void pmc_trace_disable(void)
 {
     WRITE_ONCE(pmc_trace_on, false);
+    halp_deliver_choose();
 }
 
 void pmc_trace_clear(void)
@@ -87,6 +90,7 @@ void pmc_trace_clear(void)
 void pmc_trace_free(void)
 {
     pmc_trace_on = false;
+    halp_deliver_choose();
     kfree(rings);
     rings = NULL;
     nrings = 0;

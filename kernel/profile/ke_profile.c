@@ -119,7 +119,7 @@ static __attribute__((noinline)) void sample_and_plan(KPROFILE_SOURCE source,
                                                       const struct intr_frame *f, unsigned cpu)
 {
     uint64_t generation = __atomic_load_n(&profile_generation, __ATOMIC_ACQUIRE);
-    struct process *pr = percpu_read(current)->proc;
+    struct process *pr = percpu_read(current_process);
     struct profile_slot *sys = &system_slots[source];
     struct profile_slot *own = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
     struct sample_plan *plan = &plans[cpu][source];
@@ -149,14 +149,11 @@ static __attribute__((noinline)) void sample_and_plan(KPROFILE_SOURCE source,
 // general way (sample_and_plan).
 void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_frame *f)
 {
-    if ((unsigned)source >= ProfileSourceCount)
-        return;
-    unsigned cpu = percpu_read(id);
-    struct sample_plan *plan = &plans[cpu][source];
+    struct sample_plan *plan = percpu_read(sample_plans) + source; // the HAL's sources only
     uint64_t ip = f->rip;
     if (plan->generation != READ_ONCE(profile_generation) ||
-        plan->proc != percpu_read(current)->proc || ip - plan->lo > plan->span) {
-        sample_and_plan(source, f, cpu); // a tail call: the fast path saves no register
+        plan->proc != percpu_read(current_process) || ip - plan->lo > plan->span) {
+        sample_and_plan(source, f, cpu_id()); // a tail call: the fast path saves no register
         return;
     }
     struct kprofile *sys_p = plan->count[0], *own_p = plan->count[1];
@@ -454,6 +451,8 @@ bool ke_profile_scope_started(struct process *pr, KPROFILE_SOURCE source)
 
 void ke_profile_init(void)
 {
+    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
+        cpus[cpu].sample_plans = plans[cpu];
     process_watch(process_gone);
     HAL_PROFILE_INTERRUPT_HANDLER h = KeProfileInterruptWithSource;
     HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof h, &h);

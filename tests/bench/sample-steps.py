@@ -32,8 +32,8 @@ MARKERS = ["sched_timer"]  # logged only to recognise interrupts that ran a sche
 # (stage, innermost-inlined function names that mark it)
 BY_FUNCTION = [
     ("bucket", {"count_bucket"}),
-    ("eoi", {"lapic_eoi"}),
-    ("rearm", {"program", "program_delta"}),
+    ("eoi", {"lapic_eoi", "eoi_xapic", "eoi_x2apic"}),
+    ("rearm", {"rearm_and_eoi", "lapic_count"}),
     ("return_to_user", {"trap_return_to_user"}),
 ]
 # (stage, file path fragment of the outermost function)

@@ -10,11 +10,14 @@
 #include "arch/x86/percpu.h"
 #include "arch/x86/trap.h"
 
+// A running slot's expiries since its start are (deadline - origin) / period - 1:
+// the deadline only ever moves by whole periods, so the interrupt keeps no count.
 struct periodic {
     uint64_t deadline; // absolute TSC of the next expiry; UINT64_MAX: stopped
     uint64_t period;   // TSC ticks
-    uint64_t count;    // expiries since start, delivered or missed
+    uint64_t origin;   // TSC at the start: the first deadline is origin + period
     uint64_t missed;   // expiries not delivered: the CPU was a period or more late
+    uint64_t count;    // expiries, delivered or missed, of a stopped slot
 };
 
 struct timer_cpu {
@@ -26,27 +29,62 @@ struct timer_cpu {
 } __attribute__((aligned(64)));
 
 static struct timer_cpu timers[MAX_CPUS];
-static bool tsc_deadline;
 static uint64_t lapic_per_tsc; // LAPIC counts per TSC tick, 32.32 fixed point
 
-// Load the LAPIC timer to fire in delta TSC ticks (one-shot mode), rounded up:
-// firing early costs an extra interrupt, firing late costs accuracy.
-static inline void program_delta(uint64_t delta)
+// How the LAPIC timer is armed and the interrupt acknowledged, chosen once at
+// boot (timer_init_cpu): every interrupt then tests one variable, not the timer
+// mode and the register interface separately.
+static enum timer_mode {
+    MODE_XAPIC_ONESHOT,  // registers in MMIO, one-shot count
+    MODE_X2APIC_ONESHOT, // registers are MSRs, one-shot count
+    MODE_TSC_DEADLINE,   // IA32_TSC_DEADLINE (Intel SDM vol. 3A §11.5.4.1)
+} timer_mode;
+
+// The LAPIC count for delta TSC ticks, rounded up: firing early costs an extra
+// interrupt, firing late costs accuracy. It fits in the 32-bit initial-count
+// register for any delta up to TIMER_PERIOD_MAX_NS (timer_init_cpu checks).
+static inline uint32_t lapic_count(uint64_t delta)
 {
-    uint64_t count = (uint64_t)(((unsigned __int128)delta * lapic_per_tsc) >> 32) + 1;
-    lapic_write(LAPIC_TIMER_INIT, (uint32_t)MIN(count, 0xFFFFFFFFull));
+    return (uint32_t)((((unsigned __int128)delta * lapic_per_tsc) >> 32) + 1);
 }
 
-// Program the LAPIC timer for deadline next (UINT64_MAX: stop it); now is a
-// recent TSC reading (a late one only delays the interrupt, never loses it).
-static inline void program(uint64_t next, uint64_t now)
+// Arm the LAPIC timer for deadline next (UINT64_MAX: stop it); now is a recent
+// TSC reading (a late one only delays the interrupt, never loses it).
+static void program(uint64_t next, uint64_t now)
 {
-    if (tsc_deadline)
+    if (timer_mode == MODE_TSC_DEADLINE)
         wrmsr(MSR_IA32_TSC_DEADLINE, next == UINT64_MAX ? 0 : next);
     else if (next == UINT64_MAX)
         lapic_write(LAPIC_TIMER_INIT, 0);
     else
-        program_delta(next > now ? next - now : 0);
+        lapic_write(LAPIC_TIMER_INIT, lapic_count(next > now ? next - now : 0));
+}
+
+static inline void eoi_xapic(volatile uint32_t *r)
+{
+    r[LAPIC_EOI / 4] = 0;
+}
+static inline void eoi_x2apic(void)
+{
+    wrmsr(MSR_X2APIC_BASE + (LAPIC_EOI >> 4), 0);
+}
+
+// The interrupt's re-arm for next, which is after now by at most a period,
+// and its EOI: with the timer mode tested once, the two register writes are
+// adjacent.
+static inline void rearm_and_eoi(uint64_t next, uint64_t now)
+{
+    if (__builtin_expect(timer_mode == MODE_XAPIC_ONESHOT, 1)) {
+        volatile uint32_t *r = lapic_mmio;
+        r[LAPIC_TIMER_INIT / 4] = lapic_count(next - now);
+        eoi_xapic(r);
+    } else if (timer_mode == MODE_X2APIC_ONESHOT) {
+        wrmsr(MSR_X2APIC_BASE + (LAPIC_TIMER_INIT >> 4), lapic_count(next - now));
+        eoi_x2apic();
+    } else {
+        wrmsr(MSR_IA32_TSC_DEADLINE, next);
+        lapic_eoi();
+    }
 }
 
 // The earliest deadline of this CPU's slots (UINT64_MAX: all stopped).
@@ -66,14 +104,15 @@ static uint64_t earliest(const struct timer_cpu *t)
 // instruction. The periods not delivered are counted in missed.
 static inline void expire(struct periodic *p, uint64_t now)
 {
-    uint64_t late = now - p->deadline, n = 1;
-    if (__builtin_expect(late >= p->period, 0)) {
-        uint64_t behind = late / p->period;
-        p->missed += behind;
-        n += behind;
+    p->deadline += p->period;
+    // A period or more late: rare. One period at a time, each stored as it
+    // goes (the empty asm keeps the compiler from keeping them in registers):
+    // the common path then needs no register saved.
+    while (__builtin_expect(p->deadline <= now, 0)) {
+        p->deadline += p->period;
+        p->missed++;
+        __asm__ volatile("" ::: "memory");
     }
-    p->deadline += n * p->period;
-    p->count += n;
 }
 
 // Call the users of the slots in due, in slot order.
@@ -84,6 +123,15 @@ static __attribute__((noinline)) void call_users(const struct timer_cpu *t,
         if (due & (1u << i))
             t->user[i].fn(f, t->user[i].arg);
 }
+
+// The user of an interrupt with no slot due (the count rounds up, so only a
+// re-arm racing with a slot's start or stop fires early).
+static void no_user(const struct intr_frame *f, void *arg)
+{
+    UNUSED(f);
+    UNUSED(arg);
+}
+static const struct timer_user nobody = {no_user, NULL};
 
 // The LAPIC timer's interrupt, entered from timer_entry (vectors.asm) with
 // only the CPU's frame: every due deadline moves on, the timer is re-armed for
@@ -99,7 +147,7 @@ void timer_interrupt(const struct intr_frame *f)
     struct timer_cpu *t = percpu_read(timer);
     uint64_t now = rdtsc(), next = UINT64_MAX;
     unsigned due = 0;
-    const struct timer_user *last = NULL; // the user of the last due slot
+    const struct timer_user *last = &nobody; // the user of the last due slot
 #pragma GCC unroll 4
     for (unsigned i = 0; i < TIMER_SLOTS; i++) {
         if (t->slot[i].deadline <= now) {
@@ -109,27 +157,26 @@ void timer_interrupt(const struct intr_frame *f)
         }
         next = MIN(next, t->slot[i].deadline);
     }
-    // Some slot is always running here (the scheduler tick never stops).
-    if (tsc_deadline)
-        wrmsr(MSR_IA32_TSC_DEADLINE, next);
-    else
-        program_delta(next - now); // every deadline moved past now
-    lapic_eoi();
+    // Some slot is always running here (the scheduler tick never stops), and
+    // every deadline moved past now.
+    rearm_and_eoi(next, now);
     // Usually one slot is due: its user's call is then this function's last
     // act, a tail call, and nothing here needs saving around it.
     if (due & (due - 1))
         call_users(t, f, due);
-    else if (last)
+    else
         last->fn(f, last->arg);
 }
 
 void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn, void *arg)
 {
-    assert(slot < TIMER_SLOTS && period_ns >= 1000 && !irq_enabled());
+    assert(slot < TIMER_SLOTS && period_ns >= 1000 && period_ns <= TIMER_PERIOD_MAX_NS &&
+           !irq_enabled());
     struct timer_cpu *t = &timers[cpu_id()];
     struct periodic *p = &t->slot[slot];
     uint64_t now = rdtsc();
     p->period = MAX(ns_to_tsc(period_ns), 1ull);
+    p->origin = now;
     p->deadline = now + p->period;
     p->count = p->missed = 0;
     t->user[slot] = (struct timer_user){fn, arg};
@@ -144,23 +191,35 @@ void timer_periodic_stop(enum timer_slot slot)
     struct timer_cpu *t = &timers[cpu_id()];
     struct periodic *p = &t->slot[slot];
     uint64_t now = rdtsc();
-    if (p->deadline <= now) {
-        uint64_t behind = (now - p->deadline) / p->period + 1;
-        p->count += behind;
-        p->missed += behind;
-    }
-    p->deadline = UINT64_MAX;
+    if (p->deadline == UINT64_MAX)
+        return;
+    uint64_t behind = p->deadline <= now ? (now - p->deadline) / p->period + 1 : 0;
+    p->missed += behind;
+    WRITE_ONCE(p->count, (p->deadline - p->origin) / p->period - 1 + behind);
+    __atomic_store_n(&p->deadline, UINT64_MAX, __ATOMIC_RELEASE); // count first
     program(earliest(t), now);
+}
+
+// Expiries of p so far. Another CPU's reader may meet a start or stop half
+// done: it then sees the old run's figures or the new one's, and 0 before the
+// first deadline.
+static uint64_t expiries(const struct periodic *p)
+{
+    uint64_t deadline = __atomic_load_n(&p->deadline, __ATOMIC_ACQUIRE);
+    if (deadline == UINT64_MAX)
+        return READ_ONCE(p->count);
+    uint64_t origin = READ_ONCE(p->origin), period = READ_ONCE(p->period);
+    return deadline > origin + period ? (deadline - origin) / period - 1 : 0;
 }
 
 uint64_t timer_periodic_count(enum timer_slot slot)
 {
-    return READ_ONCE(timers[cpu_id()].slot[slot].count);
+    return expiries(&timers[cpu_id()].slot[slot]);
 }
 
 void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, uint64_t *missed)
 {
-    *count = READ_ONCE(timers[cpu].slot[slot].count);
+    *count = expiries(&timers[cpu].slot[slot]);
     *missed = READ_ONCE(timers[cpu].slot[slot].missed);
 }
 
@@ -171,10 +230,18 @@ void timer_init_cpu(void)
     for (unsigned i = 0; i < TIMER_SLOTS; i++)
         t->slot[i].deadline = UINT64_MAX;
     if (cpu_id() == 0) {
-        tsc_deadline = cpuid(1, 0).ecx & CPUID1_ECX_TSC_DEADLINE;
         lapic_per_tsc = (lapic_timer_hz << 32) / tsc_hz; // clock.c keeps lapic_timer_hz < 2^32
+        if (cpuid(1, 0).ecx & CPUID1_ECX_TSC_DEADLINE)
+            timer_mode = MODE_TSC_DEADLINE;
+        else
+            timer_mode = lapic_x2 ? MODE_X2APIC_ONESHOT : MODE_XAPIC_ONESHOT;
+        // The longest delta the interrupt arms, a period, must fit the count.
+        uint64_t longest = ns_to_tsc(TIMER_PERIOD_MAX_NS) + 1;
+        if (timer_mode != MODE_TSC_DEADLINE &&
+            (((unsigned __int128)longest * lapic_per_tsc) >> 32) + 1 > UINT32_MAX)
+            panic("timer: the longest period overflows the LAPIC count");
     }
-    if (tsc_deadline) {
+    if (timer_mode == MODE_TSC_DEADLINE) {
         lapic_write(LAPIC_LVT_TIMER, LVT_TIMER_TSC_DEADLINE | VEC_TIMER);
         __asm__ volatile("mfence" ::: "memory"); // LVT write before the first deadline
     } else {

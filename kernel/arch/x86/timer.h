@@ -17,11 +17,14 @@ enum timer_slot {
     TIMER_SLOT_TEST = 2,    // self-tests
 };
 
+#define TIMER_PERIOD_MAX_NS 1000000000ull // 1 s: ProfileTime's longest interval
+
 // Called in the timer interrupt, interrupts off, with the interrupted context.
 typedef void (*timer_fn)(const struct intr_frame *f, void *arg);
 
 // Start (or restart with a new period) the periodic timer in slot on the current
-// CPU. Call with interrupts off (e.g. from smp_call_all). period_ns >= 1000.
+// CPU. Call with interrupts off (e.g. from smp_call_all).
+// 1000 <= period_ns <= TIMER_PERIOD_MAX_NS.
 void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn, void *arg);
 void timer_periodic_stop(enum timer_slot slot);
 

@@ -58,9 +58,9 @@ trap_return:
 ; the registers the System V AMD64 ABI lets a called function clobber are
 ; saved (rax, rcx, rdx, rsi, rdi, r8-r11; ABI section 3.2.1): the handler
 ; preserves the rest itself, and so does a context switch it may lead to on
-; the way back to ring 3. The CPU's 5-word frame sits on a 16-aligned stack
-; (Intel SDM vol. 3A §6.14.2); with rbp, nine registers and 8 bytes of
-; padding the call is made 16-aligned, as the ABI requires.
+; the way back to ring 3. The kernel is compiled for an 8-byte aligned stack
+; (Makefile: -mpreferred-stack-boundary=3, as Linux does), so the call needs
+; no padding after the CPU's 5-word frame, rbp and the nine registers.
 ;
 ; The way back to ring 3 is trap_return_to_user's (trap.h), written here: the
 ; CPU's need_resched flag and the running thread's kill flag are read while GS
@@ -83,13 +83,11 @@ trap_return:
     push r10
     push r11
     lea rdi, [rsp + LEAN_SAVED]         ; struct intr_frame *
-    sub rsp, 8
     cld
     call %1
 %endmacro
 
 %macro LEAN_RESTORE 0
-    add rsp, 8
     pop r11
     pop r10
     pop r9
