@@ -50,3 +50,25 @@ static inline bool user_peek2(uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
     return user_peek(addr, lo) && user_peek(addr + 8, hi);
 }
+
+// The return addresses of the frame-pointer chain from fp (a user-half
+// address) into out[], at most up to end: see arch/x86/user_frames.asm.
+// How the walk ended: 0 at main's frame; otherwise cut (depth, loop,
+// garbage), and also unreadable when a read faulted.
+#define USER_FRAMES_CUT        1u
+#define USER_FRAMES_UNREADABLE 2u
+struct user_frames_end {
+    uint64_t *out; // past the last return address stored
+    unsigned how;  // 0, or USER_FRAMES_CUT with USER_FRAMES_UNREADABLE or not
+};
+// Called through inline asm: it clobbers only rax, rcx, rdx, rsi and rdi, so
+// the caller keeps its values in the other registers and saves nothing.
+static inline struct user_frames_end user_frames(uint64_t fp, uint64_t *out, uint64_t *end)
+{
+    uint64_t *last, how = (uint64_t)end, scratch;
+    __asm__ volatile("call user_frames_walk"
+                     : "+D"(fp), "+S"(out), "+d"(how), "=a"(last), "=c"(scratch)
+                     :
+                     : "memory", "cc");
+    return (struct user_frames_end){last, (unsigned)how};
+}

@@ -44,8 +44,9 @@ struct sample_plan {
     uint64_t lo, span;          // it holds for ip in [lo, lo + span]
     uint64_t *samples[2];       // this CPU's counters of the system and process slots
     struct kprofile *count[2];  // the profile each scope counts ip in; NULL: none
+    const struct pmc_plan *pmc; // the PMCs sampling here (pmc_alloc.h); NULL: none
 } __attribute__((aligned(64)));
-_Static_assert(sizeof(struct sample_plan) == 64, "a plan is one cache line");
+_Static_assert(sizeof(struct sample_plan) == 128, "a plan is two cache lines, the PMCs' second");
 
 static struct sample_plan plans[MAX_CPUS][ProfileSourceCount];
 // Bumped after every change a plan may have seen: a set replaced, a stopped
@@ -135,18 +136,22 @@ static __attribute__((noinline)) void sample_and_plan(KPROFILE_SOURCE source,
     bool sys_ok = plan_scope(plan, 0, __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE), ip, bit);
     bool own_ok =
         plan_scope(plan, 1, own ? __atomic_load_n(&own->set, __ATOMIC_ACQUIRE) : NULL, ip, bit);
+    bool pmc_ok = pmc_plan_make(source, pr, cpu, &plan->pmc);
     // While `pmc trace` is on no plan is kept: every sample comes here, where
     // count_entry traces its buckets (ke_profile_replan drops the plans).
-    if (sys_ok && own_ok && !pmc_trace_on)
+    if (sys_ok && own_ok && pmc_ok && !pmc_trace_on)
         plan->generation = generation;
-    pmc_sample_hook(source, f);
+    if (!pmc_ok)
+        pmc_sample_interrupt(source, f);
+    else if (plan->pmc)
+        pmc_plan_sample(plan->pmc, f);
 }
 
 // The HAL's sample callback, in interrupt context: the system-scope profiles
 // of the source, then the current process's, then the PMCs of the allocation
-// API (whose check, with none running, is a load). When this CPU's plan
-// answers, the sample is counted here without a call; anything else goes the
-// general way (sample_and_plan).
+// API that sample here (the plan's PMC plan). When this CPU's plan answers,
+// the sample is counted here without a call; anything else goes the general
+// way (sample_and_plan).
 void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_frame *f)
 {
     struct sample_plan *plan = percpu_read(sample_plans) + source; // the HAL's sources only
@@ -163,7 +168,8 @@ void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_fram
         count_bucket(sys_p, ip);
     if (own_p)
         count_bucket(own_p, ip);
-    pmc_sample_hook(source, f); // PMCs and the sample log (profile/pmc_alloc.c)
+    if (plan->pmc)
+        pmc_plan_sample(plan->pmc, f); // PMCs and the sample log (profile/pmc_alloc.c)
 }
 
 // --- sets ---------------------------------------------------------------------

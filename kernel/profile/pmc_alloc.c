@@ -49,30 +49,111 @@ static inline struct pmc_target *target_of(struct kpmc *m, const struct process 
     return NULL;
 }
 
+// Whether m samples this CPU (bit) for source while pr runs: *tg is then its
+// target (NULL at system scope).
+static bool samples_here(struct kpmc *m, KPROFILE_SOURCE source, uint64_t bit,
+                         const struct process *pr, struct pmc_target **tg)
+{
+    *tg = NULL;
+    if (m->source != source || !(m->cpus & bit))
+        return false;
+    return !process_scope(m) || (pr && (*tg = target_of(m, pr)));
+}
+
+// A sample counts for m when it is m's period-th tick on this CPU.
+static inline bool take(const struct pmc_plan_entry *e, bool user)
+{
+    if (!user && !e->kernel)
+        return false;
+    uint64_t *phase = e->phase, ticks = *phase + 1;
+    if (ticks < e->period) {
+        *phase = ticks;
+        return false;
+    }
+    *phase = 0;
+    (*e->samples)++; // one thread per process: one CPU at a time
+    (*e->slice)++;
+    return true;
+}
+
+static uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64))); // system scope
+
+static struct pmc_plan pmc_plans[MAX_CPUS][ProfileSourceCount];
+
+static void make_entry(struct pmc_plan_entry *e, struct kpmc *m, struct pmc_target *tg,
+                       const struct process *pr, unsigned cpu)
+{
+    bool chain = (m->flags & PMC_F_CALLCHAIN) != 0;
+    uint32_t pid = pr ? pr->pid : 0;
+    e->origin = (struct sample_origin){pid,
+                                       pid,
+                                       m->id,
+                                       (uint16_t)cpu,
+                                       (uint16_t)m->source,
+                                       chain,
+                                       chain ? PMCLOG_SAMPLE_CHAIN : 0};
+    e->kernel = (m->flags & PMC_F_KERNEL) != 0;
+    e->period = m->period;
+    e->phase = &m->phase[cpu];
+    e->slice = &m->slice[cpu];
+    e->samples = tg ? &tg->samples : &samples_sink[cpu][0];
+}
+
+bool pmc_plan_make(KPROFILE_SOURCE source, const struct process *pr, unsigned cpu,
+                   const struct pmc_plan **out)
+{
+    const struct pmc_set *set = __atomic_load_n(&pmc_running_set, __ATOMIC_ACQUIRE);
+    struct pmc_plan *pp = &pmc_plans[cpu][source];
+    pp->n = 0;
+    *out = NULL;
+    for (unsigned i = 0; set && i < set->n; i++) {
+        struct pmc_target *tg;
+        if (!samples_here(set->p[i], source, 1ull << cpu, pr, &tg))
+            continue;
+        if (pp->n == PMC_PLAN_MAX)
+            return false;
+        make_entry(&pp->e[pp->n++], set->p[i], tg, pr, cpu);
+    }
+    if (pp->n)
+        *out = pp;
+    return true;
+}
+
+// A plan of several PMCs (rare): each in turn.
+static __attribute__((noinline)) void sample_each(const struct pmc_plan *pp,
+                                                  const struct intr_frame *f)
+{
+    bool user = intr_from_user(f);
+    for (unsigned i = 0; i < pp->n; i++)
+        if (take(&pp->e[i], user))
+            sample_log_sample(&pp->e[i].origin, f);
+}
+
+// Usually one PMC: its record is then this function's last act, a tail call.
+void pmc_plan_sample(const struct pmc_plan *pp, const struct intr_frame *f)
+{
+    if (pp->n > 1) {
+        sample_each(pp, f);
+        return;
+    }
+    if (take(&pp->e[0], intr_from_user(f)))
+        sample_log_sample(&pp->e[0].origin, f);
+}
+
 void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f)
 {
     const struct pmc_set *set = __atomic_load_n(&pmc_running_set, __ATOMIC_ACQUIRE);
-    if (!set)
-        return;
     unsigned cpu = cpu_id();
+    const struct process *pr = percpu_read(current_process);
     bool user = intr_from_user(f);
-    const struct thread *t = cpus[cpu].current;
-    struct process *pr = t->proc;
-    uint64_t bit = 1ull << cpu;
-    for (unsigned i = 0; i < set->n; i++) {
-        struct kpmc *m = set->p[i];
-        if (m->source != source || !(m->cpus & bit) || (!user && !(m->flags & PMC_F_KERNEL)))
+    for (unsigned i = 0; set && i < set->n; i++) {
+        struct pmc_target *tg;
+        struct pmc_plan_entry e;
+        if (!samples_here(set->p[i], source, 1ull << cpu, pr, &tg))
             continue;
-        struct pmc_target *tg = NULL;
-        if (process_scope(m) && (!pr || !(tg = target_of(m, pr))))
-            continue;
-        if (++m->phase[cpu] < m->period)
-            continue;
-        m->phase[cpu] = 0;
-        if (tg)
-            tg->samples++; // one thread per process: one CPU at a time
-        m->slice[cpu]++;
-        sample_log_sample(cpu, t, m->id, source, f, m->flags & PMC_F_CALLCHAIN);
+        make_entry(&e, set->p[i], tg, pr, cpu);
+        if (take(&e, user))
+            sample_log_sample(&e.origin, f);
     }
 }
 
@@ -122,6 +203,7 @@ static NTSTATUS set_change(struct kpmc *add, struct kpmc *remove)
         set->n = k;
     }
     __atomic_store_n(&pmc_running_set, set, __ATOMIC_RELEASE);
+    ke_profile_replan();                // every CPU's plans are stale
     smp_call_all(barrier_on_cpu, NULL); // nobody reads old (or remove through it) now
     kfree((void *)old);
     return STATUS_SUCCESS;
@@ -141,6 +223,7 @@ static void detach_all(struct kpmc *m)
     for (unsigned k = 0; k < m->ntargets; k++) {
         struct process *p = m->targets[k].p;
         m->targets[k].p = NULL;
+        ke_profile_replan();
         if (p)
             object_unref(&p->obj); // never the last: the process list holds processes alive
     }
@@ -255,6 +338,7 @@ static NTSTATUS add_target(struct kpmc *m, struct process *p)
     __atomic_store_n(&m->targets[k].p, p, __ATOMIC_RELEASE);
     if (k == m->ntargets)
         __atomic_store_n(&m->ntargets, k + 1, __ATOMIC_RELEASE);
+    ke_profile_replan();
     return STATUS_SUCCESS;
 }
 
@@ -309,6 +393,7 @@ NTSTATUS pmc_detach(struct kpmc *m, struct process *target)
     struct pmc_target *tg = target_of(m, target);
     if (tg)
         __atomic_store_n(&tg->p, NULL, __ATOMIC_RELEASE);
+    ke_profile_replan();
     spin_unlock_irqrestore(&pmc_lock, f);
     if (!tg)
         return STATUS_PMC_NOT_ATTACHED;
@@ -380,6 +465,7 @@ NTSTATUS pmc_stop(struct kpmc *m)
             if (set->p[i] != m)
                 set->p[k++] = set->p[i];
         __atomic_store_n(&set->n, k, __ATOMIC_RELEASE);
+        ke_profile_replan();
         smp_call_all(barrier_on_cpu, NULL);
     }
     if (m->flags & PMC_F_LOG_PROCCSW)
@@ -425,6 +511,7 @@ static void pmc_process_exit(struct process *p, int status)
                     sample_log_write_irqoff(&r.h, sizeof r);
                 }
                 __atomic_store_n(&tg->p, NULL, __ATOMIC_RELEASE);
+                ke_profile_replan();
                 drop[ndrop++] = p;
                 again = ndrop == ARRAY_SIZE(drop);
             }

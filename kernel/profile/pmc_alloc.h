@@ -7,7 +7,7 @@
 // so `profile run` and `profile record` can sample at once.
 //
 // How the layers below reach it (each a cheap test when no PMC runs):
-//   pmc_sample_hook      every sample, from KeProfileInterruptWithSource
+//   pmc_plan_sample      every sample, from KeProfileInterruptWithSource
 //   pmc_switch_out_slow  sched_switch_out_hook while a PMC logs context
 //                        switches (PMC_F_LOG_PROCCSW)
 //   a process watcher    a new process (DESCENDANTS, PMCLOG_MAP) and an
@@ -18,6 +18,7 @@
 #include "core/object.h"
 #include "lib/param.h"
 #include "lib/types.h"
+#include "profile/sample_log.h"
 
 struct process;
 struct thread;
@@ -57,13 +58,33 @@ NTSTATUS pmc_stop(struct kpmc *m);
 bool pmc_sampling_running(void);
 
 extern void *pmc_running_set;
-void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f);
 void pmc_switch_out_slow(struct thread *t);
 
-static inline void pmc_sample_hook(KPROFILE_SOURCE source, const struct intr_frame *f)
-{
-    if (__atomic_load_n(&pmc_running_set, __ATOMIC_RELAXED))
-        pmc_sample_interrupt(source, f);
-}
+// The sample path. Ke's per-CPU sample plan (ke_profile.c) holds, beside its
+// profiles, this CPU's PMC plan for the source: the running PMCs that sample
+// the process running here, each with what its samples update and the fields
+// of its log records. Both are made at the first sample after a change (any
+// start, stop, attach, detach or exit bumps the profile generation through
+// ke_profile_replan) and serve every sample until the next one.
+#define PMC_PLAN_MAX 2 // PMCs a plan holds; more go the general way
+struct pmc_plan {
+    unsigned n;
+    struct pmc_plan_entry {
+        struct sample_origin origin; // what the PMC's records say
+        bool kernel;                 // PMC_F_KERNEL: ring-0 samples count too
+        uint64_t period;             // ticks of the source per sample
+        uint64_t *phase, *slice;     // the PMC's counters for this CPU
+        uint64_t *samples;           // the target's total (a per-CPU sink at system scope)
+    } e[PMC_PLAN_MAX];
+};
+
+// The plan of cpu for source while process pr runs there, in the interrupt:
+// *out is NULL when no PMC samples there. False when more than PMC_PLAN_MAX
+// do: no plan then, and every sample goes to pmc_sample_interrupt.
+bool pmc_plan_make(KPROFILE_SOURCE source, const struct process *pr, unsigned cpu,
+                   const struct pmc_plan **out);
+void pmc_plan_sample(const struct pmc_plan *pp, const struct intr_frame *f);
+// The general way: every running PMC looked at (no plan).
+void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f);
 
 void pmc_alloc_init(void); // at boot: watch processes

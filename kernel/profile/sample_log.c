@@ -47,28 +47,36 @@ static struct mutex log_mutex = MUTEX_INIT("sample log");
 static struct process *log_owner; // NULL: no log (no reference: cleared when it exits)
 static volatile bool log_ready;   // rings usable by writers
 static uint32_t log_ring_bytes, log_depth = PMC_DEPTH_DEFAULT;
+static uint32_t log_frames = PMC_DEPTH_DEFAULT + 1; // a chain's frames: log_depth and the IP
 
-static inline uint32_t max_sample_bytes(void)
+// Bytes reserved for a sample: the record with a full chain (log_depth frames
+// and the IP). Kept with log_depth, so the interrupt computes nothing.
+static uint32_t max_sample_bytes = sizeof(struct pmclog_sample) + 8u * (PMC_DEPTH_DEFAULT + 1);
+
+// Room for max bytes in one piece at the head, or NULL: the common case inline,
+// the ring's end (a pad record) out of line.
+static void *ring_reserve_wrap(struct log_cpu *l, uint32_t max);
+
+static inline void *ring_reserve(struct log_cpu *l, uint32_t max)
 {
-    return (uint32_t)sizeof(struct pmclog_sample) + 8u * (log_depth + 1);
+    uint64_t used = l->head - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(l->size - l->off < max, 0))
+        return ring_reserve_wrap(l, max);
+    return l->size - used >= max ? l->ring + l->off : NULL;
 }
 
-// Room for max bytes in one piece at the head, or NULL. Pads the ring's end.
-static void *ring_reserve(struct log_cpu *l, uint32_t max)
+static __attribute__((noinline)) void *ring_reserve_wrap(struct log_cpu *l, uint32_t max)
 {
     uint64_t used = l->head - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
     uint32_t to_end = l->size - l->off;
-    uint64_t need = to_end < max ? (uint64_t)to_end + max : max;
-    if (l->size - used < need)
+    if (l->size - used < (uint64_t)to_end + max)
         return NULL;
-    if (to_end < max) {
-        struct pmclog_header *pad = (struct pmclog_header *)(l->ring + l->off);
-        pad->type = PMCLOG_PAD;
-        pad->size = to_end;
-        l->head += to_end;
-        l->off = 0;
-    }
-    return l->ring + l->off;
+    struct pmclog_header *pad = (struct pmclog_header *)(l->ring + l->off);
+    pad->type = PMCLOG_PAD;
+    pad->size = to_end;
+    l->head += to_end;
+    l->off = 0;
+    return l->ring;
 }
 
 static inline void ring_commit(struct log_cpu *l, uint32_t bytes)
@@ -79,36 +87,35 @@ static inline void ring_commit(struct log_cpu *l, uint32_t bytes)
     __atomic_store_n(&l->head, l->head + bytes, __ATOMIC_RELEASE);
 }
 
-void sample_log_sample(unsigned cpu, const struct thread *t, uint32_t pmc_id,
-                       KPROFILE_SOURCE source, const struct intr_frame *f, bool chain)
+void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f)
 {
+    struct log_cpu *l = &logs[o->cpu];
     bool user = intr_from_user(f);
-    struct log_cpu *l = &logs[cpu];
     l->delivered++;
-    struct pmclog_sample *r = READ_ONCE(log_ready) ? ring_reserve(l, max_sample_bytes()) : NULL;
+    struct pmclog_sample *r =
+        READ_ONCE(log_ready) ? ring_reserve(l, READ_ONCE(max_sample_bytes)) : NULL;
     if (!r) {
         l->lost++;
         return;
     }
-    struct callchain_result cc;
-    callchain_capture(t, f, chain, r->frames, log_depth + 1, &cc);
-    uint32_t size = (uint32_t)sizeof *r + 8 * cc.n;
-    const struct process *p = t->proc;
+    // What does not depend on the chain first: less to keep across the walk.
     r->h.type = PMCLOG_SAMPLE;
-    r->h.cpu = (uint16_t)cpu;
-    r->h.size = size;
+    r->h.cpu = o->cpu;
     r->h.tsc = rdtsc();
-    r->pid = r->tid = p ? p->pid : 0; // one thread per process: the thread id is the pid
-    r->pmc = pmc_id;
-    r->source = (uint16_t)source;
-    r->flags =
-        (uint16_t)((user ? PMCLOG_SAMPLE_USER : 0) | (cc.truncated ? PMCLOG_SAMPLE_TRUNC : 0) |
-                   (chain ? PMCLOG_SAMPLE_CHAIN : 0));
-    r->nframes = (uint16_t)cc.n;
-    r->nkernel = (uint16_t)cc.nkernel;
+    r->pid = o->pid;
+    r->tid = o->tid;
+    r->pmc = o->pmc;
+    r->source = o->source;
+    r->flags = (uint16_t)(o->flags | (user ? PMCLOG_SAMPLE_USER : 0));
     r->reserved = 0;
-    l->truncated += cc.truncated;
-    l->unreadable += cc.unreadable;
+    unsigned how = callchain_capture(f, user, o->chain, r, log_frames);
+    uint32_t size = (uint32_t)sizeof *r + 8u * r->nframes;
+    r->h.size = size;
+    if (__builtin_expect(how != 0, 0)) {
+        r->flags |= PMCLOG_SAMPLE_TRUNC;
+        l->truncated++;
+        l->unreadable += (how & CALLCHAIN_UNREADABLE) != 0;
+    }
     ring_commit(l, size);
     l->logged++;
 }
@@ -259,6 +266,8 @@ NTSTATUS sample_log_configure(struct process *owner, const struct pmc_log_config
         } else {
             log_ring_bytes = bytes;
             log_depth = depth;
+            log_frames = depth + 1;
+            max_sample_bytes = (uint32_t)sizeof(struct pmclog_sample) + 8u * (depth + 1);
             log_owner = owner;
             __atomic_store_n(&log_ready, true, __ATOMIC_RELEASE);
             map_everything();

@@ -19,10 +19,22 @@ bool sample_log_owned_by(const struct process *p);
 NTSTATUS sample_log_owner_status(const struct process *p);
 uint32_t sample_log_depth(void);
 
-// A sample of the interrupted context f, in the interrupt. Counts it
-// delivered on cpu, then logged or lost.
-void sample_log_sample(unsigned cpu, const struct thread *t, uint32_t pmc_id,
-                       KPROFILE_SOURCE source, const struct intr_frame *f, bool chain);
+// Where a sample comes from, the same for every sample while one process
+// runs on one CPU: a PMC's plan (pmc_alloc.h) keeps it ready, so a record's
+// fields are copied, not looked up.
+struct sample_origin {
+    uint32_t pid;    // 0: the idle thread
+    uint32_t tid;    // one thread per process: the pid
+    uint32_t pmc;    // the PMC's id
+    uint16_t cpu;    // this CPU
+    uint16_t source; // KPROFILE_SOURCE
+    bool chain;      // PMC_F_CALLCHAIN: walk the call chain
+    uint16_t flags;  // the record's flags known in advance (PMCLOG_SAMPLE_CHAIN)
+};
+
+// A sample of the interrupted context f of this CPU's current thread, in the
+// interrupt. Counts it delivered on o->cpu, then logged or lost.
+void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f);
 
 // Any other record, from process context (interrupts are disabled inside).
 // rec->h.type and the body are the caller's; cpu, size and tsc are filled in.

@@ -40,6 +40,6 @@ wrmsr_safe:
     xor eax, eax
     ret
 
-section .fixup_table
+section .fixup_table align=8
     dq rdmsr_safe.insn, rdmsr_safe.fault
     dq wrmsr_safe.insn, wrmsr_safe.fault

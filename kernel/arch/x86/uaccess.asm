@@ -31,5 +31,5 @@ uaccess_copy:
 .done:
     ret
 
-section .fixup_table
+section .fixup_table align=8
     dq .insn, .fault
