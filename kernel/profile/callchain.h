@@ -84,6 +84,7 @@ _Static_assert(CALLCHAIN_TRUNCATED == USER_FRAMES_CUT &&
 // says f is ring 3's state (intr_from_user(f), which the caller knows). With
 // want_chain false only the IP. Returns 0 or CALLCHAIN_* bits. A sample of
 // ring 3, the common one, is walked here, inline; the others in callchain.c.
+// callchain_capture's other cases: no chain, or a sample of the kernel.
 unsigned callchain_capture_slow(const struct intr_frame *f, bool user, bool want_chain,
                                 struct pmclog_sample *r, unsigned max);
 
