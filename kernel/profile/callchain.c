@@ -77,8 +77,8 @@ static unsigned walk_kernel(const struct intr_frame *tf, const struct thread *t,
     return n;
 }
 
-unsigned callchain_capture_slow(const struct intr_frame *f, bool user, bool want_chain,
-                                struct pmclog_sample *r, unsigned max)
+unsigned callchain_capture(const struct intr_frame *f, bool user, bool want_chain,
+                           struct pmclog_sample *r, unsigned max)
 {
     const struct thread *t = percpu_read(current);
     uint64_t *frames = r->frames;
@@ -89,9 +89,11 @@ unsigned callchain_capture_slow(const struct intr_frame *f, bool user, bool want
         r->nkernel = !user;
         return 0;
     }
-    // Interrupted in the kernel (ring 3's samples are walked in callchain.h), f starts the kernel
-    // part, and a user thread's ring-3 state is the trap frame at the top of its kernel stack (the
-    // system call or the exception it is in: both build a full one there).
+    if (user)
+        return callchain_user(f, r, max); // f is the user's state
+    // Interrupted in the kernel, f starts the kernel part, and a user
+    // thread's ring-3 state is the trap frame at the top of its kernel stack
+    // (the system call or the exception it is in: both build a full one there).
     bool trunc = false;
     n = walk_kernel(f, t, frames, max, &trunc);
     r->nkernel = (uint16_t)n;

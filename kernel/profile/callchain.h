@@ -82,17 +82,15 @@ _Static_assert(CALLCHAIN_TRUNCATED == USER_FRAMES_CUT &&
 // thread into the record r: at most max (>= 2) frames into r->frames, leaf
 // first, with r->nframes and r->nkernel (the kernel frames come first). user
 // says f is ring 3's state (intr_from_user(f), which the caller knows). With
-// want_chain false only the IP. Returns 0 or CALLCHAIN_* bits. A sample of
-// ring 3, the common one, is walked here, inline; the others in callchain.c.
-// callchain_capture's other cases: no chain, or a sample of the kernel.
-unsigned callchain_capture_slow(const struct intr_frame *f, bool user, bool want_chain,
-                                struct pmclog_sample *r, unsigned max);
+// want_chain false only the IP. Returns 0 or CALLCHAIN_* bits.
+unsigned callchain_capture(const struct intr_frame *f, bool user, bool want_chain,
+                           struct pmclog_sample *r, unsigned max);
 
-static inline unsigned callchain_capture(const struct intr_frame *f, bool user, bool want_chain,
-                                         struct pmclog_sample *r, unsigned max)
+// The same for the common sample, a chain asked for in ring 3, inline: with
+// no C call on its way, the log's sample path saves no register.
+static inline unsigned callchain_user(const struct intr_frame *f, struct pmclog_sample *r,
+                                      unsigned max)
 {
-    if (!want_chain || !user)
-        return callchain_capture_slow(f, user, want_chain, r, max);
     unsigned n = 0, how = walk_user(f, &percpu_read(current_process)->as, r->frames, &n, max);
     r->nframes = (uint16_t)n;
     r->nkernel = 0;

@@ -87,18 +87,18 @@ static inline void ring_commit(struct log_cpu *l, uint32_t bytes)
     __atomic_store_n(&l->head, l->head + bytes, __ATOMIC_RELEASE);
 }
 
-void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f)
+// A sample's record, the chain aside: reserved and its header filled in
+// before the walk (so that little is live across it), or NULL when lost.
+static inline struct pmclog_sample *record_begin(struct log_cpu *l, const struct sample_origin *o,
+                                                 bool user)
 {
-    struct log_cpu *l = &logs[o->cpu];
-    bool user = intr_from_user(f);
     l->delivered++;
     struct pmclog_sample *r =
         READ_ONCE(log_ready) ? ring_reserve(l, READ_ONCE(max_sample_bytes)) : NULL;
     if (!r) {
         l->lost++;
-        return;
+        return NULL;
     }
-    // What does not depend on the chain first: less to keep across the walk.
     r->h.type = PMCLOG_SAMPLE;
     r->h.cpu = o->cpu;
     r->h.tsc = rdtsc();
@@ -108,7 +108,12 @@ void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f
     r->source = o->source;
     r->flags = (uint16_t)(o->flags | (user ? PMCLOG_SAMPLE_USER : 0));
     r->reserved = 0;
-    unsigned how = callchain_capture(f, user, o->chain, r, log_frames);
+    return r;
+}
+
+// The chain is in (how: callchain_capture's answer): publish the record.
+static inline void record_end(struct log_cpu *l, struct pmclog_sample *r, unsigned how)
+{
     uint32_t size = (uint32_t)sizeof *r + 8u * r->nframes;
     r->h.size = size;
     if (__builtin_expect(how != 0, 0)) {
@@ -118,6 +123,35 @@ void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f
     }
     ring_commit(l, size);
     l->logged++;
+}
+
+// Samples without a chain, or of the kernel.
+static __attribute__((noinline)) void sample_other(const struct sample_origin *o,
+                                                   const struct intr_frame *f, bool user)
+{
+    struct log_cpu *l = &logs[o->cpu];
+    struct pmclog_sample *r = record_begin(l, o, user);
+    if (r)
+        record_end(l, r, callchain_capture(f, user, o->chain, r, log_frames));
+}
+
+// The common sample, a chain in ring 3: no C call on its way.
+static __attribute__((noinline)) void sample_user_chain(const struct sample_origin *o,
+                                                        const struct intr_frame *f)
+{
+    struct log_cpu *l = &logs[o->cpu];
+    struct pmclog_sample *r = record_begin(l, o, true);
+    if (r)
+        record_end(l, r, callchain_user(f, r, log_frames));
+}
+
+void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f)
+{
+    bool user = intr_from_user(f);
+    if (o->chain && user)
+        sample_user_chain(o, f);
+    else
+        sample_other(o, f, user);
 }
 
 void sample_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
