@@ -562,6 +562,81 @@ static void test_exit_while_sampled(void) // privileged
     // The log stays configured: our exit must release it.
 }
 
+// Three sampling PMCs on one process and source, then two: more than a
+// per-CPU plan holds (the general dispatch), then a plan of two. Each PMC's
+// samples are told apart by its id in the records (ids are given in order).
+static void test_several_pmcs(void) // privileged
+{
+    ULONG old = fast_sampling();
+    HANDLE h[3];
+    static const uint64_t count[3] = {0, 0, 2 * 1221}; // every tick, every tick, every other
+    struct pmc_log_config cfg = {0, 0};
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
+    for (unsigned i = 0; i < 3; i++) {
+        EXPECT_STATUS(alloc(&h[i], PMC_MODE_TS, 0, ProfileTime, count[i]), STATUS_SUCCESS);
+        EXPECT_STATUS(NtPmcAttach(h[i], NtCurrentProcess()), STATUS_SUCCESS);
+        EXPECT_STATUS(NtPmcStart(h[i]), STATUS_SUCCESS);
+    }
+    spin_ms(60);
+    EXPECT_STATUS(NtPmcStop(h[0]), STATUS_SUCCESS);
+    spin_ms(60);
+    EXPECT_STATUS(NtPmcDetach(h[2], NtCurrentProcess()), STATUS_SUCCESS);
+    spin_ms(30); // only h[1] samples now
+    EXPECT_STATUS(NtPmcStop(h[1]), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStop(h[2]), STATUS_SUCCESS);
+    uint8_t *buf = malloc(LOG_BUF);
+    size_t n = buf ? read_log(buf) : 0;
+    struct samplelog log = {buf, n, NULL};
+    size_t pos = 0;
+    const struct pmclog_header *rec;
+    uint32_t id[3] = {0};
+    uint64_t got[3] = {0}, others = 0, after_detach = 0;
+    while ((rec = samplelog_next(&log, &pos))) {
+        if (rec->type != PMCLOG_SAMPLE)
+            continue;
+        const struct pmclog_sample *smp = (const void *)rec;
+        unsigned k = 0;
+        while (k < 3 && id[k] && id[k] != smp->pmc)
+            k++;
+        if (k == 3 || smp->pid != (uint32_t)SysGetPid()) {
+            others++;
+            continue;
+        }
+        id[k] = smp->pmc;
+        got[k]++;
+    }
+    // Sort the three by id: the order they were allocated in.
+    for (unsigned i = 0; i < 3; i++)
+        for (unsigned j = i + 1; j < 3; j++)
+            if (id[j] < id[i]) {
+                uint32_t ti = id[i];
+                uint64_t tg = got[i];
+                id[i] = id[j];
+                got[i] = got[j];
+                id[j] = ti;
+                got[j] = tg;
+            }
+    printf("# samples: %lu, %lu, %lu (every tick, every tick, every other)\n", got[0], got[1],
+           got[2]);
+    EXPECT(others == 0 && id[0] && id[1] && id[2], "%lu foreign samples; ids %u %u %u", others,
+           id[0], id[1], id[2]);
+    EXPECT(got[0] > 20 && got[1] > got[0] + 20,
+           "every tick: %lu samples while three ran, %lu with the later ones", got[0], got[1]);
+    // h[2] took every other tick of the 120 ms that h[1] saw before the
+    // detach: each CPU's phase may leave one tick over.
+    uint64_t twice = 2 * got[2];
+    after_detach = got[1] > twice ? got[1] - twice : 0;
+    EXPECT(got[2] > 10 && twice <= got[1] && after_detach > 10,
+           "every other tick: %lu, against %lu every tick (%lu after the detach)", got[2], got[1],
+           after_detach);
+    expect_accounting();
+    free(buf);
+    for (unsigned i = 0; i < 3; i++)
+        NtClose(h[i]);
+    NtPmcConfigureLog(NULL);
+    NtSetIntervalProfile(old, ProfileTime);
+}
+
 // ---------------------------------------------------------------------------
 // /tmp.
 
@@ -622,6 +697,7 @@ static const struct child_test tests[] = {
     {"counting", test_counting, EXITS_0, SPAWN_PRIVILEGED},
     {"broken_frames", test_broken_frames, EXITS_0, SPAWN_PRIVILEGED},
     {"exit_while_sampled", test_exit_while_sampled, EXITS_0, SPAWN_PRIVILEGED},
+    {"several_pmcs", test_several_pmcs, EXITS_0, SPAWN_PRIVILEGED},
     {"tmp", test_tmp, EXITS_0, 0},
 };
 
