@@ -10,6 +10,7 @@
 #include "pmc/pmi.h"
 #include "pmc/trace.h"
 #include "core/smp.h"
+#include "core/spinlock.h"
 
 const struct halp_profile_interface *halp_profile_interface = &nopmu_profile_interface;
 
@@ -29,11 +30,16 @@ static void deliver_traced(KPROFILE_SOURCE source, const struct intr_frame *f)
     READ_ONCE(registered)(source, f);
 }
 
+// Under a lock: a choice made from one change's state never lands after the
+// next change's.
 void halp_deliver_choose(void)
 {
+    static struct spinlock lock = SPINLOCK_INIT("hal deliver");
+    uint64_t flags = spin_lock_irqsave(&lock);
     __atomic_store_n(&halp_deliver,
                      READ_ONCE(pmc_trace_on) ? deliver_traced : READ_ONCE(registered),
                      __ATOMIC_RELEASE);
+    spin_unlock_irqrestore(&lock, flags);
 }
 
 static uint32_t started; // bit per source running on every CPU

@@ -107,7 +107,9 @@ static inline void expire(struct periodic *p, uint64_t now)
     p->deadline += p->period;
     // A period or more late: rare. One period at a time, each stored as it
     // goes (the empty asm keeps the compiler from keeping them in registers):
-    // the common path then needs no register saved.
+    // the common path then needs no register saved. The loop runs once per
+    // period the CPU missed: 8,192 times for a one-second stall at the
+    // finest ProfileTime interval, some 30,000 instructions.
     while (__builtin_expect(p->deadline <= now, 0)) {
         p->deadline += p->period;
         p->missed++;
