@@ -44,13 +44,6 @@ fault:
     return false;
 }
 
-// The words at addr and addr + 8, or false when either read faults (two
-// loads: each read's fault goes to the same place once inlined).
-static inline bool user_peek2(uint64_t addr, uint64_t *lo, uint64_t *hi)
-{
-    return user_peek(addr, lo) && user_peek(addr + 8, hi);
-}
-
 // The return addresses of the frame-pointer chain from fp (a user-half
 // address) into out[], at most up to end: see arch/x86/user_frames.asm.
 // How the walk ended: 0 at main's frame; otherwise cut (depth, loop,
