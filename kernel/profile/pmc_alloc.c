@@ -126,7 +126,7 @@ static __attribute__((noinline)) void sample_each(const struct pmc_plan *pp,
     bool user = intr_from_user(f);
     for (unsigned i = 0; i < pp->n; i++)
         if (take(&pp->e[i], user))
-            sample_log_sample(&pp->e[i].origin, f);
+            sample_log_sample(&pp->e[i].origin, f, user);
 }
 
 // Usually one PMC: its record is then this function's last act, a tail call.
@@ -136,8 +136,9 @@ void pmc_plan_sample(const struct pmc_plan *pp, const struct intr_frame *f)
         sample_each(pp, f);
         return;
     }
-    if (take(&pp->e[0], intr_from_user(f)))
-        sample_log_sample(&pp->e[0].origin, f);
+    bool user = intr_from_user(f);
+    if (take(&pp->e[0], user))
+        sample_log_sample(&pp->e[0].origin, f, user);
 }
 
 void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f)
@@ -153,7 +154,7 @@ void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f)
             continue;
         make_entry(&e, set->p[i], tg, pr, cpu);
         if (take(&e, user))
-            sample_log_sample(&e.origin, f);
+            sample_log_sample(&e.origin, f, user);
     }
 }
 

@@ -145,9 +145,8 @@ static __attribute__((noinline)) void sample_user_chain(const struct sample_orig
         record_end(l, r, callchain_user(f, r, log_frames));
 }
 
-void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f)
+void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user)
 {
-    bool user = intr_from_user(f);
     if (o->chain && user)
         sample_user_chain(o, f);
     else

@@ -33,8 +33,9 @@ struct sample_origin {
 };
 
 // A sample of the interrupted context f of this CPU's current thread, in the
-// interrupt. Counts it delivered on o->cpu, then logged or lost.
-void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f);
+// interrupt; user is intr_from_user(f), which the caller has already tested.
+// Counts it delivered on o->cpu, then logged or lost.
+void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user);
 
 // Any other record, from process context (interrupts are disabled inside).
 // rec->h.type and the body are the caller's; cpu, size and tsc are filled in.
