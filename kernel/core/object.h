@@ -2,7 +2,7 @@
 #pragma once
 #include "lib/types.h"
 
-enum object_type { OBJ_PROCESS = 1, OBJ_PROFILE = 2, OBJ_PMC = 3, OBJ_COUNTING_PMC = 4 };
+enum object_type { OBJ_PROCESS = 1, OBJ_PROFILE = 2, OBJ_PMC = 3 };
 
 struct object {
     enum object_type type;

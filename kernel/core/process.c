@@ -31,6 +31,14 @@ static void notify(struct process *p, enum process_event event)
         watchers[i](p, event);
 }
 
+static size_t area_bytes;
+
+void process_area_reserve(size_t bytes)
+{
+    assert(area_bytes == 0 && bytes % 8 == 0);
+    area_bytes = bytes;
+}
+
 static struct spinlock process_lock = SPINLOCK_INIT("processes");
 static struct process *processes;
 static uint32_t next_pid = 1;
@@ -105,9 +113,10 @@ NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint
         return STATUS_OBJECT_NAME_NOT_FOUND;
     if (argc < 0 || argc > MAX_ARGS)
         return STATUS_INVALID_PARAMETER;
-    struct process *p = kzalloc(sizeof *p);
+    struct process *p = kzalloc(ALIGN_UP(sizeof *p, 8) + area_bytes);
     if (!p)
         return STATUS_NO_MEMORY;
+    p->layer_area = (uint8_t *)p + ALIGN_UP(sizeof *p, 8);
     object_init(&p->obj, OBJ_PROCESS, process_destroy);
     handle_table_init(&p->handles);
     p->parent = parent;

@@ -10,9 +10,6 @@
 #include "core/object.h"
 #include "core/sched.h"
 
-struct profile_slot;
-struct pmc_target;
-
 #define PROCESS_KILLED_STATUS EXIT_STATUS_KILLED
 
 struct process {
@@ -27,11 +24,19 @@ struct process {
     volatile bool exited;
     bool suspended; // created with SPAWN_SUSPENDED, not yet resumed
     int exit_status;
-    struct process *list_next;                             // all processes (process_lock)
-    struct profile_slot *profile_slot[ProfileSourceCount]; // started profiles on it, by source
-    struct pmc_target *pmc_targets; // counting PMCs attached to it (profile/vcounter.c)
-    uint32_t pmc_switch_work;       // of those, started ones with work at switches
+    struct process *list_next; // all processes (process_lock)
+    void *layer_area;          // the upper layer's per-process state (process_area_reserve)
 };
+
+// The layer above the processes (profile objects and PMCs) keeps its state
+// of each process in an area allocated, zeroed, with the process: it says the
+// size once at boot, before the first process, and reaches the area with
+// process_area. A process never names what the area holds.
+void process_area_reserve(size_t bytes);
+static inline void *process_area(const struct process *p)
+{
+    return p->layer_area;
+}
 
 // Watchers: the layers above (profile objects, sample logs, the boot code's
 // init) learn of a process's life without the process code naming them. Each

@@ -108,7 +108,15 @@ static void kick_idle_cpu(void)
     }
 }
 
-sched_switch_hook_fn sched_switch_hook;
+static sched_switch_watcher switch_watchers[SCHED_SWITCH_WATCHERS];
+static unsigned nswitch_watchers;
+
+void sched_watch_switches(sched_switch_watcher fn)
+{
+    assert(nswitch_watchers < SCHED_SWITCH_WATCHERS);
+    switch_watchers[nswitch_watchers] = fn;
+    __atomic_store_n(&nswitch_watchers, nswitch_watchers + 1, __ATOMIC_RELEASE);
+}
 
 // Make next the running thread of this CPU. rq_lock held, interrupts off.
 static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
@@ -116,9 +124,9 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
     uint64_t now = clock_ns();
     swevent_switch(c, cur, next, now - cur->run_start_ns);
     cur->cpu_ns += now - cur->run_start_ns;
-    sched_switch_hook_fn hook = READ_ONCE(sched_switch_hook);
-    if (__builtin_expect(hook != NULL, 0))
-        hook(c, cur, next, now);
+    unsigned watchers = __atomic_load_n(&nswitch_watchers, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < watchers; i++)
+        switch_watchers[i](c, cur, next, now);
     next->run_start_ns = now;
     next->state = T_RUNNING;
     next->cpu = (int)c->id;

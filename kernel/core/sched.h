@@ -57,16 +57,19 @@ void sched_tick(void); // from the per-CPU scheduler timer
 
 struct thread *current_thread(void);
 
-// Called by switch_to when c switches from cur to next at now (clock_ns), with
-// rq_lock held and interrupts off, while set: the PMC layer's context-switch
-// work (profile/pmc_alloc.c: switch records, process-virtual counters). A
-// function once set stays valid.
-typedef void (*sched_switch_hook_fn)(struct cpu *c, struct thread *cur, struct thread *next,
+// Switch watchers: the layers above learn of every context switch without
+// the scheduler naming them (the PMC layer's switch records and
+// process-virtual counters, the counting log). Each is called by switch_to
+// when c switches from cur to next at now (clock_ns), with rq_lock held and
+// interrupts off, and must return at once when it has nothing to do: it runs
+// at every switch.
+typedef void (*sched_switch_watcher)(struct cpu *c, struct thread *cur, struct thread *next,
                                      uint64_t now);
-extern sched_switch_hook_fn sched_switch_hook;
+#define SCHED_SWITCH_WATCHERS 4
+void sched_watch_switches(sched_switch_watcher fn); // at boot, before the first switch
 
 // Called on every scheduler tick, in the timer interrupt, while set: the PMC
-// layer rotates multiplexed hardware counts (profile/vcounter.c).
+// layer rotates multiplexed hardware counts (profile/pmc_counting.c).
 extern void (*sched_tick_hook)(void);
 
 // What trap_return_to_user (arch/x86/trap.h) calls when a CPU's need_resched

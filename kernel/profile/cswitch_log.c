@@ -16,7 +16,6 @@
 #include "core/spinlock.h"
 #include "lib/string.h"
 #include "pmc/count.h"
-#include "profile/vcounter.h"
 
 volatile bool cswitch_log_on;
 
@@ -68,8 +67,11 @@ static uint64_t cswitch_value(struct cpu *c, unsigned i)
     return c->sw[ev - PMC_EVENT_SW(0)];
 }
 
-void cswitch_log_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now)
+// The switch watcher (core/sched.h): a record while a session runs.
+static void cswitch_log_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now)
 {
+    if (!READ_ONCE(cswitch_log_on))
+        return;
     if (cs.count[c->id] >= CSWITCH_RING) {
         cs.lost[c->id]++;
         return;
@@ -138,7 +140,6 @@ static NTSTATUS cswitch_stop_locked(void)
     spin_unlock_irqrestore(&log_lock, f);
     if (!was)
         return STATUS_PROFILING_NOT_STARTED;
-    __atomic_fetch_sub(&vcounter_switch_hooks, 1, __ATOMIC_RELAXED);
     smp_call_all(cswitch_hw_on_cpu, NULL); // also: no switch is still writing a record
     cswitch_hw_free();
     return STATUS_SUCCESS;
@@ -202,7 +203,6 @@ static NTSTATUS cswitch_start_locked(const uint32_t *events, unsigned n)
     smp_call_all(cswitch_hw_on_cpu, (void *)1); // the counters run before the first record
     f = spin_lock_irqsave(&log_lock);
     cswitch_log_on = true;
-    __atomic_fetch_add(&vcounter_switch_hooks, 1, __ATOMIC_RELAXED);
     spin_unlock_irqrestore(&log_lock, f);
     return STATUS_SUCCESS;
 }
@@ -235,4 +235,9 @@ NTSTATUS cswitch_log_read(uint64_t first, void *buf, size_t len, size_t *bytes)
 out:
     *bytes = done;
     return STATUS_SUCCESS;
+}
+
+void cswitch_log_init(void)
+{
+    sched_watch_switches(cswitch_log_switch);
 }

@@ -10,9 +10,7 @@
 
 extern volatile bool cswitch_log_on; // a session is recording switches
 
-// From switch_to (through vcounter_switch) with interrupts off: c switches
-// from cur to next at now; software totals are already up to date.
-void cswitch_log_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now);
+void cswitch_log_init(void); // at boot: watch context switches
 // A counting PMC's record for process pid; interrupts off.
 void cswitch_log_proc(enum pmc_log_type type, uint64_t pmc_id, uint32_t source, uint32_t pid,
                       uint64_t value);

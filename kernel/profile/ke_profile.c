@@ -1,4 +1,5 @@
-// Profile objects: start, stop, and the sample path into the buckets.
+// Profile objects: start, stop, and the profile sets the sample fan-out
+// (sample_plan.c) counts buckets with.
 #include "profile/ke_profile.h"
 #include "profile/profile_index.h"
 #include "core/addrspace.h"
@@ -15,170 +16,24 @@
 #include "core/sysmap.h"
 #include "lib/string.h"
 #include "core/vm.h"
-#include "profile/pmc_alloc.h"
+#include "profile/profile_state.h"
+#include "profile/sample_plan.h"
 
 #define PROFILES_PER_CPU_LIMIT 8192 // NT's STATUS_PROFILING_AT_LIMIT: 8,192 x processors
 
 static struct mutex profile_mutex = MUTEX_INIT("profiles"); // start, stop, set changes
 static struct kprofile dead_profile; // stands in for a stopped profile when memory is short
-static struct profile_slot system_slots[ProfileSourceCount];
+struct profile_slot profile_system_slots[ProfileSourceCount];
 static unsigned source_refs[ProfileSourceCount]; // started profiles per source
 static uint64_t started_count;
-
-// --- the sample path --------------------------------------------------------
-//
-// A sample looks at two profile sets: the system's and the current process's,
-// for its source. Looking them up costs a hash probe each; but samples come in
-// runs at nearby addresses, so each CPU keeps, per source, a plan: the answer
-// of its last lookups, valid for an address interval. While nothing changed
-// since (profile_generation), the same process runs and the sample lands in the
-// interval, the plan says everything: which two per-CPU sample counters to
-// increment and which profiles (at most one per scope, already known to count
-// on this CPU) to count the address in.
-
-// A CPU's plan for one source (one cache line; only its CPU reads or writes
-// it, with interrupts off).
-struct sample_plan {
-    uint64_t generation;        // profile_generation it was made at; 0: none
-    const struct process *proc; // the process it was made for (NULL: none)
-    uint64_t lo, span;          // it holds for ip in [lo, lo + span]
-    uint64_t *samples[2];       // this CPU's counters of the system and process slots
-    struct kprofile *count[2];  // the profile each scope counts ip in; NULL: none
-    const struct pmc_plan *pmc; // the PMCs sampling here (pmc_alloc.h); NULL: none
-} __attribute__((aligned(64)));
-_Static_assert(sizeof(struct sample_plan) == 128, "a plan is two cache lines, the PMCs' second");
-
-static struct sample_plan plans[MAX_CPUS][ProfileSourceCount];
-// Bumped after every change a plan may have seen: a set replaced, a stopped
-// profile retired in place, a process's slots freed. Odd values only, from 1:
-// a plan's 0 never matches.
-static uint64_t profile_generation = 1;
-// A process without a slot counts its samples here (per CPU, never read).
-static uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64)));
-
-static void generation_bump(void)
-{
-    __atomic_fetch_add(&profile_generation, 2, __ATOMIC_SEQ_CST);
-}
-
-void ke_profile_replan(void)
-{
-    generation_bump();
-}
-
-// This CPU's plans for source are stale: it begins or ends counting a profile.
-static void plan_forget(unsigned cpu, KPROFILE_SOURCE source)
-{
-    plans[cpu][source].generation = 0;
-}
-
-static inline void count_bucket(struct kprofile *p, uint64_t ip)
-{
-    uint32_t *bucket = (uint32_t *)p->kbuf + ((ip - p->range_base) >> p->bucket_shift);
-    __atomic_fetch_add(bucket, 1, __ATOMIC_RELAXED); // every CPU may hit the same bucket
-    __atomic_fetch_add(&p->in_range, 1, __ATOMIC_RELAXED);
-}
-
-// Count ip, which e covers, in e's profile if it counts on this CPU (bit);
-// `pmc trace` sees it.
-static void count_entry(const struct profile_set_entry *e, uint64_t ip, uint64_t bit)
-{
-    struct kprofile *p = READ_ONCE(e->p);
-    if (READ_ONCE(p->active) & bit) {
-        count_bucket(p, ip);
-        PMC_TRACE_BUCKET(p->source, (ip - p->range_base) >> p->bucket_shift, p->range_base);
-    }
-}
-
-// One scope's lookup at ip: counts ip in every profile of set covering it
-// and narrows plan to the interval over which the answer holds. False when the
-// answer cannot be kept (overlapping or wide ranges).
-static bool plan_scope(struct sample_plan *plan, unsigned scope, const struct profile_set *set,
-                       uint64_t ip, uint64_t bit)
-{
-    plan->count[scope] = NULL;
-    if (!set)
-        return true;
-    for (unsigned i = set->n; i < set->n + set->nwide; i++)
-        if (set->e[i].base <= ip && ip < set->e[i].end)
-            count_entry(&set->e[i], ip, bit);
-    struct profile_answer a;
-    profile_set_lookup(set, ip, count_entry, bit, &a);
-    uint64_t hi = plan->lo + plan->span;
-    plan->lo = MAX(plan->lo, a.lo);
-    plan->span = MIN(hi, a.hi) - plan->lo;
-    if (a.entry && (READ_ONCE(a.entry->p->active) & bit))
-        plan->count[scope] = a.entry->p;
-    return a.reusable;
-}
-
-// A sample the plan does not answer: both lookups, which count it, and a new
-// plan. The slots' per-CPU sample counters count every sample, a set published
-// or not: they are read only as differences between a profile's activation
-// and deactivation on a CPU (see activate_on_cpu).
-static __attribute__((noinline)) void sample_and_plan(KPROFILE_SOURCE source,
-                                                      const struct intr_frame *f, unsigned cpu)
-{
-    uint64_t generation = __atomic_load_n(&profile_generation, __ATOMIC_ACQUIRE);
-    struct process *pr = percpu_read(current_process);
-    struct profile_slot *sys = &system_slots[source];
-    struct profile_slot *own = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
-    struct sample_plan *plan = &plans[cpu][source];
-    uint64_t ip = f->rip, bit = 1ull << cpu;
-    plan->generation = 0;
-    plan->proc = pr;
-    plan->lo = 0;
-    plan->span = UINT64_MAX;
-    plan->samples[0] = &sys->samples[cpu];
-    plan->samples[1] = own ? &own->samples[cpu] : &samples_sink[cpu][0];
-    (*plan->samples[0])++; // only this CPU writes its counters
-    (*plan->samples[1])++;
-    bool sys_ok = plan_scope(plan, 0, __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE), ip, bit);
-    bool own_ok =
-        plan_scope(plan, 1, own ? __atomic_load_n(&own->set, __ATOMIC_ACQUIRE) : NULL, ip, bit);
-    bool pmc_ok = pmc_plan_make(source, pr, cpu, &plan->pmc);
-    // While `pmc trace` is on no plan is kept: every sample comes here, where
-    // count_entry traces its buckets (ke_profile_replan drops the plans).
-    if (sys_ok && own_ok && pmc_ok && !pmc_trace_on)
-        plan->generation = generation;
-    if (!pmc_ok)
-        pmc_sample_interrupt(source, f);
-    else if (plan->pmc)
-        pmc_plan_sample(plan->pmc, f);
-}
-
-// The HAL's sample callback, in interrupt context: the system-scope profiles
-// of the source, then the current process's, then the PMCs of the allocation
-// API that sample here (the plan's PMC plan). When this CPU's plan answers,
-// the sample is counted here without a call; anything else goes the general
-// way (sample_and_plan).
-void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_frame *f)
-{
-    struct sample_plan *plan = percpu_read(sample_plans) + source; // the HAL's sources only
-    uint64_t ip = f->rip;
-    if (plan->generation != READ_ONCE(profile_generation) ||
-        plan->proc != percpu_read(current_process) || ip - plan->lo > plan->span) {
-        sample_and_plan(source, f, cpu_id()); // a tail call: the fast path saves no register
-        return;
-    }
-    struct kprofile *sys_p = plan->count[0], *own_p = plan->count[1];
-    (*plan->samples[0])++;
-    (*plan->samples[1])++;
-    if (sys_p)
-        count_bucket(sys_p, ip);
-    if (own_p)
-        count_bucket(own_p, ip);
-    if (plan->pmc)
-        pmc_plan_sample(plan->pmc, f); // PMCs and the sample log (profile/pmc_alloc.c)
-}
 
 // --- sets ---------------------------------------------------------------------
 
 static struct profile_slot *slot_of(struct kprofile *p, bool create)
 {
     if (!p->process)
-        return &system_slots[p->source];
-    struct profile_slot **pp = &p->process->profile_slot[p->source];
+        return &profile_system_slots[p->source];
+    struct profile_slot **pp = &profile_of(p->process)->slot[p->source];
     if (!*pp && create)
         *pp = kzalloc(sizeof **pp);
     return *pp;
@@ -196,7 +51,7 @@ static void activate_on_cpu(void *arg)
         return;
     p->start_samples[cpu] = slot_of(p, false)->samples[cpu];
     __atomic_fetch_or(&p->active, 1ull << cpu, __ATOMIC_RELEASE);
-    plan_forget(cpu, p->source);
+    sample_plan_forget_here(p->source);
 }
 
 static void deactivate_on_cpu(void *arg)
@@ -208,7 +63,7 @@ static void deactivate_on_cpu(void *arg)
     __atomic_fetch_and(&p->active, ~(1ull << cpu), __ATOMIC_RELEASE);
     __atomic_fetch_add(&p->delivered, slot_of(p, false)->samples[cpu] - p->start_samples[cpu],
                        __ATOMIC_RELAXED);
-    plan_forget(cpu, p->source);
+    sample_plan_forget_here(p->source);
 }
 
 static void barrier_on_cpu(void *arg)
@@ -347,8 +202,7 @@ NTSTATUS KeStartProfile(struct kprofile *p)
     }
     if (NT_SUCCESS(s)) {
         struct profile_set *old = slot->set;
-        __atomic_store_n(&slot->set, set, __ATOMIC_RELEASE);
-        generation_bump();
+        sample_publish(&slot->set, set);
         p->start_throttled = pmc_pmi_throttled(p->source);
         smp_call_all(activate_on_cpu, p); // also the barrier: nobody reads old now
         kfree(old);
@@ -378,14 +232,13 @@ NTSTATUS KeStopProfile(struct kprofile *p)
     smp_call_all(deactivate_on_cpu, p); // no CPU counts into the buffer after this
     struct profile_set *old = slot->set;
     if (ok) {
-        __atomic_store_n(&slot->set, set, __ATOMIC_RELEASE);
+        sample_publish(&slot->set, set); // no plan names p now
     } else {
         for (unsigned i = 0; i < old->n + old->nwide; i++)
             if (old->e[i].p == p)
-                __atomic_store_n(&old->e[i].p, &dead_profile, __ATOMIC_RELEASE);
+                sample_publish(&old->e[i].p, &dead_profile);
         old = NULL; // still in use
     }
-    generation_bump();                  // no plan names p now
     smp_call_all(barrier_on_cpu, NULL); // nobody reads old, or p through it, now
     kfree(old);
     p->throttled += pmc_pmi_throttled(p->source) - p->start_throttled;
@@ -440,10 +293,11 @@ static void process_gone(struct process *p, enum process_event event)
 {
     if (event != PROCESS_DESTROYED)
         return;
-    generation_bump(); // no plan points into the slots now (a new process may reuse p)
+    struct profile_process *pp = profile_of(p);
     for (unsigned s = 0; s < ProfileSourceCount; s++) {
-        kfree(p->profile_slot[s]);
-        p->profile_slot[s] = NULL;
+        struct profile_slot *slot = pp->slot[s];
+        sample_publish(&pp->slot[s], (struct profile_slot *)NULL); // no plan points into it now
+        kfree(slot);
     }
 }
 
@@ -451,17 +305,14 @@ bool ke_profile_scope_started(struct process *pr, KPROFILE_SOURCE source)
 {
     if ((unsigned)source >= ProfileSourceCount)
         return false;
-    struct profile_slot *slot = pr ? READ_ONCE(pr->profile_slot[source]) : NULL;
-    return READ_ONCE(system_slots[source].set) || (slot && READ_ONCE(slot->set));
+    struct profile_slot *slot = pr ? READ_ONCE(profile_of(pr)->slot[source]) : NULL;
+    return READ_ONCE(profile_system_slots[source].set) || (slot && READ_ONCE(slot->set));
 }
 
 void ke_profile_init(void)
 {
-    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
-        cpus[cpu].sample_plans = plans[cpu];
+    process_area_reserve(ALIGN_UP(sizeof(struct profile_process), 8));
     process_watch(process_gone);
-    HAL_PROFILE_INTERRUPT_HANDLER h = KeProfileInterruptWithSource;
-    HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof h, &h);
 }
 
 // --- sources shared with PMC objects (profile/pmc_alloc.c) -----------------------

@@ -1,9 +1,9 @@
 // Profile objects (NT's Ke layer): a range of code addresses, a source, a set
 // of CPUs, optionally one process, and a buffer of 32-bit buckets.
 //
-// The sample path (KeProfileInterruptWithSource) looks only at candidates: the
-// started system-scope profiles of the sample's source, and the started
-// profiles of the current process for that source. Each candidate list is an
+// The sample fan-out (sample_plan.c) looks only at candidates: the started
+// system-scope profiles of the sample's source, and the started profiles of
+// the current process for that source. Each candidate list is an
 // immutable array sorted by range base (a "profile set"), replaced as a whole on
 // start and stop and read without locks by the interrupt path: a lookup goes
 // through a table of 2 MiB granules, so profiles that cannot match cost nothing.
@@ -59,14 +59,12 @@ NTSTATUS KeStartProfile(struct kprofile *p);
 NTSTATUS KeStopProfile(struct kprofile *p);              // stops the source on 1 -> 0, unpins
 uint64_t KeQueryIntervalProfile(KPROFILE_SOURCE source); // 0 when unsupported
 NTSTATUS KeSetIntervalProfile(uint64_t interval, KPROFILE_SOURCE source);
-void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_frame *f);
 void KeQueryProfileStats(struct kprofile *p, struct sys_profile_stats *out);
 
-void ke_profile_init(void); // register the HAL sample handler
-// Every CPU forgets how it counted its last samples (its sample plans) and
-// looks its next ones up again: call after turning `pmc trace` on, whose
-// bucket records only the general path writes.
-void ke_profile_replan(void);
+void ke_profile_init(void); // at boot: the per-process area, the process watcher
+// The started profiles of each source system-wide (the sample fan-out reads
+// them; a process's are in its profile_process, profile_state.h).
+extern struct profile_slot profile_system_slots[ProfileSourceCount];
 // Whether a sample of source interrupting pr (NULL: no process) meets a
 // started profile, system-wide or of pr: `pmc trace` tells "out of range"
 // from "not profiled" with it.

@@ -1,11 +1,11 @@
 // The NtPmc* system calls: user memory and handles in, the PMC layer
-// (profile/pmc_alloc.c) and the sample log (profile/sample_log.c) behind.
+// object (profile/pmc_object.c) and the sample log (profile/sample_log.c)
+// behind. A PMC is called the same way whatever its kind.
 #include "core/handle.h"
 #include "core/process.h"
-#include "profile/pmc_alloc.h"
-#include "profile/sample_log.h"
 #include "profile/cswitch_log.h"
-#include "profile/vcounter.h"
+#include "profile/pmc_object.h"
+#include "profile/sample_log.h"
 #include "core/swevent.h"
 #include "core/heap.h"
 #include "sys/syscall.h"
@@ -14,48 +14,24 @@
 #define LOG_READ_MAX  (64 * 1024) // bytes one NtPmcCswitchLog read copies at most
 #define SYS_CPU_LIMIT 64
 
-static uint64_t syscalls, syscall_errors; // for NtPmcGetDriverStats
-
-static uint64_t done(NTSTATUS s)
-{
-    __atomic_fetch_add(&syscalls, 1, __ATOMIC_RELAXED);
-    if (!NT_SUCCESS(s))
-        __atomic_fetch_add(&syscall_errors, 1, __ATOMIC_RELAXED);
-    return (uint64_t)(uint32_t)s;
-}
-
 static struct process *me(void)
 {
     return process_current();
 }
 
-// A PMC handle names a sampling PMC (profile/pmc_alloc.c) or a counting one
-// (profile/vcounter.c); each call takes the kind it applies to.
-struct pmc_ref {
-    struct kpmc *sampling;
-    struct pmc *counting;
-};
-
-static NTSTATUS lookup_pmc(uint64_t h, struct pmc_ref *r)
+// A PMC handle (one kind of object, whatever the PMC's mode): a new reference.
+static NTSTATUS lookup_pmc(uint64_t h, struct pmc **out)
 {
     struct object *o;
-    r->sampling = NULL;
-    r->counting = NULL;
     NTSTATUS s = handle_lookup(&me()->handles, (HANDLE)h, OBJ_PMC, &o);
-    if (NT_SUCCESS(s)) {
-        r->sampling = (struct kpmc *)o;
-        return s;
-    }
-    if (s == STATUS_OBJECT_TYPE_MISMATCH)
-        s = handle_lookup(&me()->handles, (HANDLE)h, OBJ_COUNTING_PMC, &o);
     if (NT_SUCCESS(s))
-        r->counting = vcounter_from_object(o);
+        *out = pmc_from_object(o);
     return s;
 }
 
-static void put_pmc(struct pmc_ref *r)
+static void put_pmc(struct pmc *m)
 {
-    object_unref(r->sampling ? &r->sampling->obj : vcounter_object(r->counting));
+    object_unref(&m->obj);
 }
 
 // A process handle (NtCurrentProcess() included): a new reference.
@@ -80,39 +56,34 @@ uint64_t do_NtPmcAllocate(const uint64_t *a, struct trapframe *tf)
     if (NT_SUCCESS(s))
         s = pmc_allocate(me(), &p, &o);
     if (!NT_SUCCESS(s))
-        return done(s);
+        return STATUS(s);
     s = handle_insert(&me()->handles, o, &h);
     if (!NT_SUCCESS(s)) {
         object_unref(o);
-        return done(s);
+        return STATUS(s);
     }
     s = copy_to_user(a[0], &h, sizeof h);
     if (!NT_SUCCESS(s))
         handle_close(&me()->handles, h);
-    return done(s);
+    return STATUS(s);
 }
 
-// Attach and detach need rights over the target: itself, its parent, or the
+// Attach and detach need rights over the target: itself, its child, or the
 // privilege (as for NtCreateProfile on another process).
 static uint64_t attach_detach(const uint64_t *a, bool attach)
 {
-    struct pmc_ref r;
+    struct pmc *m;
     struct process *p;
-    NTSTATUS s = lookup_pmc(a[0], &r);
+    NTSTATUS s = lookup_pmc(a[0], &m);
     if (!NT_SUCCESS(s))
-        return done(s);
+        return STATUS(s);
     s = lookup_process(a[1], &p);
     if (NT_SUCCESS(s)) {
-        if (r.sampling)
-            s = attach ? pmc_attach(r.sampling, me(), p) : pmc_detach(r.sampling, p);
-        else if (!process_may_control(me(), p))
-            s = STATUS_ACCESS_DENIED;
-        else
-            s = attach ? vcounter_attach(r.counting, p) : vcounter_detach(r.counting, p);
+        s = attach ? pmc_attach(m, me(), p) : pmc_detach(m, me(), p);
         object_unref(&p->obj);
     }
-    put_pmc(&r);
-    return done(s);
+    put_pmc(m);
+    return STATUS(s);
 }
 
 uint64_t do_NtPmcAttach(const uint64_t *a, struct trapframe *tf)
@@ -127,31 +98,23 @@ uint64_t do_NtPmcDetach(const uint64_t *a, struct trapframe *tf)
     return attach_detach(a, false);
 }
 
+// The calls that take a PMC and one number.
 enum op { OP_SET_COUNT, OP_START, OP_STOP, OP_WRITE };
 
 static uint64_t simple(const uint64_t *a, enum op op)
 {
-    struct pmc_ref r;
-    NTSTATUS s = lookup_pmc(a[0], &r);
+    struct pmc *m;
+    NTSTATUS s = lookup_pmc(a[0], &m);
     if (!NT_SUCCESS(s))
-        return done(s);
-    if (r.sampling) {
-        switch (op) {
-        case OP_SET_COUNT: s = pmc_set_count(r.sampling, a[1]); break;
-        case OP_START: s = pmc_start(r.sampling, me()); break;
-        case OP_STOP: s = pmc_stop(r.sampling); break;
-        case OP_WRITE: s = STATUS_PMC_NOT_COUNTING; break;
-        }
-    } else {
-        switch (op) {
-        case OP_SET_COUNT: s = STATUS_PMC_NOT_SAMPLING; break;
-        case OP_START: s = vcounter_start(r.counting); break;
-        case OP_STOP: s = vcounter_stop(r.counting); break;
-        case OP_WRITE: s = vcounter_write(r.counting, a[1]); break;
-        }
+        return STATUS(s);
+    switch (op) {
+    case OP_SET_COUNT: s = pmc_set_count(m, a[1]); break;
+    case OP_START: s = pmc_start(m, me()); break;
+    case OP_STOP: s = pmc_stop(m); break;
+    case OP_WRITE: s = pmc_write(m, a[1]); break;
     }
-    put_pmc(&r);
-    return done(s);
+    put_pmc(m);
+    return STATUS(s);
 }
 
 uint64_t do_NtPmcSetCount(const uint64_t *a, struct trapframe *tf)
@@ -181,12 +144,12 @@ uint64_t do_NtPmcWrite(const uint64_t *a, struct trapframe *tf)
 // NtPmcRead (the value) and NtPmcQuery (with time enabled and running).
 static NTSTATUS query(uint64_t h, struct pmc_value *v)
 {
-    struct pmc_ref r;
-    NTSTATUS s = lookup_pmc(h, &r);
+    struct pmc *m;
+    NTSTATUS s = lookup_pmc(h, &m);
     if (!NT_SUCCESS(s))
         return s;
-    s = r.counting ? vcounter_read(r.counting, v) : STATUS_PMC_NOT_COUNTING;
-    put_pmc(&r);
+    s = pmc_read(m, v);
+    put_pmc(m);
     return s;
 }
 
@@ -199,7 +162,7 @@ uint64_t do_NtPmcRead(const uint64_t *a, struct trapframe *tf)
         s = query(a[0], &v);
     if (NT_SUCCESS(s))
         s = copy_to_user(a[1], &v.value, sizeof v.value);
-    return done(s);
+    return STATUS(s);
 }
 
 uint64_t do_NtPmcQuery(const uint64_t *a, struct trapframe *tf)
@@ -211,41 +174,41 @@ uint64_t do_NtPmcQuery(const uint64_t *a, struct trapframe *tf)
         s = query(a[0], &v);
     if (NT_SUCCESS(s))
         s = copy_to_user(a[1], &v, sizeof v);
-    return done(s);
+    return STATUS(s);
 }
 
 uint64_t do_NtPmcGetMsr(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
-    struct pmc_ref r;
+    struct pmc *m;
     uint32_t index = 0;
-    NTSTATUS s = lookup_pmc(a[0], &r);
+    NTSTATUS s = lookup_pmc(a[0], &m);
     if (!NT_SUCCESS(s))
-        return done(s);
-    s = r.counting ? vcounter_rdpmc_index(r.counting, me(), &index) : STATUS_PMC_NOT_COUNTING;
-    put_pmc(&r);
+        return STATUS(s);
+    s = pmc_rdpmc_index(m, me(), &index);
+    put_pmc(m);
     if (NT_SUCCESS(s))
         s = copy_to_user(a[1], &index, sizeof index);
-    return done(s);
+    return STATUS(s);
 }
 
 uint64_t do_NtPmcConfigureLog(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
     if (!a[0])
-        return done(sample_log_release(me()));
+        return STATUS(sample_log_release(me()));
     struct pmc_log_config c;
     NTSTATUS s = copy_from_user(&c, a[0], sizeof c);
     if (NT_SUCCESS(s))
         s = sample_log_configure(me(), &c);
-    return done(s);
+    return STATUS(s);
 }
 
 uint64_t do_NtPmcFlushLog(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(a);
     UNUSED(tf);
-    return done(sample_log_flush(me()));
+    return STATUS(sample_log_flush(me()));
 }
 
 uint64_t do_NtPmcReadLog(const uint64_t *a, struct trapframe *tf)
@@ -259,7 +222,7 @@ uint64_t do_NtPmcReadLog(const uint64_t *a, struct trapframe *tf)
         s = sample_log_read(me(), a[0], a[1], &got);
     if (got)
         copy_to_user(a[2], &got, sizeof got); // probed above
-    return done(s);
+    return STATUS(s);
 }
 
 uint64_t do_NtPmcWriteLog(const uint64_t *a, struct trapframe *tf)
@@ -267,21 +230,34 @@ uint64_t do_NtPmcWriteLog(const uint64_t *a, struct trapframe *tf)
     UNUSED(tf);
     NTSTATUS s = sample_log_owner_status(me());
     if (!NT_SUCCESS(s))
-        return done(s);
+        return STATUS(s);
     struct pmclog_user r = {.h.type = PMCLOG_USER, .pid = me()->pid, .userdata = a[0]};
     sample_log_write(&r.h, sizeof r);
-    return done(STATUS_SUCCESS);
+    return STATUS(STATUS_SUCCESS);
 }
+
+// The calls hwpmc's driver statistics count (pm_syscalls, pm_syscall_errors).
+static const unsigned pmc_calls[] = {
+    SYS_NtPmcAllocate,       SYS_NtPmcAttach,   SYS_NtPmcDetach,     SYS_NtPmcSetCount,
+    SYS_NtPmcStart,          SYS_NtPmcStop,     SYS_NtPmcRead,       SYS_NtPmcWrite,
+    SYS_NtPmcConfigureLog,   SYS_NtPmcFlushLog, SYS_NtPmcReadLog,    SYS_NtPmcWriteLog,
+    SYS_NtPmcGetDriverStats, SYS_NtPmcQuery,    SYS_NtPmcCswitchLog, SYS_NtPmcGetMsr,
+    SYS_NtPmcCpuCounts,
+};
 
 uint64_t do_NtPmcGetDriverStats(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
     struct pmc_driver_stats st = {0};
     sample_log_stats(&st);
-    st.syscalls = READ_ONCE(syscalls) + 1; // this one
-    st.syscall_errors = READ_ONCE(syscall_errors);
+    for (unsigned i = 0; i < ARRAY_SIZE(pmc_calls); i++) {
+        uint64_t calls, failed;
+        syscall_counts(pmc_calls[i], &calls, &failed);
+        st.syscalls += calls;
+        st.syscall_errors += failed;
+    }
     NTSTATUS s = copy_to_user(a[0], &st, sizeof st);
-    return done(s);
+    return STATUS(s);
 }
 
 uint64_t do_NtPmcCswitchLog(const uint64_t *a, struct trapframe *tf)
@@ -293,27 +269,27 @@ uint64_t do_NtPmcCswitchLog(const uint64_t *a, struct trapframe *tf)
     case PMC_CSWITCH_START: {
         uint32_t ev[PMC_CSWITCH_MAX_EVENTS];
         if (!process_current()->privileged)
-            return done(STATUS_PRIVILEGE_NOT_HELD);
+            return STATUS(STATUS_PRIVILEGE_NOT_HELD);
         if (len == 0 || len % sizeof(uint32_t) || len > sizeof ev)
-            return done(STATUS_INVALID_PARAMETER);
+            return STATUS(STATUS_INVALID_PARAMETER);
         NTSTATUS s = copy_from_user(ev, buf, len);
         if (!NT_SUCCESS(s))
-            return done(s);
-        return done(cswitch_log_start(ev, (unsigned)(len / sizeof(uint32_t))));
+            return STATUS(s);
+        return STATUS(cswitch_log_start(ev, (unsigned)(len / sizeof(uint32_t))));
     }
     case PMC_CSWITCH_STOP:
         if (!process_current()->privileged)
-            return done(STATUS_PRIVILEGE_NOT_HELD);
-        return done(cswitch_log_stop());
+            return STATUS(STATUS_PRIVILEGE_NOT_HELD);
+        return STATUS(cswitch_log_stop());
     case PMC_CSWITCH_READ: {
         uint64_t first;
         NTSTATUS s = copy_from_user(&first, got_ptr, sizeof first);
         if (!NT_SUCCESS(s))
-            return done(s);
+            return STATUS(s);
         size_t n = MIN(len, (uint64_t)LOG_READ_MAX), copied = 0;
         void *k = n ? kmalloc(n) : NULL;
         if (n && !k)
-            return done(STATUS_NO_MEMORY);
+            return STATUS(STATUS_NO_MEMORY);
         s = cswitch_log_read(first, k, n, &copied);
         if (NT_SUCCESS(s) && copied)
             s = copy_to_user(buf, k, copied);
@@ -321,9 +297,9 @@ uint64_t do_NtPmcCswitchLog(const uint64_t *a, struct trapframe *tf)
         uint64_t out = copied;
         if (NT_SUCCESS(s))
             s = copy_to_user(got_ptr, &out, sizeof out);
-        return done(s);
+        return STATUS(s);
     }
-    default: return done(STATUS_INVALID_PARAMETER);
+    default: return STATUS(STATUS_INVALID_PARAMETER);
     }
 }
 
@@ -342,5 +318,5 @@ uint64_t do_NtPmcCpuCounts(const uint64_t *a, struct trapframe *tf)
     uint32_t count = ncpus;
     if (NT_SUCCESS(s))
         s = copy_to_user(a[2], &count, sizeof count);
-    return done(s);
+    return STATUS(s);
 }

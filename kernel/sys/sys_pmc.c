@@ -10,6 +10,7 @@
 #include "pmc/trace.h"
 #include "core/process.h"
 #include "profile/ke_profile.h"
+#include "profile/sample_plan.h"
 #include "core/sched.h"
 #include "lib/string.h"
 #include "sys/syscall.h"
@@ -163,7 +164,7 @@ uint64_t do_SysPmcTrace(const uint64_t *a, struct trapframe *tf)
     case PMC_TRACE_ON: {
         WRITE_ONCE(pmc_trace_sample_filter, trace_filter);
         NTSTATUS s = pmc_trace_enable();
-        ke_profile_replan(); // traced samples take the general path, which traces buckets
+        sample_plans_drop(); // traced samples take the general path, which traces buckets
         return STATUS(s);
     }
     case PMC_TRACE_OFF: pmc_trace_disable(); return STATUS(STATUS_SUCCESS);

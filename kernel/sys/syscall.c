@@ -3,6 +3,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/gdt.h"
 #include "arch/x86/msr.h"
+#include "arch/x86/percpu.h"
 #include "arch/x86/trap.h"
 #include "core/sched.h"
 #include "core/uaccess.h"
@@ -22,11 +23,28 @@ static const struct syscall_entry_info table[SYSCALL_COUNT] = {
 
 #define MAX_SYSCALL_ARGS 10
 
+// Calls and failed calls (an NTSTATUS that is not NT_SUCCESS) of each system
+// call, per CPU: counted with interrupts off, so without atomics.
+static struct {
+    uint64_t calls, failed;
+} counts[MAX_CPUS][SYSCALL_COUNT];
+
+void syscall_counts(unsigned nr, uint64_t *calls, uint64_t *failed)
+{
+    *calls = *failed = 0;
+    for (unsigned c = 0; c < ncpus && nr < SYSCALL_COUNT; c++) {
+        *calls += READ_ONCE(counts[c][nr].calls);
+        *failed += READ_ONCE(counts[c][nr].failed);
+    }
+}
+
 void syscall_dispatch(struct trapframe *tf)
 {
     swevent_count(PMC_SW_SYSCALLS);
-    sti();
     uint64_t n = tf->rax;
+    if (n < SYSCALL_COUNT)
+        counts[cpu_id()][n].calls++;
+    sti();
     uint64_t result;
     if (n >= SYSCALL_COUNT || !table[n].fn) {
         result = (uint64_t)(uint32_t)STATUS_INVALID_SYSTEM_SERVICE;
@@ -39,6 +57,8 @@ void syscall_dispatch(struct trapframe *tf)
     }
     tf->rax = result;
     cli();
+    if (n < SYSCALL_COUNT && !NT_SUCCESS((NTSTATUS)result))
+        counts[cpu_id()][n].failed++; // a status: the calls that return one give 32 bits
     trap_return_to_user();
 }
 

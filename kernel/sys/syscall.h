@@ -16,3 +16,6 @@ SYSCALL_LIST(SYSCALL_DECLARE)
 #undef SYSCALL_DECLARE
 
 void syscall_init_cpu(void); // STAR, LSTAR, FMASK, EFER.SCE on this CPU
+// How often system call nr was made, and how often it failed (its NTSTATUS
+// was not NT_SUCCESS), on every CPU since boot.
+void syscall_counts(unsigned nr, uint64_t *calls, uint64_t *failed);

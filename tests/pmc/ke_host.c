@@ -1,6 +1,8 @@
-// What kernel/profile/vcounter.c needs from the rest of the kernel, for the
-// hosted tests: CPUs with a current thread, processes, objects, and the
-// profile-source reference count. Everything below the HAL (MSRs, time,
+// What the PMC object (kernel/profile/pmc_*.c) and the counting log need
+// from the rest of the kernel, for the hosted tests: CPUs with a current
+// thread, processes with their profile-layer area, process and switch
+// watchers, objects, the profile-source reference count, and a sample log
+// that counts what it is given. Everything below the HAL (MSRs, time,
 // spinlocks with interrupts, smp_call_all, the heap) is the PMU model's.
 #include "ke_host.h"
 #include <stdio.h>
@@ -10,7 +12,11 @@
 #include "core/mutex.h"
 #include "core/spinlock.h"
 #include "lib/panic.h"
+#include "pmc/hal.h"
 #include "profile/ke_profile.h"
+#include "profile/profile_state.h"
+#include "profile/sample_log.h"
+#include "profile/sample_plan.h"
 #include "pmu_model.h"
 #include "tap.h"
 
@@ -18,6 +24,22 @@ void (*sched_tick_hook)(void); // cpus[] and ncpus are the model's
 
 static struct thread idle[MAX_CPUS];
 static unsigned objects_live;
+static process_watcher process_watchers[PROCESS_WATCHERS];
+static unsigned nprocess_watchers;
+static sched_switch_watcher switch_watchers[SCHED_SWITCH_WATCHERS];
+static unsigned nswitch_watchers;
+static struct profile_process areas[16]; // a process's area, by pid % 16
+struct ke_host_log ke_host_log;
+
+void process_watch(process_watcher fn)
+{
+    process_watchers[nprocess_watchers++] = fn;
+}
+
+void sched_watch_switches(sched_switch_watcher fn)
+{
+    switch_watchers[nswitch_watchers++] = fn;
+}
 
 void ke_host_reset(unsigned n)
 {
@@ -30,6 +52,8 @@ void ke_host_reset(unsigned n)
         cpus[c].current = &idle[c];
     }
     sched_tick_hook = NULL;
+    nprocess_watchers = nswitch_watchers = 0;
+    memset(&ke_host_log, 0, sizeof ke_host_log);
 }
 
 struct cpu *this_cpu(void)
@@ -42,10 +66,18 @@ struct process *process_current(void)
     return cpus[cpu_id()].current->proc;
 }
 
+static void process_never_destroyed(struct object *o)
+{
+    tap_ok(false, "process %u: its last reference dropped", ((struct process *)o)->pid);
+}
+
 void ke_host_process(struct process *p, struct thread *t, uint32_t pid)
 {
     memset(p, 0, sizeof *p);
     memset(t, 0, sizeof *t);
+    p->obj = (struct object){OBJ_PROCESS, 1, process_never_destroyed}; // the test's reference
+    p->layer_area = &areas[pid % 16];
+    memset(p->layer_area, 0, sizeof areas[0]);
     p->pid = pid;
     p->thread = t;
     p->privileged = true;
@@ -68,9 +100,10 @@ static void switch_here(void *arg)
     struct cpu *c = &cpus[cpu_id()];
     struct thread *next = a->next ? a->next : &idle[c->id];
     struct thread *cur = c->current;
-    if (READ_ONCE(vcounter_switch_hooks))
-        vcounter_switch(c, cur, next, clock_ns());
+    for (unsigned i = 0; i < nswitch_watchers; i++)
+        switch_watchers[i](c, cur, next, clock_ns());
     c->current = next;
+    c->current_process = next->proc;
     next->cpu = (int)c->id;
 }
 
@@ -78,6 +111,25 @@ void ke_host_switch(unsigned cpu, struct thread *next)
 {
     struct switch_args a = {next};
     model_on_cpu(cpu, switch_here, &a);
+}
+
+// The exiting thread's process-context step (interrupts on, on its CPU).
+static void exit_here(void *arg)
+{
+    struct process *p = arg;
+    uint64_t f = irq_save();
+    irq_restore(RFLAGS_IF);
+    for (unsigned i = 0; i < nprocess_watchers; i++)
+        process_watchers[i](p, PROCESS_EXITING);
+    irq_save();
+    irq_restore(f);
+}
+
+void ke_host_exit(unsigned cpu, struct process *p)
+{
+    p->exit_status = 3;
+    model_on_cpu(cpu, exit_here, p);
+    p->exited = true;
 }
 
 static void tick_here(void *arg)
@@ -120,7 +172,73 @@ uint64_t object_live_count(void)
     return objects_live;
 }
 
-// ---- what vcounter.c calls and these tests do not exercise ----
+// ---- the sample log and the fan-out, counted ----
+
+void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user)
+{
+    (void)f;
+    (void)user;
+    ke_host_log.samples++;
+    ke_host_log.last_pmc = o->pmc;
+}
+
+void sample_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
+{
+    (void)size;
+    ke_host_log.records[rec->type < 8 ? rec->type : 0]++;
+}
+
+bool sample_log_owned_by(const struct process *p)
+{
+    return p && p->pid == ke_host_log.owner_pid;
+}
+
+void sample_log_map_process(const struct process *p, const uint8_t *elf, size_t size)
+{
+    (void)p;
+    (void)elf;
+    (void)size;
+}
+
+void sample_log_process_gone(struct process *p)
+{
+    (void)p;
+}
+
+void sample_plans_drop(void)
+{
+    ke_host_log.drops++;
+}
+
+// ---- what the PMC object calls and these tests do not exercise ----
+
+unsigned process_list(struct sys_process_info *out, unsigned skip, unsigned max)
+{
+    (void)out;
+    (void)skip;
+    (void)max;
+    return 0;
+}
+
+struct process *process_by_pid(uint32_t pid)
+{
+    (void)pid;
+    return NULL;
+}
+
+const struct ramdisk_file *ramdisk_find(const char *name)
+{
+    (void)name;
+    return NULL;
+}
+
+uint64_t KeQueryIntervalProfile(KPROFILE_SOURCE source)
+{
+    struct hal_profile_source_details d;
+    if (!NT_SUCCESS(HalQueryProfileSource(source, &d)) || !d.supported)
+        return 0;
+    return d.interval;
+}
 
 uint64_t swevent_thread_value(const struct thread *t, enum pmc_sw_event e)
 {

@@ -1,9 +1,10 @@
-// The hosted stand-ins for what kernel/profile/vcounter.c needs above the PMU
-// model: CPUs running threads, processes, context switches, the scheduler tick.
+// The hosted stand-ins for what the PMC object (kernel/profile/pmc_*.c) needs
+// above the PMU model: CPUs running threads, processes, context switches, the
+// scheduler tick, and a sample log that counts what it is given.
 #pragma once
 #include "arch/x86/percpu.h"
 #include "core/process.h"
-#include "profile/vcounter.h"
+#include "profile/pmc_object.h"
 
 // n CPUs, each running its idle thread; no tick hook.
 void ke_host_reset(unsigned n);
@@ -15,3 +16,15 @@ void ke_host_switch(unsigned cpu, struct thread *next);
 struct thread *ke_host_running(unsigned cpu);
 // One scheduler tick on cpu (the PMC layer's tick hook).
 void ke_host_tick(unsigned cpu);
+// The exiting process's PROCESS_EXITING watchers, on cpu (exit_status 3).
+void ke_host_exit(unsigned cpu, struct process *p);
+
+// What the PMC object gave the sample log and the fan-out since the reset.
+struct ke_host_log {
+    uint32_t owner_pid;  // the log's owner (0: no log)
+    uint64_t samples;    // sample_log_sample calls
+    uint32_t last_pmc;   // the PMC id of the last sample
+    uint64_t records[8]; // sample_log_write_irqoff records, by type
+    uint64_t drops;      // sample_plans_drop calls
+};
+extern struct ke_host_log ke_host_log;

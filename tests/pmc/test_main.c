@@ -15,6 +15,6 @@ int main(void)
     test_trace();
     test_hyper();
     test_count();
-    test_vcounter();
+    test_pmc_object();
     return tap_finish();
 }

@@ -58,4 +58,4 @@ void test_time(void);
 void test_trace(void);
 void test_hyper(void);
 void test_count(void);
-void test_vcounter(void);
+void test_pmc_object(void);

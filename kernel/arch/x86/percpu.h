@@ -12,7 +12,6 @@ struct process;
 struct thread;
 struct tss;
 struct timer_cpu;
-struct sample_plan;
 
 struct cpu {
     struct cpu *self;          // %gs:0 — lets this_cpu() read the pointer in one load
@@ -38,9 +37,9 @@ struct cpu {
     // next one is charged to the thread that ran in between).
     uint64_t sw[PMC_SW_COUNT];
     uint64_t sw_pmis_seen, sw_ticks_seen;
-    struct timer_cpu *timer;          // this CPU's periodic timers (timer.c)
-    struct sample_plan *sample_plans; // this CPU's row of profile/ke_profile.c's plans
-    struct process *current_process;  // current->proc, one load for the sample path
+    struct timer_cpu *timer;         // this CPU's periodic timers (timer.c)
+    void *layer_area;                // the per-CPU state of the layer that samples (set at boot)
+    struct process *current_process; // current->proc, one load for the sample path
 };
 
 #define CPU_SELF_OFFSET       0

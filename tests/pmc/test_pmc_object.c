@@ -1,10 +1,13 @@
-// Hardware counting PMCs end to end: kernel/profile/vcounter.c over
-// kernel/pmc/count.c over the PMU model, with context switches, migrations,
-// process exit, multiplexing on the scheduler tick and ring-3 rdpmc.
+// The PMC object end to end: kernel/profile/pmc_object.c and its kinds over
+// kernel/pmc/count.c over the PMU model. Hardware counting with context
+// switches, migrations, process exit, multiplexing on the scheduler tick and
+// ring-3 rdpmc; then what every kind shares: one ID space, the operations a
+// kind does not have, attach and detach, and the release path.
 #include "arch/x86/cpu.h"
 #include "ke_host.h"
 #include "profile/cswitch_log.h"
 #include "pmc/count.h"
+#include "profile/pmc_sampling.h"
 #include "tests.h"
 
 #define USER_IP 0x401000ull
@@ -17,37 +20,54 @@ static void retire(unsigned cpu, enum model_event ev, uint64_t n)
     model_retire(cpu, ev, n, USER_IP, true);
 }
 
+static struct pmc *alloc_flags(uint32_t source, uint32_t mode, uint32_t flags, NTSTATUS *st)
+{
+    struct pmc_alloc a = {.source = source, .mode = mode, .flags = flags, .cpu = PMC_CPU_ANY};
+    struct object *o = NULL;
+    *st = pmc_allocate(&proc[0], &a, &o);
+    return NT_SUCCESS(*st) ? pmc_from_object(o) : NULL;
+}
+
 static struct pmc *alloc(uint32_t source, uint32_t mode, NTSTATUS *st)
 {
-    struct pmc_alloc a = {.source = source, .mode = mode, .cpu = PMC_CPU_ANY};
-    struct pmc *p = NULL;
-    *st = vcounter_allocate(&a, &proc[0], false, &p);
-    return NT_SUCCESS(*st) ? p : NULL;
+    return alloc_flags(source, mode, 0, st);
 }
 
 static struct pmc_value query(struct pmc *p)
 {
     struct pmc_value v = {0};
-    vcounter_read(p, &v);
+    pmc_read(p, &v);
     return v;
 }
 
 static void release(struct pmc *p)
 {
     if (p)
-        object_unref(vcounter_object(p));
+        object_unref(&p->obj);
 }
 
-static void exit_here(void *arg)
+// The calls as the system-call layer makes them, by proc[0] (the owner).
+static NTSTATUS pmc_attach_(struct pmc *p, struct process *target)
 {
-    vcounter_process_exit(arg);
+    return pmc_attach(p, &proc[0], target);
+}
+
+static NTSTATUS pmc_detach_(struct pmc *p, struct process *target)
+{
+    return pmc_detach(p, &proc[0], target);
+}
+
+static NTSTATUS pmc_start_(struct pmc *p)
+{
+    return pmc_start(p, &proc[0]);
 }
 
 static void setup(const struct model_config *cfg)
 {
     boot(cfg);
     ke_host_reset(cfg->ncpus);
-    vcounter_init();
+    pmc_object_init();
+    cswitch_log_init();
     for (unsigned i = 0; i < 3; i++)
         ke_host_process(&proc[i], &thr[i], 10 + i);
 }
@@ -75,11 +95,11 @@ static void switches_and_migrations(const struct model_config *cfg)
         finish(n);
         return;
     }
-    STATUS_EQ(vcounter_attach(pa, &proc[1]), STATUS_SUCCESS, "%s: attach A", n);
-    STATUS_EQ(vcounter_attach(pb, &proc[2]), STATUS_SUCCESS, "%s: attach B", n);
-    STATUS_EQ(vcounter_start(pa), STATUS_SUCCESS, "%s: start A's", n);
-    STATUS_EQ(vcounter_start(pb), STATUS_SUCCESS, "%s: start B's", n);
-    STATUS_EQ(vcounter_start(sys), STATUS_SUCCESS, "%s: start the system count", n);
+    STATUS_EQ(pmc_attach_(pa, &proc[1]), STATUS_SUCCESS, "%s: attach A", n);
+    STATUS_EQ(pmc_attach_(pb, &proc[2]), STATUS_SUCCESS, "%s: attach B", n);
+    STATUS_EQ(pmc_start_(pa), STATUS_SUCCESS, "%s: start A's", n);
+    STATUS_EQ(pmc_start_(pb), STATUS_SUCCESS, "%s: start B's", n);
+    STATUS_EQ(pmc_start_(sys), STATUS_SUCCESS, "%s: start the system count", n);
 
     retire(0, EV_INSTRUCTIONS, 100); // idle
     ke_host_switch(0, &thr[1]);      // A on cpu0
@@ -105,26 +125,26 @@ static void switches_and_migrations(const struct model_config *cfg)
     tap_ok(row_ok && v.targets == 1, "%s: query names the row (%u, or none when shared), 1 target",
            n, v.row);
 
-    STATUS_EQ(vcounter_stop(pa), STATUS_SUCCESS, "%s: stop A's", n);
+    STATUS_EQ(pmc_stop(pa), STATUS_SUCCESS, "%s: stop A's", n);
     retire(1, EV_INSTRUCTIONS, 5000); // A still runs, its PMC is stopped
     tap_eq(query(pa).value, 1300, "%s: a stopped count does not move", n);
-    STATUS_EQ(vcounter_start(pa), STATUS_SUCCESS, "%s: start A's again", n);
+    STATUS_EQ(pmc_start_(pa), STATUS_SUCCESS, "%s: start A's again", n);
     retire(1, EV_INSTRUCTIONS, 11);
     tap_eq(query(pa).value, 1311, "%s: restarted where it stopped (A was running)", n);
 
-    model_on_cpu(1, exit_here, &proc[1]); // A exits on the CPU it runs on
+    ke_host_exit(1, &proc[1]); // A exits on the CPU it runs on
     retire(1, EV_INSTRUCTIONS, 999);
     v = query(pa);
     tap_ok(v.value == 1311 && v.targets == 0, "%s: A's total survives its exit (%llu, %u targets)",
            n, (unsigned long long)v.value, v.targets);
 
-    STATUS_EQ(vcounter_write(pb, 5), STATUS_PMC_RUNNING, "%s: write while running refused", n);
-    STATUS_EQ(vcounter_stop(pb), STATUS_SUCCESS, "%s: stop B's", n);
-    STATUS_EQ(vcounter_write(pb, 5), STATUS_SUCCESS, "%s: write while stopped", n);
-    STATUS_EQ(vcounter_start(pb), STATUS_SUCCESS, "%s: start B's after the write", n);
+    STATUS_EQ(pmc_write(pb, 5), STATUS_PMC_RUNNING, "%s: write while running refused", n);
+    STATUS_EQ(pmc_stop(pb), STATUS_SUCCESS, "%s: stop B's", n);
+    STATUS_EQ(pmc_write(pb, 5), STATUS_SUCCESS, "%s: write while stopped", n);
+    STATUS_EQ(pmc_start_(pb), STATUS_SUCCESS, "%s: start B's after the write", n);
     retire(0, EV_INSTRUCTIONS, 20);
     tap_eq(query(pb).value, 25, "%s: B counts on from the written value", n);
-    STATUS_EQ(vcounter_detach(pb, &proc[2]), STATUS_SUCCESS, "%s: detach B while it runs", n);
+    STATUS_EQ(pmc_detach_(pb, &proc[2]), STATUS_SUCCESS, "%s: detach B while it runs", n);
     retire(0, EV_INSTRUCTIONS, 20);
     tap_eq(query(pb).value, 25, "%s: a detached process's count is kept, and stops", n);
 
@@ -153,8 +173,8 @@ static void multiplexing(const struct model_config *cfg, unsigned extra)
         NTSTATUS st;
         p[i] = alloc(ProfileBranchInstructions, PMC_MODE_TC, &st);
         ok = STATUS_EQ(st, STATUS_SUCCESS, "%s: branch count %u of %u", n, i + 1, counts);
-        ok = ok && STATUS_EQ(vcounter_attach(p[i], &proc[1]), STATUS_SUCCESS, "%s: attach", n);
-        ok = ok && STATUS_EQ(vcounter_start(p[i]), STATUS_SUCCESS, "%s: start", n);
+        ok = ok && STATUS_EQ(pmc_attach_(p[i], &proc[1]), STATUS_SUCCESS, "%s: attach", n);
+        ok = ok && STATUS_EQ(pmc_start_(p[i]), STATUS_SUCCESS, "%s: start", n);
     }
     if (ok) {
         ke_host_switch(0, &thr[1]);
@@ -210,14 +230,14 @@ static void self_monitoring(const struct model_config *cfg)
         return;
     }
     uint32_t index = 0;
-    STATUS_EQ(vcounter_attach(p, &proc[0]), STATUS_SUCCESS, "%s: attach the owner", n);
-    STATUS_EQ(vcounter_start(p), STATUS_SUCCESS, "%s: start", n);
-    STATUS_EQ(vcounter_rdpmc_index(p, &proc[1], &index), STATUS_INVALID_PARAMETER,
+    STATUS_EQ(pmc_attach_(p, &proc[0]), STATUS_SUCCESS, "%s: attach the owner", n);
+    STATUS_EQ(pmc_start_(p), STATUS_SUCCESS, "%s: start", n);
+    STATUS_EQ(pmc_rdpmc_index(p, &proc[1], &index), STATUS_INVALID_PARAMETER,
               "%s: GetMsr by another process refused", n);
     ke_host_switch(0, &thr[0]); // the owner runs on cpu0, the test's CPU
     retire(0, EV_INSTRUCTIONS, 4321);
     tap_ok(!(read_cr4() & CR4_PCE), "%s: CR4.PCE clear before GetMsr", n);
-    STATUS_EQ(vcounter_rdpmc_index(p, &proc[0], &index), STATUS_SUCCESS, "%s: GetMsr", n);
+    STATUS_EQ(pmc_rdpmc_index(p, &proc[0], &index), STATUS_SUCCESS, "%s: GetMsr", n);
     tap_ok(read_cr4() & CR4_PCE, "%s: CR4.PCE set while the owner runs", n);
     uint64_t got = 0;
     bool read = model_rdpmc(0, index, true, &got);
@@ -231,7 +251,7 @@ static void self_monitoring(const struct model_config *cfg)
     read = model_rdpmc(1, index, true, &got);
     tap_ok(read && got == 4330, "%s: after migrating, rdpmc on cpu1 reads on (%llu)", n,
            (unsigned long long)got);
-    STATUS_EQ(vcounter_attach(p, &proc[2]), STATUS_PMC_READ_IN_RING3,
+    STATUS_EQ(pmc_attach_(p, &proc[2]), STATUS_PMC_READ_IN_RING3,
               "%s: no other process may be attached to a ring-3-read PMC", n);
     ke_host_switch(1, NULL);
     release(p);
@@ -306,7 +326,96 @@ static void no_pmu(void)
     finish("tcg");
 }
 
-void test_vcounter(void)
+// What every kind shares: one ID space, the statuses of the operations a kind
+// does not have, attachment rules, and the release path (a target freed at
+// detach or exit, every object gone at the end).
+static void one_object(void)
+{
+    setup(&MODEL_INTEL_V4);
+    const char *n = "object";
+    uint64_t objects = object_live_count();
+    NTSTATUS st[4];
+    struct pmc *ts = alloc(ProfileTime, PMC_MODE_TS, &st[0]);
+    struct pmc *sw = alloc(PMC_EVENT_SW(PMC_SW_CONTEXT_SWITCHES), PMC_MODE_TC, &st[1]);
+    struct pmc *hw = alloc(ProfileTotalIssues, PMC_MODE_SC, &st[2]);
+    struct pmc *tsx =
+        alloc_flags(ProfileTime, PMC_MODE_TS, PMC_F_LOG_PROCCSW | PMC_F_LOG_PROCEXIT, &st[3]);
+    bool ok = true;
+    for (unsigned i = 0; i < 4; i++)
+        ok &= STATUS_EQ(st[i], STATUS_SUCCESS, "%s: allocate kind %u of 4", n, i + 1);
+    if (!ok) {
+        release(ts), release(sw), release(hw), release(tsx);
+        finish(n);
+        return;
+    }
+    tap_ok(ts->ops == &pmc_time_sampling && sw->ops == &pmc_sw_counting &&
+               hw->ops == &pmc_hw_counting,
+           "%s: the mode and source choose the kind", n);
+    tap_ok(ts->id != sw->id && ts->id != hw->id && sw->id != hw->id && tsx->id != ts->id,
+           "%s: one ID space (%u %u %u %u)", n, ts->id, sw->id, hw->id, tsx->id);
+
+    struct pmc_value v;
+    uint32_t index;
+    STATUS_EQ(pmc_read(ts, &v), STATUS_PMC_NOT_COUNTING, "%s: read of a sampling PMC", n);
+    STATUS_EQ(pmc_write(ts, 1), STATUS_PMC_NOT_COUNTING, "%s: write of a sampling PMC", n);
+    STATUS_EQ(pmc_rdpmc_index(ts, &proc[0], &index), STATUS_PMC_NOT_COUNTING,
+              "%s: GetMsr of a sampling PMC", n);
+    STATUS_EQ(pmc_set_count(sw, 10), STATUS_PMC_NOT_SAMPLING, "%s: set count of a counting PMC", n);
+    STATUS_EQ(pmc_rdpmc_index(sw, &proc[0], &index), STATUS_NOT_SUPPORTED,
+              "%s: GetMsr of a software count (no register)", n);
+    STATUS_EQ(pmc_attach_(hw, &proc[1]), STATUS_PMC_NOT_PROCESS_SCOPE,
+              "%s: attach to a system-scope PMC", n);
+
+    STATUS_EQ(pmc_start_(ts), STATUS_PMC_NO_TARGET, "%s: sampling start with no target", n);
+    STATUS_EQ(pmc_attach_(ts, &proc[1]), STATUS_SUCCESS, "%s: attach", n);
+    STATUS_EQ(pmc_attach_(ts, &proc[1]), STATUS_PMC_ALREADY_ATTACHED, "%s: attach again", n);
+    STATUS_EQ(pmc_detach_(ts, &proc[2]), STATUS_PMC_NOT_ATTACHED, "%s: detach a stranger", n);
+    STATUS_EQ(pmc_start_(ts), STATUS_PMC_NO_LOG, "%s: sampling start without the log", n);
+    ke_host_log.owner_pid = proc[0].pid;
+    uint64_t drops = ke_host_log.drops;
+    STATUS_EQ(pmc_start_(ts), STATUS_SUCCESS, "%s: sampling start by the log's owner", n);
+    tap_ok(ke_host_log.drops > drops, "%s: a start drops the sample plans", n);
+    STATUS_EQ(pmc_start_(ts), STATUS_PMC_RUNNING, "%s: start twice", n);
+
+    // The fan-out's view: a plan for the attached process holds the PMC.
+    struct pmc_plan plan;
+    struct intr_frame user = {.rip = USER_IP, .cs = 0x23};
+    bool made = pmc_plan_make(&plan, ProfileTime, &proc[1], 0);
+    tap_ok(made && plan.n == 1, "%s: the plan of the target's CPU has the PMC (%u)", n, plan.n);
+    if (made && plan.n == 1) {
+        pmc_plan_sample(&plan, &user);
+        tap_ok(ke_host_log.samples == 1 && ke_host_log.last_pmc == ts->id,
+               "%s: a sample becomes the PMC's log record", n);
+    }
+    made = pmc_plan_make(&plan, ProfileTime, &proc[2], 0);
+    tap_ok(made && plan.n == 0, "%s: no plan entry for a process not attached", n);
+
+    // Switch and exit records of a sampling PMC, and the release at exit.
+    STATUS_EQ(pmc_attach_(tsx, &proc[2]), STATUS_SUCCESS, "%s: attach the logging PMC", n);
+    STATUS_EQ(pmc_start_(tsx), STATUS_SUCCESS, "%s: start it", n);
+    ke_host_switch(0, &thr[2]);
+    ke_host_switch(0, NULL);
+    tap_eq(ke_host_log.records[PMCLOG_CSW], 1, "%s: PMC_F_LOG_PROCCSW: one record a switch-out", n);
+    ke_host_exit(0, &proc[2]);
+    tap_eq(ke_host_log.records[PMCLOG_EXIT], 1, "%s: PMC_F_LOG_PROCEXIT: a record at exit", n);
+    tap_ok(tsx->ntargets == 0 && pmc_target_of(tsx, &proc[2]) == NULL,
+           "%s: the exited process is no target", n);
+    tap_eq(proc[2].obj.refs, 1, "%s: and its reference is dropped", n);
+
+    STATUS_EQ(pmc_attach_(sw, &proc[1]), STATUS_SUCCESS, "%s: attach a counting PMC", n);
+    STATUS_EQ(pmc_detach_(sw, &proc[1]), STATUS_SUCCESS, "%s: detach it", n);
+    STATUS_EQ(pmc_detach_(ts, &proc[1]), STATUS_SUCCESS, "%s: detach from a running one", n);
+    tap_eq(proc[1].obj.refs, 1, "%s: every target's reference dropped", n);
+    STATUS_EQ(pmc_stop(ts), STATUS_SUCCESS, "%s: stop", n);
+    STATUS_EQ(pmc_stop(ts), STATUS_PMC_NOT_RUNNING, "%s: stop twice", n);
+    release(ts), release(sw), release(hw), release(tsx); // tsx still runs: closing stops it
+    tap_ok(!pmc_sampling_running(), "%s: closing the last handle stops a PMC", n);
+    tap_eq(object_live_count(), objects, "%s: every PMC object is gone", n);
+    tap_eq(pmc_rows_reserved, 0, "%s: and its counter rows", n);
+    finish(n);
+}
+
+void test_pmc_object(void)
 {
     switches_and_migrations(&MODEL_INTEL_V4);
     switches_and_migrations(&MODEL_INTEL_KVM_V2);
@@ -318,5 +427,6 @@ void test_vcounter(void)
     self_monitoring(&MODEL_INTEL_V4);
     self_monitoring(&MODEL_AMD_V2);
     no_pmu();
-    cswitch_log(); // last: its rings stay allocated (vcounter.c keeps them for reuse)
+    one_object();
+    cswitch_log(); // last: its rings stay allocated (cswitch_log.c keeps them for reuse)
 }

@@ -1,0 +1,22 @@
+// The profile layer's state of each process, in the area core keeps with
+// every process for the layer above (core/process.h: process_area).
+#pragma once
+#include "core/process.h"
+#include "lib/abi.h"
+
+struct profile_slot;
+struct pmc_target;
+
+struct profile_process {
+    struct profile_slot
+        *slot[ProfileSourceCount];  // started profiles on it, by source (ke_profile.c)
+    struct pmc_target *pmc_targets; // PMCs attached to it (pmc_object.c, pmc_lock)
+    uint32_t pmc_switch_work;       // of those, ones with work at its switches
+};
+
+static inline struct profile_process *profile_of(const struct process *p)
+{
+    return process_area(p);
+}
+
+void profile_state_init(void); // at boot, before the first process: reserve the area
