@@ -2,6 +2,7 @@
 #
 #   make run        build, then boot to the serial console in this terminal
 #   make test       every test (host unit tests, hosted pmc tests, QEMU boots)
+#   make layers     the layer check on the built objects (tests/layers)
 #   make bench      benchmark figures (boot time against a bare multiboot2 kernel)
 #   make profile-demo  the profiler end to end, with gprof reading its histogram
 #   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
@@ -68,7 +69,7 @@ KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 include tests/host/host.mk
 -include tests/pmc/pmc.mk
 
-.PHONY: lint all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json \
+.PHONY: lint layers all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json \
 	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser
 all: $(KERNEL) $(USER_PROGS)
 
@@ -169,6 +170,11 @@ test-kvm: deps
 # Style: every C file as .clang-format says (clang-format -i FILE fixes one).
 lint:
 	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+
+# Layers (tests/layers): every symbol a kernel object uses is defined in the
+# same or a lower layer, or is an upcall on its list of hooks by design.
+layers: $(KOBJ)
+	@tests/layers --objdir $(OBJ) $(KOBJ)
 
 test: deps deps-pictures deps-browser
 	@tests/run
