@@ -69,7 +69,7 @@ KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 include tests/host/host.mk
 -include tests/pmc/pmc.mk
 
-.PHONY: lint layers all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json \
+.PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json \
 	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser
 all: $(KERNEL) $(USER_PROGS)
 
@@ -175,6 +175,12 @@ lint:
 # same or a lower layer, or is an upcall on its list of hooks by design.
 layers: $(KOBJ)
 	@tests/layers --objdir $(OBJ) $(KOBJ)
+
+# The same check made to fail: upward references added to copies of a few
+# sources, each built alone beside the other objects (tests/layers-mutations).
+layers-mutations: $(KOBJ)
+	@CC="$(CC)" KCFLAGS="$(KCFLAGS)" NASM="$(NASM)" BUILD="$(BUILD)" OBJ="$(OBJ)" \
+		KOBJ="$(KOBJ)" tests/layers-mutations
 
 test: deps deps-pictures deps-browser
 	@tests/run
