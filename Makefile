@@ -118,9 +118,9 @@ $(ASM_OFFSETS): $(ASM_OFFSETS_C)
 $(KSRC_ASM:%.asm=$(OBJ)/%.o): $(ASM_OFFSETS)
 
 # The AP trampoline runs at a fixed low address: assembled flat, then embedded.
-$(BUILD)/trampoline.bin: boot/trampoline.asm
+$(BUILD)/trampoline.bin: boot/trampoline.asm $(ASM_OFFSETS)
 	@mkdir -p $(@D)
-	$(NASM) -f bin $< -o $@
+	$(NASM) -f bin -I$(BUILD)/ $< -o $@
 $(OBJ)/kernel/arch/x86/trampoline_blob.o: $(BUILD)/trampoline.bin
 
 $(KERNEL): $(KOBJ) linker.ld

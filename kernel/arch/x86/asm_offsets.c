@@ -10,6 +10,7 @@
 // (Kbuild's asm-offsets: include/linux/kbuild.h, arch/x86/kernel/asm-offsets.c).
 #include "arch/x86/gdt.h"
 #include "arch/x86/percpu.h"
+#include "arch/x86/trampoline.h"
 #include "arch/x86/trapframe.h"
 #include "lib/types.h"
 
@@ -22,6 +23,8 @@ _Static_assert(FIELD_SIZE(struct cpu, need_resched) == 1, "vectors.asm: cmp byte
 _Static_assert(FIELD_SIZE(struct cpu, kill_pending) == 8, "vectors.asm: a pointer to a byte");
 _Static_assert(FIELD_SIZE(struct cpu, kernel_rsp) == 8, "syscall_entry.asm: mov rsp");
 _Static_assert(FIELD_SIZE(struct cpu, user_rsp_scratch) == 8, "syscall_entry.asm: mov rsp");
+_Static_assert(FIELD_SIZE(struct trampoline_params, cr3) == 8, "trampoline.asm");
+_Static_assert(FIELD_SIZE(struct trampoline_params, efer) == 4, "trampoline.asm: or eax");
 
 void asm_offsets(void);
 void asm_offsets(void)
@@ -48,4 +51,14 @@ void asm_offsets(void)
     // The user selectors (gdt.h) of a syscall's trap frame.
     ASM_CONST(SEL_UCODE, SEL_UCODE);
     ASM_CONST(SEL_UDATA, SEL_UDATA);
+
+    // The AP trampoline (trampoline.h): its address and parameter block.
+    ASM_CONST(TRAMPOLINE_ADDR, TRAMPOLINE_ADDR);
+    ASM_CONST(TRAMPOLINE_PARAMS_OFFSET, TRAMPOLINE_PARAMS_OFFSET);
+    ASM_CONST(TP_CR3, offsetof(struct trampoline_params, cr3));
+    ASM_CONST(TP_STACK, offsetof(struct trampoline_params, stack));
+    ASM_CONST(TP_ENTRY, offsetof(struct trampoline_params, entry));
+    ASM_CONST(TP_CPU, offsetof(struct trampoline_params, cpu));
+    ASM_CONST(TP_EFER, offsetof(struct trampoline_params, efer));
+    ASM_CONST(TP_SIZE, sizeof(struct trampoline_params));
 }
