@@ -12,6 +12,7 @@
 #include "arch/x86/percpu.h"
 #include "arch/x86/trampoline.h"
 #include "arch/x86/trapframe.h"
+#include "lib/param.h"
 #include "lib/types.h"
 
 #define ASM_CONST(name, value) \
@@ -61,4 +62,7 @@ void asm_offsets(void)
     ASM_CONST(TP_CPU, offsetof(struct trampoline_params, cpu));
     ASM_CONST(TP_EFER, offsetof(struct trampoline_params, efer));
     ASM_CONST(TP_SIZE, sizeof(struct trampoline_params));
+
+    // Where the kernel image is linked (param.h; linker.ld): boot/entry.asm.
+    ASM_CONST(KERNEL_VMA, KERNEL_VMA);
 }
