@@ -2,6 +2,7 @@
 #
 #   make run        build, then boot to the serial console in this terminal
 #   make test       every test (host unit tests, hosted pmc tests, QEMU boots)
+#   make layers     the layer check on the built objects (tests/layers)
 #   make bench      benchmark figures (boot time against a bare multiboot2 kernel)
 #   make profile-demo  the profiler end to end, with gprof reading its histogram
 #   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
@@ -57,7 +58,9 @@ KCFLAGS += -mpreferred-stack-boundary=3
 endif
 KLDFLAGS := -nostdlib -z max-page-size=0x1000 -z noexecstack --no-warn-rwx-segments -T linker.ld
 
-KSRC_C   := $(shell find kernel -name '*.c' | sort)
+# asm_offsets.c is never linked: it only makes $(ASM_OFFSETS) (below).
+ASM_OFFSETS_C := kernel/arch/x86/asm_offsets.c
+KSRC_C   := $(filter-out $(ASM_OFFSETS_C),$(shell find kernel -name '*.c' | sort))
 KSRC_ASM := boot/entry.asm $(shell find kernel -name '*.asm' | sort)
 KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 
@@ -68,7 +71,7 @@ KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 include tests/host/host.mk
 -include tests/pmc/pmc.mk
 
-.PHONY: lint all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json \
+.PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json \
 	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser
 all: $(KERNEL) $(USER_PROGS)
 
@@ -93,10 +96,31 @@ $(OBJ)/%.o: %.asm
 	@mkdir -p $(@D)
 	$(NASM) -f elf64 -g -F dwarf -I$(BUILD)/ -Ikernel/arch/x86/ -MD $(@:.o=.d) $< -o $@
 
+# The constants the assembly takes from C, as Linux's asm-offsets: asm_offsets.c
+# compiled with -S (never linked) leaves one `.ascii "=asm-const NAME VALUE"`
+# line per ASM_CONST in the compiler's output; sed makes each one a
+# `%define NAME (VALUE)` of $(ASM_OFFSETS), which the .asm files %include
+# (found through -I$(BUILD)/). The compiler's -MD records the headers it read,
+# so a changed struct regenerates the file and reassembles every .asm object.
+# The count check catches a marker line the sed pattern would miss.
+ASM_OFFSETS := $(BUILD)/asm-offsets.inc
+ASM_OFFSETS_S := $(OBJ)/$(ASM_OFFSETS_C:.c=.s)
+$(ASM_OFFSETS): $(ASM_OFFSETS_C)
+	@mkdir -p $(@D) $(dir $(ASM_OFFSETS_S))
+	$(CC) $(KCFLAGS) -MF $(ASM_OFFSETS_S:.s=.d) -MT $@ -S $< -o $(ASM_OFFSETS_S)
+	@{ printf '; Generated from %s by the Makefile: do not edit.\n' $<; \
+	   printf '%%ifndef ASM_OFFSETS_INC\n%%define ASM_OFFSETS_INC\n'; \
+	   sed -n 's/^[[:space:]]*\.ascii[[:space:]]*"=asm-const \([A-Za-z_][A-Za-z0-9_]*\) \(-\{0,1\}[0-9][0-9]*\)"$$/%define \1 (\2)/p' $(ASM_OFFSETS_S); \
+	   printf '%%endif\n'; } > $@.tmp
+	@want=$$(grep -c '^ *ASM_CONST(' $<); got=$$(grep -c '^%define [A-Za-z0-9_]* (' $@.tmp); \
+	 [ "$$want" = "$$got" ] || { echo "$@: $$got of $$want constants found in $(ASM_OFFSETS_S)"; rm -f $@.tmp; exit 1; }
+	@mv $@.tmp $@
+$(KSRC_ASM:%.asm=$(OBJ)/%.o): $(ASM_OFFSETS)
+
 # The AP trampoline runs at a fixed low address: assembled flat, then embedded.
-$(BUILD)/trampoline.bin: boot/trampoline.asm
+$(BUILD)/trampoline.bin: boot/trampoline.asm $(ASM_OFFSETS)
 	@mkdir -p $(@D)
-	$(NASM) -f bin $< -o $@
+	$(NASM) -f bin -I$(BUILD)/ $< -o $@
 $(OBJ)/kernel/arch/x86/trampoline_blob.o: $(BUILD)/trampoline.bin
 
 $(KERNEL): $(KOBJ) linker.ld
@@ -170,6 +194,17 @@ test-kvm: deps
 lint:
 	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 
+# Layers (tests/layers): every symbol a kernel object uses is defined in the
+# same or a lower layer, or is an upcall on its list of hooks by design.
+layers: $(KOBJ)
+	@tests/layers --objdir $(OBJ) $(KOBJ)
+
+# The same check made to fail: upward references added to copies of a few
+# sources, each built alone beside the other objects (tests/layers-mutations).
+layers-mutations: $(KOBJ)
+	@CC="$(CC)" KCFLAGS="$(KCFLAGS)" NASM="$(NASM)" BUILD="$(BUILD)" OBJ="$(OBJ)" \
+		KOBJ="$(KOBJ)" tests/layers-mutations
+
 test: deps deps-pictures deps-browser
 	@tests/run
 
@@ -238,7 +273,7 @@ profile-diff: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) diff-run --prog "$(PROG)" --a "$(A)" --b "$(B)" --out $(BUILD)
 
 compile_commands.json:
-	@scripts/compile_commands.sh "$(CC)" "$(KCFLAGS)" $(KSRC_C) > $@
+	@scripts/compile_commands.sh "$(CC)" "$(KCFLAGS)" $(KSRC_C) $(ASM_OFFSETS_C) > $@
 	@echo "wrote $@"
 
 clean:

@@ -3,7 +3,8 @@
 ;
 ; GRUB leaves us in 32-bit protected mode, paging off, EAX = multiboot2 magic,
 ; EBX = physical address of the boot information. The kernel is linked at
-; KERNEL_VMA + physical, so until paging is on we subtract KERNEL_VMA by hand.
+; KERNEL_VMA + physical, so until paging is on we subtract KERNEL_VMA by hand
+; (KERNEL_VMA: lib/param.h, by way of asm-offsets.inc).
 ;
 ; Boot page tables (replaced by vm_init's tables once kmain runs; the AP
 ; trampoline keeps using them to reach 64-bit mode):
@@ -11,7 +12,7 @@
 ;   PML4[256] -> the same 4 GiB at DIRECT_MAP_BASE
 ;   PML4[511] -> PDPT[510] -> the first 1 GiB at KERNEL_VMA
 
-%define KERNEL_VMA 0xFFFFFFFF80000000
+%include "asm-offsets.inc"
 %define MB2_MAGIC  0xE85250D6
 %define MB2_ARCH   0                    ; i386 protected mode
 %define PTE_P      1

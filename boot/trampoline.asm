@@ -3,35 +3,26 @@
 ;
 ; smp.c copies this blob to physical TRAMPOLINE_ADDR (a page below 1 MiB: the
 ; SIPI vector is the page number) and fills the parameter block before each
-; SIPI. Steps:
+; SIPI (struct trampoline_params, arch/x86/trampoline.h). Steps:
 ;   16-bit: load a temporary GDT, set CR0.PE, far jump to 32-bit code
 ;   32-bit: PAE, CR3 = the boot page tables (they identity-map this page),
 ;           EFER.LME (and NXE), CR0.PG, far jump to 64-bit code
 ;   64-bit: jump to the higher-half ap_entry with RSP = the CPU's stack
 ;
-; Parameter block, at fixed offsets (struct trampoline_params in smp.c
-; _Static_asserts them):
-;   +0x08  u64  cr3      physical address of the boot PML4 (< 4 GiB)
-;   +0x10  u64  stack    top of this CPU's kernel stack (virtual)
-;   +0x18  u64  entry    ap_entry (virtual)
-;   +0x20  u64  cpu      struct cpu * (virtual), first argument of entry
-;   +0x28  u32  efer     EFER bits to set (LME, NXE)
+; The address, the parameter block's place (TRAMPOLINE_PARAMS_OFFSET), its
+; size (TP_SIZE) and its fields (TP_*: cr3, stack, entry, cpu, efer) come from
+; asm-offsets.inc, generated from trampoline.h (asm_offsets.c).
 
-%define TRAMPOLINE_ADDR 0x8000
+%include "asm-offsets.inc"
 
 bits 16
 org TRAMPOLINE_ADDR
 
 start:
     jmp short real_mode
-    align 8
+    times TRAMPOLINE_PARAMS_OFFSET - ($ - start) db 0   ; negative (an error) if the jmp outgrew it
 params:
-p_cr3:   dq 0
-p_stack: dq 0
-p_entry: dq 0
-p_cpu:   dq 0
-p_efer:  dd 0
-         dd 0
+    times TP_SIZE db 0
 
 real_mode:
     cli
@@ -53,11 +44,11 @@ protected_mode:
     mov eax, cr4
     or eax, 1 << 5                      ; PAE
     mov cr4, eax
-    mov eax, [p_cr3]
+    mov eax, [params + TP_CR3]          ; below 4 GiB: the low half is all of it
     mov cr3, eax
     mov ecx, 0xC0000080                 ; EFER
     rdmsr
-    or eax, [p_efer]
+    or eax, [params + TP_EFER]
     wrmsr
     mov eax, cr0
     or eax, (1 << 31) | (1 << 16)       ; PG, WP
@@ -70,11 +61,11 @@ long_mode:
     mov ds, ax
     mov es, ax
     mov ss, ax
-    mov rsp, [p_stack]
-    mov rdi, [p_cpu]
+    mov rsp, [params + TP_STACK]
+    mov rdi, [params + TP_CPU]
     xor ebp, ebp
     push 0                              ; a zero return address ends backtraces
-    jmp [p_entry]
+    jmp [params + TP_ENTRY]
 
 align 8
 gdt:

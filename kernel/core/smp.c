@@ -19,26 +19,8 @@
 #include "arch/x86/percpu.h"
 #include "lib/string.h"
 #include "arch/x86/timer.h"
+#include "arch/x86/trampoline.h"
 #include "core/vm.h"
-
-#define TRAMPOLINE_ADDR 0x8000
-
-// The parameter block of boot/trampoline.asm.
-struct trampoline_params {
-    uint64_t cr3, stack, entry, cpu;
-    uint32_t efer, pad;
-};
-#define TRAMPOLINE_PARAMS_OFFSET 8
-_Static_assert(offsetof(struct trampoline_params, cr3) == 0x08 - TRAMPOLINE_PARAMS_OFFSET,
-               "trampoline.asm");
-_Static_assert(offsetof(struct trampoline_params, stack) == 0x10 - TRAMPOLINE_PARAMS_OFFSET,
-               "trampoline.asm");
-_Static_assert(offsetof(struct trampoline_params, entry) == 0x18 - TRAMPOLINE_PARAMS_OFFSET,
-               "trampoline.asm");
-_Static_assert(offsetof(struct trampoline_params, cpu) == 0x20 - TRAMPOLINE_PARAMS_OFFSET,
-               "trampoline.asm");
-_Static_assert(offsetof(struct trampoline_params, efer) == 0x28 - TRAMPOLINE_PARAMS_OFFSET,
-               "trampoline.asm");
 
 extern char __ap_trampoline_start[], __ap_trampoline_end[];
 extern char boot_pml4[];

@@ -5,7 +5,6 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
 
-bool smap_enabled;
 int uaccess_copy(void *dst, const void *src, size_t n);
 
 #define CR4_SMEP (1u << 20)

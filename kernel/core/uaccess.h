@@ -13,4 +13,4 @@ NTSTATUS copy_to_user(uint64_t udst, const void *src, size_t n);
 // STATUS_INVALID_PARAMETER when it does not fit.
 NTSTATUS copy_string_from_user(char *dst, uint64_t usrc, size_t max);
 void uaccess_init_cpu(void); // SMEP/SMAP on when the CPU has them
-extern bool smap_enabled;
+extern bool smap_enabled;    // set by uaccess_init_cpu; defined in arch/x86/uaccess.asm

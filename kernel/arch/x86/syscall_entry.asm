@@ -4,14 +4,13 @@
 ; user's; IF is clear (FMASK). We switch to the thread's kernel stack (per-CPU
 ; kernel_rsp) and build a struct trapframe exactly like an interrupt would, so
 ; the rest of the kernel sees one frame layout. The return uses sysret: the
-; frame's RIP is always a user address here.
+; frame's RIP is always a user address here. The struct cpu offsets (CPU_*),
+; the trap frame's (TF_*) and the user selectors (SEL_*, gdt.h) come from
+; asm-offsets.inc, generated from C (asm_offsets.c).
 
-%define CPU_KERNEL_RSP_OFFSET 8         ; _Static_assert'ed in percpu.h
-%define CPU_USER_RSP_OFFSET   16
-%define SEL_UDATA 0x1B                  ; gdt.h
-%define SEL_UCODE 0x23
 %define SYSCALL_FRAME_VECTOR 0x100      ; not a real vector: marks a syscall frame
 
+%include "asm-offsets.inc"
 %include "frame.inc"
 
 section .text
@@ -20,10 +19,10 @@ extern syscall_dispatch
 
 syscall_entry:
     swapgs
-    mov [gs:CPU_USER_RSP_OFFSET], rsp
-    mov rsp, [gs:CPU_KERNEL_RSP_OFFSET]
+    mov [gs:CPU_USER_RSP_SCRATCH], rsp
+    mov rsp, [gs:CPU_KERNEL_RSP]
     push SEL_UDATA                      ; ss
-    push qword [gs:CPU_USER_RSP_OFFSET] ; rsp
+    push qword [gs:CPU_USER_RSP_SCRATCH] ; rsp
     push r11                            ; rflags
     push SEL_UCODE                      ; cs
     push rcx                            ; rip
@@ -34,10 +33,10 @@ syscall_entry:
     xor ebp, ebp                        ; the user's frames are not the kernel's
     call syscall_dispatch               ; returns with interrupts off
     POP_GPRS
-    add rsp, 16                         ; vector, error code
+    add rsp, TF_RIP - TF_VECTOR         ; vector, error code
     pop rcx                             ; user rip
-    add rsp, 8                          ; cs
+    add rsp, TF_RFLAGS - TF_CS          ; cs
     pop r11                             ; user rflags
-    mov rsp, [rsp]                      ; user rsp
+    mov rsp, [rsp]                      ; user rsp (the frame's rsp, on top now)
     swapgs
     o64 sysret

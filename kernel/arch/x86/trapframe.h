@@ -1,5 +1,7 @@
 // The register frame built by the interrupt stubs in vectors.asm.
-// Field order is the push order reversed; vectors.asm relies on the offsets.
+// Field order is the push order reversed. The assembly takes the offsets it
+// uses from asm-offsets.inc, generated from this struct (asm_offsets.c), and
+// checks there the order its pushes depend on (frame.inc).
 #pragma once
 #include "lib/types.h"
 
@@ -10,13 +12,6 @@ struct trapframe {
     uint64_t error;                    // pushed by the CPU, or 0 by the stub
     uint64_t rip, cs, rflags, rsp, ss; // pushed by the CPU
 };
-
-#define TF_VECTOR_OFFSET 120
-#define TF_CS_OFFSET     144
-#define TF_SIZE          176
-_Static_assert(offsetof(struct trapframe, vector) == TF_VECTOR_OFFSET, "vectors.asm");
-_Static_assert(offsetof(struct trapframe, cs) == TF_CS_OFFSET, "vectors.asm");
-_Static_assert(sizeof(struct trapframe) == TF_SIZE, "vectors.asm");
 
 // The interrupted context a sample needs: what the CPU itself pushes on an
 // interrupt (Intel SDM vol. 3A §6.14.2, "64-Bit Mode Stack Frame") and, below
@@ -29,7 +24,8 @@ struct intr_frame {
 };
 _Static_assert(offsetof(struct intr_frame, rip) == 8,
                "vectors.asm pushes rbp below the CPU's frame");
-_Static_assert(offsetof(struct trapframe, rip) + sizeof(struct intr_frame) - 8 == TF_SIZE,
+_Static_assert(offsetof(struct trapframe, rip) + sizeof(struct intr_frame) - 8 ==
+                   sizeof(struct trapframe),
                "the CPU's frame is the end of struct trapframe");
 
 static inline bool intr_from_user(const struct intr_frame *f)

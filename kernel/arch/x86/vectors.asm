@@ -4,11 +4,11 @@
 ; none), pushes its vector number and jumps to isr_common, which saves the
 ; general registers in struct trapframe order (trapframe.h), switches GS to
 ; the kernel's per-CPU base when the interrupt came from ring 3, and calls
-; trap(frame).
+; trap(frame). Offsets into struct trapframe (TF_*), struct intr_frame (IF_*)
+; and struct cpu (CPU_*) come from asm-offsets.inc, generated from C
+; (asm_offsets.c).
 
-%define TF_VECTOR_OFFSET 120            ; _Static_assert'ed in trapframe.h
-%define TF_CS_OFFSET     144
-
+%include "asm-offsets.inc"
 %include "frame.inc"
 
 section .text
@@ -31,8 +31,8 @@ isr_stub_%1:
 %assign v v + 1
 %endrep
 
-isr_common:
-    test qword [rsp + TF_CS_OFFSET - TF_VECTOR_OFFSET], 3
+isr_common:                             ; rsp points at the frame's vector
+    test qword [rsp + TF_CS - TF_VECTOR], 3
     jz .from_kernel_in
     swapgs
 .from_kernel_in:
@@ -43,11 +43,11 @@ isr_common:
 global trap_return
 trap_return:
     POP_GPRS
-    test qword [rsp + TF_CS_OFFSET - TF_VECTOR_OFFSET], 3
+    test qword [rsp + TF_CS - TF_VECTOR], 3
     jz .from_kernel_out
     swapgs
 .from_kernel_out:
-    add rsp, 16                         ; vector and error code
+    add rsp, TF_RIP - TF_VECTOR         ; vector and error code
     iretq
 
 ; timer_entry: the LAPIC timer's vector (VEC_TIMER; idt.c installs it), the
@@ -66,10 +66,8 @@ trap_return:
 ; CPU's need_resched flag and the running thread's kill flag are read while GS
 ; is still the kernel's, and only when one is set is the scheduler's hook
 ; called (it may switch threads; it returns here when this one runs again).
-%define CPU_FRAME_CS 8                  ; the CPU's frame: rip, cs, rflags, rsp, ss
-%define LEAN_SAVED   72                 ; nine registers below struct intr_frame
-%define CPU_NEED_RESCHED  0x68          ; struct cpu offsets, _Static_assert'ed in percpu.h
-%define CPU_KILL_PENDING  0x70
+%define CPU_FRAME_CS (IF_CS - IF_RIP)   ; the CPU's frame: rip, cs, rflags, rsp, ss
+%define LEAN_SAVED   (9 * 8)            ; nine registers below struct intr_frame
 
 %macro LEAN_CALL 1                      ; save, call %1(struct intr_frame *), restore
     push rbp                            ; struct intr_frame begins here
