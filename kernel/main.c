@@ -112,6 +112,8 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     pmc_init();                             // "pmc: interface <emon|amd64|none>: ..."
     ke_profile_init();                      // profile objects: per-process state
     pmc_object_init();                      // PMCs: watch processes and switches
+    pmc_sampling_init();                    // their kinds: sampling
+    pmc_counting_init();                    // and counting
     cswitch_log_init();                     // counter values at every switch
     sample_plan_init();                     // samples go to both
     ramdisk_init();                         // GRUB modules are the files

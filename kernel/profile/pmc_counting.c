@@ -437,8 +437,21 @@ static void hw_release(struct pmc *m)
     kfree(m->c.cpu_hw);
 }
 
+// Counting ProfileTime counts its ticks, a software event
+// (PMC_SW_PROFILE_TICKS) that runs the source while started.
+static bool claims_sw(const struct pmc_alloc *a)
+{
+    return pmc_counting_mode(a) && (PMC_EVENT_IS_SW(a->source) || a->source == ProfileTime);
+}
+
+static bool claims_hw(const struct pmc_alloc *a)
+{
+    return pmc_counting_mode(a) && !claims_sw(a);
+}
+
 const struct pmc_ops pmc_sw_counting = {
     .name = "software counting",
+    .claims = claims_sw,
     .allocate = sw_allocate,
     .release = sw_release,
     .start = counting_start,
@@ -455,6 +468,7 @@ const struct pmc_ops pmc_sw_counting = {
 
 const struct pmc_ops pmc_hw_counting = {
     .name = "hardware counting",
+    .claims = claims_hw,
     .allocate = hw_allocate,
     .release = hw_release,
     .start = hw_start,
@@ -478,5 +492,7 @@ static void counting_tick(void)
 
 void pmc_counting_init(void)
 {
+    pmc_kind_register(&pmc_sw_counting);
+    pmc_kind_register(&pmc_hw_counting);
     __atomic_store_n(&sched_tick_hook, counting_tick, __ATOMIC_RELEASE);
 }

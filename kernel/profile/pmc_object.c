@@ -10,7 +10,7 @@
 #include "core/sched.h"
 #include "core/smp.h"
 #include "core/spinlock.h"
-#include "profile/pmc_sampling.h"
+#include "lib/panic.h"
 #include "profile/profile_state.h"
 #include "profile/sample_log.h"
 #include "profile/sample_plan.h"
@@ -43,16 +43,28 @@ void pmc_barrier(void)
 
 // --- allocation ------------------------------------------------------------------
 
+static const struct pmc_ops *kinds[PMC_KINDS];
+static unsigned nkinds;
+
+void pmc_kind_register(const struct pmc_ops *kind)
+{
+    assert(nkinds < PMC_KINDS);
+    kinds[nkinds++] = kind;
+}
+
+bool pmc_counting_mode(const struct pmc_alloc *a)
+{
+    return a->mode == PMC_MODE_SC || a->mode == PMC_MODE_TC;
+}
+
 // The kind a request names: sampling or counting, of ProfileTime, a PMU
-// event or a software event. Counting ProfileTime counts its ticks, a
-// software event (PMC_SW_PROFILE_TICKS) that runs the source while started.
+// event or a software event.
 static const struct pmc_ops *kind_of(const struct pmc_alloc *a)
 {
-    bool counting = a->mode == PMC_MODE_SC || a->mode == PMC_MODE_TC;
-    if (counting)
-        return PMC_EVENT_IS_SW(a->source) || a->source == ProfileTime ? &pmc_sw_counting
-                                                                      : &pmc_hw_counting;
-    return a->source == ProfileTime ? &pmc_time_sampling : &pmc_hw_sampling;
+    for (unsigned i = 0; i < nkinds; i++)
+        if (kinds[i]->claims(a))
+            return kinds[i];
+    return NULL;
 }
 
 // hwpmc(4)'s rules that hold for every kind, in the order docs/pmc-log.md
@@ -60,7 +72,7 @@ static const struct pmc_ops *kind_of(const struct pmc_alloc *a)
 static NTSTATUS check_request(const struct process *owner, const struct pmc_alloc *a)
 {
     bool proc = a->mode == PMC_MODE_TS || a->mode == PMC_MODE_TC;
-    bool counting = a->mode == PMC_MODE_SC || a->mode == PMC_MODE_TC;
+    bool counting = pmc_counting_mode(a);
     if (a->mode < PMC_MODE_SS || a->mode > PMC_MODE_TC)
         return STATUS_PMC_BAD_MODE;
     if (a->flags & ~(uint32_t)PMC_F_ALL)
@@ -96,12 +108,13 @@ static void pmc_destroy(struct object *o);
 NTSTATUS pmc_allocate(struct process *owner, const struct pmc_alloc *a, struct object **out)
 {
     NTSTATUS s = check_request(owner, a);
-    if (!NT_SUCCESS(s))
-        return s;
+    const struct pmc_ops *kind = kind_of(a);
+    if (!NT_SUCCESS(s) || !kind)
+        return NT_SUCCESS(s) ? STATUS_PMC_SOURCE_UNSUPPORTED : s;
     struct pmc *m = kzalloc(sizeof *m);
     if (!m)
         return STATUS_INSUFFICIENT_RESOURCES;
-    m->ops = kind_of(a);
+    m->ops = kind;
     m->a = *a;
     m->owner_pid = owner->pid;
     m->cpus = cpu_mask(a->cpu);
@@ -445,7 +458,7 @@ static void pmc_context_switch(struct cpu *c, struct thread *cur, struct thread 
 
 void pmc_object_init(void)
 {
+    nkinds = 0;
     process_watch(pmc_process_event);
     sched_watch_switches(pmc_context_switch);
-    pmc_counting_init();
 }

@@ -93,6 +93,8 @@ struct pmc {
 // operation (set_count: the counting kinds; the others: the sampling kinds).
 struct pmc_ops {
     const char *name; // "time sampling", ...
+    // Whether a request (its mode and source) is of this kind.
+    bool (*claims)(const struct pmc_alloc *a);
     // The kind's own checks and resources for a new PMC (m->a is set).
     NTSTATUS (*allocate)(struct pmc *m, const struct process *owner);
     void (*release)(struct pmc *m); // stopped, no target left
@@ -116,6 +118,10 @@ struct pmc_ops {
     void (*switch_in)(struct pmc_target *t, uint64_t now);
 };
 
+// A kind makes itself known at boot (pmc_sampling_init, pmc_counting_init);
+// a request goes to the kind that claims it.
+#define PMC_KINDS 4
+void pmc_kind_register(const struct pmc_ops *kind);
 extern const struct pmc_ops pmc_time_sampling, pmc_hw_sampling; // pmc_sampling.c
 extern const struct pmc_ops pmc_hw_counting, pmc_sw_counting;   // pmc_counting.c
 
@@ -144,6 +150,8 @@ void pmc_switch_work(struct pmc *m, bool on);
 // Every CPU has passed a point with interrupts on since the call began.
 void pmc_barrier(void);
 extern struct spinlock pmc_lock;
-void pmc_counting_init(void); // the scheduler-tick rotation of multiplexed counts
+bool pmc_counting_mode(const struct pmc_alloc *a); // PMC_MODE_SC or PMC_MODE_TC
 
-void pmc_object_init(void); // at boot: watch processes and switches
+void pmc_object_init(void);   // at boot: watch processes and switches
+void pmc_sampling_init(void); // then the kinds
+void pmc_counting_init(void); // (and the scheduler-tick rotation of multiplexed counts)

@@ -132,12 +132,6 @@ void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f)
     }
 }
 
-bool pmc_sampling_running(void)
-{
-    const struct pmc_set *set = __atomic_load_n(&running_set, __ATOMIC_ACQUIRE);
-    return set && set->n;
-}
-
 // --- the running set -------------------------------------------------------------
 
 // Publish a copy of the running set with add added or remove removed.
@@ -216,21 +210,25 @@ static NTSTATUS sampling_start(struct pmc *m, struct process *caller)
 {
     if (pmc_process_scope(m) && !m->ntargets)
         return STATUS_PMC_NO_TARGET;
-    if (!sample_log_owned_by(caller))
-        return STATUS_PMC_NO_LOG;
-    KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
-    NTSTATUS s = KeReferenceProfileSource(source);
+    NTSTATUS s = sample_log_use(caller);
     if (!NT_SUCCESS(s))
         return s;
+    KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
+    s = KeReferenceProfileSource(source);
+    if (!NT_SUCCESS(s)) {
+        sample_log_unuse();
+        return s;
+    }
     uint64_t interval = KeQueryIntervalProfile(source), count = m->a.count;
     m->s.period = count && interval ? MAX((count + interval / 2) / interval, 1ull) : 1;
     memset(m->s.phase, 0, sizeof m->s.phase);
     memset(m->s.slice, 0, sizeof m->s.slice);
-    m->running = true; // before publishing: pmc_sampling_running must see it
+    m->running = true;
     s = set_change(m, NULL);
     if (!NT_SUCCESS(s)) {
         m->running = false;
         KeDereferenceProfileSource(source);
+        sample_log_unuse();
         return s;
     }
     uint64_t f = spin_lock_irqsave(&pmc_lock);
@@ -247,6 +245,7 @@ static NTSTATUS sampling_stop(struct pmc *m)
     m->running = false;
     spin_unlock_irqrestore(&pmc_lock, f);
     KeDereferenceProfileSource((KPROFILE_SOURCE)m->a.source);
+    sample_log_unuse();
     return STATUS_SUCCESS;
 }
 
@@ -300,15 +299,31 @@ static void sampling_switch_in(struct pmc_target *t, uint64_t now)
     t->pmc->s.slice[cpu_id()] = 0;
 }
 
+static bool claims_time(const struct pmc_alloc *a)
+{
+    return !pmc_counting_mode(a) && a->source == ProfileTime;
+}
+
+static bool claims_hw(const struct pmc_alloc *a)
+{
+    return !pmc_counting_mode(a) && a->source != ProfileTime && !PMC_EVENT_IS_SW(a->source);
+}
+
 // The two sampling kinds differ only in their source, which the HAL hides.
-#define SAMPLING_OPS(kind) \
+#define SAMPLING_OPS(kind, claim) \
     { \
-        .name = kind, .allocate = sampling_allocate, .release = sampling_release, \
+        .name = kind, .claims = claim, .allocate = sampling_allocate, .release = sampling_release, \
         .start = sampling_start, .stop = sampling_stop, .set_count = sampling_set_count, \
         .attach = sampling_attach, .detach = sampling_detach, \
         .wants_switch = sampling_wants_switch, .switch_out = sampling_switch_out, \
         .switch_in = sampling_switch_in, \
     }
 
-const struct pmc_ops pmc_time_sampling = SAMPLING_OPS("time sampling");
-const struct pmc_ops pmc_hw_sampling = SAMPLING_OPS("hardware sampling");
+const struct pmc_ops pmc_time_sampling = SAMPLING_OPS("time sampling", claims_time);
+const struct pmc_ops pmc_hw_sampling = SAMPLING_OPS("hardware sampling", claims_hw);
+
+void pmc_sampling_init(void)
+{
+    pmc_kind_register(&pmc_time_sampling);
+    pmc_kind_register(&pmc_hw_sampling);
+}

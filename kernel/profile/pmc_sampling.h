@@ -30,5 +30,3 @@ bool pmc_plan_make(struct pmc_plan *pp, KPROFILE_SOURCE source, const struct pro
 void pmc_plan_sample(const struct pmc_plan *pp, const struct intr_frame *f);
 // The general way: every running sampling PMC looked at (no plan).
 void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f);
-// Whether any sampling PMC runs (the log may not be released then).
-bool pmc_sampling_running(void);

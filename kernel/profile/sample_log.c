@@ -46,6 +46,7 @@ static struct log_cpu logs[MAX_CPUS];
 static struct mutex log_mutex = MUTEX_INIT("sample log");
 static struct process *log_owner; // NULL: no log (no reference: cleared when it exits)
 static volatile bool log_ready;   // rings usable by writers
+static unsigned log_users;        // running sampling PMCs (sample_log_use)
 static uint32_t log_ring_bytes, log_depth = PMC_DEPTH_DEFAULT;
 static uint32_t log_frames = PMC_DEPTH_DEFAULT + 1; // a chain's frames: log_depth and the IP
 
@@ -266,8 +267,6 @@ static uint32_t default_ring_bytes(void)
     return PMC_LOG_RING_DEFAULT;
 }
 
-bool pmc_sampling_running(void); // pmc_alloc.c
-
 NTSTATUS sample_log_configure(struct process *owner, const struct pmc_log_config *cfg)
 {
     uint32_t bytes = cfg->ring_bytes ? cfg->ring_bytes : default_ring_bytes();
@@ -282,7 +281,7 @@ NTSTATUS sample_log_configure(struct process *owner, const struct pmc_log_config
     NTSTATUS s = STATUS_SUCCESS;
     if (log_owner && log_owner != owner) {
         s = STATUS_PMC_LOG_BUSY;
-    } else if (log_owner && pmc_sampling_running()) {
+    } else if (log_owner && log_users) {
         s = STATUS_PMC_LOG_IN_USE;
     } else {
         if (log_owner)
@@ -316,7 +315,7 @@ NTSTATUS sample_log_release(struct process *owner)
     NTSTATUS s = STATUS_SUCCESS;
     if (log_owner != owner)
         s = log_owner ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
-    else if (pmc_sampling_running())
+    else if (log_users)
         s = STATUS_PMC_LOG_IN_USE;
     else {
         free_rings();
@@ -345,9 +344,20 @@ NTSTATUS sample_log_owner_status(const struct process *p)
     return o == p ? STATUS_SUCCESS : o ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
 }
 
-bool sample_log_owned_by(const struct process *p)
+NTSTATUS sample_log_use(const struct process *p)
 {
-    return p && READ_ONCE(log_owner) == p;
+    mutex_lock(&log_mutex);
+    NTSTATUS s = p && log_owner == p ? STATUS_SUCCESS : STATUS_PMC_NO_LOG;
+    log_users += NT_SUCCESS(s);
+    mutex_unlock(&log_mutex);
+    return s;
+}
+
+void sample_log_unuse(void)
+{
+    mutex_lock(&log_mutex);
+    log_users--;
+    mutex_unlock(&log_mutex);
 }
 
 uint32_t sample_log_depth(void)

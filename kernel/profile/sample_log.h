@@ -12,9 +12,12 @@ struct thread;
 // NtPmcConfigureLog: allocate (or resize) the rings; the caller becomes the
 // owner. Writes a PMCLOG_MAP record for the kernel and every live process.
 NTSTATUS sample_log_configure(struct process *owner, const struct pmc_log_config *cfg);
-// Release the rings (owner only; no sampling PMC may be running).
+// Release the rings (owner only; no sampling PMC may be using them).
 NTSTATUS sample_log_release(struct process *owner);
-bool sample_log_owned_by(const struct process *p);
+// A sampling PMC of p's starts writing the log (STATUS_PMC_NO_LOG unless p
+// owns it), or stops: while any does, the log is neither resized nor released.
+NTSTATUS sample_log_use(const struct process *p);
+void sample_log_unuse(void);
 // STATUS_SUCCESS for the owner, STATUS_PMC_NOT_LOG_OWNER or STATUS_PMC_NO_LOG.
 NTSTATUS sample_log_owner_status(const struct process *p);
 uint32_t sample_log_depth(void);

@@ -188,9 +188,17 @@ void sample_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
     ke_host_log.records[rec->type < 8 ? rec->type : 0]++;
 }
 
-bool sample_log_owned_by(const struct process *p)
+NTSTATUS sample_log_use(const struct process *p)
 {
-    return p && p->pid == ke_host_log.owner_pid;
+    if (!p || p->pid != ke_host_log.owner_pid)
+        return STATUS_PMC_NO_LOG;
+    ke_host_log.users++;
+    return STATUS_SUCCESS;
+}
+
+void sample_log_unuse(void)
+{
+    ke_host_log.users--;
 }
 
 void sample_log_map_process(const struct process *p, const uint8_t *elf, size_t size)

@@ -22,6 +22,7 @@ void ke_host_exit(unsigned cpu, struct process *p);
 // What the PMC object gave the sample log and the fan-out since the reset.
 struct ke_host_log {
     uint32_t owner_pid;  // the log's owner (0: no log)
+    uint32_t users;      // sampling PMCs using it
     uint64_t samples;    // sample_log_sample calls
     uint32_t last_pmc;   // the PMC id of the last sample
     uint64_t records[8]; // sample_log_write_irqoff records, by type

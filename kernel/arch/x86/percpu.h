@@ -1,8 +1,8 @@
 // Per-CPU data, reached through the GS base: this_cpu() is one instruction,
 // and so is percpu_read(field) (a %gs-relative load, for the hottest paths).
 //
-// The assembly (vectors.asm, trampoline.asm, syscall_entry.asm) uses the
-// offsets asserted below.
+// The assembly (vectors.asm, syscall_entry.asm) reads fields through GS at
+// offsets generated from this struct (arch/x86/asm_offsets.c).
 #pragma once
 #include "lib/abi.h"
 #include "lib/param.h"
@@ -42,16 +42,7 @@ struct cpu {
     struct process *current_process; // current->proc, one load for the sample path
 };
 
-#define CPU_SELF_OFFSET       0
-#define CPU_KERNEL_RSP_OFFSET 8
-#define CPU_USER_RSP_OFFSET   16
-#define CPU_CURRENT_OFFSET    24
-_Static_assert(offsetof(struct cpu, self) == CPU_SELF_OFFSET, "asm uses %gs:0");
-_Static_assert(offsetof(struct cpu, kernel_rsp) == CPU_KERNEL_RSP_OFFSET, "syscall entry");
-_Static_assert(offsetof(struct cpu, user_rsp_scratch) == CPU_USER_RSP_OFFSET, "syscall entry");
-_Static_assert(offsetof(struct cpu, current) == CPU_CURRENT_OFFSET, "syscall entry");
-_Static_assert(offsetof(struct cpu, need_resched) == 0x68, "vectors.asm: CPU_NEED_RESCHED");
-_Static_assert(offsetof(struct cpu, kill_pending) == 0x70, "vectors.asm: CPU_KILL_PENDING");
+_Static_assert(offsetof(struct cpu, self) == 0, "this_cpu() reads %gs:0");
 
 extern struct cpu cpus[MAX_CPUS];
 extern unsigned ncpus; // processors found in the MADT (1 without ACPI)
