@@ -4,8 +4,8 @@
 #include <ctype.h>
 #include <nt.h>
 #include <process.h>
-#include <profcli.h>
-#include <profstat.h>
+#include "cli.h"
+#include "stat.h"
 #include <statfmt.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,15 +9,15 @@
 // over the kernel's), starts them, resumes PROG, waits for it, stops them and
 // prints one report per source (lib/profreport.c). With -g each program
 // histogram also leaves the machine as a gmon.out (lib/gmon.c).
-#include <profcli.h>
-#include <profstat.h>
+#include "cli.h"
+#include "stat.h"
 #include <clock.h>
 #include <ctype.h>
 #include <elfsym.h>
 #include <gmon.h>
 #include <process.h>
-#include <profrecord.h>
-#include <profreport.h>
+#include "record.h"
+#include "kernrate.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

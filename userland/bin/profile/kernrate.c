@@ -1,7 +1,7 @@
 // prof_report_print: the report `profile` prints for one source. Integer
 // arithmetic only (the formatter has no floating point): percentages are
 // hundredths, rates are rounded down.
-#include <profreport.h>
+#include "kernrate.h"
 #include <sort.h>
 #include <stdio.h>
 #include <stdlib.h>

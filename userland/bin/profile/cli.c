@@ -1,7 +1,7 @@
 // What the profile commands share (see profcli.h).
 #include <ctype.h>
 #include <nt.h>
-#include <profcli.h>
+#include "cli.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <syscall.h>

@@ -10,9 +10,9 @@
 #include <callgraph.h>
 #include <clock.h>
 #include <ctype.h>
-#include <profrecord.h>
-#include <profcli.h>
-#include <profstat.h>
+#include "record.h"
+#include "cli.h"
+#include "stat.h"
 #include <samplelog.h>
 #include <stdio.h>
 #include <stdlib.h>
