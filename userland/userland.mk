@@ -1,4 +1,5 @@
-# The userland: libc, crt0 and every program in userland/bin, each linked to
+# The userland: libc, crt0 and every program in userland/bin (a file, or a
+# folder for a program of several files), each linked to
 # $(BUILD)/userland/<prog> (static ELF64 at 0x400000, symbols kept: the
 # profiler and the kernel's fault messages name functions from them).
 #
@@ -47,8 +48,13 @@ USER_LIB_OBJ := $(USER_LIB_SRC:%.c=$(USER_OBJ)/%.o)
 USER_LIBC    := $(USER_OBJ)/libc.a
 USER_CRT0    := $(USER_OBJ)/userland/lib/crt0.o
 
-USER_PROG_NAMES := $(sort $(basename $(notdir $(wildcard userland/bin/*.c))))
+# A program is one file, userland/bin/NAME.c, or a folder of them,
+# userland/bin/NAME/*.c (with its own headers): either way one ELF named NAME.
+USER_PROG_DIRS  := $(patsubst userland/bin/%/,%,$(sort $(dir $(wildcard userland/bin/*/*.c))))
+USER_PROG_NAMES := $(sort $(basename $(notdir $(wildcard userland/bin/*.c))) $(USER_PROG_DIRS))
 USER_PROGS := $(USER_PROG_NAMES:%=$(USER_OUT)/%)
+user_prog_src = $(or $(sort $(wildcard userland/bin/$(1)/*.c)),userland/bin/$(1).c)
+user_prog_obj = $(patsubst %.c,$(USER_OBJ)/%.o,$(call user_prog_src,$(1)))
 
 .PHONY: userland userland-test
 userland: $(USER_PROGS)
@@ -73,8 +79,12 @@ $(USER_OUT)/.cc-$(notdir $(CC)):
 	@rm -f $(USER_OUT)/.cc-*
 	@touch $@
 
-$(USER_PROGS): $(USER_OUT)/%: $(USER_OBJ)/userland/bin/%.o $(USER_CRT0) $(USER_LIBC) userland/user.ld $(USER_OUT)/.cc-$(notdir $(CC))
-	$(LD) $(USER_LDFLAGS) -o $@ $(USER_CRT0) $< $(USER_LIBC)
+# One link rule per program: crt0, the program's objects, then the library.
+define user_prog_rule
+$(USER_OUT)/$(1): $(call user_prog_obj,$(1)) $(USER_CRT0) $(USER_LIBC) userland/user.ld $(USER_OUT)/.cc-$(notdir $(CC))
+	$$(LD) $$(USER_LDFLAGS) -o $$@ $$(USER_CRT0) $(call user_prog_obj,$(1)) $$(USER_LIBC)
+endef
+$(foreach p,$(USER_PROG_NAMES),$(eval $(call user_prog_rule,$(p))))
 
 # Host tests of the pure libc pieces (allocator, strings, numbers, status
 # names, line editing), with ASan and UBSan, under gcc and clang.

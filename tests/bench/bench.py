@@ -154,7 +154,7 @@ def calib_error(text):
 
 def attribution_error():
     """Worst error of `profile run calib` against 50/30/20, under icount."""
-    if not os.path.exists("userland/bin/profile.c"):
+    if not os.path.exists("userland/bin/profile"):
         return None
     text = run_init(["profile", "run", "-n", "8", "calib", "600000000"], 1, ICOUNT, timeout=1200)
     worst, hits = calib_error(text)

@@ -577,10 +577,10 @@ static void test_create_validation(void)
     EXPECT_STATUS(NtClose(me), STATUS_SUCCESS);
 }
 
-// NtCreateProfileEx: GroupCount and GROUP_AFFINITY, after the common checks.
-static void test_create_ex_validation(void)
+// NtCreateProfileEx with each GroupCount and GROUP_AFFINITY of a table: the
+// status each must give; a profile that was created is started and closed.
+static void create_ex_affinities(HANDLE me)
 {
-    HANDLE me = open_self(), h = NULL;
     unsigned n = online_cpus();
     uint64_t all = n >= 64 ? ~0ull : (1ull << n) - 1;
     struct {
@@ -609,7 +609,7 @@ static void test_create_ex_validation(void)
         {"Reserved[2]", 1, {.Mask = 1, .Reserved = {0, 0, 0x8000}}, STATUS_INVALID_PARAMETER},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        h = NULL;
+        HANDLE h = NULL;
         NTSTATUS s = NtCreateProfileEx(&h, me, (void *)BUSY_A, 64, 2, vbuf, 64, ProfileTime,
                                        cases[i].count, &cases[i].g);
         EXPECT(s == cases[i].want, "%s: %s, expected %s", cases[i].what, nt_status_name(s),
@@ -619,6 +619,13 @@ static void test_create_ex_validation(void)
             EXPECT_STATUS(NtClose(h), STATUS_SUCCESS); // closing a started profile stops it
         }
     }
+}
+
+// NtCreateProfileEx: GroupCount and GROUP_AFFINITY, after the common checks.
+static void test_create_ex_validation(void)
+{
+    HANDLE me = open_self(), h = NULL;
+    create_ex_affinities(me);
     // GroupAffinity is read only when GroupCount is 1.
     EXPECT_STATUS(NtCreateProfileEx(&h, me, (void *)BUSY_A, 64, 2, vbuf, 64, ProfileTime, 0, NULL),
                   STATUS_SUCCESS);
@@ -815,12 +822,11 @@ static void test_pseudo_handles(void)
 // ---------------------------------------------------------------------------
 // Privilege and rights, from an unprivileged child.
 
-static void test_privilege_denied(void)
+// Without the privilege: no system scope, no kernel range (the boundary is
+// USER_TOP), no change of the system's interval.
+static void denied_scopes_and_interval(HANDLE me)
 {
-    EXPECT(!privileged(), "spawned without SPAWN_PRIVILEGED but privileged");
-    if (privileged())
-        return;
-    HANDLE me = open_self(), h = NULL;
+    HANDLE h = NULL;
     GROUP_AFFINITY g = {.Mask = 1};
     // System scope.
     EXPECT_STATUS(try_create(&created, NULL, BUSY_A, 64, 2, (uintptr_t)vbuf, 64, ProfileTime, 1),
@@ -848,9 +854,12 @@ static void test_privilege_denied(void)
     EXPECT_STATUS(NtSetIntervalProfile(before, ProfileTime), STATUS_PRIVILEGE_NOT_HELD);
     EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, &after), STATUS_SUCCESS);
     EXPECT(after == before, "the interval changed from %u to %u", before, after);
+}
 
-    // Rights over other processes: our parent (the driver) and a grandchild are
-    // not ours to open; our child is, and we may profile it.
+// Rights over other processes: our parent (the driver) and a grandchild are
+// not ours to open; our child is, and we may profile it.
+static void rights_over_others(void)
+{
     struct sys_process_info *mine = find_process(SysGetPid());
     uint32_t parent = mine ? mine->parent : 0;
     HANDLE other = NULL;
@@ -874,6 +883,16 @@ static void test_privilege_denied(void)
     EXPECT_STATUS(SysWait(child, &status), STATUS_SUCCESS); // after its own child
     EXPECT(status == 0, "the grandparent helper: exit status %d", status);
     NtClose(child);
+}
+
+static void test_privilege_denied(void)
+{
+    EXPECT(!privileged(), "spawned without SPAWN_PRIVILEGED but privileged");
+    if (privileged())
+        return;
+    HANDLE me = open_self();
+    denied_scopes_and_interval(me);
+    rights_over_others();
     EXPECT_STATUS(NtClose(me), STATUS_SUCCESS);
 }
 
@@ -1250,28 +1269,11 @@ static void test_two_profiles(void)
 #define WINDOW         (128 * 1024)
 #define WINDOW_SHIFT   4
 
-static void test_system_all_cpus(void)
+// The profiles started, one spinning child per CPU run to its end, the
+// profiles stopped.
+static void spin_every_cpu(HANDLE all, HANDLE *one, unsigned ncpu)
 {
-    static ULONG window[WINDOW >> WINDOW_SHIFT];
-    static ULONG per_cpu[64][8];
-    unsigned ncpu = online_cpus();
-    EXPECT(ncpu >= 1 && ncpu <= 64, "%u CPUs online", ncpu);
-    if (ncpu < 1 || ncpu > 64)
-        return;
-    ULONG old = fast_sampling();
-    ULONG interval = 0;
-    NtQueryIntervalProfile(ProfileTime, &interval);
-    printf("# %s: %u CPUs, ProfileTime interval %u\n", test_name, ncpu, interval);
-    uintptr_t base = BUSY_A & ~(uintptr_t)0xFFFF;
-    uint64_t n = WINDOW >> WINDOW_SHIFT, small = nbuckets(BUSY_A_SIZE, 2);
-    HANDLE all = NULL, one[64] = {NULL}, child[64] = {NULL};
-    EXPECT_STATUS(NtCreateProfile(&all, NULL, (void *)base, WINDOW, WINDOW_SHIFT, window,
-                                  sizeof window, ProfileTime, (KAFFINITY)-1),
-                  STATUS_SUCCESS);
-    for (unsigned c = 0; c < ncpu; c++)
-        EXPECT_STATUS(NtCreateProfile(&one[c], NULL, (void *)BUSY_A, BUSY_A_SIZE, 2, per_cpu[c],
-                                      (ULONG)(small * 4), ProfileTime, 1ull << c),
-                      STATUS_SUCCESS);
+    HANDLE child[64] = {NULL};
     EXPECT_STATUS(NtStartProfile(all), STATUS_SUCCESS);
     for (unsigned c = 0; c < ncpu; c++)
         EXPECT_STATUS(NtStartProfile(one[c]), STATUS_SUCCESS);
@@ -1286,9 +1288,13 @@ static void test_system_all_cpus(void)
     EXPECT_STATUS(NtStopProfile(all), STATUS_SUCCESS);
     for (unsigned c = 0; c < ncpu; c++)
         EXPECT_STATUS(NtStopProfile(one[c]), STATUS_SUCCESS);
+}
 
+// The window's buckets and statistics: every sample accounted for, most in busy_a.
+static void check_window(HANDLE all, const ULONG *window, uintptr_t base)
+{
     struct sys_profile_stats st = stats_of(all);
-    uint64_t total = sum(window, n);
+    uint64_t total = sum(window, WINDOW >> WINDOW_SHIFT);
     uint64_t first = (BUSY_A - base) >> WINDOW_SHIFT,
              last = ((uintptr_t)busy_a_end - 1 - base) >> WINDOW_SHIFT;
     uint64_t hot = sum(window + first, last - first + 1);
@@ -1300,6 +1306,32 @@ static void test_system_all_cpus(void)
            total + st.out_of_range, st.delivered);
     EXPECT(total == st.in_range, "buckets %lu, in range %lu", total, st.in_range);
     EXPECT(hot * 2 > total, "busy_a has %lu of the window's %lu samples", hot, total);
+}
+
+static void test_system_all_cpus(void)
+{
+    static ULONG window[WINDOW >> WINDOW_SHIFT];
+    static ULONG per_cpu[64][8];
+    unsigned ncpu = online_cpus();
+    EXPECT(ncpu >= 1 && ncpu <= 64, "%u CPUs online", ncpu);
+    if (ncpu < 1 || ncpu > 64)
+        return;
+    ULONG old = fast_sampling();
+    ULONG interval = 0;
+    NtQueryIntervalProfile(ProfileTime, &interval);
+    printf("# %s: %u CPUs, ProfileTime interval %u\n", test_name, ncpu, interval);
+    uintptr_t base = BUSY_A & ~(uintptr_t)0xFFFF;
+    uint64_t small = nbuckets(BUSY_A_SIZE, 2);
+    HANDLE all = NULL, one[64] = {NULL};
+    EXPECT_STATUS(NtCreateProfile(&all, NULL, (void *)base, WINDOW, WINDOW_SHIFT, window,
+                                  sizeof window, ProfileTime, (KAFFINITY)-1),
+                  STATUS_SUCCESS);
+    for (unsigned c = 0; c < ncpu; c++)
+        EXPECT_STATUS(NtCreateProfile(&one[c], NULL, (void *)BUSY_A, BUSY_A_SIZE, 2, per_cpu[c],
+                                      (ULONG)(small * 4), ProfileTime, 1ull << c),
+                      STATUS_SUCCESS);
+    spin_every_cpu(all, one, ncpu);
+    check_window(all, window, base);
     for (unsigned c = 0; c < ncpu; c++) {
         struct sys_profile_stats sc = stats_of(one[c]);
         uint64_t t = sum(per_cpu[c], small);

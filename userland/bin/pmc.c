@@ -169,7 +169,7 @@ static struct pending {
     uint32_t pid;
     char prog[32];
     int profiled;
-    char landed[160];
+    char landed[512]; // "-> primes profile, bucket 12, kernel profile, bucket 3"
 } cur;
 // Samples shown and not, per CPU and process: SHOW_SAMPLES of each unless -v.
 static struct group {
@@ -234,6 +234,43 @@ static const char *profile_module(uint64_t base)
     return NULL;
 }
 
+// "bucket ... index N ... at BASE" after the sample on the same CPU: one more
+// profile's bucket it landed in. Should the line's room ever run out, it ends
+// in " ..." rather than stopping short without a sign.
+static void add_bucket(const char *text)
+{
+    uint64_t index = number_after(text, " index "), base = number_after(text, " at ");
+    const char *m = profile_module(base);
+    size_t used = strlen(cur.landed), room = sizeof cur.landed - used;
+    char mod[48];
+    if (m)
+        snprintf(mod, sizeof mod, "%s", m);
+    else
+        snprintf(mod, sizeof mod, "0x%lx", base);
+    int n = snprintf(cur.landed + used, room, "%s %s profile, bucket %lu", used ? "," : "->", mod,
+                     index);
+    if (n < 0 || (size_t)n >= room)
+        strlcpy(cur.landed + sizeof cur.landed - 5, " ...", 5);
+}
+
+// "sample ProfileTime ip 0x401234 pid 7 primes profiled", or "... idle": the
+// sample explained next, once the buckets it landed in are known.
+static void start_sample(unsigned cpu, const char *when, const char *text)
+{
+    cur = (struct pending){.on = 1, .cpu = cpu};
+    strlcpy(cur.when, when, sizeof cur.when);
+    cur.ip = number_after(text, " ip ");
+    cur.profiled = strstr(text, " profiled") != NULL;
+    const char *pid = strstr(text, " pid ");
+    if (pid) {
+        char *end;
+        cur.pid = (uint32_t)strtoul(pid + 5, &end, 10);
+        const char *name = end + 1, *stop = strchr(name, ' ');
+        size_t n = stop ? (size_t)(stop - name) : strlen(name);
+        snprintf(cur.prog, sizeof cur.prog, "%.*s", (int)n, name);
+    }
+}
+
 static void explain_line(char *line)
 {
     unsigned cpu = (unsigned)strtoul(line + 3, NULL, 10);
@@ -259,16 +296,7 @@ static void explain_line(char *line)
     text += 5;
     count_step(text);
     if (strncmp(text, "bucket ", 7) == 0 && cur.on && cur.cpu == cpu) {
-        uint64_t index = number_after(text, " index "), base = number_after(text, " at ");
-        const char *m = profile_module(base);
-        size_t used = strlen(cur.landed);
-        char mod[48];
-        if (m)
-            snprintf(mod, sizeof mod, "%s", m);
-        else
-            snprintf(mod, sizeof mod, "0x%lx", base);
-        snprintf(cur.landed + used, sizeof cur.landed - used, "%s %s profile, bucket %lu",
-                 used ? "," : "->", mod, index);
+        add_bucket(text);
         return;
     }
     flush_sample();
@@ -281,19 +309,7 @@ static void explain_line(char *line)
         printf("cpu%u %s  %s\n", cpu, when, text);
         return;
     }
-    // "sample ProfileTime ip 0x401234 pid 7 primes profiled", or "... idle"
-    cur = (struct pending){.on = 1, .cpu = cpu};
-    strlcpy(cur.when, when, sizeof cur.when);
-    cur.ip = number_after(text, " ip ");
-    cur.profiled = strstr(text, " profiled") != NULL;
-    const char *pid = strstr(text, " pid ");
-    if (pid) {
-        char *end;
-        cur.pid = (uint32_t)strtoul(pid + 5, &end, 10);
-        const char *name = end + 1, *stop = strchr(name, ' ');
-        size_t n = stop ? (size_t)(stop - name) : strlen(name);
-        snprintf(cur.prog, sizeof cur.prog, "%.*s", (int)n, name);
-    }
+    start_sample(cpu, when, text);
 }
 
 static void explain_summary(void)

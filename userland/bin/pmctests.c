@@ -562,6 +562,47 @@ static void test_exit_while_sampled(void) // privileged
     // The log stays configured: our exit must release it.
 }
 
+// Each of three PMCs' samples of this process in a log, told apart by the
+// PMC's id, the three in the order they were allocated (ids are given in order).
+struct pmc_tally {
+    uint32_t id[3];
+    uint64_t got[3];
+    uint64_t others; // samples of other PMCs or processes
+};
+
+static void tally_by_pmc(uint8_t *buf, size_t n, struct pmc_tally *t)
+{
+    struct samplelog log = {buf, n, NULL};
+    size_t pos = 0;
+    const struct pmclog_header *rec;
+    *t = (struct pmc_tally){0};
+    while ((rec = samplelog_next(&log, &pos))) {
+        if (rec->type != PMCLOG_SAMPLE)
+            continue;
+        const struct pmclog_sample *smp = (const void *)rec;
+        unsigned k = 0;
+        while (k < 3 && t->id[k] && t->id[k] != smp->pmc)
+            k++;
+        if (k == 3 || smp->pid != (uint32_t)SysGetPid()) {
+            t->others++;
+            continue;
+        }
+        t->id[k] = smp->pmc;
+        t->got[k]++;
+    }
+    // Sort the three by id: the order they were allocated in.
+    for (unsigned i = 0; i < 3; i++)
+        for (unsigned j = i + 1; j < 3; j++)
+            if (t->id[j] < t->id[i]) {
+                uint32_t ti = t->id[i];
+                uint64_t tg = t->got[i];
+                t->id[i] = t->id[j];
+                t->got[i] = t->got[j];
+                t->id[j] = ti;
+                t->got[j] = tg;
+            }
+}
+
 // Three sampling PMCs on one process and source, then two: more than a
 // per-CPU plan holds (the general dispatch), then a plan of two. Each PMC's
 // samples are told apart by its id in the records (ids are given in order).
@@ -586,46 +627,19 @@ static void test_several_pmcs(void) // privileged
     EXPECT_STATUS(NtPmcStop(h[2]), STATUS_SUCCESS);
     uint8_t *buf = malloc(LOG_BUF);
     size_t n = buf ? read_log(buf) : 0;
-    struct samplelog log = {buf, n, NULL};
-    size_t pos = 0;
-    const struct pmclog_header *rec;
-    uint32_t id[3] = {0};
-    uint64_t got[3] = {0}, others = 0, after_detach = 0;
-    while ((rec = samplelog_next(&log, &pos))) {
-        if (rec->type != PMCLOG_SAMPLE)
-            continue;
-        const struct pmclog_sample *smp = (const void *)rec;
-        unsigned k = 0;
-        while (k < 3 && id[k] && id[k] != smp->pmc)
-            k++;
-        if (k == 3 || smp->pid != (uint32_t)SysGetPid()) {
-            others++;
-            continue;
-        }
-        id[k] = smp->pmc;
-        got[k]++;
-    }
-    // Sort the three by id: the order they were allocated in.
-    for (unsigned i = 0; i < 3; i++)
-        for (unsigned j = i + 1; j < 3; j++)
-            if (id[j] < id[i]) {
-                uint32_t ti = id[i];
-                uint64_t tg = got[i];
-                id[i] = id[j];
-                got[i] = got[j];
-                id[j] = ti;
-                got[j] = tg;
-            }
+    struct pmc_tally t;
+    tally_by_pmc(buf, n, &t);
+    const uint64_t *got = t.got;
     printf("# samples: %lu, %lu, %lu (every tick, every tick, every other)\n", got[0], got[1],
            got[2]);
-    EXPECT(others == 0 && id[0] && id[1] && id[2], "%lu foreign samples; ids %u %u %u", others,
-           id[0], id[1], id[2]);
+    EXPECT(t.others == 0 && t.id[0] && t.id[1] && t.id[2], "%lu foreign samples; ids %u %u %u",
+           t.others, t.id[0], t.id[1], t.id[2]);
     EXPECT(got[0] > 20 && got[1] > got[0] + 20,
            "every tick: %lu samples while three ran, %lu with the later ones", got[0], got[1]);
     // h[2] took every other tick of the 120 ms that h[1] saw before the
     // detach: each CPU's phase may leave one tick over.
     uint64_t twice = 2 * got[2];
-    after_detach = got[1] > twice ? got[1] - twice : 0;
+    uint64_t after_detach = got[1] > twice ? got[1] - twice : 0;
     EXPECT(got[2] > 10 && twice <= got[1] && after_detach > 10,
            "every other tick: %lu, against %lu every tick (%lu after the detach)", got[2], got[1],
            after_detach);

@@ -881,17 +881,10 @@ static void check_pointer(const struct pointer_call *c, const char *what, uintpt
           nt_status_name(s));
 }
 
-static void test_bad_pointers(void)
+// Every call of pointer_calls with every bad pointer: into the hole after
+// page, into the kernel, non-canonical, at the top, straddling into the hole.
+static void bad_pointers_each_call(uintptr_t hole)
 {
-    // A page followed by a hole: pointers into the hole, and ranges that
-    // start in the page and run into it.
-    uint8_t *page = map_pages(2, PROT_READ | PROT_WRITE);
-    if (!page)
-        return;
-    EXPECT_STATUS(SysUnmap(page + PAGE, PAGE), STATUS_SUCCESS);
-    uintptr_t hole = (uintptr_t)page + PAGE;
-    memset(page, 'a', PAGE); // a string with no end before the hole
-
     const struct {
         const char *what;
         uintptr_t p;
@@ -933,9 +926,12 @@ static void test_bad_pointers(void)
     if (NT_SUCCESS(profile))
         NtClose(valid_profile);
     NtClose(valid_self);
+}
 
-    // Buffers whose length carries them off the end of the user half or
-    // around the top of the address space.
+// Buffers whose length carries them off the end of the user half, around
+// the top of the address space, or from the page into the hole after it.
+static void bad_lengths(uintptr_t hole)
+{
     uintptr_t top = ~(uintptr_t)0xFFF;
     EXPECT_STATUS(SysWrite(1, (void *)top, 0x2000), STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(SysWrite(1, (void *)(NON_CANONICAL - 16), 32), STATUS_ACCESS_VIOLATION);
@@ -947,9 +943,12 @@ static void test_bad_pointers(void)
     EXPECT_STATUS(SysProcessList((void *)(hole - 8), 4, &scratch_count), STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(SysCpuInfo((void *)(hole - 8), 4, &scratch_count), STATUS_ACCESS_VIOLATION);
     EXPECT_FAILS(SysUnmap((void *)top, 0x2000));
+}
 
-    // Misaligned but valid pointers are allowed to work (x86 does not care)
-    // or to be refused with STATUS_DATATYPE_MISALIGNMENT: never to crash.
+// Misaligned but valid pointers are allowed to work (x86 does not care)
+// or to be refused with STATUS_DATATYPE_MISALIGNMENT: never to crash.
+static void misaligned_pointers(void)
+{
     NTSTATUS s = SysClock((struct sys_clock *)(scratch + 1));
     EXPECT(s == STATUS_SUCCESS || s == STATUS_DATATYPE_MISALIGNMENT, "misaligned SysClock: %s",
            nt_status_name(s));
@@ -964,6 +963,21 @@ static void test_bad_pointers(void)
         memcpy(&h, scratch + 5, sizeof h);
         EXPECT_STATUS(NtClose(h), STATUS_SUCCESS);
     }
+}
+
+static void test_bad_pointers(void)
+{
+    // A page followed by a hole: pointers into the hole, and ranges that
+    // start in the page and run into it.
+    uint8_t *page = map_pages(2, PROT_READ | PROT_WRITE);
+    if (!page)
+        return;
+    EXPECT_STATUS(SysUnmap(page + PAGE, PAGE), STATUS_SUCCESS);
+    uintptr_t hole = (uintptr_t)page + PAGE;
+    memset(page, 'a', PAGE); // a string with no end before the hole
+    bad_pointers_each_call(hole);
+    bad_lengths(hole);
+    misaligned_pointers();
     SysUnmap(page, PAGE);
 }
 

@@ -8,7 +8,7 @@
 // scripts/gmon-extract.py finds these lines in a console log and writes NAME.
 #pragma once
 #include <stdint.h>
-#include <profreport.h>
+#include <profrange.h>
 
 // rate_hz: samples per second for a time source (10^7 / interval in 100 ns
 // units), 0 for an event source (the histogram is then in "samples").

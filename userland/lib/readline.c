@@ -52,16 +52,52 @@ static size_t replace_line(char *buf, size_t size, size_t len, const char *text)
     return len;
 }
 
+// After an ESC: 'A' or 'B' for the up and down arrows (ESC [ A, or ESC O A
+// in application mode, or with parameters as in ESC [ 1 ; 5 A). Other
+// sequences are read to their final byte and ignored: 0.
+static int read_arrow(void)
+{
+    int c1 = getchar();
+    if (c1 != '[' && c1 != 'O')
+        return 0;
+    int c2 = getchar();
+    while (c2 >= '0' && c2 <= '9') // parameters
+        c2 = getchar();
+    if (c2 == ';')
+        while ((c2 = getchar()) >= '0' && c2 <= '9')
+            ;
+    return c2 == 'A' || c2 == 'B' ? c2 : 0;
+}
+
+// The line being edited. Walking the history: at == history_count is the
+// line being typed, kept in draft while older lines are shown.
+struct line {
+    char *buf;
+    size_t size, len;
+    int at;
+    char draft[LINE_MAX];
+};
+
+// Up ('A'): the line before in the history; down ('B'): the one after.
+static void history_walk(struct line *l, int arrow)
+{
+    if (arrow == 'A' && l->at > 0) {
+        if (l->at == history_count)
+            strlcpy(l->draft, l->buf, sizeof l->draft);
+        l->len = replace_line(l->buf, l->size, l->len, history_line(--l->at));
+    } else if (arrow == 'B' && l->at < history_count) {
+        l->at++;
+        l->len = replace_line(l->buf, l->size, l->len,
+                              l->at == history_count ? l->draft : history_line(l->at));
+    }
+}
+
 int readline(const char *prompt, char *buf, size_t size)
 {
     if (size == 0)
         return -1;
-    size_t len = 0;
+    struct line l = {.buf = buf, .size = size, .at = history_count};
     buf[0] = '\0';
-    // Walking the history: at == history_count is the line being typed, kept
-    // in draft while older lines are shown.
-    int at = history_count;
-    char draft[LINE_MAX] = "";
     fputs(prompt, stdout);
     fflush(stdout);
     for (;;) {
@@ -70,13 +106,13 @@ int readline(const char *prompt, char *buf, size_t size)
             return -1;
         if (c == '\n' || c == '\r') {
             putchar('\n'); // flushes: stdout is line-buffered
-            buf[len] = '\0';
+            buf[l.len] = '\0';
             history_add(buf);
-            return (int)len;
+            return (int)l.len;
         }
         if (c == DEL || c == '\b') {
-            if (len) {
-                buf[--len] = '\0';
+            if (l.len) {
+                buf[--l.len] = '\0';
                 erase(1);
             }
         } else if (c == CTRL('C')) {
@@ -85,32 +121,14 @@ int readline(const char *prompt, char *buf, size_t size)
             buf[0] = '\0';
             return 0;
         } else if (c == CTRL('U')) {
-            erase(len);
-            len = 0;
+            erase(l.len);
+            l.len = 0;
             buf[0] = '\0';
         } else if (c == ESC) {
-            // ESC [ A and ESC [ B (ESC O A/B in application mode); other
-            // sequences are read to their final byte and ignored.
-            int c1 = getchar();
-            if (c1 != '[' && c1 != 'O')
-                continue;
-            int c2 = getchar();
-            while (c2 >= '0' && c2 <= '9') // parameters, as in ESC [ 1 ; 5 A
-                c2 = getchar();
-            if (c2 == ';')
-                while ((c2 = getchar()) >= '0' && c2 <= '9')
-                    ;
-            if (c2 == 'A' && at > 0) {
-                if (at == history_count)
-                    strlcpy(draft, buf, sizeof draft);
-                len = replace_line(buf, size, len, history_line(--at));
-            } else if (c2 == 'B' && at < history_count) {
-                at++;
-                len = replace_line(buf, size, len, at == history_count ? draft : history_line(at));
-            }
-        } else if (isprint(c) && len + 1 < size) {
-            buf[len++] = (char)c;
-            buf[len] = '\0';
+            history_walk(&l, read_arrow());
+        } else if (isprint(c) && l.len + 1 < size) {
+            buf[l.len++] = (char)c;
+            buf[l.len] = '\0';
             putchar(c);
         }
         fflush(stdout);

@@ -3,19 +3,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include <nt.h>
-#include <elfsym.h>
-
-// One profile object's histogram over one module's text.
-struct prof_range {
-    const char *module;            // "primes", "kernel"
-    const struct elf_image *image; // for symbols
-    uint64_t base, size;           // RangeBase, RangeSize
-    uint32_t shift;                // BucketSize: log2 of the bucket size in bytes
-    ULONG *buckets;
-    uint64_t nbuckets;
-    struct sys_profile_stats stats; // SysProfileStats after the stop
-};
+#include <profrange.h>
 
 // Everything one source's report says.
 struct prof_report {

@@ -1,7 +1,7 @@
-// prof_report_print: the report `profile` prints for one source. Integer
-// arithmetic only (the formatter has no floating point): percentages are
-// hundredths, rates are rounded down.
-#include <profreport.h>
+// prof_report_print: the kernrate-style report `profile run` and `profile
+// kernel` print for one source. Integer arithmetic only (the formatter has no
+// floating point): percentages are hundredths, rates are rounded down.
+#include "kernrate.h"
 #include <sort.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,10 +165,12 @@ static void print_losses(const struct prof_report *rep)
         printf("%s: %lu periods on %u CPUs, %lu missed (the CPU came back a period or more "
                "late: one tick, not a burst)\n",
                rep->source->name, rep->periods, rep->ncpus, rep->missed);
+    // Written as it is, not formatted: no buffer's size can cut it short.
     if (rep->approximate_time)
-        printf("Note: time sampling under QEMU without -icount follows the host's scheduling of "
-               "the vCPUs and is approximate; boot with `make run ICOUNT=1` (QEMU -icount "
-               "shift=0,sleep=off) for exact, repeatable shares.\n");
+        fputs("Note: time sampling under QEMU without -icount follows the host's scheduling of "
+              "the vCPUs and is approximate; boot with `make run ICOUNT=1` (QEMU -icount "
+              "shift=0,sleep=off) for exact, repeatable shares.\n",
+              stdout);
 }
 
 void prof_report_print(const struct prof_report *rep)

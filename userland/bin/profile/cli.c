@@ -1,0 +1,219 @@
+// What the profile subcommands share (see cli.h).
+#include <ctype.h>
+#include <nt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syscall.h>
+#include "cli.h"
+
+const char usage_all[] =
+    "usage: profile sources | run ... | kernel ... | stat ... | record ... | report ... | help";
+const char usage_sources[] = "usage: profile sources";
+const char usage_run[] = "usage: profile run [-s SOURCE[:INTERVAL]]... [-i INTERVAL] [-b "
+                         "BUCKETSHIFT] [-k] [-n TOP] [-g] PROG [ARGS]";
+const char usage_kernel[] = "usage: profile kernel [-s SOURCE[:INTERVAL]]... [-i INTERVAL] "
+                            "[-b BUCKETSHIFT] [-n TOP] [-g] SECONDS";
+const char usage_record[] =
+    "usage: profile record [-g] [-s SOURCE] [-i INTERVAL] [-k] [-a] [-o FILE] [-r RINGKB] "
+    "[-d DEPTH] (PROG [ARGS] | -a SECONDS)";
+const char usage_report[] =
+    "usage: profile report [--folded | --export] [--sort pid,cpu] [-n TOP] [FILE]";
+const char usage_stat[] =
+    "usage: profile stat [-e EVENT,...] [-a] [-r N] [--per-cpu] PROG [ARGS...]";
+const char usage_cswitch_record[] = "usage: profile record --cswitch [-e EVENT,...] PROG [ARGS...]";
+const char usage_cswitch_report[] = "usage: profile report --cswitch [--json] [-n LINES]";
+
+static void say(const char *fmt, va_list ap)
+{
+    fprintf(stderr, "profile: ");
+    vfprintf(stderr, fmt, ap);
+}
+
+int usage_error(const char *usage, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n%s (see 'profile help')\n", usage);
+    return EXIT_USAGE;
+}
+
+int usage_short(const char *usage, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n%s\n", usage);
+    return EXIT_USAGE;
+}
+
+char *join_words(int argc, char *const *argv)
+{
+    size_t size = 1;
+    for (int i = 0; i < argc; i++)
+        size += strlen(argv[i]) + 1;
+    char *out = malloc(size);
+    if (!out)
+        return NULL;
+    out[0] = '\0';
+    for (int i = 0; i < argc; i++) {
+        if (i)
+            strlcpy(out + strlen(out), " ", size - strlen(out));
+        strlcpy(out + strlen(out), argv[i], size - strlen(out));
+    }
+    return out;
+}
+
+int argv_has(int argc, char **argv, const char *word)
+{
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], word) == 0)
+            return 1;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Sources.
+
+struct sys_profile_source prof_sources[ProfileSourceCount];
+uint32_t prof_nsources;
+
+int prof_load_sources(void)
+{
+    NTSTATUS s = SysProfileSources(prof_sources, ProfileSourceCount, &prof_nsources);
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "profile: cannot list the profile sources: %s\n", nt_status_name(s));
+        return -1;
+    }
+    if (prof_nsources > ProfileSourceCount)
+        prof_nsources = ProfileSourceCount;
+    return 0;
+}
+
+int prof_same_source_name(const char *a, const char *b)
+{
+    static const char prefix[] = "profile";
+    const char *both[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        size_t i = 0;
+        while (prefix[i] && tolower((unsigned char)both[k][i]) == prefix[i])
+            i++;
+        if (!prefix[i] && both[k][i])
+            both[k] += i;
+    }
+    for (a = both[0], b = both[1]; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+            return 0;
+    return *a == *b;
+}
+
+const struct sys_profile_source *prof_find_source(const char *text)
+{
+    uint64_t number;
+    if (prof_parse_number(text, &number) == 0)
+        return prof_source_row(number < UINT32_MAX ? (uint32_t)number : UINT32_MAX);
+    for (uint32_t i = 0; i < prof_nsources; i++)
+        if (prof_same_source_name(text, prof_sources[i].name))
+            return &prof_sources[i];
+    return NULL;
+}
+
+const struct sys_profile_source *prof_source_row(uint32_t source)
+{
+    for (uint32_t i = 0; i < prof_nsources; i++)
+        if (prof_sources[i].source == source)
+            return &prof_sources[i];
+    return NULL;
+}
+
+int prof_parse_number(const char *text, uint64_t *out)
+{
+    char *end;
+    if (!text || !isdigit((unsigned char)text[0]))
+        return -1;
+    *out = strtoul(text, &end, 0);
+    return *end == '\0' ? 0 : -1;
+}
+
+// ---------------------------------------------------------------------------
+// Intervals.
+
+// Why the interval wanted cannot be had; EXIT_FAIL, or 0 with a note when
+// keeping the one in force will do.
+static int cannot_set(const struct interval *iv, int privileged, NTSTATUS st, char *note,
+                      size_t note_size)
+{
+    const struct sys_profile_source *s = iv->src;
+    if (privileged) {
+        fprintf(stderr, "profile: cannot set %s's interval to %lu: %s\n", s->name, iv->want,
+                nt_status_name(st));
+        return EXIT_FAIL;
+    }
+    if (iv->asked) {
+        fprintf(stderr,
+                "profile: setting %s's interval needs the system-profile "
+                "privilege (run under sudo); the interval in force is %u\n",
+                s->name, (ULONG)iv->in_force);
+        return EXIT_FAIL;
+    }
+    snprintf(note, note_size, "interval %u in force (the default %lu needs sudo to set)",
+             (ULONG)iv->in_force, iv->want);
+    return 0;
+}
+
+int interval_set(struct interval *iv, int privileged, int may_keep, char *note, size_t note_size)
+{
+    const struct sys_profile_source *s = iv->src;
+    ULONG now = 0;
+    NtQueryIntervalProfile((KPROFILE_SOURCE)s->source, &now);
+    iv->previous = iv->in_force = now;
+    iv->changed = 0;
+    if (iv->want < s->min_interval || iv->want > s->max_interval) {
+        fprintf(stderr, "profile: interval %lu is outside %s's range %lu..%lu %s\n", iv->want,
+                s->name, s->min_interval, s->max_interval, s->units);
+        return EXIT_USAGE;
+    }
+    if (iv->want == now)
+        return 0;
+    NTSTATUS st = STATUS_PRIVILEGE_NOT_HELD;
+    if (privileged)
+        st = NtSetIntervalProfile((ULONG)iv->want, (KPROFILE_SOURCE)s->source);
+    if (!NT_SUCCESS(st))
+        return may_keep ? 0 : cannot_set(iv, privileged, st, note, note_size);
+    iv->changed = 1;
+    NtQueryIntervalProfile((KPROFILE_SOURCE)s->source, &now);
+    iv->in_force = now;
+    return 0;
+}
+
+void interval_restore(const struct interval *iv)
+{
+    if (iv->changed)
+        NtSetIntervalProfile((ULONG)iv->previous, (KPROFILE_SOURCE)iv->src->source);
+}
+
+// ---------------------------------------------------------------------------
+// Processes.
+
+uint32_t prof_process_list(const struct sys_process_info **rows)
+{
+    static struct sys_process_info list[256];
+    uint32_t count = 0;
+    *rows = list;
+    if (!NT_SUCCESS(SysProcessList(list, 256, &count)))
+        return 0;
+    return count < 256 ? count : 256;
+}
+
+int prof_holds_privilege(void)
+{
+    const struct sys_process_info *list;
+    uint32_t count = prof_process_list(&list), me = SysGetPid();
+    for (uint32_t i = 0; i < count; i++)
+        if (list[i].pid == me)
+            return list[i].privileged != 0;
+    return 0;
+}

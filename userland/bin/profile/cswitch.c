@@ -1,0 +1,294 @@
+// `profile record --cswitch` and `profile report --cswitch`: ETW-style
+// counter values at every context switch (NtPmcCswitchLog). record counts the
+// events on every CPU while PROG runs; report reads the kernel's log back: a
+// timeline of the first switches, each thread's totals, or a JSON trace.
+#include <process.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syscall.h>
+#include "cli.h"
+#include "events.h"
+
+#define MAX_PIDS 256
+#define MAX_CPUS 64
+
+// The whole log, read from the kernel into memory from malloc: 0, or -1
+// having said why.
+static int cswitch_read(uint8_t **out, size_t *len)
+{
+    size_t cap = 64 * 1024, n = 0;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        return -1;
+    for (;;) {
+        // How many records so far: the kernel resumes from a record index.
+        uint64_t index = 0;
+        for (size_t off = 0; off < n;) {
+            const struct pmc_log_header *h = (const void *)(buf + off);
+            off += h->size;
+            index++;
+        }
+        if (cap - n < 64 * 1024) {
+            uint8_t *b = realloc(buf, cap * 2);
+            if (!b) {
+                free(buf);
+                return -1;
+            }
+            buf = b;
+            cap *= 2;
+        }
+        uint64_t got = index;
+        NTSTATUS s = NtPmcCswitchLog(PMC_CSWITCH_READ, buf + n, cap - n, &got);
+        if (!NT_SUCCESS(s)) {
+            fprintf(stderr, "profile: reading the counter log: %s\n", nt_status_name(s));
+            free(buf);
+            return -1;
+        }
+        if (got == 0)
+            break;
+        n += got;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// profile record --cswitch
+
+// Options, the events (default: task-clock, system-calls, page-faults) and
+// the program: the argv index of PROG, or minus an exit status.
+static int parse_cswitch_record(int argc, char **argv, uint32_t *ev, unsigned *n)
+{
+    int cswitch = 0, i = 2;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--cswitch") == 0) {
+            cswitch = 1;
+        } else if (strcmp(argv[i], "-e") == 0 && i + 1 < argc) {
+            if (parse_event_list(argv[++i], ev, n, PMC_CSWITCH_MAX_EVENTS, usage_cswitch_record) <
+                0)
+                return -EXIT_USAGE;
+        } else {
+            return -usage_short(usage_cswitch_record, "unknown option %s", argv[i]);
+        }
+    }
+    if (!cswitch)
+        return -usage_short(usage_cswitch_record, "record needs --cswitch here");
+    if (i >= argc || !program_exists(argv[i]))
+        return -usage_short(usage_cswitch_record, "%s '%s'",
+                            i >= argc ? "no program to run" : "no program",
+                            i >= argc ? "" : argv[i]);
+    if (*n == 0) {
+        ev[(*n)++] = PMC_EVENT_SW(PMC_SW_TASK_CLOCK);
+        ev[(*n)++] = PMC_EVENT_SW(PMC_SW_SYSCALLS);
+        ev[(*n)++] = PMC_EVENT_SW(PMC_SW_PAGE_FAULTS);
+    }
+    return i;
+}
+
+// The kernel's counter log started for these events: 0 or EXIT_FAIL.
+static int cswitch_start(uint32_t *ev, unsigned n)
+{
+    NTSTATUS s = NtPmcCswitchLog(PMC_CSWITCH_START, ev, n * sizeof ev[0], NULL);
+    if (NT_SUCCESS(s))
+        return 0;
+    for (unsigned k = 0; k < n && s == STATUS_NOT_SUPPORTED; k++)
+        if (*event_reason(ev[k]))
+            fprintf(stderr, "profile: %s: %s\n", event_name(ev[k]), event_reason(ev[k]));
+    fprintf(stderr, "profile: cannot record context switches: %s%s\n", nt_status_name(s),
+            s == STATUS_PRIVILEGE_NOT_HELD ? " (every CPU's switches: sudo)" : "");
+    return EXIT_FAIL;
+}
+
+int profile_cswitch_record_main(int argc, char **argv)
+{
+    uint32_t ev[PMC_CSWITCH_MAX_EVENTS];
+    unsigned n = 0;
+    int i = parse_cswitch_record(argc, argv, ev, &n);
+    if (i < 0)
+        return -i;
+    if (cswitch_start(ev, n))
+        return EXIT_FAIL;
+    int status = 0;
+    uint32_t pid = 0;
+    HANDLE child;
+    NTSTATUS s = SysSpawn(argv[i], (const char *const *)&argv[i], 0, &child);
+    if (NT_SUCCESS(s)) {
+        SysProcessId(child, &pid);
+        s = SysWait(child, &status);
+        NtClose(child);
+    }
+    NtPmcCswitchLog(PMC_CSWITCH_STOP, NULL, 0, NULL);
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "profile: cannot run %s: %s\n", argv[i], nt_status_name(s));
+        return EXIT_FAIL;
+    }
+    uint8_t *buf;
+    size_t len;
+    if (cswitch_read(&buf, &len) < 0)
+        return EXIT_FAIL;
+    size_t records = len / sizeof(struct pmc_log_cswitch);
+    free(buf);
+    printf("profile: recorded about %u context switches of %s (pid %u, exit status %d); "
+           "'profile report --cswitch' shows them\n",
+           (unsigned)records, argv[i], (unsigned)pid, status);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// profile report --cswitch
+
+struct thread_total {
+    uint32_t pid;
+    uint64_t switches_in;
+    uint64_t value[PMC_CSWITCH_MAX_EVENTS];
+};
+
+// The report's state as the log goes by.
+struct cswitch_report {
+    int json;
+    unsigned long lines; // -n: timeline lines
+    struct thread_total tot[MAX_PIDS];
+    unsigned ntot, nev;
+    uint32_t ev[PMC_CSWITCH_MAX_EVENTS];
+    const struct pmc_log_cswitch *prev[MAX_CPUS]; // each CPU's previous switch
+    unsigned long shown, total;
+    int first_json;
+};
+
+// --cswitch, --json, -n LINES: 0 or EXIT_USAGE.
+static int parse_cswitch_report(int argc, char **argv, struct cswitch_report *st)
+{
+    int cswitch = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--cswitch") == 0) {
+            cswitch = 1;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            st->json = 1;
+        } else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+            char *end;
+            st->lines = strtoul(argv[++i], &end, 10);
+            if (*end)
+                return usage_short(usage_cswitch_report, "bad -n '%s'", argv[i]);
+        } else {
+            return usage_short(usage_cswitch_report, "unknown option %s", argv[i]);
+        }
+    }
+    if (!cswitch)
+        return usage_short(usage_cswitch_report, "report needs --cswitch here");
+    return 0;
+}
+
+// What the old thread of switch r counted since the CPU's previous switch p.
+static void add_to_thread(struct cswitch_report *st, const struct pmc_log_cswitch *r,
+                          const struct pmc_log_cswitch *p)
+{
+    unsigned k = 0;
+    while (k < st->ntot && st->tot[k].pid != r->old_pid)
+        k++;
+    if (k == st->ntot && st->ntot < MAX_PIDS)
+        st->tot[st->ntot++].pid = r->old_pid;
+    if (k < st->ntot) {
+        st->tot[k].switches_in++;
+        for (unsigned e = 0; e < st->nev; e++)
+            st->tot[k].value[e] += r->value[e] - p->value[e];
+    }
+}
+
+// The old thread's time on the CPU, from p to r, as a trace event ("ph":"X").
+static void print_json_event(struct cswitch_report *st, const struct pmc_log_cswitch *r,
+                             const struct pmc_log_cswitch *p)
+{
+    const struct pmc_log_header *h = &r->h;
+    printf("%s{\"name\":\"pid %u\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%llu.%03llu,"
+           "\"dur\":%llu.%03llu,\"args\":{",
+           st->first_json ? "" : ",\n", r->old_pid, h->cpu, (unsigned long long)(p->h.ns / 1000),
+           (unsigned long long)(p->h.ns % 1000), (unsigned long long)((h->ns - p->h.ns) / 1000),
+           (unsigned long long)((h->ns - p->h.ns) % 1000));
+    for (unsigned e = 0; e < st->nev; e++)
+        printf("%s\"v%u\":%llu", e ? "," : "", e, (unsigned long long)(r->value[e] - p->value[e]));
+    printf("}}");
+    st->first_json = 0;
+}
+
+// One line of the timeline (the first -n switches), under its heading.
+static void print_timeline(struct cswitch_report *st, const struct pmc_log_cswitch *r,
+                           const struct pmc_log_cswitch *p)
+{
+    const struct pmc_log_header *h = &r->h;
+    if (st->shown == 0)
+        printf("timeline (first %lu switches; values: the CPU's change while the old "
+               "thread ran):\n  %12s %4s %6s %6s\n",
+               st->lines, "time_ns", "cpu", "old", "new");
+    printf("  %12llu %4u %6u %6u", (unsigned long long)h->ns, h->cpu, r->old_pid, r->new_pid);
+    for (unsigned e = 0; e < st->nev; e++)
+        printf("  %llu", (unsigned long long)(r->value[e] - p->value[e]));
+    printf("\n");
+    st->shown++;
+}
+
+// One record of the log: a switch counts for its old thread from the CPU's
+// previous switch on (the CPU's first switch has nothing before it).
+static void one_record(struct cswitch_report *st, const struct pmc_log_header *h)
+{
+    if (h->type != PMC_LOG_CSWITCH || h->cpu >= MAX_CPUS)
+        return;
+    const struct pmc_log_cswitch *r = (const void *)h;
+    st->total++;
+    st->nev = r->nevents < PMC_CSWITCH_MAX_EVENTS ? r->nevents : PMC_CSWITCH_MAX_EVENTS;
+    for (unsigned e = 0; e < st->nev; e++)
+        st->ev[e] = r->event[e];
+    const struct pmc_log_cswitch *p = st->prev[h->cpu];
+    st->prev[h->cpu] = r;
+    if (!p)
+        return; // the CPU's first switch: nothing before it was recorded
+    add_to_thread(st, r, p);
+    if (st->json)
+        print_json_event(st, r, p);
+    else if (st->shown < st->lines)
+        print_timeline(st, r, p);
+}
+
+static void print_threads(const struct cswitch_report *st)
+{
+    printf("\n%lu context switches recorded; per thread (pid 0 = idle):\n  %6s %8s", st->total,
+           "pid", "runs");
+    for (unsigned e = 0; e < st->nev; e++)
+        printf(" %18s", event_name(st->ev[e]));
+    printf("\n");
+    for (unsigned k = 0; k < st->ntot; k++) {
+        printf("  %6u %8llu", st->tot[k].pid, (unsigned long long)st->tot[k].switches_in);
+        for (unsigned e = 0; e < st->nev; e++)
+            printf(" %18llu", (unsigned long long)st->tot[k].value[e]);
+        printf("\n");
+    }
+}
+
+int profile_cswitch_report_main(int argc, char **argv)
+{
+    static struct cswitch_report st;
+    memset(&st, 0, sizeof st);
+    st.lines = 40;
+    st.first_json = 1;
+    int rc = parse_cswitch_report(argc, argv, &st);
+    if (rc)
+        return rc;
+    uint8_t *buf;
+    size_t len;
+    if (cswitch_read(&buf, &len) < 0)
+        return EXIT_FAIL;
+    if (st.json)
+        printf("cswitch-json: begin\n{\"traceEvents\":[\n");
+    for (size_t off = 0; off + sizeof(struct pmc_log_header) <= len;) {
+        const struct pmc_log_header *h = (const void *)(buf + off);
+        off += h->size;
+        one_record(&st, h);
+    }
+    if (st.json)
+        printf("\n]}\ncswitch-json: end\n");
+    else
+        print_threads(&st);
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,288 @@
+// `profile record`: sampling with call chains into the sample log (see
+// docs/profile.md). Configure the kernel's sample log, allocate one sampling
+// PMC (process scope on PROG and its descendants, or system scope with -a),
+// start it, run PROG (or wait SECONDS), drain the log into the file every
+// DRAIN_MS, stop, drain the rest, append a trailer with the driver's
+// statistics, release the log. `profile report` (report.c) reads the file.
+#include <clock.h>
+#include <samplelog.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syscall.h>
+#include "cli.h"
+
+#define DRAIN_MS  20
+#define DRAIN_BUF (128u << 10)
+
+struct record_opts {
+    int chain, kernel, system;
+    const char *file;
+    const struct sys_profile_source *src;
+    uint64_t interval; // -i, 0 = the source's finest
+    uint32_t ring_kb, depth;
+    int first; // argv index of PROG or SECONDS
+};
+
+// One recording: what it was asked, what it holds, what it found.
+struct record {
+    struct record_opts o;
+    int timed; // -a SECONDS: no program
+    uint64_t seconds;
+    struct interval iv;
+    uint64_t count;      // the PMC's own events per sample; 0: the source's interval
+    const char *command; // what was recorded, for the summary and the trailer
+    char *joined;        // the command line, from join_words
+    char timed_command[96];
+    void *buf;  // DRAIN_BUF bytes for each drain
+    int log_on; // the sample log is configured: released at the end
+    HANDLE child, pmc;
+    uint32_t pid;
+    struct pmc_alloc alloc;
+    long bytes; // in the file, trailer aside
+    int exit_status;
+};
+
+// -s, -o, -i, -r or -d with its value arg: 0 or EXIT_USAGE.
+static int value_option(struct record_opts *o, const char *a, const char *arg)
+{
+    uint64_t v;
+    if (a[1] == 's') {
+        if (!(o->src = prof_find_source(arg)))
+            return usage_error(usage_record, "unknown source '%s'", arg);
+    } else if (a[1] == 'o') {
+        o->file = arg;
+    } else if (prof_parse_number(arg, &v)) {
+        return usage_error(usage_record, "%s wants a number, not '%s'", a, arg);
+    } else if (a[1] == 'i') {
+        o->interval = v;
+    } else if (a[1] == 'r') {
+        o->ring_kb = (uint32_t)v;
+    } else {
+        o->depth = (uint32_t)v;
+    }
+    return 0;
+}
+
+static int parse_record(int argc, char **argv, struct record_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->file = SAMPLELOG_DEFAULT_FILE;
+    if (!(o->src = prof_find_source("ProfileTime")))
+        return usage_error(usage_record, "cannot read the source table");
+    int i = 2;
+    for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-g")) {
+            o->chain = 1;
+        } else if (!strcmp(a, "-k")) {
+            o->kernel = 1;
+        } else if (!strcmp(a, "-a")) {
+            o->system = 1;
+        } else if (a[1] && strchr("soird", a[1]) && !a[2]) {
+            if (i + 1 >= argc)
+                return usage_error(usage_record, "%s needs an argument", a);
+            int st = value_option(o, a, argv[++i]);
+            if (st)
+                return st;
+        } else {
+            return usage_error(usage_record, "unknown option '%s'", a);
+        }
+    }
+    if (i >= argc)
+        return usage_error(usage_record,
+                           o->system ? "-a wants SECONDS or a program" : "no program");
+    o->first = i;
+    return 0;
+}
+
+// The command line, the source's support, the privilege -a and -k need, the
+// interval (set when we may and put back at the end; else the PMC's own
+// count) and the words the trailer keeps. 0 or an exit status.
+static int record_prepare(struct record *r, int argc, char **argv)
+{
+    int st = parse_record(argc, argv, &r->o);
+    if (st)
+        return st;
+    const struct sys_profile_source *src = r->o.src;
+    if (!src->supported) {
+        fprintf(stderr, "profile: %s is not supported here: %s\n", src->name, src->reason);
+        return EXIT_FAIL;
+    }
+    r->timed = r->o.system && prof_parse_number(argv[r->o.first], &r->seconds) == 0;
+    int privileged = prof_holds_privilege();
+    if ((r->o.system || r->o.kernel) && !privileged) {
+        fprintf(stderr, "profile: %s needs the system-profile privilege (run under sudo)\n",
+                r->o.system ? "-a" : "-k");
+        return EXIT_FAIL;
+    }
+    r->iv =
+        (struct interval){.src = src, .want = r->o.interval ? r->o.interval : src->min_interval};
+    if ((st = interval_set(&r->iv, privileged, 1, NULL, 0)) != 0)
+        return st;
+    r->count = r->iv.want == r->iv.in_force ? 0 : r->iv.want;
+    r->joined = join_words(argc - r->o.first, argv + r->o.first);
+    r->command = r->joined ? r->joined : argv[r->o.first];
+    if (r->timed) {
+        snprintf(r->timed_command, sizeof r->timed_command, "-a %lu (the whole machine for %lu s)",
+                 r->seconds, r->seconds);
+        r->command = r->timed_command;
+    }
+    return 0;
+}
+
+// The sample log configured and, unless timed, PROG created suspended. 0 or -1.
+static int record_open(struct record *r, char **argv)
+{
+    r->buf = malloc(DRAIN_BUF);
+    struct pmc_log_config cfg = {r->o.ring_kb * 1024, r->o.depth};
+    NTSTATUS s = r->buf ? NtPmcConfigureLog(&cfg) : STATUS_NO_MEMORY;
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "profile: cannot configure the sample log: %s\n", nt_status_name(s));
+        return -1;
+    }
+    r->log_on = 1;
+    if (r->timed)
+        return 0;
+    const char *prog = argv[r->o.first];
+    s = SysSpawn(prog, (const char *const *)&argv[r->o.first], SPAWN_SUSPENDED, &r->child);
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "profile: cannot start %s: %s\n", prog, nt_status_name(s));
+        return -1;
+    }
+    SysProcessId(r->child, &r->pid);
+    return 0;
+}
+
+// The sampling PMC allocated, attached to PROG, started, over an empty file. 0 or -1.
+static int record_start(struct record *r)
+{
+    const struct record_opts *o = &r->o;
+    r->alloc = (struct pmc_alloc){
+        .source = o->src->source,
+        .mode = o->system ? PMC_MODE_SS : PMC_MODE_TS,
+        .flags = (o->chain ? PMC_F_CALLCHAIN : 0) | (o->kernel || o->system ? PMC_F_KERNEL : 0) |
+                 (o->system ? 0 : PMC_F_DESCENDANTS | PMC_F_LOG_PROCEXIT),
+        .cpu = PMC_CPU_ANY,
+        .count = r->count,
+    };
+    NTSTATUS s = NtPmcAllocate(&r->pmc, &r->alloc);
+    if (NT_SUCCESS(s) && !o->system)
+        s = NtPmcAttach(r->pmc, r->child);
+    if (NT_SUCCESS(s))
+        s = SysTmpWrite(o->file, "", 0, TMP_TRUNCATE);
+    if (NT_SUCCESS(s))
+        s = NtPmcStart(r->pmc);
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "profile: cannot start sampling: %s\n", nt_status_name(s));
+        if (r->child)
+            SysKill(r->pid);
+        return -1;
+    }
+    return 0;
+}
+
+static int exited(uint32_t pid)
+{
+    const struct sys_process_info *list;
+    uint32_t count = prof_process_list(&list);
+    for (uint32_t i = 0; i < count; i++)
+        if (list[i].pid == pid)
+            return list[i].state == PROC_ZOMBIE;
+    return 1;
+}
+
+// PROG resumed; the log drained into the file every DRAIN_MS until PROG has
+// ended (or SECONDS have passed); then stopped, flushed and drained once more.
+static void record_drain(struct record *r)
+{
+    uint64_t start = clock_ns();
+    if (r->child)
+        SysResume(r->child);
+    for (;;) {
+        SysSleep(DRAIN_MS);
+        long got = samplelog_drain(r->o.file, r->buf, DRAIN_BUF);
+        if (got < 0) {
+            fprintf(stderr, "profile: cannot save the log to %s\n", r->o.file);
+            break;
+        }
+        r->bytes += got;
+        if (r->timed ? clock_ns() - start >= r->seconds * 1000000000ull : exited(r->pid))
+            break;
+    }
+    NtPmcStop(r->pmc);
+    NtPmcFlushLog();
+    long got = samplelog_drain(r->o.file, r->buf, DRAIN_BUF);
+    r->bytes += got > 0 ? got : 0;
+    if (r->child)
+        SysWait(r->child, &r->exit_status);
+}
+
+// The trailer appended to the file: the source, the PMC, the driver's statistics.
+static void record_trailer(const struct record *r, struct samplelog_trailer *t)
+{
+    *t = (struct samplelog_trailer){.h = {.type = PMCLOG_TRAILER, .size = sizeof *t}};
+    t->source = r->o.src->source;
+    t->mode = r->alloc.mode;
+    t->flags = r->alloc.flags;
+    t->interval = r->count ? r->count : r->iv.in_force;
+    NtPmcGetDriverStats(&t->stats);
+    strlcpy(t->command, r->command, sizeof t->command);
+    SysTmpWrite(r->o.file, t, sizeof *t, 0);
+}
+
+// One line per CPU and a summary: 0 when every delivered sample was logged
+// or counted lost, else EXIT_FAIL.
+static int record_summary(const struct record *r, const struct samplelog_trailer *t,
+                          const char *prog)
+{
+    uint64_t delivered = 0, logged = 0, lost = 0;
+    for (unsigned c = 0; c < t->stats.ncpus && c < PMC_STATS_CPUS; c++) {
+        delivered += t->stats.cpu[c].delivered;
+        logged += t->stats.cpu[c].logged;
+        lost += t->stats.cpu[c].lost;
+        printf("record: cpu%u delivered %lu logged %lu lost %lu\n", c, t->stats.cpu[c].delivered,
+               t->stats.cpu[c].logged, t->stats.cpu[c].lost);
+    }
+    printf("record: %s: %lu samples logged, %lu lost, %lu truncated chains, %lu bytes in %s\n",
+           r->command, logged, lost, t->stats.chains_truncated, (unsigned long)r->bytes + sizeof *t,
+           r->o.file);
+    if (r->child)
+        printf("record: %s exited with status %d\n", prog, r->exit_status);
+    return delivered == logged + lost ? 0 : EXIT_FAIL;
+}
+
+static void record_close(struct record *r)
+{
+    if (r->pmc)
+        NtClose(r->pmc);
+    if (r->child)
+        NtClose(r->child);
+    if (r->log_on)
+        NtPmcConfigureLog(NULL);
+    interval_restore(&r->iv);
+    free(r->buf);
+    free(r->joined);
+}
+
+int profile_record_main(int argc, char **argv)
+{
+    if (argv_has(argc, argv, "--cswitch")) // counter values at context switches (cswitch.c)
+        return profile_cswitch_record_main(argc, argv);
+    static struct record r;
+    memset(&r, 0, sizeof r);
+    int rc = record_prepare(&r, argc, argv);
+    if (rc) {
+        free(r.joined);
+        return rc;
+    }
+    rc = EXIT_FAIL;
+    if (record_open(&r, argv) == 0 && record_start(&r) == 0) {
+        record_drain(&r);
+        struct samplelog_trailer t;
+        record_trailer(&r, &t);
+        rc = record_summary(&r, &t, argv[r.o.first]);
+    }
+    record_close(&r);
+    return rc;
+}
