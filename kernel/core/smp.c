@@ -25,34 +25,51 @@
 extern char __ap_trampoline_start[], __ap_trampoline_end[];
 extern char boot_pml4[];
 static void (*ap_main)(struct cpu *c); // smp_boot_aps's argument
+// The AP the boot CPU is waiting for; NULL once it has given up on it.
+static struct cpu *ap_expected;
 
-// First 64-bit C code of an AP, on its own stack but still on the boot page tables.
+// First 64-bit C code of an AP, on its own stack but still on the boot page
+// tables. An AP that arrives after the boot CPU gave up on it (a virtual CPU
+// the host did not run for seconds) stops here, touching nothing.
 static void NORETURN ap_entry(struct cpu *c)
 {
+    struct cpu *want = c;
+    if (!__atomic_compare_exchange_n(&ap_expected, &want, NULL, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        halt_forever();
     vm_load_kernel();
     percpu_init(c);
     ap_main(c);
     halt_forever(); // ap_main never returns
 }
 
+// INIT-SIPI-SIPI (Intel SDM vol. 3A, 9.4.4.1), then up to 10 s for the AP to
+// come online, as Linux waits: a virtual CPU may not run for a long time on a
+// loaded host. False when it did not; it will then never run kernel code.
 static bool start_ap(struct cpu *c, struct trampoline_params *params)
 {
     params->stack = (uint64_t)c->stack_top;
     params->cpu = (uint64_t)c;
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&ap_expected, c, __ATOMIC_SEQ_CST);
     lapic_send_init(c->apic_id);
     // The MP specification's 10 ms wait after INIT matters only to pre-P6 parts.
     udelay(cpuid_family() < 6 ? 10000 : 100);
     for (int sipi = 0; sipi < 2; sipi++) {
         lapic_send_sipi(c->apic_id, TRAMPOLINE_ADDR >> 12);
-        uint64_t deadline = clock_ns() + (sipi == 0 ? 20 : 500) * 1000000ull;
+        uint64_t deadline = clock_ns() + (sipi == 0 ? 20 : 10000) * 1000000ull;
         while (clock_ns() < deadline) {
             if (READ_ONCE(c->online))
                 return true;
             cpu_relax();
         }
     }
-    return false;
+    struct cpu *want = c;
+    if (__atomic_compare_exchange_n(&ap_expected, &want, NULL, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return false;             // given up: it halts if it ever arrives
+    while (!READ_ONCE(c->online)) // it arrived just now
+        cpu_relax();
+    return true;
 }
 
 void smp_boot_aps(void (*main)(struct cpu *c))
@@ -85,7 +102,10 @@ void smp_boot_aps(void (*main)(struct cpu *c))
         if (start_ap(c, params)) {
             started++;
         } else {
-            kprintf("smp: CPU %u (APIC id %u) did not start\n", i, c->apic_id);
+            // It may still be in the trampoline, on the parameters: starting
+            // the next CPU would rewrite them under it.
+            kprintf("smp: CPU %u (APIC id %u) did not start; starting no more\n", i, c->apic_id);
+            break;
         }
     }
     // Renumber nothing: a CPU that failed to start keeps its slot, offline.
