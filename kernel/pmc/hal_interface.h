@@ -93,5 +93,8 @@ static inline void halp_deliver_sample(KPROFILE_SOURCE source, const struct intr
 // and acknowledge an overflow that raced with the stop.
 void pmc_counter_disable(const struct halp_profile_interface *pi, KPROFILE_SOURCE source);
 
-// hal_profile.c: forget started sources and the callback (pmc_init, pmc_shutdown).
+// hal_profile.c: stop every started source, whatever its count of users
+// (pmc_shutdown); forget started sources, users and the callback (pmc_init,
+// pmc_shutdown).
+void hal_profile_stop_all(void);
 void hal_profile_reset(void);

@@ -472,9 +472,9 @@ NTSTATUS pmc_stop(struct kpmc *m)
     if (m->flags & PMC_F_LOG_PROCCSW)
         __atomic_fetch_sub(&pmc_csw_watchers, 1, __ATOMIC_RELAXED);
     m->running = false;
-    KeDereferenceProfileSource(m->source);
+    NTSTATUS s = KeDereferenceProfileSource(m->source); // stopped whatever it answers
     mutex_unlock(&pmc_mutex);
-    return STATUS_SUCCESS;
+    return s;
 }
 
 // --- process hooks ---------------------------------------------------------------

@@ -484,7 +484,7 @@ NTSTATUS vcounter_stop(struct pmc *p)
         spin_unlock_irqrestore(&pmc_lock, f);
     }
     if (NT_SUCCESS(s) && p->runs_profile_time)
-        KeDereferenceProfileSource(ProfileTime);
+        s = KeDereferenceProfileSource(ProfileTime);
     return s;
 }
 
