@@ -104,10 +104,12 @@ static void put_sources(struct pmc_text *o)
             pmc_text_put(o, "  0x%02x %-32s unsupported: %s\n", s, d.name, d.reason);
             continue;
         }
-        pmc_text_put(o, "  0x%02x %-32s %-7s interval %lu [%lu..%lu] default %lu%s", s, d.name,
+        pmc_text_put(o, "  0x%02x %-32s %-7s interval %lu [%lu..%lu] default %lu", s, d.name,
                      pmc_counter_kind_name(d.kind), (unsigned long)d.interval,
                      (unsigned long)d.min_interval, (unsigned long)d.max_interval,
-                     (unsigned long)d.default_interval, d.started ? " STARTED" : "");
+                     (unsigned long)d.default_interval);
+        if (d.started)
+            pmc_text_put(o, " STARTED (%u user%s)", d.users, d.users == 1 ? "" : "s");
         if (d.throttled)
             pmc_text_put(o, " throttled %lu", (unsigned long)d.throttled);
         pmc_text_put(o, "\n");

@@ -36,6 +36,8 @@ uint64_t do_SysProfileSources(const uint64_t *a, struct trapframe *tf)
             .source = s,
             .supported = d.supported,
             .kind = (uint32_t)d.kind,
+            .started = d.started,
+            .users = d.users,
             .interval = d.interval,
             .default_interval = d.default_interval,
             .min_interval = d.min_interval,
