@@ -1,4 +1,5 @@
-// The private HalpProfileInterface: one ops structure per profile interface.
+// The private profile interface (HalpProfileInterface in the Windows HAL): one
+// ops structure per interface, struct halp_profile_interface.
 //
 // The HAL face (hal_profile.c) and the PMI handler (pmi.c) call the chosen
 // interface through halp_profile_interface; the interfaces are emon.c (Intel

@@ -1,6 +1,6 @@
 // System calls of the profiling subsystem's HAL side: the source list,
 // `pmc info` and `pmc trace`. The NT profile-object calls are in
-// profile/nt_profile.c.
+// sys/nt_profile.c.
 #include "core/heap.h"
 #include "lib/kprintf.h"
 #include "arch/x86/percpu.h"
