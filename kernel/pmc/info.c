@@ -99,6 +99,8 @@ static void put_sources(struct pmc_text *o)
     pmc_text_put(o, "sources:\n");
     for (unsigned s = 0; s < ProfileSourceCount; s++) {
         struct hal_profile_source_details d;
+        if (!profile_source_listed((KPROFILE_SOURCE)s))
+            continue;
         HalQueryProfileSource((KPROFILE_SOURCE)s, &d);
         if (!d.supported) {
             pmc_text_put(o, "  0x%02x %-32s unsupported: %s\n", s, d.name, d.reason);

@@ -28,7 +28,7 @@ uint64_t do_SysProfileSources(const uint64_t *a, struct trapframe *tf)
     uint32_t n = 0, max = (uint32_t)a[1];
     for (uint32_t s = 0; s < ProfileSourceCount && n < max; s++) {
         struct hal_profile_source_details d;
-        if (s == ProfileMaximum) // the end of NT's table, not a source
+        if (!profile_source_listed((KPROFILE_SOURCE)s))
             continue;
         if (!NT_SUCCESS(HalQueryProfileSource((KPROFILE_SOURCE)s, &d)))
             continue;
