@@ -2,7 +2,7 @@
 // sources, as text.
 #include "lib/kprintf.h"
 #include "arch/x86/percpu.h"
-#include "pmc/count.h"
+#include "pmc/counting.h"
 #include "pmc/detect.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"

@@ -15,7 +15,7 @@
 #include "core/smp.h"
 #include "core/spinlock.h"
 #include "lib/string.h"
-#include "pmc/count.h"
+#include "pmc/counting.h"
 #include "profile/vcounter.h"
 
 volatile bool cswitch_log_on;

@@ -29,7 +29,7 @@
 #include "core/smp.h"
 #include "core/spinlock.h"
 #include "lib/string.h"
-#include "pmc/count.h"
+#include "pmc/counting.h"
 #include "profile/cswitch_log.h"
 
 struct pmc_target {

@@ -1,10 +1,10 @@
 // Hardware counting PMCs end to end: kernel/profile/vcounter.c over
-// kernel/pmc/count.c over the PMU model, with context switches, migrations,
+// kernel/pmc/counting.c over the PMU model, with context switches, migrations,
 // process exit, multiplexing on the scheduler tick and ring-3 rdpmc.
 #include "arch/x86/cpu.h"
 #include "ke_host.h"
 #include "profile/cswitch_log.h"
-#include "pmc/count.h"
+#include "pmc/counting.h"
 #include "tests.h"
 
 #define USER_IP 0x401000ull
