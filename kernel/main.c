@@ -25,12 +25,9 @@
 #include "lib/panic.h"
 #include "arch/x86/percpu.h"
 #include "pmc/pmc.h"
+#include "profile/profile_init.h"
 #include "core/pmm.h"
 #include "core/process.h"
-#include "profile/ke_profile.h"
-#include "profile/cswitch_log.h"
-#include "profile/pmc_object.h"
-#include "profile/sample_plan.h"
 #include "core/ramdisk.h"
 #include "core/sched.h"
 #include "sys/syscall.h"
@@ -110,12 +107,7 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     smp_boot_aps(ap_main);                  // every other CPU: "smp: N CPUs online"
     irq_register(VEC_PMI, pmc_pmi_handler); // the performance-monitoring interrupt
     pmc_init();                             // "pmc: interface <emon|amd64|none>: ..."
-    ke_profile_init();                      // profile objects: per-process state
-    pmc_object_init();                      // PMCs: watch processes and switches
-    pmc_sampling_init();                    // their kinds: sampling
-    pmc_counting_init();                    // and counting
-    cswitch_log_init();                     // counter values at every switch
-    sample_plan_init();                     // samples go to both
+    profile_init();                         // profile objects and PMCs over the HAL
     ramdisk_init();                         // GRUB modules are the files
     process_init();                         // ring-3 faults kill processes
     uint64_t init_ns = clock_ns();

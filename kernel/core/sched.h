@@ -38,7 +38,7 @@ void sched_init_cpu(void);      // make the running boot code this CPU's idle th
 void NORETURN sched_idle(void); // the idle loop
 
 // A new thread that will enter ring 3 through the trap frame *tf (copied onto
-// its kernel stack). NULL when out of memory. Not runnable until sched_wake_new.
+// its kernel stack). NULL when out of memory. Not runnable until sched_make_runnable.
 struct thread *thread_create_user(struct process *p, const struct trapframe *tf);
 void sched_make_runnable(struct thread *t);
 void thread_free(struct thread *t); // a T_DEAD thread's memory

@@ -252,8 +252,9 @@ enum profile_counter_kind {
 struct sys_profile_source {
     uint32_t source; // KPROFILE_SOURCE
     uint32_t supported;
-    uint32_t kind; // enum profile_counter_kind
-    uint32_t reserved;
+    uint32_t kind;    // enum profile_counter_kind
+    uint32_t started; // 1 while the HAL runs it on every CPU
+    uint64_t users;   // its users (started profiles and PMCs): 0 when stopped
     uint64_t interval, default_interval, min_interval, max_interval;
     char name[40];   // e.g. "ProfileTime"
     char units[16];  // "100ns" for ProfileTime, "events" otherwise

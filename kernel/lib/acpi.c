@@ -40,6 +40,80 @@ static void add_cpu(struct madt_info *out, uint32_t apic_id, uint32_t boot_apic_
     }
 }
 
+// Processor local APIC (type 0): ACPI id, APIC id, flags (bit 0: enabled).
+// Whether it is the boot CPU, enabled.
+static bool madt_lapic(const uint8_t *e, uint8_t len, uint32_t boot_apic_id, struct madt_info *out)
+{
+    uint32_t f;
+    if (len < 8)
+        return false;
+    memcpy(&f, e + 4, 4);
+    if (!(f & 1))
+        return false;
+    add_cpu(out, e[3], boot_apic_id);
+    return e[3] == boot_apic_id;
+}
+
+// Processor local x2APIC (type 9): reserved u16, x2APIC id, flags, uid.
+static bool madt_x2apic(const uint8_t *e, uint8_t len, uint32_t boot_apic_id, struct madt_info *out)
+{
+    uint32_t id, f;
+    if (len < 16)
+        return false;
+    memcpy(&id, e + 4, 4);
+    memcpy(&f, e + 8, 4);
+    if (!(f & 1))
+        return false;
+    add_cpu(out, id, boot_apic_id);
+    return id == boot_apic_id;
+}
+
+// I/O APIC (type 1): id, reserved, u32 address, u32 GSI base.
+static void madt_ioapic(const uint8_t *e, uint8_t len, struct madt_info *out)
+{
+    uint32_t addr, gsi;
+    if (len < 12 || out->nioapics >= MAX_IOAPICS)
+        return;
+    memcpy(&addr, e + 4, 4);
+    memcpy(&gsi, e + 8, 4);
+    out->ioapics[out->nioapics].id = e[2];
+    out->ioapics[out->nioapics].phys = addr;
+    out->ioapics[out->nioapics].gsi_base = gsi;
+    out->nioapics++;
+}
+
+// Interrupt source override (type 2): bus, source, u32 GSI, u16 flags.
+static void madt_override(const uint8_t *e, uint8_t len, struct madt_info *out)
+{
+    uint32_t gsi;
+    uint16_t fl;
+    if (len < 10 || out->noverrides >= MAX_OVERRIDES)
+        return;
+    memcpy(&gsi, e + 4, 4);
+    memcpy(&fl, e + 8, 2);
+    out->overrides[out->noverrides].isa_irq = e[3];
+    out->overrides[out->noverrides].gsi = gsi;
+    out->overrides[out->noverrides].flags = fl;
+    out->noverrides++;
+}
+
+// One entry {type, length, ...}; whether it lists the boot CPU as enabled.
+static bool madt_entry(const uint8_t *e, uint8_t len, uint32_t boot_apic_id, struct madt_info *out)
+{
+    switch (e[0]) {
+    case 0: return madt_lapic(e, len, boot_apic_id, out);
+    case 1: madt_ioapic(e, len, out); break;
+    case 2: madt_override(e, len, out); break;
+    case 5: // 64-bit LAPIC address override
+        if (len >= 12)
+            memcpy(&out->lapic_phys, e + 4, 8);
+        break;
+    case 9: return madt_x2apic(e, len, boot_apic_id, out);
+    default: break;
+    }
+    return false;
+}
+
 // The MADT body after its 36-byte header: u32 LAPIC address, u32 flags, entries.
 bool acpi_parse_madt(const void *table, size_t length, uint32_t boot_apic_id, struct madt_info *out)
 {
@@ -53,63 +127,11 @@ bool acpi_parse_madt(const void *table, size_t length, uint32_t boot_apic_id, st
     out->lapic_phys = lapic32;
     out->has_8259 = flags & 1;
     bool boot_seen = false;
-    for (size_t off = 44; off + 2 <= length;) {
-        uint8_t type = p[off], len = p[off + 1];
+    for (size_t off = 44; off + 2 <= length; off += p[off + 1]) {
+        uint8_t len = p[off + 1];
         if (len < 2 || off + len > length)
             return false;
-        const uint8_t *e = p + off;
-        switch (type) {
-        case 0: // processor local APIC: acpi id, apic id, flags (enabled | online capable)
-            if (len >= 8) {
-                uint32_t f;
-                memcpy(&f, e + 4, 4);
-                if (f & 1) {
-                    add_cpu(out, e[3], boot_apic_id);
-                    boot_seen |= e[3] == boot_apic_id;
-                }
-            }
-            break;
-        case 1: // IOAPIC
-            if (len >= 12 && out->nioapics < MAX_IOAPICS) {
-                uint32_t addr, gsi;
-                memcpy(&addr, e + 4, 4);
-                memcpy(&gsi, e + 8, 4);
-                out->ioapics[out->nioapics].id = e[2];
-                out->ioapics[out->nioapics].phys = addr;
-                out->ioapics[out->nioapics].gsi_base = gsi;
-                out->nioapics++;
-            }
-            break;
-        case 2: // interrupt source override: bus, source, gsi, flags
-            if (len >= 10 && out->noverrides < MAX_OVERRIDES) {
-                uint32_t gsi;
-                uint16_t fl;
-                memcpy(&gsi, e + 4, 4);
-                memcpy(&fl, e + 8, 2);
-                out->overrides[out->noverrides].isa_irq = e[3];
-                out->overrides[out->noverrides].gsi = gsi;
-                out->overrides[out->noverrides].flags = fl;
-                out->noverrides++;
-            }
-            break;
-        case 5: // 64-bit LAPIC address override
-            if (len >= 12)
-                memcpy(&out->lapic_phys, e + 4, 8);
-            break;
-        case 9: // processor local x2APIC: reserved u16, x2apic id, flags, uid
-            if (len >= 16) {
-                uint32_t id, f;
-                memcpy(&id, e + 4, 4);
-                memcpy(&f, e + 8, 4);
-                if (f & 1) {
-                    add_cpu(out, id, boot_apic_id);
-                    boot_seen |= id == boot_apic_id;
-                }
-            }
-            break;
-        default: break;
-        }
-        off += len;
+        boot_seen |= madt_entry(p + off, len, boot_apic_id, out);
     }
     if (!boot_seen) // firmware that omits the boot CPU: it is running, count it
         add_cpu(out, boot_apic_id, boot_apic_id);

@@ -47,116 +47,151 @@ static void put_number(struct out *o, uint64_t v, bool negative, unsigned base, 
         put_padding(o, width - len, ' ');
 }
 
+// One conversion specification: %[flags][width][.precision][length]conversion.
+struct spec {
+    bool zero, left, alt; // flags '0', '-', '#'
+    int width;
+    int precision; // -1: none given
+    int lng;       // length: 0 int, 1 long, 2 long long, -1 short, -2 char
+    char conv;     // the conversion character ('\0' for a lone '%' at the end)
+};
+
+// A width or precision: digits, or '*' (the next int argument).
+static int parse_count(const char **fmt, va_list *ap)
+{
+    int n = 0;
+    if (**fmt == '*') {
+        (*fmt)++;
+        return va_arg(*ap, int);
+    }
+    while (**fmt >= '0' && **fmt <= '9')
+        n = n * 10 + (*(*fmt)++ - '0');
+    return n;
+}
+
+// Reads the specification that follows a '%' and leaves *fmt at its
+// conversion character.
+static void parse_spec(const char **fmt, va_list *ap, struct spec *sp)
+{
+    *sp = (struct spec){.precision = -1};
+    for (;; (*fmt)++) {
+        if (**fmt == '0')
+            sp->zero = true;
+        else if (**fmt == '#')
+            sp->alt = true;
+        else if (**fmt == '-')
+            sp->left = true;
+        else
+            break;
+    }
+    sp->width = parse_count(fmt, ap);
+    if (**fmt == '.') {
+        (*fmt)++;
+        sp->precision = parse_count(fmt, ap);
+    }
+    for (;; (*fmt)++) {
+        if (**fmt == 'l')
+            sp->lng++;
+        else if (**fmt == 'z')
+            sp->lng = 1;
+        else if (**fmt == 'h')
+            sp->lng--;
+        else
+            break;
+    }
+    sp->conv = **fmt;
+}
+
+// %d and %i: the argument at its length, narrowed as the length says.
+static void put_signed(struct out *o, const struct spec *sp, va_list *ap)
+{
+    int64_t v = sp->lng >= 2   ? va_arg(*ap, long long)
+                : sp->lng == 1 ? va_arg(*ap, long)
+                               : va_arg(*ap, int);
+    if (sp->lng == -1)
+        v = (short)v;
+    else if (sp->lng <= -2)
+        v = (signed char)v;
+    uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    put_number(o, mag, v < 0, 10, false, sp->width, sp->zero, sp->left, "");
+}
+
+// %u, %x, %X and %o; '#' prefixes 0x, 0X or 0.
+static void put_unsigned(struct out *o, const struct spec *sp, va_list *ap)
+{
+    uint64_t v = sp->lng >= 2   ? va_arg(*ap, unsigned long long)
+                 : sp->lng == 1 ? va_arg(*ap, unsigned long)
+                                : va_arg(*ap, unsigned int);
+    if (sp->lng == -1)
+        v = (unsigned short)v;
+    else if (sp->lng <= -2)
+        v = (unsigned char)v;
+    unsigned base = sp->conv == 'u' ? 10 : sp->conv == 'o' ? 8 : 16;
+    const char *prefix = !sp->alt || base == 10 ? ""
+                         : base == 8            ? "0"
+                         : sp->conv == 'X'      ? "0X"
+                                                : "0x";
+    put_number(o, v, false, base, sp->conv == 'X', sp->width, sp->zero, sp->left, prefix);
+}
+
+// %s: at most precision characters, padded to the width.
+static void put_string(struct out *o, const struct spec *sp, const char *s)
+{
+    if (!s)
+        s = "(null)";
+    int len = (int)(sp->precision >= 0 ? strnlen(s, (size_t)sp->precision) : strlen(s));
+    if (!sp->left)
+        put_padding(o, sp->width - len, ' ');
+    for (int i = 0; i < len; i++)
+        put(o, s[i]);
+    if (sp->left)
+        put_padding(o, sp->width - len, ' ');
+}
+
+// Formats one conversion; false for a lone '%' at the end of the format.
+static bool put_conversion(struct out *o, const struct spec *sp, va_list *ap)
+{
+    switch (sp->conv) {
+    case 'd':
+    case 'i': put_signed(o, sp, ap); break;
+    case 'u':
+    case 'x':
+    case 'X':
+    case 'o': put_unsigned(o, sp, ap); break;
+    case 'p':
+        put_number(o, (uintptr_t)va_arg(*ap, void *), false, 16, false, 18, true, false, "0x");
+        break;
+    case 's': put_string(o, sp, va_arg(*ap, const char *)); break;
+    case 'c': put(o, (char)va_arg(*ap, int)); break;
+    case '%': put(o, '%'); break;
+    case '\0': return false;
+    default: // unknown conversion: show it, so the mistake is visible
+        put(o, '%');
+        put(o, sp->conv);
+        break;
+    }
+    return true;
+}
+
+// The arguments are read through a copy: a va_list parameter cannot be
+// passed on by address portably (on x86-64 it is an array type).
 int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 {
     struct out o = {buf, size, 0};
+    va_list args;
+    va_copy(args, ap);
     for (; *fmt; fmt++) {
         if (*fmt != '%') {
             put(&o, *fmt);
             continue;
         }
         fmt++;
-        bool zero = false, left = false, alt = false;
-        for (;; fmt++) {
-            if (*fmt == '0')
-                zero = true;
-            else if (*fmt == '#')
-                alt = true;
-            else if (*fmt == '-')
-                left = true;
-            else
-                break;
-        }
-        int width = 0, precision = -1;
-        if (*fmt == '*') {
-            width = va_arg(ap, int);
-            fmt++;
-        }
-        while (*fmt >= '0' && *fmt <= '9')
-            width = width * 10 + (*fmt++ - '0');
-        if (*fmt == '.') {
-            fmt++;
-            precision = 0;
-            if (*fmt == '*') {
-                precision = va_arg(ap, int);
-                fmt++;
-            }
-            while (*fmt >= '0' && *fmt <= '9')
-                precision = precision * 10 + (*fmt++ - '0');
-        }
-        int lng = 0; // 0 int, 1 long, 2 long long, -1 short, -2 char
-        for (;; fmt++) {
-            if (*fmt == 'l')
-                lng++;
-            else if (*fmt == 'z')
-                lng = 1;
-            else if (*fmt == 'h')
-                lng--;
-            else
-                break;
-        }
-        switch (*fmt) {
-        case 'd':
-        case 'i': {
-            int64_t v = lng >= 2   ? va_arg(ap, long long)
-                        : lng == 1 ? va_arg(ap, long)
-                                   : va_arg(ap, int);
-            if (lng == -1)
-                v = (short)v;
-            else if (lng <= -2)
-                v = (signed char)v;
-            uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v;
-            put_number(&o, mag, v < 0, 10, false, width, zero, left, "");
-            break;
-        }
-        case 'u':
-        case 'x':
-        case 'X':
-        case 'o': {
-            uint64_t v = lng >= 2   ? va_arg(ap, unsigned long long)
-                         : lng == 1 ? va_arg(ap, unsigned long)
-                                    : va_arg(ap, unsigned int);
-            if (lng == -1)
-                v = (unsigned short)v;
-            else if (lng <= -2)
-                v = (unsigned char)v;
-            unsigned base = *fmt == 'u' ? 10 : *fmt == 'o' ? 8 : 16;
-            const char *prefix = !alt || base == 10 ? ""
-                                 : base == 8        ? "0"
-                                 : *fmt == 'X'      ? "0X"
-                                                    : "0x";
-            put_number(&o, v, false, base, *fmt == 'X', width, zero, left, prefix);
-            break;
-        }
-        case 'p': {
-            uintptr_t v = (uintptr_t)va_arg(ap, void *);
-            put_number(&o, v, false, 16, false, 18, true, false, "0x");
-            break;
-        }
-        case 's': {
-            const char *s = va_arg(ap, const char *);
-            if (!s)
-                s = "(null)";
-            int len = (int)(precision >= 0 ? strnlen(s, (size_t)precision) : strlen(s));
-            if (!left)
-                put_padding(&o, width - len, ' ');
-            for (int i = 0; i < len; i++)
-                put(&o, s[i]);
-            if (left)
-                put_padding(&o, width - len, ' ');
-            break;
-        }
-        case 'c': put(&o, (char)va_arg(ap, int)); break;
-        case '%': put(&o, '%'); break;
-        case '\0':
-            fmt--; // a lone '%' at the end: print nothing more
-            break;
-        default: // unknown conversion: show it, so the mistake is visible
-            put(&o, '%');
-            put(&o, *fmt);
-            break;
-        }
+        struct spec sp;
+        parse_spec(&fmt, &args, &sp);
+        if (!put_conversion(&o, &sp, &args))
+            break; // a lone '%' at the end: print nothing more
     }
+    va_end(args);
     if (size)
         buf[o.len < size ? o.len : size - 1] = '\0';
     return (int)o.len;

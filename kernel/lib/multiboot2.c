@@ -29,6 +29,87 @@ static void copy_string(char *dst, size_t cap, const char *src, size_t max)
     dst[n] = '\0';
 }
 
+// Module tag: u32 start, u32 end, then the module's command line.
+static void parse_module(const uint8_t *body, uint32_t len, struct boot_info *out)
+{
+    if (len < 8 || out->nmodules >= BOOT_MAX_MODULES)
+        return;
+    struct boot_module *m = &out->modules[out->nmodules++];
+    uint32_t se[2];
+    memcpy(se, body, 8);
+    m->start = se[0];
+    m->end = se[1];
+    copy_string(m->name, sizeof m->name, (const char *)body + 8, len - 8);
+}
+
+// Memory map tag: u32 entry size, u32 entry version, then {u64 base, u64
+// length, u32 type, u32 reserved} entries. False when the entry size is too
+// small for that layout.
+static bool parse_mmap(const uint8_t *body, uint32_t len, struct boot_info *out)
+{
+    uint32_t esize;
+    memcpy(&esize, body, 4);
+    if (esize < 24)
+        return false;
+    for (uint32_t e = 8; e + esize <= len && out->nmmap < BOOT_MAX_MMAP; e += esize) {
+        struct {
+            uint64_t base, length;
+            uint32_t type, reserved;
+        } raw;
+        memcpy(&raw, body + e, sizeof raw);
+        out->mmap[out->nmmap++] = (struct mem_region){raw.base, raw.length, raw.type};
+    }
+    return true;
+}
+
+// Framebuffer tag: u64 address, u32 pitch, width, height, u8 bpp, u8 type.
+static void parse_framebuffer(const uint8_t *body, uint32_t len, struct boot_info *out)
+{
+    if (len < 22)
+        return;
+    memcpy(&out->fb.addr, body, 8);
+    memcpy(&out->fb.pitch, body + 8, 4);
+    memcpy(&out->fb.width, body + 12, 4);
+    memcpy(&out->fb.height, body + 16, 4);
+    out->fb.bpp = body[20];
+    out->fb.type = body[21];
+    out->fb.present = true;
+}
+
+// One tag's payload (body, len bytes; the tag itself is at tag_phys).
+// False when the information is malformed.
+static bool parse_tag(const struct tag *t, const uint8_t *body, uint32_t len, uint64_t tag_phys,
+                      struct boot_info *out)
+{
+    switch (t->type) {
+    case TAG_CMDLINE:
+        copy_string(out->cmdline, sizeof out->cmdline, (const char *)body, len);
+        break;
+    case TAG_MODULE: parse_module(body, len, out); break;
+    case TAG_MMAP: return parse_mmap(body, len, out);
+    case TAG_FRAMEBUFFER: parse_framebuffer(body, len, out); break;
+    case TAG_ELF_SECTIONS: // GRUB's layout: u32 num, entsize, shndx, then headers
+        if (len >= 12) {
+            memcpy(&out->elf.num, body, 4);
+            memcpy(&out->elf.entsize, body + 4, 4);
+            memcpy(&out->elf.shndx, body + 8, 4);
+            out->elf.sections = tag_phys + 8 + 12;
+        }
+        break;
+    case TAG_ACPI_OLD:
+    case TAG_ACPI_NEW: {
+        unsigned version = t->type == TAG_ACPI_NEW ? 2 : 1;
+        if (version >= out->rsdp_version) { // prefer the 2.0 RSDP when both exist
+            memcpy(out->rsdp, body, MIN(len, (uint32_t)sizeof out->rsdp));
+            out->rsdp_version = version;
+        }
+        break;
+    }
+    default: break;
+    }
+    return true;
+}
+
 bool multiboot2_parse(const void *mbi, uint64_t mbi_phys, struct boot_info *out)
 {
     const uint8_t *p = mbi;
@@ -46,67 +127,8 @@ bool multiboot2_parse(const void *mbi, uint64_t mbi_phys, struct boot_info *out)
             return true;
         if (t.size < sizeof t || off + t.size > total)
             return false;
-        const uint8_t *body = p + off + 8;
-        uint32_t len = t.size - 8;
-        switch (t.type) {
-        case TAG_CMDLINE:
-            copy_string(out->cmdline, sizeof out->cmdline, (const char *)body, len);
-            break;
-        case TAG_MODULE:
-            if (len >= 8 && out->nmodules < BOOT_MAX_MODULES) {
-                struct boot_module *m = &out->modules[out->nmodules++];
-                uint32_t se[2];
-                memcpy(se, body, 8);
-                m->start = se[0];
-                m->end = se[1];
-                copy_string(m->name, sizeof m->name, (const char *)body + 8, len - 8);
-            }
-            break;
-        case TAG_MMAP: {
-            uint32_t esize;
-            memcpy(&esize, body, 4);
-            if (esize < 24)
-                return false;
-            for (uint32_t e = 8; e + esize <= len && out->nmmap < BOOT_MAX_MMAP; e += esize) {
-                struct {
-                    uint64_t base, length;
-                    uint32_t type, reserved;
-                } raw;
-                memcpy(&raw, body + e, sizeof raw);
-                out->mmap[out->nmmap++] = (struct mem_region){raw.base, raw.length, raw.type};
-            }
-            break;
-        }
-        case TAG_FRAMEBUFFER:
-            if (len >= 22) {
-                memcpy(&out->fb.addr, body, 8);
-                memcpy(&out->fb.pitch, body + 8, 4);
-                memcpy(&out->fb.width, body + 12, 4);
-                memcpy(&out->fb.height, body + 16, 4);
-                out->fb.bpp = body[20];
-                out->fb.type = body[21];
-                out->fb.present = true;
-            }
-            break;
-        case TAG_ELF_SECTIONS: // GRUB's layout: u32 num, entsize, shndx, then headers
-            if (len >= 12) {
-                memcpy(&out->elf.num, body, 4);
-                memcpy(&out->elf.entsize, body + 4, 4);
-                memcpy(&out->elf.shndx, body + 8, 4);
-                out->elf.sections = mbi_phys + off + 8 + 12;
-            }
-            break;
-        case TAG_ACPI_OLD:
-        case TAG_ACPI_NEW: {
-            unsigned version = t.type == TAG_ACPI_NEW ? 2 : 1;
-            if (version >= out->rsdp_version) { // prefer the 2.0 RSDP when both exist
-                memcpy(out->rsdp, body, MIN(len, (uint32_t)sizeof out->rsdp));
-                out->rsdp_version = version;
-            }
-            break;
-        }
-        default: break;
-        }
+        if (!parse_tag(&t, p + off + 8, t.size - 8, mbi_phys + off, out))
+            return false;
         off += ALIGN_UP(t.size, 8u);
     }
     return false; // no end tag

@@ -1,14 +1,17 @@
 // The HAL's profile functions: the face the profile-object layer calls.
 //
 // NT names and information classes (as Geoff Chappell's studies of the Windows
-// HAL describe them), with two departures: start and stop return an NTSTATUS
-// and a reason instead of VOID, and HalQueryProfileSource answers what users
-// of those functions asked for (names, default/min/max interval, counter
-// kind, why a source is unsupported).
+// HAL describe them), with three departures: start and stop return an NTSTATUS
+// and a reason instead of VOID; the HAL counts the users of each source (NT's
+// kernel keeps that count and calls the HAL on the first start and the last
+// stop); and HalQueryProfileSource answers what users of those functions asked
+// for (names, default/min/max interval, counter kind, why a source is
+// unsupported, how many users it has).
 //
-// Start, stop and HalSetProfileInterval run a function on every CPU through
-// smp_call_all: call them with interrupts enabled and no spinlock held. Calls
-// that overlap another start/stop get STATUS_DEVICE_BUSY.
+// Start, stop, HalSetProfileInterval and HalSetSystemInformation's
+// HalProfileSourceInterval take one mutex and run a function on every CPU
+// through smp_call_all: call them from process context, with interrupts
+// enabled and no spinlock held. A call that overlaps another waits its turn.
 #pragma once
 #include "lib/abi.h"
 #include "arch/x86/trapframe.h"
@@ -43,14 +46,14 @@ typedef struct {
 // sleep, allocate or take a lock that is held with interrupts on.
 typedef void (*HAL_PROFILE_INTERRUPT_HANDLER)(KPROFILE_SOURCE source, const struct intr_frame *f);
 
-// Start or stop counting source on every CPU. *reason (if reason is not NULL)
-// gets a static string saying why on failure, "" on success:
+// Add or remove one user of source. The first start counts source on every
+// CPU (or on none, when one CPU fails); the last stop stops it everywhere;
+// the calls in between only count. *reason (if reason is not NULL) gets a
+// static string saying why on failure, "" on success:
 //   STATUS_INVALID_PARAMETER      unknown source
-//   STATUS_NOT_SUPPORTED          unsupported here (the reason says why)
-//   STATUS_INSUFFICIENT_RESOURCES "no free counter"
-//   STATUS_PROFILING_NOT_STOPPED  already started
-//   STATUS_PROFILING_NOT_STARTED  stop of a source that is not started
-//   STATUS_DEVICE_BUSY            another start/stop is in progress
+//   STATUS_NOT_SUPPORTED          start: unsupported here (the reason says why)
+//   STATUS_INSUFFICIENT_RESOURCES start: "no free counter"
+//   STATUS_PROFILING_NOT_STARTED  stop of a source that has no user
 NTSTATUS HalStartProfileInterrupt(KPROFILE_SOURCE source, const char **reason);
 NTSTATUS HalStopProfileInterrupt(KPROFILE_SOURCE source, const char **reason);
 
@@ -65,8 +68,7 @@ uint64_t HalSetProfileInterval(uint64_t interval);
 // HalProfileSourceInterruptHandler: buffer holds one HAL_PROFILE_INTERRUPT_HANDLER
 // (NULL unregisters).
 // Errors: STATUS_INVALID_INFO_CLASS, STATUS_INVALID_PARAMETER (NULL buffer, unknown
-// source), STATUS_INFO_LENGTH_MISMATCH (size != the structure), STATUS_NOT_SUPPORTED,
-// STATUS_DEVICE_BUSY (a PMC source's interval while a start or stop is in progress).
+// source), STATUS_INFO_LENGTH_MISMATCH (size != the structure), STATUS_NOT_SUPPORTED.
 NTSTATUS HalSetSystemInformation(HAL_SET_INFORMATION_CLASS cls, uint32_t size, void *buffer);
 
 // HalProfileSourceInformation: size >= the structure (else STATUS_INFO_LENGTH_MISMATCH
@@ -83,8 +85,9 @@ struct hal_profile_source_details {
     bool supported;
     const char *reason;         // why not ("" when supported)
     enum pmc_counter_kind kind; // timer, fixed or general
-    bool started;
-    uint64_t interval; // current; 100 ns for ProfileTime, events otherwise
+    bool started;               // running on every CPU (users > 0)
+    unsigned users;             // HalStartProfileInterrupt calls not yet stopped
+    uint64_t interval;          // current; 100 ns for ProfileTime, events otherwise
     uint64_t default_interval, min_interval, max_interval;
     uint64_t throttled; // periods the PMI throttle let pass unsampled, all CPUs
 };

@@ -1,4 +1,5 @@
-// The private HalpProfileInterface: one ops structure per profile interface.
+// The private profile interface (HalpProfileInterface in the Windows HAL): one
+// ops structure per interface, struct halp_profile_interface.
 //
 // The HAL face (hal_profile.c) and the PMI handler (pmi.c) call the chosen
 // interface through halp_profile_interface; the interfaces are emon.c (Intel
@@ -10,7 +11,7 @@
 #pragma once
 #include "pmc/trace.h"
 #include "lib/abi.h"
-#include "pmc/counter.h"
+#include "pmc/counter_table.h"
 #include "pmc/hal.h"
 #include "pmc/profile_source.h"
 #include "lib/types.h"
@@ -58,7 +59,7 @@ struct halp_profile_interface {
     void (*AcknowledgeOverflow)(uint64_t mask); // write-1-to-clear the status bits
     void (*ThawCounters)(void);                 // restart the owned, unstopped counters
 
-    // Counting (pmc/count.c), on rows no sampling uses. NULL in the no-PMU
+    // Counting (pmc/counting.c), on rows no sampling uses. NULL in the no-PMU
     // interface, whose CountersFor is never asked (it supports no source).
     uint32_t (*CountersFor)(KPROFILE_SOURCE source); // bit i: counter i can count source
     // Count source on counter i from value, in both rings, with no interrupt;
@@ -88,10 +89,13 @@ static inline void halp_deliver_sample(KPROFILE_SOURCE source, const struct intr
     READ_ONCE(halp_deliver)(source, f);
 }
 
-// DisableMonitoring for the interfaces with counters (counter.c): stop
+// DisableMonitoring for the interfaces with counters (counter_table.c): stop
 // source's counter on this CPU, free it, write the global enable without it,
 // and acknowledge an overflow that raced with the stop.
 void pmc_counter_disable(const struct halp_profile_interface *pi, KPROFILE_SOURCE source);
 
-// hal_profile.c: forget started sources and the callback (pmc_init, pmc_shutdown).
+// hal_profile.c: stop every started source, whatever its count of users
+// (pmc_shutdown); forget started sources, users and the callback (pmc_init,
+// pmc_shutdown).
+void hal_profile_stop_all(void);
 void hal_profile_reset(void);

@@ -2,15 +2,27 @@
 // Hal{Set,Query}SystemInformation and HalQueryProfileSource.
 //
 // ProfileTime goes to profile_time.c; every other source to the chosen
-// HalpProfileInterface, run on every CPU through smp_call_all.
+// interface (halp_profile_interface), run on every CPU through smp_call_all.
+//
+// The HAL counts the users of each source: the first HalStartProfileInterrupt
+// starts it on every CPU, the last HalStopProfileInterrupt stops it. Starts,
+// stops and interval changes are serialized by one mutex, so none of them
+// fails because another is in progress. Each runs smp_call_all rounds, which
+// need interrupts on: a spinlock cannot be held across them, and a waiter
+// must be able to sleep. They are called from process context only (system
+// calls, profile and PMC objects, the boot self-tests). The sample paths take
+// no lock here: the ProfileTime tick and the PMI (with its throttle) re-arm
+// from per-CPU copies of the period and only read what they need.
 #include "arch/x86/percpu.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"
 #include "pmc/profile_time.h"
 #include "pmc/pmi.h"
 #include "pmc/trace.h"
+#include "core/mutex.h"
 #include "core/smp.h"
 #include "core/spinlock.h"
+#include "lib/string.h"
 
 const struct halp_profile_interface *halp_profile_interface = &nopmu_profile_interface;
 
@@ -42,19 +54,10 @@ void halp_deliver_choose(void)
     spin_unlock_irqrestore(&lock, flags);
 }
 
-static uint32_t started; // bit per source running on every CPU
-static int busy;         // a start/stop is between its smp_call_all rounds
+static struct mutex hal_mutex = MUTEX_INIT("hal profile"); // start, stop, intervals
+static unsigned users[ProfileSourceCount]; // per source: starts not yet stopped (hal_mutex)
+static uint32_t started;                   // bit per source running on every CPU: users != 0
 _Static_assert(ProfileSourceCount <= 32, "started is a 32-bit set");
-
-static bool try_lock(void)
-{
-    return __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE) == 0;
-}
-
-static void unlock(void)
-{
-    __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
-}
 
 static bool is_started(KPROFILE_SOURCE source)
 {
@@ -111,6 +114,33 @@ static NTSTATUS enable_everywhere(KPROFILE_SOURCE source, const char **reason)
     return fail(reason, "", STATUS_SUCCESS);
 }
 
+// The first user: start source on every CPU (hal_mutex held).
+static NTSTATUS start_everywhere(KPROFILE_SOURCE source, const char **reason)
+{
+    NTSTATUS status = fail(reason, "", STATUS_SUCCESS);
+    PMC_TRACE_STEP(PMC_STEP_START, source, 0);
+    if (source == ProfileTime)
+        profile_time_start();
+    else
+        status = enable_everywhere(source, reason);
+    if (NT_SUCCESS(status))
+        __atomic_fetch_or(&started, 1u << source, __ATOMIC_RELEASE);
+    return status;
+}
+
+// The last user gone: stop source on every CPU (hal_mutex held).
+static void stop_everywhere(KPROFILE_SOURCE source)
+{
+    PMC_TRACE_STEP(PMC_STEP_STOP, source, 0);
+    if (source == ProfileTime) {
+        profile_time_stop();
+    } else {
+        struct hal_call call = {.source = source};
+        smp_call_all(disable_on_cpu, &call);
+    }
+    __atomic_fetch_and(&started, ~(1u << source), __ATOMIC_RELEASE);
+}
+
 NTSTATUS HalStartProfileInterrupt(KPROFILE_SOURCE source, const char **reason)
 {
     struct pmc_source_query q;
@@ -119,22 +149,13 @@ NTSTATUS HalStartProfileInterrupt(KPROFILE_SOURCE source, const char **reason)
     query(source, &q);
     if (!q.supported)
         return fail(reason, q.reason, STATUS_NOT_SUPPORTED);
-    if (!try_lock())
-        return fail(reason, "another profile start or stop is in progress", STATUS_DEVICE_BUSY);
-
-    NTSTATUS status;
-    PMC_TRACE_STEP(PMC_STEP_START, source, 0);
-    if (is_started(source)) {
-        status = fail(reason, "already started", STATUS_PROFILING_NOT_STOPPED);
-    } else if (source == ProfileTime) {
-        profile_time_start();
-        status = fail(reason, "", STATUS_SUCCESS);
-    } else {
-        status = enable_everywhere(source, reason);
-    }
+    mutex_lock(&hal_mutex);
+    NTSTATUS status = fail(reason, "", STATUS_SUCCESS);
+    if (users[source] == 0)
+        status = start_everywhere(source, reason);
     if (NT_SUCCESS(status))
-        __atomic_fetch_or(&started, 1u << source, __ATOMIC_RELEASE);
-    unlock();
+        users[source]++;
+    mutex_unlock(&hal_mutex);
     return status;
 }
 
@@ -142,37 +163,27 @@ NTSTATUS HalStopProfileInterrupt(KPROFILE_SOURCE source, const char **reason)
 {
     if ((unsigned)source >= ProfileSourceCount)
         return fail(reason, "unknown profile source", STATUS_INVALID_PARAMETER);
-    if (!try_lock())
-        return fail(reason, "another profile start or stop is in progress", STATUS_DEVICE_BUSY);
-
+    mutex_lock(&hal_mutex);
     NTSTATUS status = fail(reason, "", STATUS_SUCCESS);
-    PMC_TRACE_STEP(PMC_STEP_STOP, source, 0);
-    if (!is_started(source)) {
+    if (users[source] == 0)
         status = fail(reason, "not started", STATUS_PROFILING_NOT_STARTED);
-    } else if (source == ProfileTime) {
-        profile_time_stop();
-    } else {
-        struct hal_call call = {.source = source};
-        smp_call_all(disable_on_cpu, &call);
-    }
-    if (NT_SUCCESS(status))
-        __atomic_fetch_and(&started, ~(1u << source), __ATOMIC_RELEASE);
-    unlock();
+    else if (--users[source] == 0)
+        stop_everywhere(source);
+    mutex_unlock(&hal_mutex);
     return status;
 }
 
 uint64_t HalSetProfileInterval(uint64_t interval)
 {
     uint64_t actual = profile_time_clamp(interval);
+    // Under the mutex: a start or stop in progress finishes first, and a
+    // running ProfileTime is reprogrammed at the interval just set.
+    mutex_lock(&hal_mutex);
     WRITE_ONCE(profile_time_interval, actual);
     PMC_TRACE_STEP(PMC_STEP_SET_INTERVAL, ProfileTime, actual);
-    // Reprogram a running ProfileTime; a start or stop in progress reads the
-    // new interval itself or makes it moot.
-    if (is_started(ProfileTime) && try_lock()) {
-        if (is_started(ProfileTime))
-            profile_time_start();
-        unlock();
-    }
+    if (is_started(ProfileTime))
+        profile_time_start();
+    mutex_unlock(&hal_mutex);
     return actual;
 }
 
@@ -192,13 +203,12 @@ NTSTATUS HalSetSystemInformation(HAL_SET_INFORMATION_CLASS cls, uint32_t size, v
             in->Interval = HalSetProfileInterval(in->Interval);
             return STATUS_SUCCESS;
         }
-        // Under the start/stop lock: a start reads the interval on every CPU,
-        // and all of them must get the same one. (A running counter re-arms
-        // from its own per-CPU copy, so the PMI needs no lock.)
-        if (!try_lock())
-            return STATUS_DEVICE_BUSY;
+        // Under the mutex: a start reads the interval on every CPU, and all
+        // of them must get the same one. (A running counter re-arms from its
+        // own per-CPU copy, so the PMI needs no lock.)
+        mutex_lock(&hal_mutex);
         NTSTATUS st = halp_profile_interface->SetInterval(in->ProfileSource, &in->Interval);
-        unlock();
+        mutex_unlock(&hal_mutex);
         return st;
     }
     case HalProfileSourceInterruptHandler:
@@ -260,6 +270,7 @@ NTSTATUS HalQueryProfileSource(KPROFILE_SOURCE source, struct hal_profile_source
         .reason = q.supported ? "" : q.reason,
         .kind = q.kind,
         .started = is_started(source),
+        .users = READ_ONCE(users[source]),
         .throttled = pmc_pmi_throttled(source),
     };
     if (source == ProfileTime) {
@@ -276,11 +287,23 @@ NTSTATUS HalQueryProfileSource(KPROFILE_SOURCE source, struct hal_profile_source
     return STATUS_SUCCESS;
 }
 
-// pmc_init and pmc_shutdown: nothing started, no callback.
+// pmc_shutdown: every started source stops, however many users it has.
+void hal_profile_stop_all(void)
+{
+    mutex_lock(&hal_mutex);
+    for (unsigned s = 0; s < ProfileSourceCount; s++) {
+        if (users[s])
+            stop_everywhere((KPROFILE_SOURCE)s);
+        users[s] = 0;
+    }
+    mutex_unlock(&hal_mutex);
+}
+
+// pmc_init and pmc_shutdown: nothing started, no user, no callback.
 void hal_profile_reset(void)
 {
     started = 0;
-    busy = 0;
+    memset(users, 0, sizeof(users));
     registered = no_handler;
     halp_deliver_choose();
 }

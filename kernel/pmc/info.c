@@ -2,7 +2,7 @@
 // sources, as text.
 #include "lib/kprintf.h"
 #include "arch/x86/percpu.h"
-#include "pmc/count.h"
+#include "pmc/counting.h"
 #include "pmc/detect.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"
@@ -99,15 +99,19 @@ static void put_sources(struct pmc_text *o)
     pmc_text_put(o, "sources:\n");
     for (unsigned s = 0; s < ProfileSourceCount; s++) {
         struct hal_profile_source_details d;
+        if (!profile_source_listed((KPROFILE_SOURCE)s))
+            continue;
         HalQueryProfileSource((KPROFILE_SOURCE)s, &d);
         if (!d.supported) {
             pmc_text_put(o, "  0x%02x %-32s unsupported: %s\n", s, d.name, d.reason);
             continue;
         }
-        pmc_text_put(o, "  0x%02x %-32s %-7s interval %lu [%lu..%lu] default %lu%s", s, d.name,
+        pmc_text_put(o, "  0x%02x %-32s %-7s interval %lu [%lu..%lu] default %lu", s, d.name,
                      pmc_counter_kind_name(d.kind), (unsigned long)d.interval,
                      (unsigned long)d.min_interval, (unsigned long)d.max_interval,
-                     (unsigned long)d.default_interval, d.started ? " STARTED" : "");
+                     (unsigned long)d.default_interval);
+        if (d.started)
+            pmc_text_put(o, " STARTED (%u user%s)", d.users, d.users == 1 ? "" : "s");
         if (d.throttled)
             pmc_text_put(o, " throttled %lu", (unsigned long)d.throttled);
         pmc_text_put(o, "\n");

@@ -87,8 +87,7 @@ static void quiesce_on_cpu(void *arg)
 void pmc_shutdown(void)
 {
     const struct halp_profile_interface *pi = halp_profile_interface;
-    for (unsigned s = 0; s < ProfileSourceCount; s++)
-        HalStopProfileInterrupt((KPROFILE_SOURCE)s, NULL); // not started: harmless
+    hal_profile_stop_all();
     WRITE_ONCE(halp_profile_interface, &nopmu_profile_interface);
     pmc_trace_disable();
     smp_call_all(quiesce_on_cpu, (void *)pi);

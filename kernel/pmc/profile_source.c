@@ -139,6 +139,11 @@ const char *profile_source_name(KPROFILE_SOURCE source)
     return d ? d->name : "Profile?";
 }
 
+bool profile_source_listed(KPROFILE_SOURCE source)
+{
+    return (unsigned)source < ProfileSourceCount && source != ProfileMaximum;
+}
+
 const char *pmc_counter_kind_name(enum pmc_counter_kind kind)
 {
     switch (kind) {

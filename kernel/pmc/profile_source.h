@@ -56,6 +56,11 @@ const struct profile_source_desc *profile_source(KPROFILE_SOURCE source);
 // Name for messages; "Profile?" for values out of range.
 const char *profile_source_name(KPROFILE_SOURCE source);
 
+// Whether the source lists show source: every known source but ProfileMaximum,
+// which in NT's KPROFILE_SOURCE (wdm.h) ends the portable sources and names no
+// event (`profile sources` and `pmc info` agree through this).
+bool profile_source_listed(KPROFILE_SOURCE source);
+
 const char *pmc_counter_kind_name(enum pmc_counter_kind kind);
 
 // The encoding of an AMD event kind on a processor family (CPUID.1 base +

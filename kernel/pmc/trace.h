@@ -21,8 +21,8 @@ enum pmc_trace_kind {
 enum pmc_trace_step {
     PMC_STEP_INIT,         // pmc_init: value = CPU count
     PMC_STEP_INITIALIZE,   // InitializeProfiling on this CPU
-    PMC_STEP_START,        // HalStartProfileInterrupt
-    PMC_STEP_STOP,         // HalStopProfileInterrupt
+    PMC_STEP_START,        // HalStartProfileInterrupt for a source's first user
+    PMC_STEP_STOP,         // HalStopProfileInterrupt for its last
     PMC_STEP_ENABLE,       // EnableMonitoring: value = the counter's MSR
     PMC_STEP_NO_COUNTER,   // EnableMonitoring found no free counter
     PMC_STEP_DISABLE,      // DisableMonitoring: value = the counter's MSR

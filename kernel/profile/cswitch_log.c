@@ -6,7 +6,7 @@
 // the release store of the count. The process records share one ring under
 // log_lock. A hardware event gets a counter row of its own (never shared: a
 // record holds raw counter totals) and a count loaded on every CPU from start
-// to stop (pmc/count.h).
+// to stop (pmc/counting.h).
 #include "profile/cswitch_log.h"
 #include "arch/x86/clock.h"
 #include "core/heap.h"
@@ -15,7 +15,7 @@
 #include "core/smp.h"
 #include "core/spinlock.h"
 #include "lib/string.h"
-#include "pmc/count.h"
+#include "pmc/counting.h"
 
 volatile bool cswitch_log_on;
 

@@ -24,7 +24,6 @@
 static struct mutex profile_mutex = MUTEX_INIT("profiles"); // start, stop, set changes
 static struct kprofile dead_profile; // stands in for a stopped profile when memory is short
 struct profile_slot profile_system_slots[ProfileSourceCount];
-static unsigned source_refs[ProfileSourceCount]; // started profiles per source
 static uint64_t started_count;
 
 // --- sets ---------------------------------------------------------------------
@@ -159,28 +158,6 @@ NTSTATUS KeInitializeProfile(struct kprofile **out, struct process *process, uin
     return STATUS_SUCCESS;
 }
 
-// The first reference to a source starts it on every CPU (profile_mutex held).
-static NTSTATUS reference_source_locked(KPROFILE_SOURCE source)
-{
-    NTSTATUS s = STATUS_SUCCESS;
-    if (source_refs[source]++ == 0) {
-        const char *reason;
-        s = HalStartProfileInterrupt(source, &reason);
-        if (!NT_SUCCESS(s))
-            source_refs[source]--;
-    }
-    return s;
-}
-
-// The last reference gone, the source stops (profile_mutex held).
-static void dereference_source_locked(KPROFILE_SOURCE source)
-{
-    if (--source_refs[source] == 0) {
-        const char *reason;
-        HalStopProfileInterrupt(source, &reason);
-    }
-}
-
 NTSTATUS KeStartProfile(struct kprofile *p)
 {
     mutex_lock(&profile_mutex);
@@ -198,7 +175,7 @@ NTSTATUS KeStartProfile(struct kprofile *p)
     bool pinned = NT_SUCCESS(s), ok = false;
     if (pinned) {
         set = profile_set_change(slot->set, p, NULL, &dead_profile, &ok);
-        s = ok ? reference_source_locked(p->source) : STATUS_INSUFFICIENT_RESOURCES;
+        s = ok ? KeReferenceProfileSource(p->source) : STATUS_INSUFFICIENT_RESOURCES;
     }
     if (NT_SUCCESS(s)) {
         struct profile_set *old = slot->set;
@@ -217,8 +194,10 @@ NTSTATUS KeStartProfile(struct kprofile *p)
     return s;
 }
 
-// Stopping cannot fail: without memory for a smaller set, the entry is pointed
-// at dead_profile (never active) in place, and dropped at the next change.
+// Stopping cannot fail for want of memory: without memory for a smaller set,
+// the entry is pointed at dead_profile (never active) in place, and dropped at
+// the next change. The profile is stopped whatever the HAL answers; its status
+// is returned.
 NTSTATUS KeStopProfile(struct kprofile *p)
 {
     mutex_lock(&profile_mutex);
@@ -245,9 +224,9 @@ NTSTATUS KeStopProfile(struct kprofile *p)
     unpin_buffer(p);
     p->started = false;
     started_count--;
-    dereference_source_locked(p->source); // the last profile on this source stops it
+    NTSTATUS s = KeDereferenceProfileSource(p->source); // the source's last user stops it
     mutex_unlock(&profile_mutex);
-    return STATUS_SUCCESS;
+    return s;
 }
 
 void KeQueryProfileStats(struct kprofile *p, struct sys_profile_stats *out)
@@ -315,21 +294,16 @@ void ke_profile_init(void)
     process_watch(process_gone);
 }
 
-// --- sources shared with PMC objects (profile/pmc_alloc.c) -----------------------
+// --- sources shared with PMC objects (profile/pmc_object.c) ----------------------
 
-// A PMC runs its source through the same count as profile objects, so the HAL
+// Profile objects and PMCs are users of the same count, the HAL's, so a
 // source starts with the first user of either kind and stops with the last.
 NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source)
 {
-    mutex_lock(&profile_mutex);
-    NTSTATUS s = reference_source_locked(source);
-    mutex_unlock(&profile_mutex);
-    return s;
+    return HalStartProfileInterrupt(source, NULL);
 }
 
-void KeDereferenceProfileSource(KPROFILE_SOURCE source)
+NTSTATUS KeDereferenceProfileSource(KPROFILE_SOURCE source)
 {
-    mutex_lock(&profile_mutex);
-    dereference_source_locked(source);
-    mutex_unlock(&profile_mutex);
+    return HalStopProfileInterrupt(source, NULL);
 }

@@ -74,6 +74,9 @@ static inline uint64_t profile_buckets(uint64_t size, uint32_t shift)
 {
     return (size >> shift) + ((size & ((1ull << shift) - 1)) != 0);
 }
-// Start the HAL source on its first user, stop it with the last (PMC objects).
+// One more or one fewer user of the HAL source (HalStartProfileInterrupt /
+// HalStopProfileInterrupt, which count them): the first starts it, the last
+// stops it. Profile objects and PMC objects both come here; any context where
+// a mutex may be taken.
 NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source);
-void KeDereferenceProfileSource(KPROFILE_SOURCE source);
+NTSTATUS KeDereferenceProfileSource(KPROFILE_SOURCE source);

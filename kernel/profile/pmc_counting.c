@@ -6,14 +6,14 @@
 // Software events are always counted per thread and per CPU (swevent.h), so a
 // software PMC is a set of baselines: its value is what its targets (or CPUs)
 // counted since the start. A hardware PMC reserves a counter row for its scope
-// (pmc/count.h) and keeps one struct pmc_count per target (process scope) or
+// (pmc/counting.h) and keeps one struct pmc_count per target (process scope) or
 // per CPU (system scope): a target's count is loaded when its process switches
 // in and saved when it switches out, on whatever CPU; a CPU's count is loaded
 // there from start to stop. Where the PMU cannot count the event (no PMU under
 // TCG) allocation fails and SysProfileSources gives the HAL's reason.
 //
 // pmc_lock (pmc_object.h) guards every field below. A pmc_count is touched
-// only on the CPU that wants it (pmc/count.h), so start, stop and read reach
+// only on the CPU that wants it (pmc/counting.h), so start, stop and read reach
 // the CPUs with smp_call_all, outside the lock.
 #include "profile/pmc_object.h"
 #include "arch/x86/cpu.h"
@@ -217,9 +217,7 @@ static NTSTATUS sw_stop(struct pmc *m)
     m->running = false;
     pmc_switch_work(m, false);
     spin_unlock_irqrestore(&pmc_lock, f);
-    if (counts_ticks(m))
-        KeDereferenceProfileSource(ProfileTime);
-    return STATUS_SUCCESS;
+    return counts_ticks(m) ? KeDereferenceProfileSource(ProfileTime) : STATUS_SUCCESS;
 }
 
 // Load the hardware counts where a target runs now (elsewhere its next

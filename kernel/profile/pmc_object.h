@@ -34,7 +34,7 @@
 #include "lib/param.h"
 #include "lib/types.h"
 #include "core/spinlock.h"
-#include "pmc/count.h"
+#include "pmc/counting.h"
 
 struct process;
 struct thread;

@@ -244,9 +244,8 @@ static NTSTATUS sampling_stop(struct pmc *m)
     pmc_switch_work(m, false);
     m->running = false;
     spin_unlock_irqrestore(&pmc_lock, f);
-    KeDereferenceProfileSource((KPROFILE_SOURCE)m->a.source);
     sample_log_unuse();
-    return STATUS_SUCCESS;
+    return KeDereferenceProfileSource((KPROFILE_SOURCE)m->a.source);
 }
 
 static NTSTATUS sampling_set_count(struct pmc *m, uint64_t count)

@@ -23,7 +23,7 @@ NTSTATUS sample_log_owner_status(const struct process *p);
 uint32_t sample_log_depth(void);
 
 // Where a sample comes from, the same for every sample while one process
-// runs on one CPU: a PMC's plan (pmc_alloc.h) keeps it ready, so a record's
+// runs on one CPU: a PMC's plan (pmc_sampling.h) keeps it ready, so a record's
 // fields are copied, not looked up.
 struct sample_origin {
     uint32_t pid;    // 0: the idle thread

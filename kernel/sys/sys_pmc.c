@@ -1,6 +1,6 @@
 // System calls of the profiling subsystem's HAL side: the source list,
 // `pmc info` and `pmc trace`. The NT profile-object calls are in
-// profile/nt_profile.c.
+// sys/nt_profile.c.
 #include "core/heap.h"
 #include "lib/kprintf.h"
 #include "arch/x86/percpu.h"
@@ -29,7 +29,7 @@ uint64_t do_SysProfileSources(const uint64_t *a, struct trapframe *tf)
     uint32_t n = 0, max = (uint32_t)a[1];
     for (uint32_t s = 0; s < ProfileSourceCount && n < max; s++) {
         struct hal_profile_source_details d;
-        if (s == ProfileMaximum) // the end of NT's table, not a source
+        if (!profile_source_listed((KPROFILE_SOURCE)s))
             continue;
         if (!NT_SUCCESS(HalQueryProfileSource((KPROFILE_SOURCE)s, &d)))
             continue;
@@ -37,6 +37,8 @@ uint64_t do_SysProfileSources(const uint64_t *a, struct trapframe *tf)
             .source = s,
             .supported = d.supported,
             .kind = (uint32_t)d.kind,
+            .started = d.started,
+            .users = d.users,
             .interval = d.interval,
             .default_interval = d.default_interval,
             .min_interval = d.min_interval,

@@ -119,11 +119,9 @@ static bool test_heap(void)
     return ok;
 }
 
-static void selftest_boot(void)
+// Each CPU's scheduler tick runs: at least 5 ticks of 10 ms in 100 ms.
+static bool test_ticking(void)
 {
-    kprintf("KTAP version 1\n1..9\n");
-    check(ncpus_online == ncpus, "every processor in the MADT is online");
-
     uint64_t before[MAX_CPUS];
     for (unsigned i = 0; i < ncpus; i++)
         before[i] = READ_ONCE(cpus[i].ticks);
@@ -136,20 +134,28 @@ static void selftest_boot(void)
             ticking = false;
         }
     }
-    check(ticking, "every CPU's timer ticks");
+    return ticking;
+}
 
+static bool test_call_all(void)
+{
     seen_mask = 0;
     smp_call_all(mark_cpu, NULL);
-    check(seen_mask == (ncpus == 64 ? ~0ull : (1ull << ncpus) - 1),
-          "smp_call_all runs on every CPU");
+    return seen_mask == (ncpus == 64 ? ~0ull : (1ull << ncpus) - 1);
+}
 
+static bool test_spinlock(void)
+{
     counter = 0;
     smp_call_all(hammer_lock, (void *)20000);
-    check(counter == 20000ull * ncpus, "spinlock keeps a shared counter exact under contention");
+    return counter == 20000ull * ncpus;
+}
 
+// One IPI at a time: two pending IPIs of one vector coalesce into one.
+static bool test_ipis(void)
+{
     irq_register(VEC_RESCHED, test_ipi_handler);
     memset((void *)ipi_hits, 0, sizeof ipi_hits);
-    // One IPI at a time: two pending IPIs of one vector coalesce into one.
     bool ipis = true;
     for (unsigned i = 0; i < ncpus; i++) {
         lapic_send_ipi(cpus[i].apic_id, VEC_RESCHED);
@@ -160,15 +166,21 @@ static void selftest_boot(void)
     sleep_ms(20);
     for (unsigned i = 0; i < ncpus; i++)
         ipis &= ipi_hits[i] == 2;
-    check(ipis, "IPIs to one CPU and to all CPUs arrive");
     irq_register(VEC_RESCHED, NULL);
+    return ipis;
+}
 
+static bool test_clock(void)
+{
     uint64_t a = clock_ns();
     sleep_ms(50);
     uint64_t b = clock_ns();
-    check(b > a && b - a >= 50000000 && b - a < 500000000, "monotonic clock advances");
+    return b > a && b - a >= 50000000 && b - a < 500000000;
+}
 
-    // A 1 ms user next to the 10 ms scheduler tick: each keeps its own period.
+// A 1 ms user next to the 10 ms scheduler tick: each keeps its own period.
+static bool test_timer_multiplex(void)
+{
     smp_call_all(start_test_timer, (void *)1000000);
     uint64_t t0 = clock_ns();
     uint64_t ticks0 = READ_ONCE(cpus[0].ticks);
@@ -186,8 +198,19 @@ static void selftest_boot(void)
     }
     kprintf("# 1 ms timer: %lu ticks on CPU 0 in %lu us; scheduler ticks %lu\n",
             test_slot_counts[0], elapsed / 1000, sched);
-    check(mux && sched >= 10 && sched <= 40, "periodic timers multiplex on one LAPIC timer");
+    return mux && sched >= 10 && sched <= 40;
+}
 
+static void selftest_boot(void)
+{
+    kprintf("KTAP version 1\n1..9\n");
+    check(ncpus_online == ncpus, "every processor in the MADT is online");
+    check(test_ticking(), "every CPU's timer ticks");
+    check(test_call_all(), "smp_call_all runs on every CPU");
+    check(test_spinlock(), "spinlock keeps a shared counter exact under contention");
+    check(test_ipis(), "IPIs to one CPU and to all CPUs arrive");
+    check(test_clock(), "monotonic clock advances");
+    check(test_timer_multiplex(), "periodic timers multiplex on one LAPIC timer");
     check(test_pmm(), "page allocator: allocate, free, counters exact");
     check(test_heap(), "heap: sizes 1..5000, aligned, contents kept, bytes back to baseline");
 }

@@ -34,6 +34,8 @@ void test_kprintf(void)
     CHECK(fmt_is("-1 255 65535", "%hhd %hhu %hu", 255, 255, 65535), "kprintf: hh and h");
     CHECK(fmt_is("%q", "%q"), "kprintf: unknown conversion shown as is");
     CHECK(fmt_is("  7", "%*d", 3, 7), "kprintf: * width");
+    CHECK(fmt_is("ab|5|017|7  |", "%.*s|%zu|%#o|%-*d|", 2, "abc", (size_t)5, 15u, 3, 7),
+          "kprintf: * precision, z, # with octal, - with a * width");
 
     char small[6];
     const char *volatile long_text = "hello world"; // volatile: no compile-time truncation warning

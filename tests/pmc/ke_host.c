@@ -264,9 +264,10 @@ NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source)
     return STATUS_SUCCESS;
 }
 
-void KeDereferenceProfileSource(KPROFILE_SOURCE source)
+NTSTATUS KeDereferenceProfileSource(KPROFILE_SOURCE source)
 {
     (void)source;
+    return STATUS_SUCCESS;
 }
 
 void mutex_lock(struct mutex *m)

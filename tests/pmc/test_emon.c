@@ -144,6 +144,11 @@ static void check_rollback(void)
            "CPUs 0 and 1, which succeeded, were rolled back");
     tap_ok(model_gp_ctl(0, 0) == (0x0003412Eu | SEL_SAMPLE),
            "the source already running is untouched");
+    struct hal_profile_source_details d;
+    HalQueryProfileSource(ProfileTotalIssues, &d);
+    tap_ok(!d.started && d.users == 0, "the failed start added no user");
+    STATUS_EQ(HalStopProfileInterrupt(ProfileTotalIssues, NULL), STATUS_PROFILING_NOT_STARTED,
+              "... so a stop finds none");
     *pmc_counter(2, 1) = (struct pmc_counter){0};
     finish(m.name);
 }

@@ -123,6 +123,47 @@ static void check_query_information(void)
     finish("HalQuerySystemInformation");
 }
 
+// One counter on every CPU while source runs, none when it does not.
+static bool counting_everywhere(KPROFILE_SOURCE s, bool running)
+{
+    return ALL_CPUS((pmc_counter_find(cpu, s) >= 0) == running);
+}
+
+// The HAL counts the users of a source: the first start starts it, the last
+// stop stops it, and the calls in between only count.
+static void check_users(void)
+{
+    const char *why = NULL;
+    struct hal_profile_source_details d;
+    start_ok(ProfileLLCMisses);
+    STATUS_EQ(HalStartProfileInterrupt(ProfileLLCMisses, &why), STATUS_SUCCESS,
+              "second start: a second user");
+    tap_streq(why, "", "... reason empty");
+    HalQueryProfileSource(ProfileLLCMisses, &d);
+    tap_ok(d.started && d.users == 2 && counting_everywhere(ProfileLLCMisses, true),
+           "two users, one counter on every CPU (users %u)", d.users);
+    stop_ok(ProfileLLCMisses);
+    HalQueryProfileSource(ProfileLLCMisses, &d);
+    samples_clear();
+    model_retire(1, EV_LLC_MISSES, 1000000, 0x1000, false);
+    tap_ok(d.started && d.users == 1 && counting_everywhere(ProfileLLCMisses, true) &&
+               samples.count[1][ProfileLLCMisses] == 1,
+           "first stop: one user left, still sampling (users %u)", d.users);
+    stop_ok(ProfileLLCMisses);
+    HalQueryProfileSource(ProfileLLCMisses, &d);
+    tap_ok(!d.started && d.users == 0 && counting_everywhere(ProfileLLCMisses, false),
+           "the last user's stop stops it on every CPU");
+    STATUS_EQ(HalStopProfileInterrupt(ProfileLLCMisses, &why), STATUS_PROFILING_NOT_STARTED,
+              "a stop without a user: STATUS_PROFILING_NOT_STARTED");
+    tap_streq(why, "not started", "... reason");
+    HalQueryProfileSource(ProfileLLCMisses, &d);
+    tap_ok(d.users == 0, "... and the count stays at 0");
+    STATUS_EQ(HalStartProfileInterrupt(ProfilePipelineDry, NULL), STATUS_NOT_SUPPORTED,
+              "a start that fails ...");
+    HalQueryProfileSource(ProfilePipelineDry, &d);
+    tap_ok(d.users == 0 && !d.started, "... adds no user");
+}
+
 static void check_start_stop_status(void)
 {
     tap_section("start/stop status codes");
@@ -136,14 +177,7 @@ static void check_start_stop_status(void)
     STATUS_EQ(HalStartProfileInterrupt(ProfilePipelineDry, &why), STATUS_NOT_SUPPORTED,
               "start PipelineDry: not supported");
     tap_streq(why, "no architectural event", "... reason");
-    start_ok(ProfileLLCMisses);
-    STATUS_EQ(HalStartProfileInterrupt(ProfileLLCMisses, &why), STATUS_PROFILING_NOT_STOPPED,
-              "second start: STATUS_PROFILING_NOT_STOPPED");
-    tap_streq(why, "already started", "... reason");
-    stop_ok(ProfileLLCMisses);
-    STATUS_EQ(HalStopProfileInterrupt(ProfileLLCMisses, &why), STATUS_PROFILING_NOT_STARTED,
-              "second stop: STATUS_PROFILING_NOT_STARTED");
-    tap_streq(why, "not started", "... reason");
+    check_users();
     STATUS_EQ(HalStopProfileInterrupt(ProfileSourceCount, &why), STATUS_INVALID_PARAMETER,
               "stop 0x20: invalid");
     start_ok(ProfileLLCMisses);

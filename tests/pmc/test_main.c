@@ -14,7 +14,7 @@ int main(void)
     test_time();
     test_trace();
     test_hyper();
-    test_count();
+    test_counting();
     test_pmc_object();
     return tap_finish();
 }

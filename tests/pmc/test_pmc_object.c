@@ -1,12 +1,12 @@
 // The PMC object end to end: kernel/profile/pmc_object.c and its kinds over
-// kernel/pmc/count.c over the PMU model. Hardware counting with context
+// kernel/pmc/counting.c over the PMU model. Hardware counting with context
 // switches, migrations, process exit, multiplexing on the scheduler tick and
 // ring-3 rdpmc; then what every kind shares: one ID space, the operations a
 // kind does not have, attach and detach, and the release path.
 #include "arch/x86/cpu.h"
 #include "ke_host.h"
 #include "profile/cswitch_log.h"
-#include "pmc/count.h"
+#include "pmc/counting.h"
 #include "profile/pmc_sampling.h"
 #include "tests.h"
 

@@ -165,6 +165,10 @@ static void check_info(void)
                  "info: supported sources with intervals");
     tap_contains(info, "0x01 ProfileAlignmentFixup            unsupported: no architectural event",
                  "info: unsupported sources with reasons");
+    tap_ok(strstr(info, "  0x17 ProfileLoadLinkedIssues ") &&
+               strstr(info, "  0x19 ProfileUnhaltedCoreCycles ") && !strstr(info, "  0x18 ") &&
+               !strstr(info, "ProfileMaximum"),
+           "info: no ProfileMaximum row between 0x17 and 0x19 (as SysProfileSources)");
     tap_eq((uint64_t)pmc_info(NULL, 0), (uint64_t)n, "pmc_info(NULL, 0) measures");
     finish("info");
 }

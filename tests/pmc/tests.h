@@ -1,7 +1,7 @@
 // Shared helpers for the hosted pmc tests.
 #pragma once
 #include "lib/abi.h"
-#include "pmc/counter.h"
+#include "pmc/counter_table.h"
 #include "pmc/detect.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"
@@ -57,5 +57,5 @@ void test_hal(void);
 void test_time(void);
 void test_trace(void);
 void test_hyper(void);
-void test_count(void);
+void test_counting(void);
 void test_pmc_object(void);

@@ -389,12 +389,37 @@ static int helper_ender(const char *arg)
     }
 }
 
+// arg times: start and stop a profile of its own code on ProfileTime (the
+// HAL source of every profile here, so each start may be the source's first
+// user and each stop its last). Exits with how many calls failed (at most
+// 100), saying what the first failure was.
+static int helper_racer(const char *arg)
+{
+    static ULONG buf[8];
+    unsigned n = (unsigned)strtoul(arg, NULL, 0), failed = 0;
+    HANDLE me = open_self(), h = NULL;
+    if (!me || !NT_SUCCESS(profile(&h, me, BUSY_A, BUSY_A_SIZE, 2, buf, sizeof buf)))
+        return 101;
+    for (unsigned i = 0; i < n && failed < 100; i++) {
+        NTSTATUS start = NtStartProfile(h), stop = NtStopProfile(h);
+        if (NT_SUCCESS(start) && NT_SUCCESS(stop))
+            continue;
+        if (failed++ == 0)
+            printf("# racer %u, round %u: NtStartProfile %s, NtStopProfile %s\n", SysGetPid(), i,
+                   nt_status_name(start), nt_status_name(stop));
+    }
+    NtClose(h);
+    NtClose(me);
+    return (int)failed;
+}
+
 static const struct helper {
     const char *name;
     int (*run)(const char *arg);
 } helpers[] = {
     {"exit", helper_exit},   {"spin", helper_spin},   {"sleep", helper_sleep},
     {"chain", helper_chain}, {"ender", helper_ender}, {"grandparent", helper_grandparent},
+    {"racer", helper_racer},
 };
 
 // ---------------------------------------------------------------------------
@@ -1346,6 +1371,80 @@ static void test_system_all_cpus(void)
 }
 
 // ---------------------------------------------------------------------------
+// Starts and stops racing interval changes.
+//
+// RACE_RACERS processes start and stop profiles of ProfileTime (helper_racer)
+// while this one sets ProfileTime's interval in a loop: on -smp 4 the HAL's
+// first start, last stop and reprogramming of a running ProfileTime overlap.
+// Every start and stop must succeed (none may find the HAL busy). Once all
+// have stopped, the source must have no user and not run: SysProfileSources
+// says stopped with 0 users, no CPU's ProfileTime expiries advance, and the
+// interval is the last one set.
+#define RACE_RACERS 3
+#define RACE_ROUNDS "200" // start/stop pairs per racer
+
+// Whether the process behind h has ended (it is gone or a zombie).
+static int ended(HANDLE h)
+{
+    uint32_t pid = 0;
+    struct sys_process_info *p;
+    return !NT_SUCCESS(SysProcessId(h, &pid)) || !(p = find_process(pid)) ||
+           p->state == PROC_ZOMBIE;
+}
+
+// Every CPU's ProfileTime expiries, summed.
+static uint64_t profile_ticks(void)
+{
+    static struct sys_cpu_info info[64];
+    uint32_t n = 0;
+    uint64_t total = 0;
+    EXPECT_STATUS(SysCpuInfo(info, 64, &n), STATUS_SUCCESS);
+    for (uint32_t i = 0; i < n && i < 64; i++)
+        total += info[i].profile_ticks;
+    return total;
+}
+
+static void test_hal_race(void)
+{
+    static const ULONG intervals[] = {1221, 2500, 5000, 10000, 1500};
+    struct sys_profile_source *r = source_row(ProfileTime);
+    EXPECT(r && !r->started && r->users == 0, "ProfileTime in use before the race");
+    ULONG old = 0, last = 0;
+    EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, &old), STATUS_SUCCESS);
+    HANDLE racer[RACE_RACERS] = {NULL};
+    for (unsigned i = 0; i < RACE_RACERS; i++)
+        EXPECT_STATUS(spawn_child(0, &racer[i], "racer", RACE_ROUNDS), STATUS_SUCCESS);
+    unsigned sets = 0, running = RACE_RACERS;
+    while (running) {
+        last = intervals[sets++ % (sizeof intervals / sizeof intervals[0])];
+        EXPECT_STATUS(NtSetIntervalProfile(last, ProfileTime), STATUS_SUCCESS);
+        running = 0;
+        for (unsigned i = 0; i < RACE_RACERS; i++)
+            running += racer[i] && !ended(racer[i]);
+    }
+    for (unsigned i = 0; i < RACE_RACERS; i++) {
+        int status = -1000;
+        EXPECT_STATUS(SysWait(racer[i], &status), STATUS_SUCCESS);
+        EXPECT(status == 0, "racer %u: %d start/stop calls failed", i, status);
+        NtClose(racer[i]);
+    }
+    r = source_row(ProfileTime);
+    EXPECT(r && !r->started && r->users == 0,
+           "after every stop ProfileTime is %s with %lu users, expected stopped with 0",
+           r && r->started ? "started" : "stopped", r ? r->users : 0);
+    EXPECT(r && r->interval == last, "interval %lu, the last one set was %u", r ? r->interval : 0,
+           last);
+    uint64_t ticks = profile_ticks();
+    SysSleep(50);
+    uint64_t later = profile_ticks();
+    EXPECT(later == ticks, "ProfileTime still ticks after every stop: %lu expiries in 50 ms",
+           later - ticks);
+    printf("# %s: %u interval changes while %d racers started and stopped %s times each\n",
+           test_name, sets, RACE_RACERS, RACE_ROUNDS);
+    EXPECT_STATUS(NtSetIntervalProfile(old, ProfileTime), STATUS_SUCCESS);
+}
+
+// ---------------------------------------------------------------------------
 // The table of tests.
 
 static const struct child_test tests[] = {
@@ -1362,6 +1461,7 @@ static const struct child_test tests[] = {
     {"close_while_started", test_close_while_started, EXITS_0, SPAWN_PRIVILEGED},
     {"two_profiles", test_two_profiles, EXITS_0, SPAWN_PRIVILEGED},
     {"system_all_cpus", test_system_all_cpus, EXITS_0, SPAWN_PRIVILEGED},
+    {"hal_race", test_hal_race, EXITS_0, SPAWN_PRIVILEGED},
     {"limit", test_limit, EXITS_0, 0},
     {"churn", test_churn, EXITS_0, SPAWN_PRIVILEGED},
 };

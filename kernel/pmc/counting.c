@@ -1,6 +1,6 @@
 // Counting on the hardware counters: row reservation, each CPU's loaded
-// counts, and their rotation (see count.h).
-#include "pmc/count.h"
+// counts, and their rotation (see counting.h).
+#include "pmc/counting.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/percpu.h"
 #include "core/spinlock.h"
@@ -21,7 +21,7 @@ static struct spinlock rows_lock = SPINLOCK_INIT("pmc rows");
 
 // True when sampling owns counter i on some CPU. Reservation sets the row's
 // bit before looking and sampling claims a counter before looking at the bits
-// (counter.c), each with a full fence between, so at least one of two racing
+// (counter_table.c), each with a full fence between, so at least one of two racing
 // sides sees the other and backs off.
 static bool row_sampling(unsigned i)
 {
@@ -259,7 +259,7 @@ void pmc_count_in(struct pmc_count *c, uint64_t now)
 {
     struct count_cpu *cc = &percount[cpu_id()];
     if (c->cpu >= 0 || cc->nwant == PMC_COUNT_MAX_WANT)
-        return; // already wanted; a full list cannot happen (count.h's limits)
+        return; // already wanted; a full list cannot happen (counting.h's limits)
     c->cpu = (int16_t)cpu_id();
     c->since_ns = now;
     cc->want[cc->nwant++] = c;

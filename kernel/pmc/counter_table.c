@@ -1,6 +1,6 @@
 // Counter descriptions, per-CPU counter state, and period arithmetic.
-#include "pmc/counter.h"
-#include "pmc/count.h"
+#include "pmc/counter_table.h"
+#include "pmc/counting.h"
 #include "pmc/hal_interface.h"
 #include "pmc/trace.h"
 #include "arch/x86/percpu.h"
@@ -64,7 +64,7 @@ static bool general_fits(unsigned i, uint32_t mask)
 }
 
 // Take counter i unless counting has reserved its row. The counter is taken
-// first and the reservations read after a full fence: count.c sets a row's bit
+// first and the reservations read after a full fence: counting.c sets a row's bit
 // first and reads the counters after one, so one of two racing sides sees the
 // other.
 static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, uint64_t interval)

@@ -34,7 +34,7 @@ struct pmc_counter {
 _Static_assert(sizeof(struct pmc_counter) == 8, "8 bytes per counter per processor");
 
 extern struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
-// Counters each CPU runs for counting (bit i = counter i; pmc/count.c), which
+// Counters each CPU runs for counting (bit i = counter i; pmc/counting.c), which
 // the interfaces enable alongside their sampling counters.
 extern uint32_t pmc_counting[MAX_CPUS];
 extern unsigned pmc_ncounters;
@@ -56,7 +56,7 @@ static inline struct pmc_counter *pmc_counter(unsigned cpu, unsigned i)
 // Claim a free counter on cpu for source with the given period: the fixed
 // counter `fixed` if it exists and is free, else a free GP counter whose number
 // is in general_mask (bit n = PMCn / PERF_CTRn may count the event; 0 = no GP
-// counter). Rows reserved for counting (pmc/count.h) are never free here.
+// counter). Rows reserved for counting (pmc/counting.h) are never free here.
 // Returns the counter index or -1.
 int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, uint32_t general_mask,
                       uint64_t interval);

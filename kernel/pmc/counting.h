@@ -29,7 +29,7 @@
 #pragma once
 #include "lib/abi.h"
 #include "lib/param.h"
-#include "pmc/counter.h"
+#include "pmc/counter_table.h"
 #include "pmc/profile_source.h"
 #include "lib/types.h"
 
@@ -64,7 +64,7 @@ void pmc_row_release(unsigned row);
 // Keep row to its one reservation (a ring-3 reader relies on its counter
 // index); false when others share it already. Released with the reservation.
 bool pmc_row_pin(unsigned row);
-// Rows some reservation holds: sampling must not claim them (counter.c).
+// Rows some reservation holds: sampling must not claim them (counter_table.c).
 extern volatile uint32_t pmc_rows_reserved;
 // The row's scope and how many reservations share it (pmc info, tests).
 enum pmc_row_scope pmc_row_scope(unsigned row, unsigned *users);
