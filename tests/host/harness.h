@@ -42,3 +42,4 @@ void test_pmm(void);
 void test_multiboot2(void);
 void test_acpi(void);
 void test_cmdline(void);
+void test_ring(void);

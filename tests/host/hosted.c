@@ -55,6 +55,7 @@ int main(void)
     test_multiboot2();
     test_acpi();
     test_cmdline();
+    test_ring();
     printf("# host unit tests: %d passed, %d failed\n", harness_count - harness_failures,
            harness_failures);
     return harness_failures ? 1 : 0;
