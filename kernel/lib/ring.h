@@ -46,8 +46,9 @@ struct ring {
 };
 
 // Use size bytes at mem (8-byte aligned; size a multiple of 8, at least twice
-// the largest record) as an empty ring; mem NULL or size 0: a ring with no
-// room. Only while no writer or reader can touch r.
+// the largest record, so that an empty ring always has room for one past a
+// pad) as an empty ring; mem NULL or size 0: a ring with no room. Only while
+// no writer or reader can touch r.
 void ring_init(struct ring *r, void *mem, uint32_t size);
 
 // --- the writer: the ring's own CPU, interrupts off -------------------------
