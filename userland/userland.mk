@@ -87,7 +87,8 @@ endef
 $(foreach p,$(USER_PROG_NAMES),$(eval $(call user_prog_rule,$(p))))
 
 # Host tests of the pure libc pieces (allocator, strings, numbers, status
-# names, line editing), with ASan and UBSan, under gcc and clang.
+# names, line editing, `pmc trace`'s decoder), with ASan and UBSan, under gcc
+# and clang.
 USER_HOST_CFLAGS := -std=gnu11 -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 USER_HOST_RENAME := $(foreach f,malloc free calloc realloc malloc_stats strtoul strtol atoi \
@@ -96,18 +97,20 @@ USER_HOST_RENAME := $(foreach f,malloc free calloc realloc malloc_stats strtoul 
 	isalnum isupper islower isprint toupper tolower,-D$(f)=ul_$(f))
 USER_HOST_LIB := userland/lib/malloc.c userland/lib/string.c userland/lib/strtol.c \
 	userland/lib/status.c userland/lib/readline.c userland/lib/ctype.c userland/lib/statfmt.c \
-	kernel/lib/kprintf.c
+	userland/lib/pmctrace.c kernel/lib/kprintf.c
 
 # The libc files see only userland/include (and rename what glibc also has);
 # the test itself sees the host's headers.
-$(USER_OUT)/host/test-%: userland/tests/test_libc.c $(USER_HOST_LIB) \
+USER_HOST_TESTS := userland/tests/test_libc.c userland/tests/test_pmctrace.c
+
+$(USER_OUT)/host/test-%: $(USER_HOST_TESTS) $(USER_HOST_LIB) userland/tests/check.h \
 		$(wildcard userland/include/*.h) kernel/lib/abi.h userland/userland.mk
 	@mkdir -p $(@D)/$*
 	@for src in $(USER_HOST_LIB); do \
 		$* $(USER_HOST_CFLAGS) $(USER_HOST_RENAME) -Iuserland/include -iquote kernel \
 			-DKERNEL_HOSTED -c $$src -o $(@D)/$*/$$(basename $$src .c).o || exit 1; \
 	done
-	$* $(USER_HOST_CFLAGS) -iquote kernel userland/tests/test_libc.c \
+	$* $(USER_HOST_CFLAGS) -iquote kernel -iquote userland/include $(USER_HOST_TESTS) \
 		$(patsubst %.c,$(@D)/$*/%.o,$(notdir $(USER_HOST_LIB))) -o $@
 
 userland-test: $(USER_OUT)/host/test-gcc $(USER_OUT)/host/test-clang

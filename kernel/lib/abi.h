@@ -273,7 +273,7 @@ struct sys_profile_stats {
 #define PMC_TRACE_ON     1 // start recording every HAL step and PMU register access
 #define PMC_TRACE_OFF    2
 #define PMC_TRACE_CLEAR  3
-#define PMC_TRACE_READ   4 // the records of every CPU as text, one per line, oldest first
+#define PMC_TRACE_READ   4 // drain: whole records (PMCLOG_TRACE, PMCLOG_MAP, PMCLOG_LOST), consumed
 #define PMC_TRACE_FILTER 5 // buf = a pid: keep samples of it and its descendants only; 0: all
 
 // ---------------------------------------------------------------------------
@@ -353,6 +353,7 @@ enum pmclog_type {
     PMCLOG_CSW = 4,    // struct pmclog_csw: a switch-out (PMC_F_LOG_PROCCSW)
     PMCLOG_USER = 5,   // struct pmclog_user: NtPmcWriteLog
     PMCLOG_LOST = 6,   // struct pmclog_lost: samples this CPU dropped, ring full
+    PMCLOG_TRACE = 7,  // struct pmclog_trace: a `pmc trace` record (SysPmcTrace only)
 };
 
 struct pmclog_header {
@@ -406,14 +407,65 @@ struct pmclog_user {
 
 struct pmclog_lost {
     struct pmclog_header h;
-    uint64_t count; // samples dropped on h.cpu since the previous lost record
+    uint64_t count; // samples (trace: records) dropped on h.cpu since the previous lost record
+};
+
+// `pmc trace`: what the HAL did to the hardware, one record per PMU register
+// access or HAL step, in per-CPU rings of PMC_TRACE_RING_RECORDS records.
+// SysPmcTrace(PMC_TRACE_READ) drains them like NtPmcReadLog: each CPU's
+// records oldest first, whole, then a PMCLOG_LOST record with the records
+// that CPU lost because its ring was full (a full ring keeps what it has:
+// new records are lost and counted). A PMCLOG_MAP record (pid, parent, name;
+// no range) names each process the first time a sample step finds it
+// running. The records stay binary: userland decodes them (userland/lib/pmctrace.c).
+enum pmc_trace_kind {
+    PMC_TRACE_RDMSR = 1, // value was read from MSR reg
+    PMC_TRACE_WRMSR = 2, // value is written to MSR reg
+    PMC_TRACE_LAPIC = 3, // value is written to the LAPIC register at MMIO offset reg
+    PMC_TRACE_STEP = 4,  // a HAL step: reg is an enum pmc_trace_step
+};
+
+enum pmc_trace_step {
+    PMC_STEP_INIT = 0,         // pmc_init: value = CPU count
+    PMC_STEP_INITIALIZE = 1,   // InitializeProfiling on this CPU
+    PMC_STEP_START = 2,        // HalStartProfileInterrupt for a source's first user
+    PMC_STEP_STOP = 3,         // HalStopProfileInterrupt for its last
+    PMC_STEP_ENABLE = 4,       // EnableMonitoring: value = the counter's MSR
+    PMC_STEP_NO_COUNTER = 5,   // EnableMonitoring found no free counter
+    PMC_STEP_DISABLE = 6,      // DisableMonitoring: value = the counter's MSR
+    PMC_STEP_SET_INTERVAL = 7, // value = interval in force
+    PMC_STEP_PMI = 8,          // PMI entry
+    PMC_STEP_SPURIOUS = 9,     // PMI with nothing overflowed
+    PMC_STEP_SAMPLE = 10,      // value = interrupted IP
+    PMC_STEP_THROTTLE = 11,    // source stopped on this CPU: value = samples in the window
+    PMC_STEP_STUCK = 12,       // overflow kept recurring: counters reset; value = loops
+    PMC_STEP_BUCKET = 13,      // a sample counted: value = bucket, arg = the profile's RangeBase
+    PMC_STEP_STRETCH = 14,     // throttle: value = periods the counter's next arm covers
+    PMC_STEP_COUNT
+};
+
+#define PMC_TRACE_NO_SOURCE    0xFF // the source of a record that has none
+#define PMC_TRACE_PROFILED     0x01 // sample: a started profile covers the source and process
+#define PMC_TRACE_RING_RECORDS 4096 // per CPU: a short command's samples and HAL steps
+
+struct pmclog_trace {
+    struct pmclog_header h; // h.tsc: when (SysClock's tsc_hz turns it into time)
+    uint64_t value;         // the register's value, or the step's argument
+    uint64_t arg;           // a second argument (PMC_STEP_BUCKET: the profile's RangeBase)
+    uint32_t reg;           // MSR number, LAPIC offset or enum pmc_trace_step
+    uint32_t pid;           // PMI, sample, bucket: the process interrupted (0: idle)
+    uint16_t kind;          // enum pmc_trace_kind
+    uint16_t source;        // KPROFILE_SOURCE of a step, PMC_TRACE_NO_SOURCE otherwise
+    uint16_t flags;         // sample steps: PMC_TRACE_PROFILED
+    uint16_t reserved;
 };
 
 _Static_assert(sizeof(struct pmclog_header) == 16, "log header");
 _Static_assert(sizeof(struct pmclog_sample) == 40, "sample header");
+_Static_assert(sizeof(struct pmclog_trace) == 48, "trace record");
 _Static_assert(sizeof(struct pmclog_map) % 8 == 0 && sizeof(struct pmclog_exit) % 8 == 0 &&
                    sizeof(struct pmclog_csw) % 8 == 0 && sizeof(struct pmclog_user) % 8 == 0 &&
-                   sizeof(struct pmclog_lost) % 8 == 0,
+                   sizeof(struct pmclog_lost) % 8 == 0 && sizeof(struct pmclog_trace) % 8 == 0,
                "records are multiples of 8 bytes");
 
 #define PMC_STATS_CPUS 16 // per-CPU rows in struct pmc_driver_stats

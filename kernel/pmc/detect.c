@@ -6,7 +6,7 @@
 #include "lib/string.h"
 #include "pmc/hal_interface.h"
 #include "pmc/nopmu.h"
-#include "pmc/trace.h"
+#include "pmc/text.h"
 
 struct pmc_caps pmc_caps;
 

@@ -10,7 +10,6 @@
 #include "pmc/pmi.h"
 #include "pmc/text.h"
 #include "arch/x86/timer.h"
-#include "pmc/trace.h"
 
 static void put_cpuid(struct pmc_text *o, const struct pmc_caps *c)
 {

@@ -14,4 +14,3 @@
 #define PMC_THROTTLE_MAX_SHIFT 40  // a throttled period is stretched at most 2^40 times
 #define PMC_SQUEEZE_MAX_SHIFT  16  // a spent budget stretches one arm at most 2^16 times more
 #define PMC_PMI_MAX_LOOPS      100 // overflow re-checks in one PMI before declaring it stuck
-#define PMC_TRACE_RECORDS      512 // per-CPU trace ring entries

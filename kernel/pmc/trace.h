@@ -1,66 +1,29 @@
-// `pmc trace`: a per-CPU ring of what the HAL did to the hardware.
+// `pmc trace`: per-CPU rings (lib/ring.h) of what the HAL did to the hardware.
 //
 // Every PMU register access of the interfaces goes through pmc_rdmsr/pmc_wrmsr
 // (and LVTPC writes through pmc_lapic_write); HAL steps are recorded with
 // PMC_TRACE_STEP. Off by default, and then each costs one predictable branch.
-// Records are raw (register number and value) and decoded into text when read.
+// Records are raw (struct pmclog_trace in abi.h: register number and value, or
+// step and argument) and stay so: SysPmcTrace hands them out binary and
+// userland decodes them. A full ring keeps its records: new ones are lost and
+// counted, and the drain reports them in a PMCLOG_LOST record.
 #pragma once
 #include "lib/abi.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
+#include "lib/ring.h"
 #include "lib/types.h"
 
-enum pmc_trace_kind {
-    PMC_TRACE_RDMSR = 1,
-    PMC_TRACE_WRMSR,
-    PMC_TRACE_LAPIC, // write of a LAPIC register (reg = MMIO offset)
-    PMC_TRACE_STEP,  // a HAL step (reg = enum pmc_trace_step)
-};
-
-// HAL steps, named in trace.c's step table.
-enum pmc_trace_step {
-    PMC_STEP_INIT,         // pmc_init: value = CPU count
-    PMC_STEP_INITIALIZE,   // InitializeProfiling on this CPU
-    PMC_STEP_START,        // HalStartProfileInterrupt for a source's first user
-    PMC_STEP_STOP,         // HalStopProfileInterrupt for its last
-    PMC_STEP_ENABLE,       // EnableMonitoring: value = the counter's MSR
-    PMC_STEP_NO_COUNTER,   // EnableMonitoring found no free counter
-    PMC_STEP_DISABLE,      // DisableMonitoring: value = the counter's MSR
-    PMC_STEP_SET_INTERVAL, // value = interval in force
-    PMC_STEP_PMI,          // PMI entry
-    PMC_STEP_SPURIOUS,     // PMI with nothing overflowed
-    PMC_STEP_SAMPLE,       // value = interrupted IP
-    PMC_STEP_THROTTLE,     // source stopped on this CPU: too many samples
-    PMC_STEP_STUCK,        // overflow kept recurring: counters reset
-    PMC_STEP_BUCKET,       // a sample counted: value = bucket index, arg = the profile's RangeBase
-    PMC_STEP_STRETCH,      // throttle: value = periods the counter's next arm covers
-    PMC_STEP_COUNT
-};
-
-#define PMC_TRACE_NO_SOURCE 0xFF
-#define PMC_TRACE_RING      4096 // records per CPU: a short command's samples and HAL steps
-
-struct pmc_trace_record {
-    uint64_t time_ns; // clock_ns() when recorded
-    uint64_t value;   // MSR/LAPIC value, or the step's argument
-    uint64_t arg;     // a second argument (PMC_STEP_BUCKET: the profile's RangeBase)
-    uint32_t reg;     // MSR number, LAPIC offset or step
-    uint32_t pid;     // sample steps: the interrupted process (0: none), set by the filter
-    uint8_t kind;     // enum pmc_trace_kind
-    uint8_t cpu;
-    uint8_t source; // KPROFILE_SOURCE of a step, PMC_TRACE_NO_SOURCE otherwise
-    uint8_t flags;  // sample steps: PMC_TRACE_* below, set by the filter
-};
-
-#define PMC_TRACE_PROFILED 0x01 // the interrupted scope has a started profile on the source
+#define PMC_TRACE_RING_BYTES (PMC_TRACE_RING_RECORDS * (uint32_t)sizeof(struct pmclog_trace))
 
 extern bool pmc_trace_on;
 
 // Sample steps (PMC_STEP_PMI, _SAMPLE, _BUCKET) go through this filter when it
-// is set: it fills in pid and flags and says whether to keep the record (so a
-// trace can leave out the idle CPUs and the processes it is not about). The
-// profile layer sets it; the pmc layer knows nothing of processes.
-extern bool (*pmc_trace_sample_filter)(struct pmc_trace_record *r);
+// is set: it fills in pid and flags, may name the process first
+// (pmc_trace_write_irqoff) and says whether to keep the record (so a trace
+// can leave out the idle CPUs and the processes it is not about). The
+// system-call layer sets it; the pmc layer knows nothing of processes.
+extern bool (*pmc_trace_sample_filter)(struct pmclog_trace *r);
 
 void pmc_trace_record(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, unsigned source);
 void pmc_trace_record2(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, uint64_t arg,
@@ -102,22 +65,20 @@ static inline void pmc_lapic_write(uint32_t reg, uint32_t value)
                               (unsigned)(source)); \
     } while (0)
 
+// Another record into this CPU's ring, with interrupts off (the sample filter
+// naming a process): rec's type and body are the caller's; cpu, size and tsc
+// are filled in. Lost (and counted) when the ring is full.
+void pmc_trace_write_irqoff(struct pmclog_header *rec, uint32_t size);
+
 // Turn tracing on (allocating the rings the first time: STATUS_NO_MEMORY if that
 // fails) or off. Rings are kept while off so a reader never races a free.
 NTSTATUS pmc_trace_enable(void);
 void pmc_trace_disable(void);
-void pmc_trace_clear(void);
-void pmc_trace_free(void); // only when no CPU can be tracing (shutdown, tests)
+void pmc_trace_clear(void); // discard every record and lost count so far
+void pmc_trace_free(void);  // only when no CPU can be tracing (shutdown, tests)
 
-// Copy up to max records of cpu, oldest first; returns how many. Records being
-// written by cpu meanwhile may be torn: stop tracing for an exact copy.
-size_t pmc_trace_read(unsigned cpu, struct pmc_trace_record *out, size_t max);
-uint64_t pmc_trace_dropped(unsigned cpu); // records overwritten before being read
-
-// One record as a line of text, e.g.
-// "wrmsr IA32_PERFEVTSEL0 = 0x0053003c (event 0x3c umask 0x00 USR OS INT EN)".
-// Returns the length snprintf would; the line has no newline.
-int pmc_trace_format(const struct pmc_trace_record *r, char *buf, size_t size);
-
-// Name of an MSR the pmc code touches ("IA32_PMC1"), NULL if not a PMU MSR.
-const char *pmc_msr_name(uint32_t msr, char *buf, size_t size);
+// Drain every CPU's ring into s: CPU by CPU, each one's records oldest first,
+// whole, then a PMCLOG_LOST record when it lost any (ring_drain). Records
+// that did not fit, or whose copy failed, stay for the next drain.
+NTSTATUS pmc_trace_drain(struct ring_sink *s);
+uint64_t pmc_trace_lost(unsigned cpu); // records cpu lost so far, its ring full

@@ -1,15 +1,12 @@
-// The sample log's per-CPU rings (see sample_log.h).
+// The sample log's per-CPU rings (see sample_log.h): one lib/ring.h ring per
+// CPU, written only by that CPU (the sampling interrupt, or process context
+// with interrupts off), drained by the log's owner under log_mutex.
 //
-// Each CPU's ring is a byte array with two free-running positions: head,
-// advanced only by that CPU (a record is written first, then head is
-// published with a release store), and tail, advanced only by the reader
-// (under log_mutex). A record never wraps: when it would not fit before the
-// end of the array, a pad record fills the rest and the record starts at 0.
 // The writer reserves room for the largest record it may write (a sample with
 // a full chain) and captures the chain in place, so a sample costs no copy.
-// When there is no room the sample is lost: the CPU counts it, and the reader
-// turns the count into a PMCLOG_LOST record after that CPU's records. So for
-// every CPU, always: delivered = logged + lost.
+// When there is no room the sample is lost: the CPU counts it in its ring, and
+// the reader turns the count into a PMCLOG_LOST record after that CPU's
+// records. So for every CPU, always: delivered = logged + lost.
 //
 // The rings are allocated by NtPmcConfigureLog, outside the interrupt path;
 // the interrupt allocates nothing and takes no lock.
@@ -24,21 +21,15 @@
 #include "core/process.h"
 #include "profile/callchain.h"
 #include "core/ramdisk.h"
+#include "lib/ring.h"
 #include "core/smp.h"
 #include "lib/string.h"
 #include "core/uaccess.h"
 
-#define PMCLOG_PAD 0 // fills a ring's end; never handed out
-
 struct log_cpu {
-    uint8_t *ring;
-    uint32_t size; // bytes, a multiple of 8
-    uint32_t off;  // head % size, kept by the writer (no division in the interrupt)
-    uint64_t head; // bytes ever written (release-published)
-    uint64_t tail; // bytes ever consumed (reader)
-    uint64_t delivered, logged, lost; // this CPU only
-    uint64_t lost_reported;           // reader only
-    uint64_t dropped;                 // non-sample records without room
+    struct ring ring;           // its lost count: samples without room
+    uint64_t delivered, logged; // this CPU only
+    uint64_t dropped;           // non-sample records without room
     uint64_t truncated, unreadable;
 } __attribute__((aligned(64)));
 
@@ -54,40 +45,6 @@ static uint32_t log_frames = PMC_DEPTH_DEFAULT + 1; // a chain's frames: log_dep
 // and the IP). Kept with log_depth, so the interrupt computes nothing.
 static uint32_t max_sample_bytes = sizeof(struct pmclog_sample) + 8u * (PMC_DEPTH_DEFAULT + 1);
 
-// Room for max bytes in one piece at the head, or NULL: the common case inline,
-// the ring's end (a pad record) out of line.
-static void *ring_reserve_wrap(struct log_cpu *l, uint32_t max);
-
-static inline void *ring_reserve(struct log_cpu *l, uint32_t max)
-{
-    uint64_t used = l->head - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(l->size - l->off < max, 0))
-        return ring_reserve_wrap(l, max);
-    return l->size - used >= max ? l->ring + l->off : NULL;
-}
-
-static __attribute__((noinline)) void *ring_reserve_wrap(struct log_cpu *l, uint32_t max)
-{
-    uint64_t used = l->head - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
-    uint32_t to_end = l->size - l->off;
-    if (l->size - used < (uint64_t)to_end + max)
-        return NULL;
-    struct pmclog_header *pad = (struct pmclog_header *)(l->ring + l->off);
-    pad->type = PMCLOG_PAD;
-    pad->size = to_end;
-    l->head += to_end;
-    l->off = 0;
-    return l->ring;
-}
-
-static inline void ring_commit(struct log_cpu *l, uint32_t bytes)
-{
-    l->off += bytes;
-    if (l->off == l->size)
-        l->off = 0;
-    __atomic_store_n(&l->head, l->head + bytes, __ATOMIC_RELEASE);
-}
-
 // A sample's record, the chain aside: reserved and its header filled in
 // before the walk (so that little is live across it), or NULL when lost.
 static inline struct pmclog_sample *record_begin(struct log_cpu *l, const struct sample_origin *o,
@@ -95,9 +52,9 @@ static inline struct pmclog_sample *record_begin(struct log_cpu *l, const struct
 {
     l->delivered++;
     struct pmclog_sample *r =
-        READ_ONCE(log_ready) ? ring_reserve(l, READ_ONCE(max_sample_bytes)) : NULL;
+        READ_ONCE(log_ready) ? ring_reserve(&l->ring, READ_ONCE(max_sample_bytes)) : NULL;
     if (!r) {
-        l->lost++;
+        ring_lose(&l->ring);
         return NULL;
     }
     r->h.type = PMCLOG_SAMPLE;
@@ -122,7 +79,7 @@ static inline void record_end(struct log_cpu *l, struct pmclog_sample *r, unsign
         l->truncated++;
         l->unreadable += (how & CALLCHAIN_UNREADABLE) != 0;
     }
-    ring_commit(l, size);
+    ring_commit(&l->ring, size);
     l->logged++;
 }
 
@@ -160,7 +117,7 @@ void sample_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
     struct log_cpu *l = &logs[cpu];
     if (!READ_ONCE(log_ready))
         return;
-    void *dst = ring_reserve(l, size);
+    void *dst = ring_reserve(&l->ring, size);
     if (!dst) {
         l->dropped++;
         return;
@@ -169,7 +126,7 @@ void sample_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
     rec->size = size;
     rec->tsc = rdtsc();
     memcpy(dst, rec, size);
-    ring_commit(l, size);
+    ring_commit(&l->ring, size);
 }
 
 void sample_log_write(struct pmclog_header *rec, uint32_t size)
@@ -248,7 +205,7 @@ static void free_rings(void)
     WRITE_ONCE(log_ready, false);
     smp_call_all(barrier_on_cpu, NULL);
     for (unsigned i = 0; i < ncpus; i++) {
-        kfree(logs[i].ring);
+        kfree(logs[i].ring.buf);
         logs[i] = (struct log_cpu){0};
     }
 }
@@ -287,9 +244,8 @@ NTSTATUS sample_log_configure(struct process *owner, const struct pmc_log_config
         if (log_owner)
             free_rings();
         for (unsigned i = 0; i < ncpus && NT_SUCCESS(s); i++) {
-            logs[i].ring = kmalloc(bytes);
-            logs[i].size = bytes;
-            if (!logs[i].ring)
+            ring_init(&logs[i].ring, kmalloc(bytes), bytes);
+            if (!logs[i].ring.buf)
                 s = STATUS_INSUFFICIENT_RESOURCES;
         }
         if (!NT_SUCCESS(s)) {
@@ -367,6 +323,11 @@ uint32_t sample_log_depth(void)
 
 // --- reading ---------------------------------------------------------------------
 
+static NTSTATUS copy_out(void *ubuf, uint64_t pos, const void *rec, uint32_t size)
+{
+    return copy_to_user((uint64_t)(uintptr_t)ubuf + pos, rec, size);
+}
+
 NTSTATUS sample_log_read(struct process *reader, uint64_t ubuf, uint64_t len, size_t *got)
 {
     mutex_lock(&log_mutex);
@@ -376,47 +337,17 @@ NTSTATUS sample_log_read(struct process *reader, uint64_t ubuf, uint64_t len, si
         return log_owner ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
     }
     NTSTATUS s = STATUS_SUCCESS;
-    uint64_t pos = 0;
-    bool full = false;
-    for (unsigned cpu = 0; cpu < ncpus && NT_SUCCESS(s) && !full; cpu++) {
-        struct log_cpu *l = &logs[cpu];
-        uint64_t head = __atomic_load_n(&l->head, __ATOMIC_ACQUIRE), t = l->tail;
-        while (t < head) {
-            const struct pmclog_header *h = (const void *)(l->ring + t % l->size);
-            uint32_t size = h->size;
-            if (h->type != PMCLOG_PAD) {
-                if (pos + size > len) {
-                    full = true;
-                    break;
-                }
-                s = copy_to_user(ubuf + pos, h, size);
-                if (!NT_SUCCESS(s))
-                    break;
-                pos += size;
-            }
-            t += size;
-        }
-        __atomic_store_n(&l->tail, t, __ATOMIC_RELEASE);
+    struct ring_sink out = {.copy = copy_out, .ctx = (void *)(uintptr_t)ubuf, .len = len};
+    for (unsigned cpu = 0; cpu < ncpus && NT_SUCCESS(s) && !out.full; cpu++) {
+        struct ring *r = &logs[cpu].ring;
+        s = ring_drain(r, &out);
         // Samples dropped so far on this CPU, after the records it did keep.
-        uint64_t lost = READ_ONCE(l->lost);
-        if (NT_SUCCESS(s) && !full && lost > l->lost_reported) {
-            struct pmclog_lost r = {
-                .h = {.type = PMCLOG_LOST, .cpu = (uint16_t)cpu, .size = sizeof r, .tsc = rdtsc()},
-                .count = lost - l->lost_reported};
-            if (pos + sizeof r > len) {
-                full = true;
-            } else {
-                s = copy_to_user(ubuf + pos, &r, sizeof r);
-                if (NT_SUCCESS(s)) {
-                    pos += sizeof r;
-                    l->lost_reported = lost;
-                }
-            }
-        }
+        if (NT_SUCCESS(s))
+            s = ring_drain_lost(r, (uint16_t)cpu, rdtsc(), &out);
     }
     mutex_unlock(&log_mutex);
-    *got = pos;
-    if (NT_SUCCESS(s) && full && pos == 0)
+    *got = out.pos;
+    if (NT_SUCCESS(s) && out.full && out.pos == 0)
         s = STATUS_BUFFER_TOO_SMALL; // not even one record fits
     return s;
 }
@@ -443,7 +374,7 @@ void sample_log_stats(struct pmc_driver_stats *out)
         if (i < PMC_STATS_CPUS) {
             out->cpu[i].delivered = READ_ONCE(l->delivered);
             out->cpu[i].logged = READ_ONCE(l->logged);
-            out->cpu[i].lost = READ_ONCE(l->lost);
+            out->cpu[i].lost = READ_ONCE(l->ring.lost);
         }
     }
 }

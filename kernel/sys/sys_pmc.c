@@ -82,15 +82,14 @@ uint64_t do_SysPmcInfo(const uint64_t *a, struct trapframe *tf)
 }
 
 // `pmc trace`'s sample filter. Each process a sample interrupts is noted once
-// (pid, parent, name: the name outlives the process, for the text); with a
-// root pid set, only samples of the root and its descendants are kept, so a
-// trace shows the command it ran and not the idle CPUs. Runs in interrupt
-// context: no locks; a slot is claimed with an atomic add, and a duplicate
-// from two CPUs at once is harmless.
+// (pid, parent) and named in the trace by a PMCLOG_MAP record (the name
+// outlives the process, for the decoder); with a root pid set, only samples
+// of the root and its descendants are kept, so a trace shows the command it
+// ran and not the idle CPUs. Runs in interrupt context: no locks; a slot is
+// claimed with an atomic add, and a duplicate from two CPUs at once is harmless.
 #define TRACE_PIDS 64
 static struct trace_pid {
     uint32_t pid, parent;
-    char name[PROCESS_NAME_MAX];
 } trace_pids[TRACE_PIDS];
 static uint32_t trace_npids, trace_root;
 
@@ -117,19 +116,21 @@ static bool trace_descends(uint32_t pid, uint32_t parent)
     return false;
 }
 
-static bool trace_filter(struct pmc_trace_record *r)
+static bool trace_filter(struct pmclog_trace *r)
 {
-    struct thread *t = cpus[r->cpu].current;
+    struct thread *t = cpus[r->h.cpu].current;
     struct process *pr = t ? t->proc : NULL;
     r->pid = pr ? pr->pid : 0;
     if (ke_profile_scope_started(pr, (KPROFILE_SOURCE)r->source))
         r->flags |= PMC_TRACE_PROFILED;
     if (pr && !trace_pid_find(pr->pid)) {
         uint32_t i = __atomic_fetch_add(&trace_npids, 1, __ATOMIC_RELAXED);
-        if (i < TRACE_PIDS) {
+        if (i < TRACE_PIDS) { // past that, samples of new processes go unnamed
             trace_pids[i].parent = pr->parent;
-            memcpy(trace_pids[i].name, pr->name, sizeof pr->name);
             __atomic_store_n(&trace_pids[i].pid, pr->pid, __ATOMIC_RELEASE);
+            struct pmclog_map m = {.h.type = PMCLOG_MAP, .pid = pr->pid, .parent = pr->parent};
+            memcpy(m.name, pr->name, MIN(sizeof pr->name, sizeof m.name - 1));
+            pmc_trace_write_irqoff(&m.h, sizeof m);
         }
     }
     uint32_t root = READ_ONCE(trace_root);
@@ -142,21 +143,14 @@ static void trace_pids_clear(void)
     memset(trace_pids, 0, sizeof trace_pids);
 }
 
-// What a sample record says of its process: " pid 7 primes", " idle".
-static int trace_sample_text(const struct pmc_trace_record *r, char *buf, size_t size)
+static NTSTATUS trace_copy_out(void *ubuf, uint64_t pos, const void *rec, uint32_t size)
 {
-    if (r->kind != PMC_TRACE_STEP || r->reg != PMC_STEP_SAMPLE)
-        return 0;
-    const char *prof = r->flags & PMC_TRACE_PROFILED ? " profiled" : "";
-    if (r->pid == 0)
-        return snprintf(buf, size, " idle%s", prof);
-    const struct trace_pid *t = trace_pid_find(r->pid);
-    return snprintf(buf, size, " pid %u %.*s%s", r->pid, PROCESS_NAME_MAX, t ? t->name : "?", prof);
+    return copy_to_user((uint64_t)(uintptr_t)ubuf + pos, rec, size);
 }
 
-// The trace as text: each CPU's ring once, oldest record first. A ring holds
-// PMC_TRACE_RING records, read whole (pmc_trace_read copies, it does not
-// consume: clearing is PMC_TRACE_CLEAR's job).
+// PMC_TRACE_READ drains like NtPmcReadLog: whole records, consumed, each
+// CPU's ring oldest first; STATUS_BUFFER_TOO_SMALL only when not even one
+// record fits.
 uint64_t do_SysPmcTrace(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
@@ -178,38 +172,11 @@ uint64_t do_SysPmcTrace(const uint64_t *a, struct trapframe *tf)
     case PMC_TRACE_READ: break;
     default: return STATUS(STATUS_INVALID_PARAMETER);
     }
-    struct pmc_trace_record *recs = kmalloc(PMC_TRACE_RING * sizeof *recs);
-    if (!recs)
-        return STATUS(STATUS_NO_MEMORY);
-    uint64_t pos = 0, cap = a[2];
-    NTSTATUS s = STATUS_SUCCESS;
-    for (unsigned cpu = 0; cpu < ncpus && NT_SUCCESS(s); cpu++) {
-        size_t n = pmc_trace_read(cpu, recs, PMC_TRACE_RING);
-        uint64_t dropped = pmc_trace_dropped(cpu);
-        for (size_t i = 0; i < n + (dropped != 0) && NT_SUCCESS(s); i++) {
-            char line[192];
-            int len;
-            if (i == n) { // after the ring: what it lost
-                len = snprintf(line, sizeof line, "cpu%u overwritten: %lu older records", cpu,
-                               (unsigned long)dropped);
-            } else {
-                len = snprintf(line, sizeof line, "cpu%u %8lu.%03lu us  ", cpu,
-                               recs[i].time_ns / 1000, recs[i].time_ns % 1000);
-                len += pmc_trace_format(&recs[i], line + len, sizeof line - (size_t)len - 1);
-                len = MIN(len, (int)sizeof line - 2);
-                len += trace_sample_text(&recs[i], line + len, sizeof line - (size_t)len - 1);
-            }
-            len = MIN(len, (int)sizeof line - 2);
-            line[len++] = '\n';
-            if (pos + (uint64_t)len > cap) {
-                s = STATUS_BUFFER_TOO_SMALL; // what fits was written; *got says how much
-                break;
-            }
-            s = copy_to_user(a[1] + pos, line, (size_t)len);
-            pos += (uint64_t)len;
-        }
-    }
-    kfree(recs);
-    NTSTATUS s2 = copy_to_user(a[3], &pos, sizeof pos);
+    struct ring_sink out = {.copy = trace_copy_out, .ctx = (void *)(uintptr_t)a[1], .len = a[2]};
+    NTSTATUS s = pmc_trace_drain(&out);
+    if (NT_SUCCESS(s) && out.full && out.pos == 0)
+        s = STATUS_BUFFER_TOO_SMALL;
+    uint64_t got = out.pos;
+    NTSTATUS s2 = copy_to_user(a[3], &got, sizeof got);
     return STATUS(NT_SUCCESS(s) ? s2 : s);
 }

@@ -43,3 +43,4 @@ void test_multiboot2(void);
 void test_acpi(void);
 void test_cmdline(void);
 void test_profile_index(void);
+void test_ring(void);

@@ -4,9 +4,9 @@
 #   make -f tests/pmc/pmc.mk test-pmc-host
 # Builds the real kernel/pmc/*.c (and kernel/profile/vcounter.c, the counting
 # PMCs above them, with tests/pmc/ke_host.c standing in for the processes and
-# the scheduler) with the model and tests, once with each
-# compiler in PMC_HOST_CCS, under ASan and UBSan, and runs them. Full TAP output
-# is kept in build/tests/pmc/<compiler>.tap.
+# the scheduler; kernel/lib/ring.c, the trace's rings) with the model and
+# tests, once with each compiler in PMC_HOST_CCS, under ASan and UBSan, and
+# runs them. Full TAP output is kept in build/tests/pmc/<compiler>.tap.
 #
 # Kernel headers are found with -iquote kernel rather than -Ikernel so that the
 # test code's <string.h> and <stdio.h> are the C library's, not kernel/lib/string.h.
@@ -15,7 +15,8 @@ PMC_BUILD ?= $(or $(BUILD),build)/tests/pmc
 PMC_HOST_CCS ?= gcc clang
 PMC_HOST_CFLAGS := -std=c11 -O1 -Wall -Wextra -Werror -g -fno-omit-frame-pointer \
     -fsanitize=address,undefined -fno-sanitize-recover=all -DKERNEL_HOSTED -iquote kernel
-PMC_KERNEL_SRCS := $(wildcard kernel/pmc/*.c) kernel/profile/pmc_object.c kernel/profile/pmc_counting.c kernel/profile/pmc_sampling.c kernel/profile/cswitch_log.c
+PMC_KERNEL_SRCS := $(wildcard kernel/pmc/*.c) kernel/profile/pmc_object.c kernel/profile/pmc_counting.c kernel/profile/pmc_sampling.c kernel/profile/cswitch_log.c \
+    kernel/lib/ring.c
 PMC_TEST_SRCS := $(wildcard tests/pmc/*.c)
 PMC_HOST_DEPS := $(PMC_KERNEL_SRCS) $(PMC_TEST_SRCS) $(wildcard kernel/pmc/*.h) \
     $(wildcard tests/pmc/*.h) $(wildcard kernel/*/*.h) $(wildcard kernel/arch/x86/*.h) \

@@ -1095,6 +1095,11 @@ uint64_t clock_ns(void)
 {
     return now_ns;
 }
+// The model's TSC counts its nanoseconds (a 1 GHz TSC).
+uint64_t rdtsc(void)
+{
+    return now_ns;
+}
 void model_set_time(uint64_t ns)
 {
     now_ns = ns;

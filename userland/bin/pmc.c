@@ -2,11 +2,13 @@
 //
 //   pmc info                        CPUID leaves decoded, the interface chosen, counters in use
 //   pmc trace on|off|clear          record every HAL step and PMU register access (sudo)
-//   pmc trace show                  print what was recorded, every CPU, as the kernel wrote it
+//   pmc trace show                  print what was recorded since the last read, every CPU
 //   pmc trace [-a] [-v] CMD [ARGS]  clear, on, run CMD, off, then explain what was recorded
 //
 // The trace needs the system-profile privilege. CMD runs with the same
-// privilege as pmc itself (so `sudo pmc trace profile run -k x` works).
+// privilege as pmc itself (so `sudo pmc trace profile run -k x` works). The
+// kernel hands the records out binary and consumes them (a second `show`
+// prints only what came since); userland/lib/pmctrace.c decodes them.
 //
 // `pmc trace CMD` keeps only the samples of CMD and its descendants (-a: of
 // every CPU and process), names the function of each sampled address (the
@@ -15,14 +17,14 @@
 // without a profile, an idle CPU), shows the first SHOW_SAMPLES samples of each
 // CPU (-v: all), and ends with how many records of each step there were.
 #include <elfsym.h>
+#include <pmctrace.h>
 #include <process.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syscall.h>
 
-#define LINE_BYTES   192                   // the kernel's longest trace line
-#define RING_RECORDS 4096                  // per CPU (PMC_TRACE_RING, kernel/pmc/trace.h)
+#define LINE_BYTES   192                   // a trace line's longest
 #define SHOW_SAMPLES 8                     // sample lines shown per CPU without -v
 #define KERNEL_HALF  0xFFFF800000000000ull // addresses from here up are the kernel's
 
@@ -38,7 +40,7 @@ static int fail(const char *what, NTSTATUS s)
     return 1;
 }
 
-// Text from SysPmcInfo or SysPmcTrace(READ) into a buffer sized by the caller.
+// Text from SysPmcInfo into a buffer sized by the caller.
 static int print_text(NTSTATUS s, const char *text, size_t got, const char *what)
 {
     if (!NT_SUCCESS(s) && s != STATUS_BUFFER_TOO_SMALL)
@@ -63,20 +65,75 @@ static int info(void)
     return r;
 }
 
-static int trace_show(void)
+// The trace: every CPU's records, drained (SysPmcTrace consumes what it
+// hands out), then the clock that turns their TSCs into time and the names
+// of the processes the samples found.
+static struct trace {
+    char *buf;
+    size_t len;
+    struct sys_clock clock;
+    struct pmctrace_names names;
+} tr;
+
+static NTSTATUS trace_read(void)
 {
     struct sys_info si;
     uint32_t ncpus = NT_SUCCESS(SysInfo(&si)) && si.ncpus ? si.ncpus : 1;
-    size_t cap = (size_t)ncpus * RING_RECORDS * LINE_BYTES, got = 0;
-    char *buf = malloc(cap);
-    if (!buf)
-        return fail("trace show", STATUS_NO_MEMORY);
-    NTSTATUS s = SysPmcTrace(PMC_TRACE_READ, buf, cap, &got);
-    int r = print_text(s, buf, got, "trace show");
-    if (r == 0 && got == 0)
-        printf("(the trace is empty: 'pmc trace on' starts recording)\n");
-    free(buf);
-    return r;
+    // Every ring full, and each CPU's lost record: what one drain can give.
+    size_t cap = (size_t)ncpus * (PMC_TRACE_RING_RECORDS * sizeof(struct pmclog_trace) +
+                                  sizeof(struct pmclog_lost));
+    tr.buf = malloc(cap);
+    if (!tr.buf)
+        return STATUS_NO_MEMORY;
+    NTSTATUS s = STATUS_SUCCESS;
+    for (size_t got = 1; got && tr.len < cap;) { // until a drain finds nothing new
+        got = 0;
+        s = SysPmcTrace(PMC_TRACE_READ, tr.buf + tr.len, cap - tr.len, &got);
+        if (s == STATUS_BUFFER_TOO_SMALL) { // the next record does not fit in what is left
+            s = STATUS_SUCCESS;
+            break;
+        }
+        if (!NT_SUCCESS(s))
+            break;
+        tr.len += got;
+    }
+    SysClock(&tr.clock);
+    const struct pmclog_header *h;
+    for (size_t pos = 0; (h = pmctrace_next(tr.buf, tr.len, &pos));)
+        if (h->type == PMCLOG_MAP)
+            pmctrace_names_add(&tr.names, (const struct pmclog_map *)h);
+    return s;
+}
+
+static const char *trace_name(const struct pmclog_trace *r)
+{
+    return r->pid ? pmctrace_name(&tr.names, r->pid) : NULL;
+}
+
+static int trace_show(void)
+{
+    NTSTATUS s = trace_read();
+    if (!NT_SUCCESS(s)) {
+        free(tr.buf);
+        return fail("trace show", s);
+    }
+    const struct pmclog_header *h;
+    char line[LINE_BYTES];
+    for (size_t pos = 0; (h = pmctrace_next(tr.buf, tr.len, &pos));) {
+        if (h->type == PMCLOG_TRACE) {
+            const struct pmclog_trace *r = (const void *)h;
+            pmctrace_line(r, trace_name(r), pmctrace_ns(&tr.clock, h->tsc), line, sizeof line);
+        } else if (h->type == PMCLOG_LOST) {
+            pmctrace_lost_line((const void *)h, line, sizeof line);
+        } else {
+            continue;
+        }
+        printf("%s\n", line);
+    }
+    if (tr.len == 0)
+        printf("(nothing recorded since the last read: 'pmc trace on' starts recording)\n");
+    free(tr.buf);
+    return 0;
 }
 
 static int trace_op(uint32_t op, const char *what)
@@ -129,7 +186,7 @@ static struct step_count {
     unsigned long n;
 } counts[64];
 static unsigned ncounts;
-static unsigned long landed, out_of_range, unprofiled, idle, overwritten;
+static unsigned long landed, out_of_range, unprofiled, idle, lost;
 
 static void count_step(const char *text)
 {
@@ -152,12 +209,6 @@ static void count_step(const char *text)
         strlcpy(counts[ncounts].name, name, sizeof counts[0].name);
         counts[ncounts++].n = 1;
     }
-}
-
-static uint64_t number_after(const char *text, const char *label)
-{
-    const char *p = strstr(text, label);
-    return p ? strtoul(p + strlen(label), NULL, 0) : 0;
 }
 
 // The sample being explained: its line, then the buckets it landed in.
@@ -234,82 +285,50 @@ static const char *profile_module(uint64_t base)
     return NULL;
 }
 
-// "bucket ... index N ... at BASE" after the sample on the same CPU: one more
-// profile's bucket it landed in. Should the line's room ever run out, it ends
-// in " ..." rather than stopping short without a sign.
-static void add_bucket(const char *text)
+static void explain_lost(const struct pmclog_lost *l)
 {
-    uint64_t index = number_after(text, " index "), base = number_after(text, " at ");
-    const char *m = profile_module(base);
-    size_t used = strlen(cur.landed), room = sizeof cur.landed - used;
-    char mod[48];
-    if (m)
-        snprintf(mod, sizeof mod, "%s", m);
-    else
-        snprintf(mod, sizeof mod, "0x%lx", base);
-    int n = snprintf(cur.landed + used, room, "%s %s profile, bucket %lu", used ? "," : "->", mod,
-                     index);
-    if (n < 0 || (size_t)n >= room)
-        strlcpy(cur.landed + sizeof cur.landed - 5, " ...", 5);
+    flush_sample();
+    lost += l->count;
+    char line[LINE_BYTES];
+    pmctrace_lost_line(l, line, sizeof line);
+    printf("%s (a ring holds %u records of its CPU)\n", line, PMC_TRACE_RING_RECORDS);
 }
 
-// "sample ProfileTime ip 0x401234 pid 7 primes profiled", or "... idle": the
-// sample explained next, once the buckets it landed in are known.
-static void start_sample(unsigned cpu, const char *when, const char *text)
+static void explain_record(const struct pmclog_trace *r)
 {
-    cur = (struct pending){.on = 1, .cpu = cpu};
-    strlcpy(cur.when, when, sizeof cur.when);
-    cur.ip = number_after(text, " ip ");
-    cur.profiled = strstr(text, " profiled") != NULL;
-    const char *pid = strstr(text, " pid ");
-    if (pid) {
-        char *end;
-        cur.pid = (uint32_t)strtoul(pid + 5, &end, 10);
-        const char *name = end + 1, *stop = strchr(name, ' ');
-        size_t n = stop ? (size_t)(stop - name) : strlen(name);
-        snprintf(cur.prog, sizeof cur.prog, "%.*s", (int)n, name);
-    }
-}
-
-static void explain_line(char *line)
-{
-    unsigned cpu = (unsigned)strtoul(line + 3, NULL, 10);
-    char *sp = strchr(line, ' ');
-    if (strncmp(line, "cpu", 3) != 0 || !sp) {
-        flush_sample();
-        printf("%s\n", line);
-        return;
-    }
-    if (strncmp(sp, " overwritten: ", 14) == 0) {
-        flush_sample();
-        overwritten += strtoul(sp + 14, NULL, 10);
-        printf("cpu%u: %s (the ring keeps the newest %u records of each CPU)\n", cpu, sp + 1,
-               RING_RECORDS);
-        return;
-    }
-    char *text = strstr(line, " us  ");
-    if (!text) {
-        printf("%s\n", line);
-        return;
-    }
-    *text = '\0';
-    text += 5;
+    unsigned cpu = r->h.cpu;
+    const char *name = trace_name(r);
+    char text[LINE_BYTES];
+    pmctrace_format(r, name, text, sizeof text);
     count_step(text);
-    if (strncmp(text, "bucket ", 7) == 0 && cur.on && cur.cpu == cpu) {
-        add_bucket(text);
+    int bucket = r->kind == PMC_TRACE_STEP && r->reg == PMC_STEP_BUCKET;
+    if (bucket && cur.on && cur.cpu == cpu) {
+        const char *m = profile_module(r->arg);
+        size_t used = strlen(cur.landed);
+        char mod[48];
+        if (m)
+            snprintf(mod, sizeof mod, "%s", m);
+        else
+            snprintf(mod, sizeof mod, "0x%lx", r->arg);
+        snprintf(cur.landed + used, sizeof cur.landed - used, "%s %s profile, bucket %lu",
+                 used ? "," : "->", mod, r->value);
         return;
     }
     flush_sample();
-    uint64_t us = strtoul(sp + 1, NULL, 10);
+    uint64_t us = pmctrace_ns(&tr.clock, r->h.tsc) / 1000;
     char when[24];
     snprintf(when, sizeof when, "%5lu.%03lu ms", us / 1000, us % 1000);
-    if (strncmp(text, "bucket ", 7) == 0)
-        return; // its sample was overwritten: counted above, not shown
-    if (strncmp(text, "sample ", 7) != 0) {
+    if (bucket)
+        return; // its sample is not in the trace: counted above, not shown
+    if (r->kind != PMC_TRACE_STEP || r->reg != PMC_STEP_SAMPLE) {
         printf("cpu%u %s  %s\n", cpu, when, text);
         return;
     }
-    start_sample(cpu, when, text);
+    cur = (struct pending){.on = 1, .cpu = cpu, .ip = r->value, .pid = r->pid};
+    strlcpy(cur.when, when, sizeof cur.when);
+    cur.profiled = (r->flags & PMC_TRACE_PROFILED) != 0;
+    if (r->pid)
+        strlcpy(cur.prog, name ? name : "?", sizeof cur.prog);
 }
 
 static void explain_summary(void)
@@ -328,38 +347,29 @@ static void explain_summary(void)
         printf("not shown: %lu samples after the first %u of each process on each CPU (pmc trace "
                "-v shows every one)\n",
                hidden, SHOW_SAMPLES);
-    if (overwritten)
-        printf("overwritten: %lu records lost to the rings' size: trace a shorter command\n",
-               overwritten);
+    if (lost)
+        printf("lost: %lu records found their CPU's ring full: trace a shorter command\n", lost);
     if (samples == 0)
         printf("no sample: the command started no profile, or ended before the first tick\n");
 }
 
 static int trace_explain(void)
 {
-    struct sys_info si;
-    uint32_t ncpus = NT_SUCCESS(SysInfo(&si)) && si.ncpus ? si.ncpus : 1;
-    size_t cap = (size_t)ncpus * (RING_RECORDS + 1) * LINE_BYTES, got = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf)
-        return fail("trace show", STATUS_NO_MEMORY);
-    NTSTATUS s = SysPmcTrace(PMC_TRACE_READ, buf, cap, &got);
-    if (!NT_SUCCESS(s) && s != STATUS_BUFFER_TOO_SMALL) {
-        free(buf);
+    NTSTATUS s = trace_read();
+    if (!NT_SUCCESS(s)) {
+        free(tr.buf);
         return fail("trace show", s);
     }
-    buf[got] = '\0';
-    for (char *line = buf, *nl; *line; line = nl + 1) {
-        nl = strchr(line, '\n');
-        if (!nl)
-            nl = line + strlen(line) - 1;
-        else
-            *nl = '\0';
-        explain_line(line);
+    const struct pmclog_header *h;
+    for (size_t pos = 0; (h = pmctrace_next(tr.buf, tr.len, &pos));) {
+        if (h->type == PMCLOG_TRACE)
+            explain_record((const struct pmclog_trace *)h);
+        else if (h->type == PMCLOG_LOST)
+            explain_lost((const struct pmclog_lost *)h);
     }
     flush_sample();
     explain_summary();
-    free(buf);
+    free(tr.buf);
     for (unsigned i = 0; i < nimages; i++)
         if (images[i].ok)
             elf_image_free(&images[i].img);

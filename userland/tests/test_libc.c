@@ -1,6 +1,7 @@
 // Host tests of the libc pieces that need no kernel: the allocator (over a
 // SysMap made of mmap), strings, number parsing, status names and line
-// editing (over scripted keystrokes). Built by `make -f userland/userland.mk
+// editing (over scripted keystrokes), and `pmc trace`'s decoder
+// (test_pmctrace.c). Built by `make -f userland/userland.mk
 // userland-test`; the libc functions are renamed ul_* so they do not collide
 // with the host's C library. KTAP-style output, non-zero exit on failure.
 #include <stdarg.h>
@@ -11,21 +12,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "lib/abi.h"
+#include "check.h"
 
-static int checks, failed;
-
-#define CHECK(cond, ...) \
-    do { \
-        checks++; \
-        bool ok_ = (cond); \
-        printf("%sok %d ", ok_ ? "" : "not ", checks); \
-        printf(__VA_ARGS__); \
-        printf("\n"); \
-        if (!ok_) { \
-            failed++; \
-            printf("# %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-        } \
-    } while (0)
+int checks, failed;
 
 // The renamed libc.
 struct ul_malloc_stats {
@@ -355,6 +344,7 @@ int main(void)
     test_status_names();
     test_readline();
     test_statfmt();
+    test_pmctrace();
     printf("%d passed, %d failed\n", checks - failed, failed);
     return failed != 0;
 }
