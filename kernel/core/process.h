@@ -38,7 +38,7 @@ static inline void *process_area(const struct process *p)
     return p->layer_area;
 }
 
-// Watchers: the layers above (profile objects, sample logs, the boot code's
+// Watchers: the layers above (profile objects, the PMC log, the boot code's
 // init) learn of a process's life without the process code naming them. Each
 // is called on the CPU where the event happens, with interrupts on:
 //   PROCESS_SPAWNED    created and loaded, not yet running; called by the

@@ -59,7 +59,7 @@ struct thread *current_thread(void);
 
 // Switch watchers: the layers above learn of every context switch without
 // the scheduler naming them (the PMC layer's switch records and
-// process-virtual counters, the counting log). Each is called by switch_to
+// process-virtual counters, the context-switch counters). Each is called by switch_to
 // when c switches from cur to next at now (clock_ns), with rq_lock held and
 // interrupts off, and must return at once when it has nothing to do: it runs
 // at every switch.

@@ -149,7 +149,7 @@ typedef uint64_t KAFFINITY;
     X(46, SysTmpWrite, 4)          /* (const char *name, const void *buf, size_t len, uint32_t flags): /tmp */ \
     X(47, SysTmpRead, 5)           /* (const char *name, uint64_t offset, void *buf, size_t len, size_t *got) */ \
     X(48, NtPmcQuery, 2)           /* (HANDLE pmc, struct pmc_value *out): counting, with time enabled/running */ \
-    X(49, NtPmcCswitchLog, 4)      /* (uint32_t op, void *buf, size_t len, uint64_t *got): PMC_CSWITCH_* */ \
+    X(49, NtPmcCswitchLog, 3)      /* (uint32_t op, const uint32_t *events, size_t len): PMC_CSWITCH_*, into the caller's log */ \
     X(50, NtPmcGetMsr, 2)          /* (HANDLE pmc, uint32_t *rdpmc_index): self-monitoring read */ \
     X(51, NtPmcCpuCounts, 3)       /* (uint64_t *buf, uint32_t max, uint32_t *count): [cpu][PMC_SW_COUNT] */
 
@@ -277,7 +277,7 @@ struct sys_profile_stats {
 #define PMC_TRACE_FILTER 5 // buf = a pid: keep samples of it and its descendants only; 0: all
 
 // ---------------------------------------------------------------------------
-// PMC allocation and the sample log (NtPmc*): hwpmc(4)'s operations (allocate,
+// PMC allocation and the PMC log (NtPmc*): hwpmc(4)'s operations (allocate,
 // attach, detach, set count, start, stop, read, write, configure/flush/write
 // the log, driver statistics) in this kernel's style: a PMC is a handle, every
 // failure an NTSTATUS. docs/pmc-log.md has the status table and the record
@@ -345,15 +345,29 @@ struct pmc_log_config {
     uint32_t depth;      // call-chain frames at most; 0: PMC_DEPTH_DEFAULT
 };
 
-// Records: a header, then the body; sizes are multiples of 8.
+// Counter values at every context switch (ETW's PMC counters: a session names
+// up to 4, later 8, profile sources, and each processor's counters are
+// recorded with every context switch), as PMCLOG_CSWITCH records in the
+// caller's log. NtPmcCswitchLog operations:
+#define PMC_CSWITCH_START 1 // buf: uint32_t events[n] (n <= PMC_CSWITCH_MAX_EVENTS); privileged
+#define PMC_CSWITCH_STOP  2
+
+#define PMC_CSWITCH_MAX_EVENTS 8
+
+// Records, one family for every mode, for the log and for `pmc trace`: a
+// header, then the body; sizes are multiples of 8. Times are the header's
+// TSC; the first record a reader gets after the log is configured is a
+// PMCLOG_INITIALIZE record, whose tsc_hz turns them into nanoseconds.
 enum pmclog_type {
-    PMCLOG_SAMPLE = 1, // struct pmclog_sample
-    PMCLOG_MAP = 2,    // struct pmclog_map: a program image (exec), or the kernel's (pid 0)
-    PMCLOG_EXIT = 3,   // struct pmclog_exit: per-process totals (PMC_F_LOG_PROCEXIT)
-    PMCLOG_CSW = 4,    // struct pmclog_csw: a switch-out (PMC_F_LOG_PROCCSW)
-    PMCLOG_USER = 5,   // struct pmclog_user: NtPmcWriteLog
-    PMCLOG_LOST = 6,   // struct pmclog_lost: samples this CPU dropped, ring full
-    PMCLOG_TRACE = 7,  // struct pmclog_trace: a `pmc trace` record (SysPmcTrace only)
+    PMCLOG_SAMPLE = 1,     // struct pmclog_sample
+    PMCLOG_MAP = 2,        // struct pmclog_map: a program image (exec), or the kernel's (pid 0)
+    PMCLOG_EXIT = 3,       // struct pmclog_exit: a process's total at exit (PMC_F_LOG_PROCEXIT)
+    PMCLOG_CSW = 4,        // struct pmclog_csw: one scheduling's, at switch-out (PMC_F_LOG_PROCCSW)
+    PMCLOG_USER = 5,       // struct pmclog_user: NtPmcWriteLog
+    PMCLOG_LOST = 6,       // struct pmclog_lost: records this CPU dropped, ring full
+    PMCLOG_TRACE = 7,      // struct pmclog_trace: a `pmc trace` record (SysPmcTrace only)
+    PMCLOG_INITIALIZE = 8, // struct pmclog_initialize: the log's time base, first
+    PMCLOG_CSWITCH = 9,    // struct pmclog_cswitch: counter values at a context switch
 };
 
 struct pmclog_header {
@@ -386,23 +400,42 @@ struct pmclog_map {
     char name[PROCESS_NAME_MAX];
 };
 
+// PMCLOG_EXIT and PMCLOG_CSW say what a PMC saw of one process: a sampling
+// PMC its samples, a counting PMC its count (hwpmc's PROCEXIT and PROCCSW).
 struct pmclog_exit {
     struct pmclog_header h;
     uint32_t pid, pmc;
     int32_t status, reserved;
-    uint64_t samples; // this PMC's samples of the process
+    uint64_t value; // the process's total
 };
 
 struct pmclog_csw {
     struct pmclog_header h;
     uint32_t pid, pmc;
-    uint64_t samples; // this PMC's samples of the process during the slice that ended
+    uint64_t value; // during the scheduling that ended
 };
 
 struct pmclog_user {
     struct pmclog_header h;
     uint32_t pid, reserved;
     uint64_t userdata;
+};
+
+#define PMCLOG_VERSION 1
+
+struct pmclog_initialize {
+    struct pmclog_header h;
+    uint32_t version; // PMCLOG_VERSION
+    uint32_t ncpus;
+    uint64_t tsc_hz; // header times are TSC ticks: ns = tsc * 10^9 / tsc_hz
+};
+
+struct pmclog_cswitch {
+    struct pmclog_header h;
+    uint32_t old_pid, new_pid; // 0 = the CPU's idle thread
+    uint32_t nevents, reserved;
+    uint16_t event[PMC_CSWITCH_MAX_EVENTS]; // what each value counts (pmc_alloc.source)
+    uint64_t value[PMC_CSWITCH_MAX_EVENTS]; // the CPU's running totals of each event
 };
 
 struct pmclog_lost {
@@ -463,6 +496,8 @@ struct pmclog_trace {
 _Static_assert(sizeof(struct pmclog_header) == 16, "log header");
 _Static_assert(sizeof(struct pmclog_sample) == 40, "sample header");
 _Static_assert(sizeof(struct pmclog_trace) == 48, "trace record");
+_Static_assert(sizeof(struct pmclog_initialize) % 8 == 0 && sizeof(struct pmclog_cswitch) % 8 == 0,
+               "records are multiples of 8 bytes");
 _Static_assert(sizeof(struct pmclog_map) % 8 == 0 && sizeof(struct pmclog_exit) % 8 == 0 &&
                    sizeof(struct pmclog_csw) % 8 == 0 && sizeof(struct pmclog_user) % 8 == 0 &&
                    sizeof(struct pmclog_lost) % 8 == 0 && sizeof(struct pmclog_trace) % 8 == 0,
@@ -533,43 +568,4 @@ struct pmc_value {
     uint64_t time_running; // ns of that it was on a hardware counter (= enabled for software)
     uint32_t targets;      // process scope: attached processes alive now
     uint32_t row;          // hardware counter index (0xFFFFFFFF: software, or a shared row)
-};
-
-// Counter values at every context switch (ETW's PMC counters: a session names
-// up to 4, later 8, profile sources, and each processor's counters are
-// recorded with every context switch). NtPmcCswitchLog operations:
-#define PMC_CSWITCH_START 1 // buf: uint32_t events[n] (n <= PMC_CSWITCH_MAX_EVENTS); privileged
-#define PMC_CSWITCH_STOP  2
-#define PMC_CSWITCH_READ  3 // records from byte offset *got (in: offset, out: bytes copied)
-
-#define PMC_CSWITCH_MAX_EVENTS 8
-
-enum pmc_log_type {
-    PMC_LOG_CSWITCH = 1,  // a context switch and the CPU's counter values
-    PMC_LOG_PROCCSW = 2,  // a counting PMC's PMC_F_LOG_PROCCSW: a target's count for one scheduling
-    PMC_LOG_PROCEXIT = 3, // a counting PMC's PMC_F_LOG_PROCEXIT: a target's total at exit
-};
-
-// Every record starts with this header; size covers the header.
-struct pmc_log_header {
-    uint16_t type; // enum pmc_log_type
-    uint16_t size;
-    uint32_t cpu;
-    uint64_t ns; // clock, ns since boot
-};
-
-struct pmc_log_cswitch {
-    struct pmc_log_header h;
-    uint32_t old_pid, new_pid; // 0 = the CPU's idle thread
-    uint32_t nevents, reserved;
-    uint16_t event[PMC_CSWITCH_MAX_EVENTS]; // what each value counts (pmc_alloc.source)
-    uint64_t value[PMC_CSWITCH_MAX_EVENTS]; // the CPU's running totals of each event
-};
-
-struct pmc_log_proc {
-    struct pmc_log_header h;
-    uint32_t pid;   // the target
-    uint32_t event; // the PMC's source
-    uint64_t pmc_id;
-    uint64_t value; // PROCCSW: events in this scheduling; PROCEXIT: the target's total
 };

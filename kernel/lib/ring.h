@@ -1,6 +1,6 @@
 // The per-CPU record ring: one byte array of variable-size log records, each
 // starting with a struct pmclog_header (abi.h), written by one CPU and
-// drained by one reader. The sample log (profile/sample_log.c) and `pmc
+// drained by one reader. The PMC log (profile/pmc_log.c) and `pmc
 // trace` (pmc/trace.c) each keep one per CPU.
 //
 // Two free-running positions: head, bytes ever written, advanced only by the

@@ -1,4 +1,4 @@
-// Call chains for the sample log: the kernel's frames walked by frame pointer
+// Call chains for the PMC log: the kernel's frames walked by frame pointer
 // inside the interrupt, then the user's, read with fault-safe loads (see
 // callchain.c and docs/pmc-log.md). The user walk, the common sample's, is
 // here, inline in the log's sample path; the kernel's is in callchain.c.

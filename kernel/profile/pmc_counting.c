@@ -1,7 +1,8 @@
 // The counting kinds of the PMC object: process scope (virtual counters that
 // follow a process across switches and CPUs) and system scope (per CPU, or
 // summed), of software events and of PMU events. Their PMC_F_LOG_PROCCSW and
-// PMC_F_LOG_PROCEXIT records go to the counting log (cswitch_log.c).
+// PMC_F_LOG_PROCEXIT records (PMCLOG_CSW, PMCLOG_EXIT) go to the log, which
+// a PMC with either flag needs while it runs (pmc_log_use), as in hwpmc.
 //
 // Software events are always counted per thread and per CPU (swevent.h), so a
 // software PMC is a set of baselines: its value is what its targets (or CPUs)
@@ -25,7 +26,7 @@
 #include "core/spinlock.h"
 #include "core/swevent.h"
 #include "lib/string.h"
-#include "profile/cswitch_log.h"
+#include "profile/pmc_log.h"
 #include "profile/ke_profile.h"
 
 static bool is_hw(const struct pmc *m)
@@ -132,8 +133,12 @@ static void counting_detach(struct pmc_target *t, bool exiting)
     m->c.value += v;
     m->c.enabled_ns += is_hw(m) ? t->hw.enabled_ns : 0;
     m->c.running_ns += is_hw(m) ? t->hw.running_ns : 0;
-    if (exiting && (m->a.flags & PMC_F_LOG_PROCEXIT))
-        cswitch_log_proc(PMC_LOG_PROCEXIT, m->id, m->a.source, t->proc->pid, v);
+    if (exiting && (m->a.flags & PMC_F_LOG_PROCEXIT)) {
+        struct pmclog_exit r = {.h.type = PMCLOG_EXIT, .pid = t->proc->pid, .pmc = m->id};
+        r.status = t->proc->exit_status;
+        r.value = v;
+        pmc_log_write_irqoff(&r.h, sizeof r);
+    }
 }
 
 static bool counting_wants_switch(const struct pmc *m)
@@ -155,7 +160,9 @@ static void counting_switch_out(struct pmc_target *t, uint64_t now)
         pmc_count_out(&t->hw, now);
     if (m->running && (m->a.flags & PMC_F_LOG_PROCCSW)) {
         uint64_t total = target_total(t);
-        cswitch_log_proc(PMC_LOG_PROCCSW, m->id, m->a.source, t->proc->pid, total - t->csw_base);
+        struct pmclog_csw r = {.h.type = PMCLOG_CSW, .pid = t->proc->pid, .pmc = m->id};
+        r.value = total - t->csw_base;
+        pmc_log_write_irqoff(&r.h, sizeof r);
         t->csw_base = total;
     }
 }
@@ -185,12 +192,35 @@ static NTSTATUS counting_targets_ready(struct pmc *m, struct process *caller)
 
 // Counting ProfileTime's ticks runs the source, as sampling does (before the
 // lock: starting a source calls every CPU).
+static bool logs_records(const struct pmc *m)
+{
+    return (m->a.flags & (PMC_F_LOG_PROCCSW | PMC_F_LOG_PROCEXIT)) != 0;
+}
+
+// What a start takes, given back by the stop: the log for the records, the
+// source for ProfileTime's ticks.
+static NTSTATUS take_log_and_source(struct pmc *m, struct process *caller)
+{
+    NTSTATUS s = logs_records(m) ? pmc_log_use(caller) : STATUS_SUCCESS;
+    if (NT_SUCCESS(s) && counts_ticks(m) && !NT_SUCCESS(s = KeReferenceProfileSource(ProfileTime)))
+        if (logs_records(m))
+            pmc_log_unuse();
+    return s;
+}
+
+static NTSTATUS give_log_and_source(struct pmc *m)
+{
+    if (logs_records(m))
+        pmc_log_unuse();
+    return counts_ticks(m) ? KeDereferenceProfileSource(ProfileTime) : STATUS_SUCCESS;
+}
+
 static NTSTATUS counting_start(struct pmc *m, struct process *caller)
 {
     NTSTATUS s = counting_targets_ready(m, caller);
+    if (NT_SUCCESS(s))
+        s = take_log_and_source(m, caller);
     if (!NT_SUCCESS(s))
-        return s;
-    if (counts_ticks(m) && !NT_SUCCESS(s = KeReferenceProfileSource(ProfileTime)))
         return s;
     uint64_t f = spin_lock_irqsave(&pmc_lock);
     m->running = true;
@@ -217,7 +247,7 @@ static NTSTATUS sw_stop(struct pmc *m)
     m->running = false;
     pmc_switch_work(m, false);
     spin_unlock_irqrestore(&pmc_lock, f);
-    return counts_ticks(m) ? KeDereferenceProfileSource(ProfileTime) : STATUS_SUCCESS;
+    return give_log_and_source(m);
 }
 
 // Load the hardware counts where a target runs now (elsewhere its next
@@ -270,7 +300,7 @@ static NTSTATUS hw_stop(struct pmc *m)
     f = spin_lock_irqsave(&pmc_lock);
     pmc_switch_work(m, false);
     spin_unlock_irqrestore(&pmc_lock, f);
-    return STATUS_SUCCESS;
+    return give_log_and_source(m);
 }
 
 // --- reading and writing ------------------------------------------------------------

@@ -12,7 +12,7 @@
 #include "core/spinlock.h"
 #include "lib/panic.h"
 #include "profile/profile_state.h"
-#include "profile/sample_log.h"
+#include "profile/pmc_log.h"
 #include "profile/sample_plan.h"
 
 struct spinlock pmc_lock = SPINLOCK_INIT("pmc");
@@ -391,7 +391,7 @@ static void pmc_destroy(struct object *o)
 static void process_spawned(struct process *child)
 {
     const struct ramdisk_file *file = ramdisk_find(child->name);
-    sample_log_map_process(child, file ? file->data : NULL, file ? file->size : 0);
+    pmc_log_map_process(child, file ? file->data : NULL, file ? file->size : 0);
     struct process *parent = process_current();
     if (!parent || parent->pid != child->parent || !READ_ONCE(profile_of(parent)->pmc_targets))
         return;
@@ -419,7 +419,7 @@ static void process_exiting(struct process *p)
         spin_unlock_irqrestore(&pmc_lock, f);
     }
     release_targets(list, true);
-    sample_log_process_gone(p);
+    pmc_log_process_gone(p);
 }
 
 static void pmc_process_event(struct process *p, enum process_event event)

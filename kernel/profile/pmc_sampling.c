@@ -1,7 +1,7 @@
 // The sampling kinds of the PMC object: ProfileTime's ticks and a PMU
 // event's overflows, both delivered by the HAL to the sample fan-out
 // (sample_plan.c), which hands each PMC that samples there its share of
-// the samples, as log records (sample_log.c).
+// the samples, as log records (pmc_log.c).
 //
 // A sampling PMC runs its source through the same reference count as NT
 // profile objects (KeReferenceProfileSource), so `profile run` and `profile
@@ -17,7 +17,7 @@
 #include "lib/string.h"
 #include "pmc/hal.h"
 #include "profile/ke_profile.h"
-#include "profile/sample_log.h"
+#include "profile/pmc_log.h"
 #include "profile/sample_plan.h"
 
 struct pmc_set {
@@ -100,7 +100,7 @@ static __attribute__((noinline)) void sample_each(const struct pmc_plan *pp,
     bool user = intr_from_user(f);
     for (unsigned i = 0; i < pp->n; i++)
         if (take(&pp->e[i], user))
-            sample_log_sample(&pp->e[i].origin, f, user);
+            pmc_log_sample(&pp->e[i].origin, f, user);
 }
 
 // Usually one PMC: its record is then this function's last act, a tail call.
@@ -112,7 +112,7 @@ void pmc_plan_sample(const struct pmc_plan *pp, const struct intr_frame *f)
     }
     bool user = intr_from_user(f);
     if (take(&pp->e[0], user))
-        sample_log_sample(&pp->e[0].origin, f, user);
+        pmc_log_sample(&pp->e[0].origin, f, user);
 }
 
 void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f)
@@ -128,7 +128,7 @@ void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f)
             continue;
         make_entry(&e, set->p[i], tg, pr, cpu);
         if (take(&e, user))
-            sample_log_sample(&e.origin, f, user);
+            pmc_log_sample(&e.origin, f, user);
     }
 }
 
@@ -210,13 +210,13 @@ static NTSTATUS sampling_start(struct pmc *m, struct process *caller)
 {
     if (pmc_process_scope(m) && !m->ntargets)
         return STATUS_PMC_NO_TARGET;
-    NTSTATUS s = sample_log_use(caller);
+    NTSTATUS s = pmc_log_use(caller);
     if (!NT_SUCCESS(s))
         return s;
     KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
     s = KeReferenceProfileSource(source);
     if (!NT_SUCCESS(s)) {
-        sample_log_unuse();
+        pmc_log_unuse();
         return s;
     }
     uint64_t interval = KeQueryIntervalProfile(source), count = m->a.count;
@@ -228,7 +228,7 @@ static NTSTATUS sampling_start(struct pmc *m, struct process *caller)
     if (!NT_SUCCESS(s)) {
         m->running = false;
         KeDereferenceProfileSource(source);
-        sample_log_unuse();
+        pmc_log_unuse();
         return s;
     }
     uint64_t f = spin_lock_irqsave(&pmc_lock);
@@ -244,7 +244,7 @@ static NTSTATUS sampling_stop(struct pmc *m)
     pmc_switch_work(m, false);
     m->running = false;
     spin_unlock_irqrestore(&pmc_lock, f);
-    sample_log_unuse();
+    pmc_log_unuse();
     return KeDereferenceProfileSource((KPROFILE_SOURCE)m->a.source);
 }
 
@@ -276,8 +276,8 @@ static void sampling_detach(struct pmc_target *t, bool exiting)
         return;
     struct pmclog_exit r = {.h.type = PMCLOG_EXIT, .pid = t->proc->pid, .pmc = m->id};
     r.status = t->proc->exit_status;
-    r.samples = t->samples;
-    sample_log_write_irqoff(&r.h, sizeof r);
+    r.value = t->samples;
+    pmc_log_write_irqoff(&r.h, sizeof r);
 }
 
 // PMC_F_LOG_PROCCSW: the slice of the process leaving this CPU.
@@ -287,8 +287,8 @@ static void sampling_switch_out(struct pmc_target *t, uint64_t now)
     struct pmc *m = t->pmc;
     unsigned cpu = cpu_id();
     struct pmclog_csw r = {.h.type = PMCLOG_CSW, .pid = t->proc->pid, .pmc = m->id};
-    r.samples = m->s.slice[cpu];
-    sample_log_write_irqoff(&r.h, sizeof r);
+    r.value = m->s.slice[cpu];
+    pmc_log_write_irqoff(&r.h, sizeof r);
     m->s.slice[cpu] = 0;
 }
 

@@ -3,7 +3,7 @@
 #pragma once
 #include "arch/x86/trapframe.h"
 #include "profile/pmc_object.h"
-#include "profile/sample_log.h"
+#include "profile/pmc_log.h"
 
 // This CPU's PMC plan for one source while one process runs here: the
 // running PMCs that sample it, each with what its samples update and the

@@ -160,7 +160,7 @@ void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_fram
     if (own_p)
         count_bucket(own_p, ip);
     if (plan->pmc)
-        pmc_plan_sample(plan->pmc, f); // PMCs and the sample log (pmc_sampling.c)
+        pmc_plan_sample(plan->pmc, f); // PMCs and the PMC log (pmc_sampling.c)
 }
 
 void sample_plan_init(void)

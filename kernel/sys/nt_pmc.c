@@ -1,17 +1,15 @@
 // The NtPmc* system calls: user memory and handles in, the PMC layer
-// object (profile/pmc_object.c) and the sample log (profile/sample_log.c)
+// object (profile/pmc_object.c) and the PMC log (profile/pmc_log.c)
 // behind. A PMC is called the same way whatever its kind.
 #include "core/handle.h"
 #include "core/process.h"
-#include "profile/cswitch_log.h"
+#include "profile/cswitch_counters.h"
 #include "profile/pmc_object.h"
-#include "profile/sample_log.h"
+#include "profile/pmc_log.h"
 #include "core/swevent.h"
-#include "core/heap.h"
 #include "sys/syscall.h"
 #include "core/uaccess.h"
 
-#define LOG_READ_MAX  (64 * 1024) // bytes one NtPmcCswitchLog read copies at most
 #define SYS_CPU_LIMIT 64
 
 static struct process *me(void)
@@ -196,11 +194,11 @@ uint64_t do_NtPmcConfigureLog(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
     if (!a[0])
-        return STATUS(sample_log_release(me()));
+        return STATUS(pmc_log_release(me()));
     struct pmc_log_config c;
     NTSTATUS s = copy_from_user(&c, a[0], sizeof c);
     if (NT_SUCCESS(s))
-        s = sample_log_configure(me(), &c);
+        s = pmc_log_configure(me(), &c);
     return STATUS(s);
 }
 
@@ -208,7 +206,7 @@ uint64_t do_NtPmcFlushLog(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(a);
     UNUSED(tf);
-    return STATUS(sample_log_flush(me()));
+    return STATUS(pmc_log_flush(me()));
 }
 
 uint64_t do_NtPmcReadLog(const uint64_t *a, struct trapframe *tf)
@@ -219,7 +217,7 @@ uint64_t do_NtPmcReadLog(const uint64_t *a, struct trapframe *tf)
     if (NT_SUCCESS(s) && !user_range_ok(a[0], a[1]))
         s = STATUS_ACCESS_VIOLATION;
     if (NT_SUCCESS(s))
-        s = sample_log_read(me(), a[0], a[1], &got);
+        s = pmc_log_read(me(), a[0], a[1], &got);
     if (got)
         copy_to_user(a[2], &got, sizeof got); // probed above
     return STATUS(s);
@@ -228,11 +226,11 @@ uint64_t do_NtPmcReadLog(const uint64_t *a, struct trapframe *tf)
 uint64_t do_NtPmcWriteLog(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
-    NTSTATUS s = sample_log_owner_status(me());
+    NTSTATUS s = pmc_log_owner_status(me());
     if (!NT_SUCCESS(s))
         return STATUS(s);
     struct pmclog_user r = {.h.type = PMCLOG_USER, .pid = me()->pid, .userdata = a[0]};
-    sample_log_write(&r.h, sizeof r);
+    pmc_log_write(&r.h, sizeof r);
     return STATUS(STATUS_SUCCESS);
 }
 
@@ -249,7 +247,7 @@ uint64_t do_NtPmcGetDriverStats(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
     struct pmc_driver_stats st = {0};
-    sample_log_stats(&st);
+    pmc_log_stats(&st);
     for (unsigned i = 0; i < ARRAY_SIZE(pmc_calls); i++) {
         uint64_t calls, failed;
         syscall_counts(pmc_calls[i], &calls, &failed);
@@ -260,47 +258,25 @@ uint64_t do_NtPmcGetDriverStats(const uint64_t *a, struct trapframe *tf)
     return STATUS(s);
 }
 
+// Counter values at every context switch into the caller's log (privileged:
+// every CPU's switches are seen).
 uint64_t do_NtPmcCswitchLog(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
-    uint32_t op = (uint32_t)a[0];
-    uint64_t buf = a[1], len = a[2], got_ptr = a[3];
-    switch (op) {
-    case PMC_CSWITCH_START: {
-        uint32_t ev[PMC_CSWITCH_MAX_EVENTS];
-        if (!process_current()->privileged)
-            return STATUS(STATUS_PRIVILEGE_NOT_HELD);
-        if (len == 0 || len % sizeof(uint32_t) || len > sizeof ev)
-            return STATUS(STATUS_INVALID_PARAMETER);
-        NTSTATUS s = copy_from_user(ev, buf, len);
-        if (!NT_SUCCESS(s))
-            return STATUS(s);
-        return STATUS(cswitch_log_start(ev, (unsigned)(len / sizeof(uint32_t))));
-    }
-    case PMC_CSWITCH_STOP:
-        if (!process_current()->privileged)
-            return STATUS(STATUS_PRIVILEGE_NOT_HELD);
-        return STATUS(cswitch_log_stop());
-    case PMC_CSWITCH_READ: {
-        uint64_t first;
-        NTSTATUS s = copy_from_user(&first, got_ptr, sizeof first);
-        if (!NT_SUCCESS(s))
-            return STATUS(s);
-        size_t n = MIN(len, (uint64_t)LOG_READ_MAX), copied = 0;
-        void *k = n ? kmalloc(n) : NULL;
-        if (n && !k)
-            return STATUS(STATUS_NO_MEMORY);
-        s = cswitch_log_read(first, k, n, &copied);
-        if (NT_SUCCESS(s) && copied)
-            s = copy_to_user(buf, k, copied);
-        kfree(k);
-        uint64_t out = copied;
-        if (NT_SUCCESS(s))
-            s = copy_to_user(got_ptr, &out, sizeof out);
-        return STATUS(s);
-    }
-    default: return STATUS(STATUS_INVALID_PARAMETER);
-    }
+    uint32_t op = (uint32_t)a[0], ev[PMC_CSWITCH_MAX_EVENTS];
+    uint64_t buf = a[1], len = a[2];
+    if (op != PMC_CSWITCH_START && op != PMC_CSWITCH_STOP)
+        return STATUS(STATUS_INVALID_PARAMETER);
+    if (!me()->privileged)
+        return STATUS(STATUS_PRIVILEGE_NOT_HELD);
+    if (op == PMC_CSWITCH_STOP)
+        return STATUS(cswitch_counters_stop());
+    if (len == 0 || len % sizeof(uint32_t) || len > sizeof ev)
+        return STATUS(STATUS_INVALID_PARAMETER);
+    NTSTATUS s = copy_from_user(ev, buf, len);
+    if (NT_SUCCESS(s))
+        s = cswitch_counters_start(me(), ev, (unsigned)(len / sizeof(uint32_t)));
+    return STATUS(s);
 }
 
 // Every CPU's software-event totals, PMC_SW_COUNT values per CPU.

@@ -1,5 +1,5 @@
 // /tmp: a RAM file system of flat files, for what must outlive a process
-// (`profile record` writes the sample log to /tmp/pmc.log, `profile report`
+// (`profile record` writes the PMC log to /tmp/pmc.log, `profile report`
 // reads it). Names are "/tmp/" and then letters, digits, '.', '_' or '-';
 // files live until removed or the machine stops; all of them together hold at
 // most TMP_BYTES_MAX bytes. Every file is kmalloc'd, grown by doubling.

@@ -15,7 +15,7 @@
 #include "pmc/hal.h"
 #include "profile/ke_profile.h"
 #include "profile/profile_state.h"
-#include "profile/sample_log.h"
+#include "profile/pmc_log.h"
 #include "profile/sample_plan.h"
 #include "pmu_model.h"
 #include "tap.h"
@@ -174,7 +174,7 @@ uint64_t object_live_count(void)
 
 // ---- the sample log and the fan-out, counted ----
 
-void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user)
+void pmc_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user)
 {
     (void)f;
     (void)user;
@@ -182,13 +182,18 @@ void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f
     ke_host_log.last_pmc = o->pmc;
 }
 
-void sample_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
+void pmc_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
 {
-    (void)size;
-    ke_host_log.records[rec->type < 8 ? rec->type : 0]++;
+    rec->cpu = (uint16_t)cpu_id();
+    rec->size = size;
+    ke_host_log.records[rec->type < 16 ? rec->type : 0]++;
+    if (ke_host_log.nbytes + size <= sizeof ke_host_log.bytes) {
+        memcpy(ke_host_log.bytes + ke_host_log.nbytes, rec, size);
+        ke_host_log.nbytes += size;
+    }
 }
 
-NTSTATUS sample_log_use(const struct process *p)
+NTSTATUS pmc_log_use(const struct process *p)
 {
     if (!p || p->pid != ke_host_log.owner_pid)
         return STATUS_PMC_NO_LOG;
@@ -196,19 +201,19 @@ NTSTATUS sample_log_use(const struct process *p)
     return STATUS_SUCCESS;
 }
 
-void sample_log_unuse(void)
+void pmc_log_unuse(void)
 {
     ke_host_log.users--;
 }
 
-void sample_log_map_process(const struct process *p, const uint8_t *elf, size_t size)
+void pmc_log_map_process(const struct process *p, const uint8_t *elf, size_t size)
 {
     (void)p;
     (void)elf;
     (void)size;
 }
 
-void sample_log_process_gone(struct process *p)
+void pmc_log_process_gone(struct process *p)
 {
     (void)p;
 }

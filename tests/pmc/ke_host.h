@@ -21,11 +21,13 @@ void ke_host_exit(unsigned cpu, struct process *p);
 
 // What the PMC object gave the sample log and the fan-out since the reset.
 struct ke_host_log {
-    uint32_t owner_pid;  // the log's owner (0: no log)
-    uint32_t users;      // sampling PMCs using it
-    uint64_t samples;    // sample_log_sample calls
-    uint32_t last_pmc;   // the PMC id of the last sample
-    uint64_t records[8]; // sample_log_write_irqoff records, by type
-    uint64_t drops;      // sample_plans_drop calls
+    uint32_t owner_pid;   // the log's owner (0: no log)
+    uint32_t users;       // sampling PMCs using it
+    uint64_t samples;     // pmc_log_sample calls
+    uint32_t last_pmc;    // the PMC id of the last sample
+    uint64_t records[16]; // pmc_log_write_irqoff records, by type
+    uint8_t bytes[4096];  // the first of them, as written
+    size_t nbytes;
+    uint64_t drops; // sample_plans_drop calls
 };
 extern struct ke_host_log ke_host_log;

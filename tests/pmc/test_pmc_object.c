@@ -5,7 +5,7 @@
 // kind does not have, attach and detach, and the release path.
 #include "arch/x86/cpu.h"
 #include "ke_host.h"
-#include "profile/cswitch_log.h"
+#include "profile/cswitch_counters.h"
 #include "pmc/counting.h"
 #include "profile/pmc_sampling.h"
 #include "tests.h"
@@ -69,7 +69,7 @@ static void setup(const struct model_config *cfg)
     pmc_object_init();
     pmc_sampling_init();
     pmc_counting_init();
-    cswitch_log_init();
+    cswitch_counters_init();
     for (unsigned i = 0; i < 3; i++)
         ke_host_process(&proc[i], &thr[i], 10 + i);
 }
@@ -263,12 +263,15 @@ static void self_monitoring(const struct model_config *cfg)
 // ETW-style counter values at every switch with a hardware event: each CPU's
 // records carry its counter's running total, so consecutive records of a CPU
 // differ by exactly the events retired between the two switches.
-static void cswitch_log(void)
+static void cswitch_counters(void)
 {
     setup(&MODEL_INTEL_V4);
     const char *n = "intel-v4";
     uint32_t ev[2] = {ProfileTotalIssues, PMC_EVENT_SW(PMC_SW_CONTEXT_SWITCHES)};
-    STATUS_EQ(cswitch_log_start(ev, 2), STATUS_SUCCESS,
+    STATUS_EQ(cswitch_counters_start(&proc[0], ev, 2), STATUS_PMC_NO_LOG,
+              "%s: context-switch counters need the caller's log", n);
+    ke_host_log.owner_pid = proc[0].pid;
+    STATUS_EQ(cswitch_counters_start(&proc[0], ev, 2), STATUS_SUCCESS,
               "%s: context-switch log with "
               "instructions and context switches",
               n);
@@ -279,15 +282,15 @@ static void cswitch_log(void)
     retire(1, EV_INSTRUCTIONS, 70);
     ke_host_switch(0, NULL);
     ke_host_switch(1, NULL);
-    STATUS_EQ(cswitch_log_stop(), STATUS_SUCCESS, "%s: stop the log", n);
+    STATUS_EQ(cswitch_counters_stop(), STATUS_SUCCESS, "%s: stop the counters", n);
+    tap_eq(ke_host_log.users, 0, "%s: stopping gives the log back", n);
     tap_ok(pmc_rows_reserved == 0 && ALL_CPUS(pmc_counting[cpu] == 0),
            "%s: stopping frees its rows and counters", n);
 
-    static struct pmc_log_cswitch rec[8];
-    size_t bytes = 0;
-    cswitch_log_read(0, rec, sizeof rec, &bytes);
-    unsigned nrec = (unsigned)(bytes / sizeof rec[0]);
-    const struct pmc_log_cswitch *c0[2] = {0}, *c1[2] = {0};
+    const struct pmclog_cswitch *rec = (const void *)ke_host_log.bytes;
+    unsigned nrec = ke_host_log.records[PMCLOG_CSWITCH];
+    tap_ok(ke_host_log.nbytes == nrec * sizeof *rec, "%s: the log holds only switch records", n);
+    const struct pmclog_cswitch *c0[2] = {0}, *c1[2] = {0};
     unsigned k0 = 0, k1 = 0;
     for (unsigned i = 0; i < nrec; i++) {
         if (rec[i].h.cpu == 0 && k0 < 2)
@@ -311,7 +314,7 @@ static void cswitch_log(void)
     uint32_t many[6] = {ProfileBranchInstructions, ProfileBranchInstructions,
                         ProfileBranchInstructions, ProfileBranchInstructions,
                         ProfileBranchInstructions, ProfileBranchInstructions};
-    STATUS_EQ(cswitch_log_start(many, 6), STATUS_INSUFFICIENT_RESOURCES,
+    STATUS_EQ(cswitch_counters_start(&proc[0], many, 6), STATUS_INSUFFICIENT_RESOURCES,
               "%s: 6 GP-only events on 4 GP counters refused", n);
     tap_ok(pmc_rows_reserved == 0, "%s: ... and nothing stays reserved", n);
     pmc_shutdown(); // the log's rings stay allocated for the next session: no leak check
@@ -430,5 +433,5 @@ void test_pmc_object(void)
     self_monitoring(&MODEL_AMD_V2);
     no_pmu();
     one_object();
-    cswitch_log(); // last: its rings stay allocated (cswitch_log.c keeps them for reuse)
+    cswitch_counters();
 }

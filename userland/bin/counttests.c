@@ -126,6 +126,25 @@ static HANDLE spawn_faults(unsigned n, uint32_t flags)
     return h;
 }
 
+// Whether the log holds a PMCLOG_EXIT record of pid with value, after its
+// PMCLOG_INITIALIZE record.
+static int found_exit_record(uint32_t pid, uint64_t value)
+{
+    static uint8_t buf[64 * 1024];
+    size_t got = 0;
+    int found = 0, initialized = 0;
+    if (NT_SUCCESS(NtPmcReadLog(buf, sizeof buf, &got)))
+        for (size_t off = 0; off < got;) {
+            const struct pmclog_header *h = (const void *)(buf + off);
+            const struct pmclog_exit *r = (const void *)h;
+            initialized |= off == 0 && h->type == PMCLOG_INITIALIZE;
+            if (h->type == PMCLOG_EXIT && r->pid == pid && r->value == value)
+                found = initialized;
+            off += h->size ? h->size : got;
+        }
+    return found;
+}
+
 static void test_exit_total(void)
 {
     NTSTATUS st;
@@ -134,7 +153,10 @@ static void test_exit_total(void)
     HANDLE child = spawn_faults(13, SPAWN_SUSPENDED);
     CHECK(NT_SUCCESS(NtPmcAttach(pf, child)), "attach to a suspended child");
     CHECK(NtPmcAttach(pf, child) == STATUS_PMC_ALREADY_ATTACHED, "attach twice: already attached");
-    NtPmcStart(pf);
+    CHECK(NtPmcStart(pf) == STATUS_PMC_NO_LOG, "PMC_F_LOG_PROCEXIT needs the log to start");
+    struct pmc_log_config cfg = {0, 0};
+    CHECK(NT_SUCCESS(NtPmcConfigureLog(&cfg)), "configure the log");
+    CHECK(NT_SUCCESS(NtPmcStart(pf)), "then it starts");
     uint64_t before = value(pf);
     SysResume(child);
     int status = -1;
@@ -146,21 +168,10 @@ static void test_exit_total(void)
           (unsigned long long)v.value, v.targets);
     uint32_t pid = 0;
     SysProcessId(child, &pid);
-    // Its PMC_LOG_PROCEXIT record.
-    static uint8_t buf[64 * 1024];
-    uint64_t got = 0;
-    int found = 0;
-    if (NT_SUCCESS(NtPmcCswitchLog(PMC_CSWITCH_READ, buf, sizeof buf, &got)))
-        for (uint64_t off = 0; off < got;) {
-            const struct pmc_log_header *h = (const void *)(buf + off);
-            const struct pmc_log_proc *r = (const void *)h;
-            if (h->type == PMC_LOG_PROCEXIT && r->pid == pid && r->value == 13)
-                found = 1;
-            off += h->size ? h->size : got;
-        }
-    CHECK(found, "PMC_LOG_PROCEXIT record: pid %u, 13 page faults", pid);
+    CHECK(found_exit_record(pid, 13), "PMCLOG_EXIT record: pid %u, 13 page faults", pid);
     NtClose(child);
     NtClose(pf);
+    CHECK(NT_SUCCESS(NtPmcConfigureLog(NULL)), "release the log");
 }
 
 static void test_descendants(void)
@@ -309,10 +320,12 @@ static void test_bad_inputs(void)
     uint32_t idx;
     CHECK(NtPmcGetMsr(h, &idx) == STATUS_NOT_SUPPORTED,
           "rdpmc index of a software event: not supported");
-    CHECK(NtPmcCswitchLog(99, NULL, 0, NULL) == STATUS_INVALID_PARAMETER, "unknown log operation");
+    CHECK(NtPmcCswitchLog(99, NULL, 0) == STATUS_INVALID_PARAMETER, "unknown log operation");
     uint32_t ev[9] = {0};
-    CHECK(NtPmcCswitchLog(PMC_CSWITCH_START, ev, sizeof ev, NULL) == STATUS_INVALID_PARAMETER,
+    CHECK(NtPmcCswitchLog(PMC_CSWITCH_START, ev, sizeof ev) == STATUS_INVALID_PARAMETER,
           "9 context-switch events: more than 8");
+    CHECK(NtPmcCswitchLog(PMC_CSWITCH_START, ev, 2 * sizeof ev[0]) == STATUS_PMC_NO_LOG,
+          "context-switch counters need the caller's log");
     NtClose(h);
 }
 

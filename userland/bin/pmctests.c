@@ -69,6 +69,9 @@ struct log_counts {
     uint64_t samples, lost, maps, kernel_map, exits, csw, user, bad, mine, truncated;
     uint64_t user_part_kernel; // frames of a chain's user part that are kernel addresses
     uint64_t exit_samples;     // of the last exit record
+    uint64_t initialize;       // PMCLOG_INITIALIZE records; first_initialize: the first is one
+    int first_initialize;
+    uint64_t tsc_hz; // the time base it gives
     uint32_t exit_pid;
 };
 
@@ -98,9 +101,14 @@ static struct log_counts count_log(const uint8_t *buf, size_t n, uint32_t pid)
         case PMCLOG_EXIT:
             c.exits++;
             c.exit_pid = ((const struct pmclog_exit *)h)->pid;
-            c.exit_samples = ((const struct pmclog_exit *)h)->samples;
+            c.exit_samples = ((const struct pmclog_exit *)h)->value;
             break;
         case PMCLOG_CSW: c.csw++; break;
+        case PMCLOG_INITIALIZE:
+            c.initialize++;
+            c.first_initialize |= h == (const void *)buf;
+            c.tsc_hz = ((const struct pmclog_initialize *)h)->tsc_hz;
+            break;
         case PMCLOG_USER: c.user += ((const struct pmclog_user *)h)->userdata == 0x5eed; break;
         default: c.bad++;
         }
@@ -363,6 +371,11 @@ static void test_log_records(void) // privileged: the finest interval
            c.kernel_map);
     EXPECT(c.user == 1 && c.bad == 0 && c.lost == 0, "user %lu bad %lu lost %lu", c.user, c.bad,
            c.lost);
+    struct sys_clock clk;
+    SysClock(&clk);
+    EXPECT(c.initialize == 1 && c.first_initialize && c.tsc_hz == clk.tsc_hz,
+           "one PMCLOG_INITIALIZE record, first, with the TSC's %lu Hz (%lu, %lu)", clk.tsc_hz,
+           c.initialize, c.tsc_hz);
     struct pmc_driver_stats st;
     NtPmcGetDriverStats(&st);
     uint64_t logged = 0;

@@ -81,6 +81,8 @@ NTSTATUS SysTmpWrite(const char *name, const void *buf, size_t len, uint32_t fla
 NTSTATUS SysTmpRead(const char *name, uint64_t offset, void *buf, size_t len, size_t *got);
 // Counting PMCs and counter values at context switches (docs/counting.md).
 NTSTATUS NtPmcQuery(HANDLE pmc, struct pmc_value *out);
-NTSTATUS NtPmcCswitchLog(uint32_t op, void *buf, size_t len, uint64_t *got);
+// PMC_CSWITCH_START (events[len / 4]) or PMC_CSWITCH_STOP: PMCLOG_CSWITCH
+// records into the caller's log.
+NTSTATUS NtPmcCswitchLog(uint32_t op, const uint32_t *events, size_t len);
 NTSTATUS NtPmcGetMsr(HANDLE pmc, uint32_t *rdpmc_index);
 NTSTATUS NtPmcCpuCounts(uint64_t *buf, uint32_t max, uint32_t *count);

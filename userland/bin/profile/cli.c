@@ -208,6 +208,16 @@ uint32_t prof_process_list(const struct sys_process_info **rows)
     return count < 256 ? count : 256;
 }
 
+int prof_exited(uint32_t pid)
+{
+    const struct sys_process_info *list;
+    uint32_t count = prof_process_list(&list);
+    for (uint32_t i = 0; i < count; i++)
+        if (list[i].pid == pid)
+            return list[i].state == PROC_ZOMBIE;
+    return 1;
+}
+
 int prof_holds_privilege(void)
 {
     const struct sys_process_info *list;

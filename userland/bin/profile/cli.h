@@ -67,6 +67,8 @@ int prof_holds_privilege(void);
 // The process list (SysProcessList) in a table of this file: the number of
 // rows in *rows, 0 when it cannot be read.
 uint32_t prof_process_list(const struct sys_process_info **rows);
+// Whether process pid has ended (a zombie, or gone).
+int prof_exited(uint32_t pid);
 
 // The subcommands: argv[1] is the subcommand's name; each returns the exit status.
 int cmd_sources(int argc, char **argv);                 // sources.c

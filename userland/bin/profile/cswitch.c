@@ -1,8 +1,12 @@
 // `profile record --cswitch` and `profile report --cswitch`: ETW-style
-// counter values at every context switch (NtPmcCswitchLog). record counts the
-// events on every CPU while PROG runs; report reads the kernel's log back: a
-// timeline of the first switches, each thread's totals, or a JSON trace.
+// counter values at every context switch. record configures the log, starts
+// the counters (NtPmcCswitchLog), runs PROG, and drains the log's
+// PMCLOG_CSWITCH records into /tmp/pmc.log as `profile record` drains
+// samples; report reads the file back: a timeline of the first switches,
+// each thread's totals, or a JSON trace.
+#include <clock.h>
 #include <process.h>
+#include <samplelog.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,49 +14,10 @@
 #include "cli.h"
 #include "events.h"
 
-#define MAX_PIDS 256
-#define MAX_CPUS 64
-
-// The whole log, read from the kernel into memory from malloc: 0, or -1
-// having said why.
-static int cswitch_read(uint8_t **out, size_t *len)
-{
-    size_t cap = 64 * 1024, n = 0;
-    uint8_t *buf = malloc(cap);
-    if (!buf)
-        return -1;
-    for (;;) {
-        // How many records so far: the kernel resumes from a record index.
-        uint64_t index = 0;
-        for (size_t off = 0; off < n;) {
-            const struct pmc_log_header *h = (const void *)(buf + off);
-            off += h->size;
-            index++;
-        }
-        if (cap - n < 64 * 1024) {
-            uint8_t *b = realloc(buf, cap * 2);
-            if (!b) {
-                free(buf);
-                return -1;
-            }
-            buf = b;
-            cap *= 2;
-        }
-        uint64_t got = index;
-        NTSTATUS s = NtPmcCswitchLog(PMC_CSWITCH_READ, buf + n, cap - n, &got);
-        if (!NT_SUCCESS(s)) {
-            fprintf(stderr, "profile: reading the counter log: %s\n", nt_status_name(s));
-            free(buf);
-            return -1;
-        }
-        if (got == 0)
-            break;
-        n += got;
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
+#define MAX_PIDS  256
+#define MAX_CPUS  64
+#define DRAIN_MS  20
+#define DRAIN_BUF (128u << 10)
 
 // ---------------------------------------------------------------------------
 // profile record --cswitch
@@ -87,10 +52,16 @@ static int parse_cswitch_record(int argc, char **argv, uint32_t *ev, unsigned *n
     return i;
 }
 
-// The kernel's counter log started for these events: 0 or EXIT_FAIL.
+// The log configured, the file emptied and the counters started for these
+// events: 0, or EXIT_FAIL having said why (the log released).
 static int cswitch_start(uint32_t *ev, unsigned n)
 {
-    NTSTATUS s = NtPmcCswitchLog(PMC_CSWITCH_START, ev, n * sizeof ev[0], NULL);
+    struct pmc_log_config cfg = {0, 0};
+    NTSTATUS s = NtPmcConfigureLog(&cfg);
+    if (NT_SUCCESS(s))
+        s = SysTmpWrite(SAMPLELOG_DEFAULT_FILE, "", 0, TMP_TRUNCATE);
+    if (NT_SUCCESS(s))
+        s = NtPmcCswitchLog(PMC_CSWITCH_START, ev, n * sizeof ev[0]);
     if (NT_SUCCESS(s))
         return 0;
     for (unsigned k = 0; k < n && s == STATUS_NOT_SUPPORTED; k++)
@@ -98,7 +69,46 @@ static int cswitch_start(uint32_t *ev, unsigned n)
             fprintf(stderr, "profile: %s: %s\n", event_name(ev[k]), event_reason(ev[k]));
     fprintf(stderr, "profile: cannot record context switches: %s%s\n", nt_status_name(s),
             s == STATUS_PRIVILEGE_NOT_HELD ? " (every CPU's switches: sudo)" : "");
+    NtPmcConfigureLog(NULL);
     return EXIT_FAIL;
+}
+
+// PROG run to its end with the log drained into the file every DRAIN_MS;
+// then the counters stopped, the rest drained, the log released. Bytes in
+// the file, or -1.
+static long cswitch_run(HANDLE child, uint32_t pid, int *status)
+{
+    void *buf = malloc(DRAIN_BUF);
+    long bytes = buf ? 0 : -1;
+    SysResume(child);
+    while (bytes >= 0) {
+        SysSleep(DRAIN_MS);
+        long got = samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF);
+        bytes = got < 0 ? -1 : bytes + got;
+        if (prof_exited(pid))
+            break;
+    }
+    SysWait(child, status);
+    NtPmcCswitchLog(PMC_CSWITCH_STOP, NULL, 0);
+    NtPmcFlushLog();
+    long got = buf ? samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF) : -1;
+    NtPmcConfigureLog(NULL);
+    free(buf);
+    return bytes < 0 || got < 0 ? -1 : bytes + got;
+}
+
+// The PMCLOG_CSWITCH records in the file.
+static unsigned count_switches(void)
+{
+    struct samplelog log;
+    if (!NT_SUCCESS(samplelog_load(SAMPLELOG_DEFAULT_FILE, &log)))
+        return 0;
+    unsigned n = 0;
+    size_t pos = 0;
+    for (const struct pmclog_header *h; (h = samplelog_next(&log, &pos));)
+        n += h->type == PMCLOG_CSWITCH;
+    samplelog_free(&log);
+    return n;
 }
 
 int profile_cswitch_record_main(int argc, char **argv)
@@ -113,26 +123,25 @@ int profile_cswitch_record_main(int argc, char **argv)
     int status = 0;
     uint32_t pid = 0;
     HANDLE child;
-    NTSTATUS s = SysSpawn(argv[i], (const char *const *)&argv[i], 0, &child);
+    long bytes = -1;
+    NTSTATUS s = SysSpawn(argv[i], (const char *const *)&argv[i], SPAWN_SUSPENDED, &child);
     if (NT_SUCCESS(s)) {
         SysProcessId(child, &pid);
-        s = SysWait(child, &status);
+        bytes = cswitch_run(child, pid, &status);
         NtClose(child);
-    }
-    NtPmcCswitchLog(PMC_CSWITCH_STOP, NULL, 0, NULL);
-    if (!NT_SUCCESS(s)) {
+    } else {
+        NtPmcCswitchLog(PMC_CSWITCH_STOP, NULL, 0);
+        NtPmcConfigureLog(NULL);
         fprintf(stderr, "profile: cannot run %s: %s\n", argv[i], nt_status_name(s));
         return EXIT_FAIL;
     }
-    uint8_t *buf;
-    size_t len;
-    if (cswitch_read(&buf, &len) < 0)
+    if (bytes < 0) {
+        fprintf(stderr, "profile: cannot save the log to %s\n", SAMPLELOG_DEFAULT_FILE);
         return EXIT_FAIL;
-    size_t records = len / sizeof(struct pmc_log_cswitch);
-    free(buf);
-    printf("profile: recorded about %u context switches of %s (pid %u, exit status %d); "
+    }
+    printf("profile: recorded %u context switches of %s (pid %u, exit status %d) in %s; "
            "'profile report --cswitch' shows them\n",
-           (unsigned)records, argv[i], (unsigned)pid, status);
+           count_switches(), argv[i], (unsigned)pid, status, SAMPLELOG_DEFAULT_FILE);
     return 0;
 }
 
@@ -152,7 +161,8 @@ struct cswitch_report {
     struct thread_total tot[MAX_PIDS];
     unsigned ntot, nev;
     uint32_t ev[PMC_CSWITCH_MAX_EVENTS];
-    const struct pmc_log_cswitch *prev[MAX_CPUS]; // each CPU's previous switch
+    const struct pmclog_cswitch *prev[MAX_CPUS]; // each CPU's previous switch
+    uint64_t tsc_hz; // the log's time base (its PMCLOG_INITIALIZE record)
     unsigned long shown, total;
     int first_json;
 };
@@ -181,8 +191,8 @@ static int parse_cswitch_report(int argc, char **argv, struct cswitch_report *st
 }
 
 // What the old thread of switch r counted since the CPU's previous switch p.
-static void add_to_thread(struct cswitch_report *st, const struct pmc_log_cswitch *r,
-                          const struct pmc_log_cswitch *p)
+static void add_to_thread(struct cswitch_report *st, const struct pmclog_cswitch *r,
+                          const struct pmclog_cswitch *p)
 {
     unsigned k = 0;
     while (k < st->ntot && st->tot[k].pid != r->old_pid)
@@ -196,16 +206,24 @@ static void add_to_thread(struct cswitch_report *st, const struct pmc_log_cswitc
     }
 }
 
-// The old thread's time on the CPU, from p to r, as a trace event ("ph":"X").
-static void print_json_event(struct cswitch_report *st, const struct pmc_log_cswitch *r,
-                             const struct pmc_log_cswitch *p)
+// A record's time in ns: its TSC over the log's time base, in two steps so
+// that nothing overflows.
+static uint64_t ns_of(const struct cswitch_report *st, uint64_t tsc)
 {
-    const struct pmc_log_header *h = &r->h;
+    uint64_t hz = st->tsc_hz ? st->tsc_hz : 1000000000u;
+    return tsc / hz * 1000000000u + tsc % hz * 1000000000u / hz;
+}
+
+// The old thread's time on the CPU, from p to r, as a trace event ("ph":"X").
+static void print_json_event(struct cswitch_report *st, const struct pmclog_cswitch *r,
+                             const struct pmclog_cswitch *p)
+{
+    uint64_t from = ns_of(st, p->h.tsc), to = ns_of(st, r->h.tsc);
     printf("%s{\"name\":\"pid %u\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%llu.%03llu,"
            "\"dur\":%llu.%03llu,\"args\":{",
-           st->first_json ? "" : ",\n", r->old_pid, h->cpu, (unsigned long long)(p->h.ns / 1000),
-           (unsigned long long)(p->h.ns % 1000), (unsigned long long)((h->ns - p->h.ns) / 1000),
-           (unsigned long long)((h->ns - p->h.ns) % 1000));
+           st->first_json ? "" : ",\n", r->old_pid, r->h.cpu, (unsigned long long)(from / 1000),
+           (unsigned long long)(from % 1000), (unsigned long long)((to - from) / 1000),
+           (unsigned long long)((to - from) % 1000));
     for (unsigned e = 0; e < st->nev; e++)
         printf("%s\"v%u\":%llu", e ? "," : "", e, (unsigned long long)(r->value[e] - p->value[e]));
     printf("}}");
@@ -213,15 +231,16 @@ static void print_json_event(struct cswitch_report *st, const struct pmc_log_csw
 }
 
 // One line of the timeline (the first -n switches), under its heading.
-static void print_timeline(struct cswitch_report *st, const struct pmc_log_cswitch *r,
-                           const struct pmc_log_cswitch *p)
+static void print_timeline(struct cswitch_report *st, const struct pmclog_cswitch *r,
+                           const struct pmclog_cswitch *p)
 {
-    const struct pmc_log_header *h = &r->h;
+    const struct pmclog_header *h = &r->h;
     if (st->shown == 0)
         printf("timeline (first %lu switches; values: the CPU's change while the old "
                "thread ran):\n  %12s %4s %6s %6s\n",
                st->lines, "time_ns", "cpu", "old", "new");
-    printf("  %12llu %4u %6u %6u", (unsigned long long)h->ns, h->cpu, r->old_pid, r->new_pid);
+    printf("  %12llu %4u %6u %6u", (unsigned long long)ns_of(st, h->tsc), h->cpu, r->old_pid,
+           r->new_pid);
     for (unsigned e = 0; e < st->nev; e++)
         printf("  %llu", (unsigned long long)(r->value[e] - p->value[e]));
     printf("\n");
@@ -230,16 +249,18 @@ static void print_timeline(struct cswitch_report *st, const struct pmc_log_cswit
 
 // One record of the log: a switch counts for its old thread from the CPU's
 // previous switch on (the CPU's first switch has nothing before it).
-static void one_record(struct cswitch_report *st, const struct pmc_log_header *h)
+static void one_record(struct cswitch_report *st, const struct pmclog_header *h)
 {
-    if (h->type != PMC_LOG_CSWITCH || h->cpu >= MAX_CPUS)
+    if (h->type == PMCLOG_INITIALIZE)
+        st->tsc_hz = ((const struct pmclog_initialize *)h)->tsc_hz;
+    if (h->type != PMCLOG_CSWITCH || h->cpu >= MAX_CPUS)
         return;
-    const struct pmc_log_cswitch *r = (const void *)h;
+    const struct pmclog_cswitch *r = (const void *)h;
     st->total++;
     st->nev = r->nevents < PMC_CSWITCH_MAX_EVENTS ? r->nevents : PMC_CSWITCH_MAX_EVENTS;
     for (unsigned e = 0; e < st->nev; e++)
         st->ev[e] = r->event[e];
-    const struct pmc_log_cswitch *p = st->prev[h->cpu];
+    const struct pmclog_cswitch *p = st->prev[h->cpu];
     st->prev[h->cpu] = r;
     if (!p)
         return; // the CPU's first switch: nothing before it was recorded
@@ -274,21 +295,21 @@ int profile_cswitch_report_main(int argc, char **argv)
     int rc = parse_cswitch_report(argc, argv, &st);
     if (rc)
         return rc;
-    uint8_t *buf;
-    size_t len;
-    if (cswitch_read(&buf, &len) < 0)
+    struct samplelog log;
+    NTSTATUS s = samplelog_load(SAMPLELOG_DEFAULT_FILE, &log);
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "profile: cannot read %s: %s\n", SAMPLELOG_DEFAULT_FILE, nt_status_name(s));
         return EXIT_FAIL;
+    }
     if (st.json)
         printf("cswitch-json: begin\n{\"traceEvents\":[\n");
-    for (size_t off = 0; off + sizeof(struct pmc_log_header) <= len;) {
-        const struct pmc_log_header *h = (const void *)(buf + off);
-        off += h->size;
+    size_t pos = 0;
+    for (const struct pmclog_header *h; (h = samplelog_next(&log, &pos));)
         one_record(&st, h);
-    }
     if (st.json)
         printf("\n]}\ncswitch-json: end\n");
     else
         print_threads(&st);
-    free(buf);
+    samplelog_free(&log);
     return 0;
 }

@@ -182,16 +182,6 @@ static int record_start(struct record *r)
     return 0;
 }
 
-static int exited(uint32_t pid)
-{
-    const struct sys_process_info *list;
-    uint32_t count = prof_process_list(&list);
-    for (uint32_t i = 0; i < count; i++)
-        if (list[i].pid == pid)
-            return list[i].state == PROC_ZOMBIE;
-    return 1;
-}
-
 // PROG resumed; the log drained into the file every DRAIN_MS until PROG has
 // ended (or SECONDS have passed); then stopped, flushed and drained once more.
 static void record_drain(struct record *r)
@@ -207,7 +197,7 @@ static void record_drain(struct record *r)
             break;
         }
         r->bytes += got;
-        if (r->timed ? clock_ns() - start >= r->seconds * 1000000000ull : exited(r->pid))
+        if (r->timed ? clock_ns() - start >= r->seconds * 1000000000ull : prof_exited(r->pid))
             break;
     }
     NtPmcStop(r->pmc);

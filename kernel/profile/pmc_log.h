@@ -1,6 +1,9 @@
-// The sample log: one ring per CPU, written only by its own CPU (the sampling
-// interrupt, or process context with interrupts off), drained by the log's
-// owner through NtPmcReadLog. Record formats are in abi.h (struct pmclog_*).
+// The PMC log, hwpmc's one log: one ring per CPU, written only by its own
+// CPU (the sampling interrupt, or process context and the switch path with
+// interrupts off), drained by the log's owner through NtPmcReadLog. Every
+// mode's records go here, in one family (abi.h: struct pmclog_*): samples,
+// images, exits and switches of sampling and counting PMCs alike, counter
+// values at context switches, user records.
 #pragma once
 #include "arch/x86/trapframe.h"
 #include "lib/abi.h"
@@ -11,16 +14,16 @@ struct thread;
 
 // NtPmcConfigureLog: allocate (or resize) the rings; the caller becomes the
 // owner. Writes a PMCLOG_MAP record for the kernel and every live process.
-NTSTATUS sample_log_configure(struct process *owner, const struct pmc_log_config *cfg);
+NTSTATUS pmc_log_configure(struct process *owner, const struct pmc_log_config *cfg);
 // Release the rings (owner only; no sampling PMC may be using them).
-NTSTATUS sample_log_release(struct process *owner);
+NTSTATUS pmc_log_release(struct process *owner);
 // A sampling PMC of p's starts writing the log (STATUS_PMC_NO_LOG unless p
 // owns it), or stops: while any does, the log is neither resized nor released.
-NTSTATUS sample_log_use(const struct process *p);
-void sample_log_unuse(void);
+NTSTATUS pmc_log_use(const struct process *p);
+void pmc_log_unuse(void);
 // STATUS_SUCCESS for the owner, STATUS_PMC_NOT_LOG_OWNER or STATUS_PMC_NO_LOG.
-NTSTATUS sample_log_owner_status(const struct process *p);
-uint32_t sample_log_depth(void);
+NTSTATUS pmc_log_owner_status(const struct process *p);
+uint32_t pmc_log_depth(void);
 
 // Where a sample comes from, the same for every sample while one process
 // runs on one CPU: a PMC's plan (pmc_sampling.h) keeps it ready, so a record's
@@ -38,17 +41,17 @@ struct sample_origin {
 // A sample of the interrupted context f of this CPU's current thread, in the
 // interrupt; user is intr_from_user(f), which the caller has already tested.
 // Counts it delivered on o->cpu, then logged or lost.
-void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user);
+void pmc_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user);
 
 // Any other record, from process context (interrupts are disabled inside).
 // rec->h.type and the body are the caller's; cpu, size and tsc are filled in.
 // Dropped (and counted) when there is no log or no room.
-void sample_log_write(struct pmclog_header *rec, uint32_t size);
+void pmc_log_write(struct pmclog_header *rec, uint32_t size);
 // The same from a context that already has interrupts off (the scheduler).
-void sample_log_write_irqoff(struct pmclog_header *rec, uint32_t size);
+void pmc_log_write_irqoff(struct pmclog_header *rec, uint32_t size);
 
-NTSTATUS sample_log_read(struct process *reader, uint64_t ubuf, uint64_t len, size_t *got);
-NTSTATUS sample_log_flush(struct process *caller);
-void sample_log_stats(struct pmc_driver_stats *out);
-void sample_log_process_gone(struct process *p); // the owner exited: release the rings
-void sample_log_map_process(const struct process *p, const uint8_t *elf, size_t size);
+NTSTATUS pmc_log_read(struct process *reader, uint64_t ubuf, uint64_t len, size_t *got);
+NTSTATUS pmc_log_flush(struct process *caller);
+void pmc_log_stats(struct pmc_driver_stats *out);
+void pmc_log_process_gone(struct process *p); // the owner exited: release the rings
+void pmc_log_map_process(const struct process *p, const uint8_t *elf, size_t size);

@@ -1,6 +1,8 @@
-// The sample log's per-CPU rings (see sample_log.h): one lib/ring.h ring per
-// CPU, written only by that CPU (the sampling interrupt, or process context
-// with interrupts off), drained by the log's owner under log_mutex.
+// The log (see pmc_log.h): one lib/ring.h ring per CPU, written only by that
+// CPU (the sampling interrupt, or process context and the switch path with
+// interrupts off), drained by the log's owner under log_mutex. Every record
+// of every mode goes here (abi.h: struct pmclog_*); the first read after the
+// log is configured begins with a PMCLOG_INITIALIZE record, the time base.
 //
 // The writer reserves room for the largest record it may write (a sample with
 // a full chain) and captures the chain in place, so a sample costs no copy.
@@ -10,7 +12,8 @@
 //
 // The rings are allocated by NtPmcConfigureLog, outside the interrupt path;
 // the interrupt allocates nothing and takes no lock.
-#include "profile/sample_log.h"
+#include "profile/pmc_log.h"
+#include "arch/x86/clock.h"
 #include "arch/x86/cpu.h"
 #include "lib/cmdline.h"
 #include "lib/elf.h"
@@ -34,10 +37,11 @@ struct log_cpu {
 } __attribute__((aligned(64)));
 
 static struct log_cpu logs[MAX_CPUS];
-static struct mutex log_mutex = MUTEX_INIT("sample log");
+static struct mutex log_mutex = MUTEX_INIT("pmc log");
 static struct process *log_owner; // NULL: no log (no reference: cleared when it exits)
 static volatile bool log_ready;   // rings usable by writers
-static unsigned log_users;        // running sampling PMCs (sample_log_use)
+static unsigned log_users;        // running sampling PMCs (pmc_log_use)
+static bool log_initialized;      // the PMCLOG_INITIALIZE record was read (log_mutex)
 static uint32_t log_ring_bytes, log_depth = PMC_DEPTH_DEFAULT;
 static uint32_t log_frames = PMC_DEPTH_DEFAULT + 1; // a chain's frames: log_depth and the IP
 
@@ -103,7 +107,7 @@ static __attribute__((noinline)) void sample_user_chain(const struct sample_orig
         record_end(l, r, callchain_user(f, r, log_frames));
 }
 
-void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user)
+void pmc_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user)
 {
     if (o->chain && user)
         sample_user_chain(o, f);
@@ -111,7 +115,7 @@ void sample_log_sample(const struct sample_origin *o, const struct intr_frame *f
         sample_other(o, f, user);
 }
 
-void sample_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
+void pmc_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
 {
     unsigned cpu = cpu_id();
     struct log_cpu *l = &logs[cpu];
@@ -129,10 +133,10 @@ void sample_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
     ring_commit(&l->ring, size);
 }
 
-void sample_log_write(struct pmclog_header *rec, uint32_t size)
+void pmc_log_write(struct pmclog_header *rec, uint32_t size)
 {
     uint64_t f = irq_save();
-    sample_log_write_irqoff(rec, size);
+    pmc_log_write_irqoff(rec, size);
     irq_restore(f);
 }
 
@@ -161,10 +165,10 @@ static void write_map(uint32_t pid, uint32_t parent, const char *name, uint64_t 
     m.base = base;
     m.end = end;
     memcpy(m.name, name, MIN(strlen(name), sizeof m.name - 1));
-    sample_log_write(&m.h, sizeof m);
+    pmc_log_write(&m.h, sizeof m);
 }
 
-void sample_log_map_process(const struct process *p, const uint8_t *elf, size_t size)
+void pmc_log_map_process(const struct process *p, const uint8_t *elf, size_t size)
 {
     if (!READ_ONCE(log_ready))
         return;
@@ -224,7 +228,7 @@ static uint32_t default_ring_bytes(void)
     return PMC_LOG_RING_DEFAULT;
 }
 
-NTSTATUS sample_log_configure(struct process *owner, const struct pmc_log_config *cfg)
+NTSTATUS pmc_log_configure(struct process *owner, const struct pmc_log_config *cfg)
 {
     uint32_t bytes = cfg->ring_bytes ? cfg->ring_bytes : default_ring_bytes();
     uint32_t depth = cfg->depth ? cfg->depth : PMC_DEPTH_DEFAULT;
@@ -257,6 +261,7 @@ NTSTATUS sample_log_configure(struct process *owner, const struct pmc_log_config
             log_frames = depth + 1;
             max_sample_bytes = (uint32_t)sizeof(struct pmclog_sample) + 8u * (depth + 1);
             log_owner = owner;
+            log_initialized = false;
             __atomic_store_n(&log_ready, true, __ATOMIC_RELEASE);
             map_everything();
         }
@@ -265,7 +270,7 @@ NTSTATUS sample_log_configure(struct process *owner, const struct pmc_log_config
     return s;
 }
 
-NTSTATUS sample_log_release(struct process *owner)
+NTSTATUS pmc_log_release(struct process *owner)
 {
     mutex_lock(&log_mutex);
     NTSTATUS s = STATUS_SUCCESS;
@@ -282,7 +287,7 @@ NTSTATUS sample_log_release(struct process *owner)
 }
 
 // Called after the exiting process's handles (so its PMCs) are gone.
-void sample_log_process_gone(struct process *p)
+void pmc_log_process_gone(struct process *p)
 {
     if (READ_ONCE(log_owner) != p)
         return;
@@ -294,13 +299,13 @@ void sample_log_process_gone(struct process *p)
     mutex_unlock(&log_mutex);
 }
 
-NTSTATUS sample_log_owner_status(const struct process *p)
+NTSTATUS pmc_log_owner_status(const struct process *p)
 {
     struct process *o = READ_ONCE(log_owner);
     return o == p ? STATUS_SUCCESS : o ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
 }
 
-NTSTATUS sample_log_use(const struct process *p)
+NTSTATUS pmc_log_use(const struct process *p)
 {
     mutex_lock(&log_mutex);
     NTSTATUS s = p && log_owner == p ? STATUS_SUCCESS : STATUS_PMC_NO_LOG;
@@ -309,14 +314,14 @@ NTSTATUS sample_log_use(const struct process *p)
     return s;
 }
 
-void sample_log_unuse(void)
+void pmc_log_unuse(void)
 {
     mutex_lock(&log_mutex);
     log_users--;
     mutex_unlock(&log_mutex);
 }
 
-uint32_t sample_log_depth(void)
+uint32_t pmc_log_depth(void)
 {
     return log_depth;
 }
@@ -328,7 +333,21 @@ static NTSTATUS copy_out(void *ubuf, uint64_t pos, const void *rec, uint32_t siz
     return copy_to_user((uint64_t)(uintptr_t)ubuf + pos, rec, size);
 }
 
-NTSTATUS sample_log_read(struct process *reader, uint64_t ubuf, uint64_t len, size_t *got)
+// The log's first record: its version, CPUs and time base.
+static NTSTATUS initialize_record(struct ring_sink *out)
+{
+    struct pmclog_initialize r = {.version = PMCLOG_VERSION, .ncpus = ncpus, .tsc_hz = tsc_hz};
+    r.h = (struct pmclog_header){PMCLOG_INITIALIZE, (uint16_t)cpu_id(), sizeof r, rdtsc()};
+    if (out->pos + sizeof r > out->len) {
+        out->full = true;
+        return STATUS_SUCCESS;
+    }
+    NTSTATUS s = out->copy(out->ctx, out->pos, &r, sizeof r);
+    out->pos += NT_SUCCESS(s) ? sizeof r : 0;
+    return s;
+}
+
+NTSTATUS pmc_log_read(struct process *reader, uint64_t ubuf, uint64_t len, size_t *got)
 {
     mutex_lock(&log_mutex);
     *got = 0;
@@ -338,7 +357,11 @@ NTSTATUS sample_log_read(struct process *reader, uint64_t ubuf, uint64_t len, si
     }
     NTSTATUS s = STATUS_SUCCESS;
     struct ring_sink out = {.copy = copy_out, .ctx = (void *)(uintptr_t)ubuf, .len = len};
-    for (unsigned cpu = 0; cpu < ncpus && NT_SUCCESS(s) && !out.full; cpu++) {
+    if (!log_initialized) {
+        s = initialize_record(&out);
+        log_initialized = NT_SUCCESS(s) && !out.full;
+    }
+    for (unsigned cpu = 0; log_initialized && cpu < ncpus && NT_SUCCESS(s) && !out.full; cpu++) {
         struct ring *r = &logs[cpu].ring;
         s = ring_drain(r, &out);
         // Samples dropped so far on this CPU, after the records it did keep.
@@ -352,7 +375,7 @@ NTSTATUS sample_log_read(struct process *reader, uint64_t ubuf, uint64_t len, si
     return s;
 }
 
-NTSTATUS sample_log_flush(struct process *caller)
+NTSTATUS pmc_log_flush(struct process *caller)
 {
     if (READ_ONCE(log_owner) != caller)
         return READ_ONCE(log_owner) ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
@@ -360,7 +383,7 @@ NTSTATUS sample_log_flush(struct process *caller)
     return STATUS_SUCCESS;
 }
 
-void sample_log_stats(struct pmc_driver_stats *out)
+void pmc_log_stats(struct pmc_driver_stats *out)
 {
     out->ncpus = ncpus;
     out->log_configured = READ_ONCE(log_ready);
