@@ -21,24 +21,9 @@ static struct process *me(void)
 static NTSTATUS lookup_pmc(uint64_t h, struct pmc **out)
 {
     struct object *o;
-    NTSTATUS s = handle_lookup(&me()->handles, (HANDLE)h, OBJ_PMC, &o);
+    NTSTATUS s = sys_object(h, OBJ_PMC, &o);
     if (NT_SUCCESS(s))
         *out = pmc_from_object(o);
-    return s;
-}
-
-static void put_pmc(struct pmc *m)
-{
-    object_unref(&m->obj);
-}
-
-// A process handle (NtCurrentProcess() included): a new reference.
-static NTSTATUS lookup_process(uint64_t h, struct process **out)
-{
-    struct object *o;
-    NTSTATUS s = handle_lookup(&me()->handles, (HANDLE)h, OBJ_PROCESS, &o);
-    if (NT_SUCCESS(s))
-        *out = (struct process *)o;
     return s;
 }
 
@@ -66,38 +51,21 @@ uint64_t do_NtPmcAllocate(const uint64_t *a, struct trapframe *tf)
     return STATUS(s);
 }
 
-// Attach and detach need rights over the target: itself, its child, or the
-// privilege (as for NtCreateProfile on another process).
-static uint64_t attach_detach(const uint64_t *a, bool attach)
+// The calls that take a PMC and a number or a process. Attach and detach
+// need rights over the target: itself, its child, or the privilege (as for
+// NtCreateProfile on another process).
+enum op { OP_ATTACH, OP_DETACH, OP_SET_COUNT, OP_START, OP_STOP, OP_WRITE };
+
+static NTSTATUS with_process(struct pmc *m, uint64_t h, bool attach)
 {
-    struct pmc *m;
     struct process *p;
-    NTSTATUS s = lookup_pmc(a[0], &m);
-    if (!NT_SUCCESS(s))
-        return STATUS(s);
-    s = lookup_process(a[1], &p);
+    NTSTATUS s = sys_process(h, &p);
     if (NT_SUCCESS(s)) {
         s = attach ? pmc_attach(m, me(), p) : pmc_detach(m, me(), p);
         object_unref(&p->obj);
     }
-    put_pmc(m);
-    return STATUS(s);
+    return s;
 }
-
-uint64_t do_NtPmcAttach(const uint64_t *a, struct trapframe *tf)
-{
-    UNUSED(tf);
-    return attach_detach(a, true);
-}
-
-uint64_t do_NtPmcDetach(const uint64_t *a, struct trapframe *tf)
-{
-    UNUSED(tf);
-    return attach_detach(a, false);
-}
-
-// The calls that take a PMC and one number.
-enum op { OP_SET_COUNT, OP_START, OP_STOP, OP_WRITE };
 
 static uint64_t simple(const uint64_t *a, enum op op)
 {
@@ -106,38 +74,30 @@ static uint64_t simple(const uint64_t *a, enum op op)
     if (!NT_SUCCESS(s))
         return STATUS(s);
     switch (op) {
+    case OP_ATTACH: s = with_process(m, a[1], true); break;
+    case OP_DETACH: s = with_process(m, a[1], false); break;
     case OP_SET_COUNT: s = pmc_set_count(m, a[1]); break;
     case OP_START: s = pmc_start(m, me()); break;
     case OP_STOP: s = pmc_stop(m); break;
     case OP_WRITE: s = pmc_write(m, a[1]); break;
     }
-    put_pmc(m);
+    object_unref(&m->obj);
     return STATUS(s);
 }
 
-uint64_t do_NtPmcSetCount(const uint64_t *a, struct trapframe *tf)
-{
-    UNUSED(tf);
-    return simple(a, OP_SET_COUNT);
-}
-
-uint64_t do_NtPmcStart(const uint64_t *a, struct trapframe *tf)
-{
-    UNUSED(tf);
-    return simple(a, OP_START);
-}
-
-uint64_t do_NtPmcStop(const uint64_t *a, struct trapframe *tf)
-{
-    UNUSED(tf);
-    return simple(a, OP_STOP);
-}
-
-uint64_t do_NtPmcWrite(const uint64_t *a, struct trapframe *tf)
-{
-    UNUSED(tf);
-    return simple(a, OP_WRITE);
-}
+// Their entries in the system-call table, one line each.
+#define PMC_CALL(name, op) \
+    uint64_t do_##name(const uint64_t *a, struct trapframe *tf) \
+    { \
+        UNUSED(tf); \
+        return simple(a, op); \
+    }
+PMC_CALL(NtPmcAttach, OP_ATTACH)
+PMC_CALL(NtPmcDetach, OP_DETACH)
+PMC_CALL(NtPmcSetCount, OP_SET_COUNT)
+PMC_CALL(NtPmcStart, OP_START)
+PMC_CALL(NtPmcStop, OP_STOP)
+PMC_CALL(NtPmcWrite, OP_WRITE)
 
 // NtPmcRead (the value) and NtPmcQuery (with time enabled and running).
 static NTSTATUS query(uint64_t h, struct pmc_value *v)
@@ -147,7 +107,7 @@ static NTSTATUS query(uint64_t h, struct pmc_value *v)
     if (!NT_SUCCESS(s))
         return s;
     s = pmc_read(m, v);
-    put_pmc(m);
+    object_unref(&m->obj);
     return s;
 }
 
@@ -184,7 +144,7 @@ uint64_t do_NtPmcGetMsr(const uint64_t *a, struct trapframe *tf)
     if (!NT_SUCCESS(s))
         return STATUS(s);
     s = pmc_rdpmc_index(m, me(), &index);
-    put_pmc(m);
+    object_unref(&m->obj);
     if (NT_SUCCESS(s))
         s = copy_to_user(a[1], &index, sizeof index);
     return STATUS(s);

@@ -82,11 +82,9 @@ static NTSTATUS validate(const struct create_args *c, struct process **target)
     if (!as_range_writable(&me->as, buffer, buffer_size))
         return STATUS_ACCESS_VIOLATION;
     if (c->process) {
-        struct object *o;
-        s = handle_lookup(&me->handles, c->process, OBJ_PROCESS, &o);
+        s = sys_process((uint64_t)c->process, target);
         if (!NT_SUCCESS(s))
             return s;
-        *target = (struct process *)o;
         if (!process_may_control(me, *target)) {
             s = STATUS_ACCESS_DENIED;
             goto fail;
@@ -183,34 +181,33 @@ uint64_t do_NtCreateProfile(const uint64_t *a, struct trapframe *tf)
 static NTSTATUS lookup(uint64_t h, struct kprofile **out)
 {
     struct object *o;
-    NTSTATUS s = handle_lookup(&process_current()->handles, (HANDLE)h, OBJ_PROFILE, &o);
+    NTSTATUS s = sys_object(h, OBJ_PROFILE, &o);
     if (NT_SUCCESS(s))
         *out = (struct kprofile *)o;
     return s;
 }
 
+static uint64_t start_stop(uint64_t h, bool start)
+{
+    struct kprofile *p;
+    NTSTATUS s = lookup(h, &p);
+    if (!NT_SUCCESS(s))
+        return STATUS(s);
+    s = start ? KeStartProfile(p) : KeStopProfile(p);
+    object_unref(&p->obj);
+    return STATUS(s);
+}
+
 uint64_t do_NtStartProfile(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
-    struct kprofile *p;
-    NTSTATUS s = lookup(a[0], &p);
-    if (!NT_SUCCESS(s))
-        return STATUS(s);
-    s = KeStartProfile(p);
-    object_unref(&p->obj);
-    return STATUS(s);
+    return start_stop(a[0], true);
 }
 
 uint64_t do_NtStopProfile(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
-    struct kprofile *p;
-    NTSTATUS s = lookup(a[0], &p);
-    if (!NT_SUCCESS(s))
-        return STATUS(s);
-    s = KeStopProfile(p);
-    object_unref(&p->obj);
-    return STATUS(s);
+    return start_stop(a[0], false);
 }
 
 uint64_t do_NtQueryIntervalProfile(const uint64_t *a, struct trapframe *tf)

@@ -97,20 +97,11 @@ uint64_t do_SysSpawn(const uint64_t *a, struct trapframe *tf)
     return STATUS(s);
 }
 
-static NTSTATUS lookup_process(uint64_t h, struct process **out)
-{
-    struct object *o;
-    NTSTATUS s = handle_lookup(&me()->handles, (HANDLE)h, OBJ_PROCESS, &o);
-    if (NT_SUCCESS(s))
-        *out = (struct process *)o;
-    return s;
-}
-
 uint64_t do_SysResume(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
     struct process *p;
-    NTSTATUS s = lookup_process(a[0], &p);
+    NTSTATUS s = sys_process(a[0], &p);
     if (!NT_SUCCESS(s))
         return STATUS(s);
     process_resume(p);
@@ -126,7 +117,7 @@ uint64_t do_SysWait(const uint64_t *a, struct trapframe *tf)
     // Probe the result pointer first so a bad one fails without waiting.
     NTSTATUS s = copy_to_user(a[1], &status, sizeof status);
     if (NT_SUCCESS(s))
-        s = lookup_process(a[0], &p);
+        s = sys_process(a[0], &p);
     if (!NT_SUCCESS(s))
         return STATUS(s);
     if (p == me()) {
@@ -148,7 +139,7 @@ uint64_t do_SysProcessId(const uint64_t *a, struct trapframe *tf)
     NTSTATUS s = copy_to_user(a[1], &pid, sizeof pid);
     struct process *p;
     if (NT_SUCCESS(s))
-        s = lookup_process(a[0], &p);
+        s = sys_process(a[0], &p);
     if (!NT_SUCCESS(s))
         return STATUS(s);
     pid = p->pid;

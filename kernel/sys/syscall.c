@@ -5,6 +5,8 @@
 #include "arch/x86/msr.h"
 #include "arch/x86/percpu.h"
 #include "arch/x86/trap.h"
+#include "core/handle.h"
+#include "core/process.h"
 #include "core/sched.h"
 #include "core/uaccess.h"
 #include "core/swevent.h"
@@ -36,6 +38,20 @@ void syscall_counts(unsigned nr, uint64_t *calls, uint64_t *failed)
         *calls += READ_ONCE(counts[c][nr].calls);
         *failed += READ_ONCE(counts[c][nr].failed);
     }
+}
+
+NTSTATUS sys_object(uint64_t handle, int type, struct object **out)
+{
+    return handle_lookup(&process_current()->handles, (HANDLE)handle, (enum object_type)type, out);
+}
+
+NTSTATUS sys_process(uint64_t handle, struct process **out)
+{
+    struct object *o;
+    NTSTATUS s = sys_object(handle, OBJ_PROCESS, &o);
+    if (NT_SUCCESS(s))
+        *out = (struct process *)o; // the object is the process's first member
+    return s;
 }
 
 void syscall_dispatch(struct trapframe *tf)

@@ -10,6 +10,15 @@ typedef uint64_t (*syscall_fn)(const uint64_t *a, struct trapframe *tf);
 // A system call's NTSTATUS as its result in rax: the 32-bit code, zero-extended.
 #define STATUS(s) ((uint64_t)(uint32_t)(s))
 
+struct object;
+struct process;
+// The object a handle of the calling process names (NT's pseudo-handles
+// included), when it is of type: a new reference, which the caller drops
+// with object_unref. STATUS_INVALID_HANDLE or STATUS_OBJECT_TYPE_MISMATCH.
+NTSTATUS sys_object(uint64_t handle, int type, struct object **out);
+// The same for a process handle.
+NTSTATUS sys_process(uint64_t handle, struct process **out);
+
 #define SYSCALL_DECLARE(num, name, nargs) \
     uint64_t do_##name(const uint64_t *a, struct trapframe *tf);
 SYSCALL_LIST(SYSCALL_DECLARE)

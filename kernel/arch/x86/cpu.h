@@ -85,30 +85,18 @@ static inline uint64_t rdtsc(void)
     return ((uint64_t)hi << 32) | lo;
 }
 
-static inline uint64_t read_cr0(void)
-{
-    uint64_t v;
-    __asm__ volatile("mov %%cr0, %0" : "=r"(v));
-    return v;
-}
-static inline uint64_t read_cr2(void)
-{
-    uint64_t v;
-    __asm__ volatile("mov %%cr2, %0" : "=r"(v));
-    return v;
-}
-static inline uint64_t read_cr3(void)
-{
-    uint64_t v;
-    __asm__ volatile("mov %%cr3, %0" : "=r"(v));
-    return v;
-}
-static inline uint64_t read_cr4(void)
-{
-    uint64_t v;
-    __asm__ volatile("mov %%cr4, %0" : "=r"(v));
-    return v;
-}
+// read_cr0, read_cr2, read_cr3, read_cr4: a control register's value.
+#define READ_CR(n) \
+    static inline uint64_t read_cr##n(void) \
+    { \
+        uint64_t v; \
+        __asm__ volatile("mov %%cr" #n ", %0" : "=r"(v)); \
+        return v; \
+    }
+READ_CR(0)
+READ_CR(2)
+READ_CR(3)
+READ_CR(4)
 static inline void write_cr3(uint64_t v)
 {
     __asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory");
