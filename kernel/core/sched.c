@@ -108,13 +108,17 @@ static void kick_idle_cpu(void)
     }
 }
 
-static sched_switch_watcher switch_watchers[SCHED_SWITCH_WATCHERS];
+static struct {
+    sched_switch_watcher fn;
+    const volatile uint32_t *busy;
+} switch_watchers[SCHED_SWITCH_WATCHERS];
 static unsigned nswitch_watchers;
 
-void sched_watch_switches(sched_switch_watcher fn)
+void sched_watch_switches(sched_switch_watcher fn, const volatile uint32_t *busy)
 {
     assert(nswitch_watchers < SCHED_SWITCH_WATCHERS);
-    switch_watchers[nswitch_watchers] = fn;
+    switch_watchers[nswitch_watchers].fn = fn;
+    switch_watchers[nswitch_watchers].busy = busy;
     __atomic_store_n(&nswitch_watchers, nswitch_watchers + 1, __ATOMIC_RELEASE);
 }
 
@@ -126,7 +130,8 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
     cur->cpu_ns += now - cur->run_start_ns;
     unsigned watchers = __atomic_load_n(&nswitch_watchers, __ATOMIC_ACQUIRE);
     for (unsigned i = 0; i < watchers; i++)
-        switch_watchers[i](c, cur, next, now);
+        if (__builtin_expect(*switch_watchers[i].busy != 0, 0))
+            switch_watchers[i].fn(c, cur, next, now);
     next->run_start_ns = now;
     next->state = T_RUNNING;
     next->cpu = (int)c->id;

@@ -61,12 +61,13 @@ struct thread *current_thread(void);
 // the scheduler naming them (the PMC layer's switch records and
 // process-virtual counters, the context-switch counters). Each is called by switch_to
 // when c switches from cur to next at now (clock_ns), with rq_lock held and
-// interrupts off, and must return at once when it has nothing to do: it runs
-// at every switch.
+// interrupts off, while the watcher's word *busy is non-zero: a switch with
+// no watcher busy costs a load and a test for each.
 typedef void (*sched_switch_watcher)(struct cpu *c, struct thread *cur, struct thread *next,
                                      uint64_t now);
 #define SCHED_SWITCH_WATCHERS 4
-void sched_watch_switches(sched_switch_watcher fn); // at boot, before the first switch
+// At boot, before the first switch.
+void sched_watch_switches(sched_switch_watcher fn, const volatile uint32_t *busy);
 
 // Called on every scheduler tick, in the timer interrupt, while set: the PMC
 // layer rotates multiplexed hardware counts (profile/pmc_counting.c).

@@ -17,8 +17,8 @@
 #include "profile/pmc_log.h"
 
 static struct {
-    volatile bool on; // a session records switches
-    uint32_t owner;   // its log's owner, by pid
+    volatile uint32_t on; // a session records switches
+    uint32_t owner;       // its log's owner, by pid
     uint32_t events[PMC_CSWITCH_MAX_EVENTS];
     unsigned nevents;
     struct pmc_count *hw[PMC_CSWITCH_MAX_EVENTS]; // hardware events: [ncpus], a row each
@@ -41,8 +41,6 @@ static uint64_t cswitch_value(struct cpu *c, unsigned i)
 static void cswitch_record(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now)
 {
     UNUSED(now);
-    if (!READ_ONCE(cs.on))
-        return;
     struct pmclog_cswitch r = {.h.type = PMCLOG_CSWITCH, .nevents = cs.nevents};
     r.old_pid = cur->proc ? cur->proc->pid : 0;
     r.new_pid = next->proc ? next->proc->pid : 0;
@@ -129,7 +127,7 @@ static NTSTATUS start_locked(struct process *owner, const uint32_t *events, unsi
     }
     smp_call_all(cswitch_hw_on_cpu, (void *)1); // the counters run before the first record
     cs.owner = owner->pid;
-    __atomic_store_n(&cs.on, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&cs.on, 1, __ATOMIC_RELEASE);
     return STATUS_SUCCESS;
 }
 
@@ -137,7 +135,7 @@ static NTSTATUS stop_locked(void)
 {
     if (!cs.on)
         return STATUS_PROFILING_NOT_STARTED;
-    __atomic_store_n(&cs.on, false, __ATOMIC_RELEASE);
+    __atomic_store_n(&cs.on, 0, __ATOMIC_RELEASE);
     smp_call_all(cswitch_hw_on_cpu, NULL); // also: no switch is still writing a record
     cswitch_hw_free();
     cs.nevents = 0;
@@ -174,6 +172,6 @@ static void cswitch_owner_exit(struct process *p, enum process_event event)
 
 void cswitch_counters_init(void)
 {
-    sched_watch_switches(cswitch_record);
+    sched_watch_switches(cswitch_record, &cs.on);
     process_watch(cswitch_owner_exit);
 }

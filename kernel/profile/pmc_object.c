@@ -443,12 +443,10 @@ static void process_switch(struct process *out, struct process *in, uint64_t now
     spin_unlock(&pmc_lock);
 }
 
-// The context-switch hook (core/sched.h): one load when no PMC has work.
+// The switch watcher (core/sched.h), called while some target has switch work.
 static void pmc_context_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now)
 {
     UNUSED(c);
-    if (!__atomic_load_n(&switch_work, __ATOMIC_RELAXED))
-        return;
     struct process *out = cur->proc, *in = next->proc;
     out = out && READ_ONCE(profile_of(out)->pmc_switch_work) ? out : NULL;
     in = in && READ_ONCE(profile_of(in)->pmc_switch_work) ? in : NULL;
@@ -460,5 +458,5 @@ void pmc_object_init(void)
 {
     nkinds = 0;
     process_watch(pmc_process_event);
-    sched_watch_switches(pmc_context_switch);
+    sched_watch_switches(pmc_context_switch, &switch_work);
 }

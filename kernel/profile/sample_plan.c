@@ -152,15 +152,18 @@ void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_fram
         sample_and_plan(source, f, cpu_id()); // a tail call: the fast path saves no register
         return;
     }
+    // Everything read before the buckets' atomic adds, which the compiler
+    // must assume may write the plan.
     struct kprofile *sys_p = plan->count[0], *own_p = plan->count[1];
+    const struct pmc_plan *pmc = plan->pmc;
     (*plan->samples[0])++;
     (*plan->samples[1])++;
     if (sys_p)
         count_bucket(sys_p, ip);
     if (own_p)
         count_bucket(own_p, ip);
-    if (plan->pmc)
-        pmc_plan_sample(plan->pmc, f); // PMCs and the PMC log (pmc_sampling.c)
+    if (pmc)
+        pmc_plan_sample(pmc, f); // PMCs and the PMC log (pmc_sampling.c)
 }
 
 void sample_plan_init(void)

@@ -26,7 +26,10 @@ static struct thread idle[MAX_CPUS];
 static unsigned objects_live;
 static process_watcher process_watchers[PROCESS_WATCHERS];
 static unsigned nprocess_watchers;
-static sched_switch_watcher switch_watchers[SCHED_SWITCH_WATCHERS];
+static struct {
+    sched_switch_watcher fn;
+    const volatile uint32_t *busy;
+} switch_watchers[SCHED_SWITCH_WATCHERS];
 static unsigned nswitch_watchers;
 static struct profile_process areas[16]; // a process's area, by pid % 16
 struct ke_host_log ke_host_log;
@@ -36,9 +39,10 @@ void process_watch(process_watcher fn)
     process_watchers[nprocess_watchers++] = fn;
 }
 
-void sched_watch_switches(sched_switch_watcher fn)
+void sched_watch_switches(sched_switch_watcher fn, const volatile uint32_t *busy)
 {
-    switch_watchers[nswitch_watchers++] = fn;
+    switch_watchers[nswitch_watchers].fn = fn;
+    switch_watchers[nswitch_watchers++].busy = busy;
 }
 
 void ke_host_reset(unsigned n)
@@ -101,7 +105,8 @@ static void switch_here(void *arg)
     struct thread *next = a->next ? a->next : &idle[c->id];
     struct thread *cur = c->current;
     for (unsigned i = 0; i < nswitch_watchers; i++)
-        switch_watchers[i](c, cur, next, clock_ns());
+        if (*switch_watchers[i].busy)
+            switch_watchers[i].fn(c, cur, next, clock_ns());
     c->current = next;
     c->current_process = next->proc;
     next->cpu = (int)c->id;
