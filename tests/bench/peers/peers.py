@@ -28,6 +28,7 @@ import argparse, base64, glob, gzip, io, lzma, os, re, statistics, struct, subpr
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree for bench.py
 sys.path.insert(0, os.path.dirname(HERE))
 from bench import QEMU, ICOUNT  # the emulator's flags are `make bench`'s own
 
