@@ -4,6 +4,7 @@
 #   make test       every test (host unit tests, hosted pmc tests, QEMU boots)
 #   make layers     the layer check on the built objects (tests/layers)
 #   make bench      benchmark figures (boot time against a bare multiboot2 kernel)
+#   make bench-peers  Linux's perf sampling the same workloads in the same emulator (docs/bench-peers.md)
 #   make profile-demo  the profiler end to end, with gprof reading its histogram
 #   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
 #   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC
@@ -219,6 +220,14 @@ $(BUILD)/bench/hello.iso: tests/bench/hello.asm tests/bench/hello.ld
 
 bench: deps $(ISO) $(BUILD)/bench/hello.iso
 	@tests/bench/bench.py
+
+# The cost of a sample under Debian's Linux and perf, booted in the same
+# emulator with the same flags (docs/bench-peers.md). Installs
+# linux-image-amd64, linux-perf and busybox-static when missing. Not part of
+# `make test`; `BENCH_PEERS=1 make bench` runs it after the bench.
+.PHONY: bench-peers
+bench-peers: deps $(USER_OUT)/bench
+	@tests/bench/peers/peers.py
 
 # 1,000,000 random system calls from 4 processes on 4 CPUs; no panic, no leak.
 FUZZ_SEED ?= 1

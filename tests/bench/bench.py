@@ -21,6 +21,9 @@ Figures (the notes column gives each one's target, where it has one):
   boot_ratio  wall time from QEMU start to the end of kernel init for
       build/os.iso on -smp 4 under TCG, divided by the time a bare multiboot2
       "hello" ISO takes to print its first line, median of 5 each
+  linux_*  with BENCH_PEERS=1 only: the same workloads sampled by Linux's perf
+      in the same emulator (`make bench-peers`, tests/bench/peers/peers.py,
+      docs/bench-peers.md), appended to build/bench.md
 """
 import os, re, statistics, subprocess, sys, time
 
@@ -137,6 +140,8 @@ def main():
     os.makedirs("build", exist_ok=True)
     with open("build/bench.md", "w") as f:
         f.write("\n".join(table) + "\n")
+    if os.environ.get("BENCH_PEERS") == "1":
+        subprocess.run([sys.executable, "tests/bench/peers/peers.py"], check=True)
 
 
 def calib_error(text):
