@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include "lib/abi.h"
 #include "check.h"
+#include "statfmt.h"
 
 int checks, failed;
 
@@ -260,49 +261,45 @@ static int type_line(const char *script, char *buf, size_t size)
     return n;
 }
 
+// Keystrokes typed at the prompt, in order (the history carries over), and
+// what readline must return: the count and the line (want NULL: only the count).
+static const struct {
+    const char *keys;
+    size_t size; // the buffer's; 0 for all of it
+    int n;
+    const char *want;
+    const char *name;
+} typed[] = {
+    {"ls -l\n", 0, 5, "ls -l", "a line"},
+    {"abx\x7f"
+     "c\n",
+     0, 3, "abc", "DEL"},
+    {"ab\bc\n", 0, 2, "ac", "backspace"},
+    {"\x7f\x7fok\n", 0, 2, "ok", "backspace on an empty line"},
+    {"junk\x15pwd\n", 0, 3, "pwd", "ctrl-U"},
+    {"\x1b[A\n", 0, 3, "pwd", "up = last line"},
+    {"\x1b[A\x1b[A\x1b[A\n", 0, 2, "ac", "up three times (repeats are stored once)"},
+    {"new\x1b[A\x1b[B\n", 0, 3, "new", "down returns to the draft"},
+    {"\x1b[1;5A\x1b[C\n", 0, 3, "new", "modified arrows and other sequences"},
+    {"abcdefghij\n", 5, 4, "abcd", "buffer limit"},
+    {"x\x03", 0, 0, "", "ctrl-C abandons"},
+    {"eof", 0, -1, NULL, "end of input"},
+    {"\t\x01z\r", 0, 1, "z", "control characters ignored, CR ends"},
+};
+
 static void test_readline(void)
 {
     char buf[64];
-    CHECK(type_line("ls -l\n", buf, sizeof buf) == 5 && strcmp(buf, "ls -l") == 0,
-          "readline: a line");
-    CHECK(strcmp(echo, "$ ls -l\n") == 0, "readline: prompt and echo");
-    CHECK(type_line("abx\x7f"
-                    "c\n",
-                    buf, sizeof buf) == 3 &&
-              strcmp(buf, "abc") == 0,
-          "readline: DEL");
-    CHECK(type_line("ab\bc\n", buf, sizeof buf) == 2 && strcmp(buf, "ac") == 0,
-          "readline: backspace");
-    CHECK(type_line("\x7f\x7fok\n", buf, sizeof buf) == 2 && strcmp(buf, "ok") == 0,
-          "readline: backspace on an empty line");
-    CHECK(type_line("junk\x15pwd\n", buf, sizeof buf) == 3 && strcmp(buf, "pwd") == 0,
-          "readline: ctrl-U");
-    CHECK(type_line("\x1b[A\n", buf, sizeof buf) == 3 && strcmp(buf, "pwd") == 0,
-          "readline: up = last line");
-    CHECK(type_line("\x1b[A\x1b[A\x1b[A\n", buf, sizeof buf) == 2 && strcmp(buf, "ac") == 0,
-          "readline: up three times (repeats are stored once)");
-    CHECK(type_line("new\x1b[A\x1b[B\n", buf, sizeof buf) == 3 && strcmp(buf, "new") == 0,
-          "readline: down returns to the draft");
-    CHECK(type_line("\x1b[1;5A\x1b[C\n", buf, sizeof buf) == 3 && strcmp(buf, "new") == 0,
-          "readline: modified arrows and other sequences");
-    CHECK(type_line("abcdefghij\n", buf, 5) == 4 && strcmp(buf, "abcd") == 0,
-          "readline: buffer limit");
-    CHECK(type_line("x\x03", buf, sizeof buf) == 0 && buf[0] == 0, "readline: ctrl-C abandons");
-    CHECK(type_line("eof", buf, sizeof buf) == -1, "readline: end of input");
-    CHECK(type_line("\t\x01z\r", buf, sizeof buf) == 1 && strcmp(buf, "z") == 0,
-          "readline: control characters ignored, CR ends");
+    for (size_t i = 0; i < sizeof typed / sizeof typed[0]; i++) {
+        int n = type_line(typed[i].keys, buf, typed[i].size ? typed[i].size : sizeof buf);
+        CHECK(n == typed[i].n && (!typed[i].want || strcmp(buf, typed[i].want) == 0),
+              "readline: %s", typed[i].name);
+        if (i == 0)
+            CHECK(strcmp(echo, "$ ls -l\n") == 0, "readline: prompt and echo");
+    }
 }
 
 // profile stat's integer arithmetic (statfmt.c), against values worked by hand.
-uint64_t stat_muldiv(uint64_t a, uint64_t b, uint64_t c);
-uint64_t stat_scale(uint64_t count, uint64_t enabled, uint64_t running);
-unsigned stat_running_permille(uint64_t running, uint64_t enabled);
-uint64_t stat_ratio_x100(uint64_t a, uint64_t b);
-uint64_t stat_mean(const uint64_t *v, unsigned n);
-uint64_t stat_rel_stderr_x100(const uint64_t *v, unsigned n);
-int stat_fmt_fixed(char *buf, size_t size, uint64_t value_scaled, unsigned decimals);
-uint64_t stat_isqrt(uint64_t v);
-
 static void test_statfmt(void)
 {
     CHECK(stat_muldiv(1ull << 40, 1ull << 40, 1ull << 41) == 1ull << 39,
