@@ -413,10 +413,7 @@ static int helper_racer(const char *arg)
     return (int)failed;
 }
 
-static const struct helper {
-    const char *name;
-    int (*run)(const char *arg);
-} helpers[] = {
+static const struct child_helper helpers[] = {
     {"exit", helper_exit},   {"spin", helper_spin},   {"sleep", helper_sleep},
     {"chain", helper_chain}, {"ender", helper_ender}, {"grandparent", helper_grandparent},
     {"racer", helper_racer},
@@ -1201,6 +1198,8 @@ static int churn_once(enum churn_end end, uint32_t flags, unsigned round)
 // kernel's counters must be back where they were.
 static void test_churn(void)
 {
+    if (child_argc > 3) // the driver's rounds
+        rounds = (unsigned)strtoul(child_argv[3], NULL, 0);
     uint32_t flags[2] = {0, privileged() ? SPAWN_PRIVILEGED : 0};
     for (int e = 0; e < 2 * CHURN_ENDS; e++) // warm up: first-time allocations are not leaks
         churn_once((enum churn_end)(e % CHURN_ENDS), flags[e / CHURN_ENDS], (unsigned)e);
@@ -1466,62 +1465,37 @@ static const struct child_test tests[] = {
     {"churn", test_churn, EXITS_0, SPAWN_PRIVILEGED},
 };
 
-#define NTESTS (sizeof tests / sizeof tests[0])
-
-// ---------------------------------------------------------------------------
-// The child side: `ntprofiletests --child NAME [ARG]`.
-
-static int child_main(int argc, char **argv)
+// `ntprofiletests [rounds=N] [NAME...]`: after the plan, the CPUs and rounds.
+static void note(const struct driver *d)
 {
-    const char *name = argv[2];
-    test_name = name;
-    for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
-        if (strcmp(helpers[i].name, name) == 0)
-            return helpers[i].run(argc > 3 ? argv[3] : "");
-    if (argc > 3)
-        rounds = (unsigned)strtoul(argv[3], NULL, 0);
-    int status = run_in_child(tests, NTESTS, name);
-    if (status < 0)
-        printf("# ntprofiletests: no test or helper called %s\n", name);
-    return status < 0 ? 2 : status;
+    printf("# ntprofiletests: %u CPUs online, %u churn rounds%s\n", online_cpus(), rounds,
+           d->privileged ? "" : ", unprivileged");
 }
 
-// ---------------------------------------------------------------------------
-// The driver.
+static char rounds_arg[16]; // every test child's ARG: the rounds
 
-// `ntprofiletests [rounds=N] [NAME...]`: rounds=N is ours; the NAMEs select
-// tests (they are gathered at the front of argv).
-static int driver_main(int argc, char **argv)
+static struct suite suite = {
+    SUITE_TABLES(helpers, tests),
+    .name = "ntprofiletests",
+    .driver.timeout_ms = TEST_TIMEOUT_MS,
+    .driver.arg = rounds_arg,
+    .driver.skip_why = "needs the privilege (try sudo ntprofiletests)",
+    .driver.timed = 1,
+    .driver.note = note,
+};
+
+// rounds=N is ours (a test child's arguments never look like it); the NAMEs
+// that select tests are gathered at the front of argv.
+int main(int argc, char **argv)
 {
-    int nnames = 0;
+    int kept = 1;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "rounds=", 7) == 0)
             rounds = (unsigned)strtoul(argv[i] + 7, NULL, 0);
         else
-            argv[1 + nnames++] = argv[i];
+            argv[kept++] = argv[i];
     }
-    char arg[16]; // every test child's: the rounds
-    snprintf(arg, sizeof arg, "%u", rounds);
-    struct driver d = {
-        .tests = tests,
-        .ntests = NTESTS,
-        .names = argv + 1,
-        .nnames = nnames,
-        .timeout_ms = TEST_TIMEOUT_MS,
-        .arg = arg,
-        .skip_why = "needs the privilege (try sudo ntprofiletests)",
-        .timed = 1,
-    };
-    driver_start(&d);
-    printf("# ntprofiletests: %u CPUs online, %u churn rounds%s\n", online_cpus(), rounds,
-           d.privileged ? "" : ", unprivileged");
-    return driver_run(&d, "ntprofiletests");
-}
-
-int main(int argc, char **argv)
-{
-    self = argc > 0 && argv[0][0] ? argv[0] : "ntprofiletests";
-    if (argc >= 2 && strcmp(argv[1], "--child") == 0)
-        return argc >= 3 ? child_main(argc, argv) : 2;
-    return driver_main(argc, argv);
+    argv[kept] = NULL;
+    snprintf(rounds_arg, sizeof rounds_arg, "%u", rounds);
+    return suite_main(kept, argv, &suite);
 }

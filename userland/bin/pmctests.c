@@ -702,10 +702,7 @@ static int helper_exit(const char *arg)
     return atoi(arg);
 }
 
-static const struct {
-    const char *name;
-    int (*run)(const char *arg);
-} helpers[] = {
+static const struct child_helper helpers[] = {
     {"exit", helper_exit},
     {"spin", helper_spin},
     {"other_owner", helper_other_owner},
@@ -728,28 +725,15 @@ static const struct child_test tests[] = {
     {"tmp", test_tmp, EXITS_0, 0},
 };
 
-#define NTESTS (sizeof tests / sizeof tests[0])
+static struct suite suite = {
+    SUITE_TABLES(helpers, tests),
+    .name = "pmctests",
+    .driver.timeout_ms = TEST_TIMEOUT_MS,
+    .driver.skip_why = "needs the privilege (try sudo pmctests)",
+    .driver.timed = 1,
+};
 
 int main(int argc, char **argv)
 {
-    self = argc > 0 && argv[0][0] ? argv[0] : "pmctests";
-    if (argc >= 3 && strcmp(argv[1], "--child") == 0) {
-        test_name = argv[2];
-        for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
-            if (strcmp(helpers[i].name, argv[2]) == 0)
-                return helpers[i].run(argc > 3 ? argv[3] : "");
-        int status = run_in_child(tests, NTESTS, argv[2]);
-        return status < 0 ? 2 : status;
-    }
-    struct driver d = {
-        .tests = tests,
-        .ntests = NTESTS,
-        .names = argv + 1,
-        .nnames = argc - 1,
-        .timeout_ms = TEST_TIMEOUT_MS,
-        .skip_why = "needs the privilege (try sudo pmctests)",
-        .timed = 1,
-    };
-    driver_start(&d);
-    return driver_run(&d, "pmctests");
+    return suite_main(argc, argv, &suite);
 }

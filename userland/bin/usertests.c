@@ -70,14 +70,15 @@ static int helper_sleep(const char *arg)
 
 static const char *const passed_args[] = {"one", "two words", "", "last"};
 
-// argv should be: self --child args one "two words" "" last
-static int helper_args_check(int argc, char **argv)
+// The child's argv should be: self --child args one "two words" "" last
+static int helper_args(const char *arg)
 {
+    (void)arg; // the first of them
     int n = sizeof passed_args / sizeof passed_args[0];
-    if (argc != 3 + n || argv[argc] != NULL)
+    if (child_argc != 3 + n || child_argv[child_argc] != NULL)
         return 1;
     for (int i = 0; i < n; i++)
-        if (strcmp(argv[3 + i], passed_args[i]) != 0)
+        if (strcmp(child_argv[3 + i], passed_args[i]) != 0)
             return 2 + i;
     return 0;
 }
@@ -120,12 +121,9 @@ static int helper_priv(const char *arg)
     return p && p->privileged == (uint32_t)atoi(arg) ? 0 : 1;
 }
 
-static const struct helper {
-    const char *name;
-    int (*run)(const char *arg);
-} helpers[] = {
+static const struct child_helper helpers[] = {
     {"exit", helper_exit}, {"spin", helper_spin}, {"sleep", helper_sleep},
-    {"work", helper_work}, {"priv", helper_priv},
+    {"work", helper_work}, {"priv", helper_priv}, {"args", helper_args},
 };
 
 // ---------------------------------------------------------------------------
@@ -644,7 +642,13 @@ static ULONG profile_buf[4096];
 static char scratch[256];
 static size_t scratch_got;
 static uint32_t scratch_count;
-static const char *exit0_argv[] = {"usertests", "--child", "exit", "0", NULL};
+// `self --child exit 0`: a child that exits at once.
+static const char **exit0_argv(void)
+{
+    static const char *argv[] = {"usertests", "--child", "exit", "0", NULL};
+    argv[0] = self;
+    return argv;
+}
 
 static NTSTATUS via_write(void *p)
 {
@@ -674,7 +678,7 @@ static NTSTATUS reap(NTSTATUS s, HANDLE *h, int is_process)
 static NTSTATUS via_spawn_path(void *p)
 {
     HANDLE h = NULL;
-    return reap(SysSpawn(p, exit0_argv, 0, &h), &h, 1);
+    return reap(SysSpawn(p, exit0_argv(), 0, &h), &h, 1);
 }
 static NTSTATUS via_spawn_argv(void *p)
 {
@@ -689,7 +693,7 @@ static NTSTATUS via_spawn_arg(void *p)
 }
 static NTSTATUS via_spawn_handle(void *p)
 {
-    return SysSpawn(self, exit0_argv, 0, p);
+    return SysSpawn(self, exit0_argv(), 0, p);
 }
 static NTSTATUS via_wait(void *p)
 {
@@ -906,7 +910,7 @@ static void bad_pointers_each_call(uintptr_t hole)
                                        profile_buf, sizeof profile_buf, ProfileTime, 1);
     EXPECT(NT_SUCCESS(profile), "NtCreateProfile (for SysProfileStats): %s",
            nt_status_name(profile));
-    NTSTATUS child = SysSpawn(self, exit0_argv, 0, &valid_child); // for SysWait
+    NTSTATUS child = SysSpawn(self, exit0_argv(), 0, &valid_child); // for SysWait
     EXPECT(NT_SUCCESS(child), "spawn: %s", nt_status_name(child));
 
     for (size_t c = 0; c < sizeof pointer_calls / sizeof pointer_calls[0]; c++) {
@@ -1132,49 +1136,15 @@ static const struct child_test tests[] = {
     {"fault_after_unmap", fault_after_unmap, KILLED, 0},
 };
 
-#define NTESTS (sizeof tests / sizeof tests[0])
-
-// ---------------------------------------------------------------------------
-// The child side: `usertests --child NAME [ARG]`.
-
-static int child_main(int argc, char **argv)
-{
-    const char *name = argv[2];
-    test_name = name;
-    if (strcmp(name, "args") == 0)
-        return helper_args_check(argc, argv);
-    for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
-        if (strcmp(helpers[i].name, name) == 0)
-            return helpers[i].run(argc > 3 ? argv[3] : "");
-    int status = run_in_child(tests, NTESTS, name);
-    if (status < 0)
-        printf("# usertests: no test or helper called %s\n", name);
-    return status < 0 ? 2 : status;
-}
-
-// ---------------------------------------------------------------------------
-// The driver.
-
 // `usertests NAME...`: only the tests whose names contain one of the NAMEs.
-static int driver_main(int argc, char **argv)
-{
-    struct driver d = {
-        .tests = tests,
-        .ntests = NTESTS,
-        .names = argv + 1,
-        .nnames = argc - 1,
-        .timeout_ms = TEST_TIMEOUT_MS,
-        .skip_why = "usertests does not hold the privilege (try sudo usertests)",
-    };
-    driver_start(&d);
-    return driver_run(&d, "usertests");
-}
+static struct suite suite = {
+    SUITE_TABLES(helpers, tests),
+    .name = "usertests",
+    .driver.timeout_ms = TEST_TIMEOUT_MS,
+    .driver.skip_why = "usertests does not hold the privilege (try sudo usertests)",
+};
 
 int main(int argc, char **argv)
 {
-    self = argc > 0 && argv[0][0] ? argv[0] : "usertests";
-    exit0_argv[0] = self;
-    if (argc >= 2 && strcmp(argv[1], "--child") == 0)
-        return argc >= 3 ? child_main(argc, argv) : 2;
-    return driver_main(argc, argv);
+    return suite_main(argc, argv, &suite);
 }

@@ -1,6 +1,6 @@
 // childtest: the harness shared by the test suites that run each test in a
-// child process of its own (usertests, ntprofiletests; stress borrows
-// spawn_child).
+// child process of its own (usertests, ntprofiletests, pmctests; stress
+// borrows spawn_child).
 //
 // A suite is one program in two roles. The driver spawns `PROGRAM --child
 // NAME [ARG]` for each test, so that a test that crashes, hangs or corrupts
@@ -94,6 +94,18 @@ struct child_test {
 // that name.
 int run_in_child(const struct child_test *tests, size_t n, const char *name);
 
+// A helper: what a test spawns (`self --child NAME ARG`) for a process of its
+// own that does NAME with ARG (exit with a status, spin, sleep, ...).
+struct child_helper {
+    const char *name;
+    int (*run)(const char *arg); // ARG, "" when there is none; returns the exit status
+};
+
+// The child's whole command line, `self --child NAME [ARG...]`, for a helper
+// or test that reads more than ARG.
+extern int child_argc;
+extern char **child_argv;
+
 // ---------------------------------------------------------------------------
 // The driver's side.
 
@@ -107,6 +119,7 @@ struct driver {
     const char *arg;      // given to every test child after its name; NULL for none
     const char *skip_why; // the SKIP reason of a privileged test when the driver is not
     int timed;            // print "# NAME: N ms" once each test child has ended
+    void (*note)(const struct driver *d); // prints the suite's "#" lines after the plan; or NULL
     // Kept by driver_start and driver_run:
     int privileged;               // whether the driver holds the privilege
     NTSTATUS before_status;       // SysSelfCheck's answer at the start, and
@@ -141,3 +154,27 @@ int same_counters(const struct sys_self_check *a, const struct sys_self_check *b
 // process a little after SysWait returns (on another CPU), so this gives them
 // up to two seconds, then reports those that differ.
 int counters_settled(const struct sys_self_check *before);
+
+// ---------------------------------------------------------------------------
+// A suite: one program in both roles.
+
+struct suite {
+    const char *name; // the program's, and the KTAP summary's
+    const struct child_helper *helpers;
+    size_t nhelpers;
+    struct driver driver; // the tests and the driver's settings (names come from argv)
+};
+
+// A suite's tables, from its arrays of helpers and tests: the first
+// initializers of its struct suite.
+#define SUITE_TABLES(h, t) \
+    .helpers = (h), .nhelpers = sizeof(h) / sizeof(h)[0], .driver.tests = (t), \
+    .driver.ntests = sizeof(t) / sizeof(t)[0]
+
+// A suite's main. Sets self (argv[0], else the suite's name). As
+// `self --child NAME [ARG...]`: runs the helper called NAME with ARG, else the
+// test called NAME (run_in_child's status), else prints "# SUITE: no test or
+// helper called NAME" and returns 2 (2 too without a NAME). Otherwise the
+// driver over the tests named on the command line: driver_start, the note,
+// driver_run.
+int suite_main(int argc, char **argv, struct suite *s);
