@@ -709,14 +709,29 @@ static void test_start_stop(void)
     EXPECT_STATUS(NtClose(me), STATUS_SUCCESS);
 }
 
+// ProfileTime's row of SysProfileSources (a failed check when there is none).
+static struct sys_profile_source *time_row(void)
+{
+    struct sys_profile_source *r = source_row(ProfileTime);
+    EXPECT(r != NULL, "SysProfileSources has no ProfileTime row");
+    return r;
+}
+
+// A source the HAL cannot run is queried like any other: success, interval 0.
+static void expect_no_interval(KPROFILE_SOURCE source, const char *what)
+{
+    ULONG v = 0xDEADBEEF;
+    EXPECT_STATUS(NtQueryIntervalProfile(source, &v), STATUS_SUCCESS);
+    EXPECT(v == 0, "%s: interval %u, expected 0", what, v);
+}
+
 // NtQueryIntervalProfile: the HAL's interval; 0 (with success) when unsupported.
 // The interval in force is whatever the system has (the shell sets 1,221 at
 // start): only its agreement with the HAL and its range are checked here;
 // test_set_interval sets the default and reads it back.
 static void test_query_interval(void)
 {
-    struct sys_profile_source *r = source_row(ProfileTime);
-    EXPECT(r != NULL, "SysProfileSources has no ProfileTime row");
+    struct sys_profile_source *r = time_row();
     if (!r)
         return;
     uint64_t row_interval = r->interval, row_default = r->default_interval;
@@ -731,18 +746,14 @@ static void test_query_interval(void)
     // ProfileMaximum ends the source table: no row, and queried like any
     // source the HAL cannot run (success, interval 0).
     EXPECT(source_row(ProfileMaximum) == NULL, "SysProfileSources lists ProfileMaximum");
-    v = 0xDEADBEEF;
-    EXPECT_STATUS(NtQueryIntervalProfile(ProfileMaximum, &v), STATUS_SUCCESS);
-    EXPECT(v == 0, "ProfileMaximum: interval %u, expected 0", v);
+    expect_no_interval(ProfileMaximum, "ProfileMaximum");
     KPROFILE_SOURCE bad = unsupported_source();
     if (bad != ProfileSourceCount) {
-        v = 0xDEADBEEF;
-        EXPECT_STATUS(NtQueryIntervalProfile(bad, &v), STATUS_SUCCESS);
-        EXPECT(v == 0, "unsupported source %u: interval %u, expected 0", bad, v);
+        char what[40];
+        snprintf(what, sizeof what, "unsupported source %u", bad);
+        expect_no_interval(bad, what);
     }
-    v = 0xDEADBEEF;
-    EXPECT_STATUS(NtQueryIntervalProfile(ProfileSourceCount, &v), STATUS_SUCCESS);
-    EXPECT(v == 0, "unknown source: interval %u, expected 0", v);
+    expect_no_interval(ProfileSourceCount, "unknown source");
     EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, NULL), STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, (ULONG *)KERNEL_IMAGE),
                   STATUS_ACCESS_VIOLATION);
@@ -752,8 +763,7 @@ static void test_query_interval(void)
 // NtSetIntervalProfile with the privilege: set, clamp to the HAL's range, restore.
 static void test_set_interval(void)
 {
-    struct sys_profile_source *r = source_row(ProfileTime);
-    EXPECT(r != NULL, "SysProfileSources has no ProfileTime row");
+    struct sys_profile_source *r = time_row();
     if (!r)
         return;
     uint64_t min = r->min_interval, max = r->max_interval;
