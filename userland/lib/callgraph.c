@@ -266,11 +266,10 @@ struct fstat {
 static int by_total(const void *a, const void *b)
 {
     const struct fstat *x = a, *y = b;
-    if (x->total != y->total)
-        return x->total > y->total ? -1 : 1;
-    if (x->self != y->self)
-        return x->self > y->self ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
+    int c = cmp_down(x->total, y->total);
+    if (!c)
+        c = cmp_down(x->self, y->self);
+    return c ? c : cmp_up(x->id, y->id);
 }
 
 // Self and inclusive counts per function; sorted by inclusive. Caller frees.
@@ -325,9 +324,8 @@ struct edge {
 static int by_count(const void *a, const void *b)
 {
     const struct edge *x = a, *y = b;
-    if (x->count != y->count)
-        return x->count > y->count ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
+    int c = cmp_down(x->count, y->count);
+    return c ? c : cmp_up(x->id, y->id);
 }
 
 static void print_edges(const struct callgraph *cg, struct edge *e, size_t n, uint64_t whole,
@@ -392,9 +390,8 @@ struct folded {
 static int by_folded(const void *a, const void *b)
 {
     const struct folded *x = a, *y = b;
-    if (x->count != y->count)
-        return x->count > y->count ? -1 : 1;
-    return strcmp(x->stack, y->stack);
+    int c = cmp_down(x->count, y->count);
+    return c ? c : strcmp(x->stack, y->stack);
 }
 
 void callgraph_print_folded(const struct callgraph *cg, const char *prefix)

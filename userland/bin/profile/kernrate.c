@@ -60,9 +60,8 @@ struct func_row {
 static int by_hits(const void *a, const void *b)
 {
     const struct func_row *x = a, *y = b;
-    if (x->hits != y->hits)
-        return x->hits > y->hits ? -1 : 1;
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
+    int c = cmp_down(x->hits, y->hits);
+    return c ? c : cmp_up(x->addr, y->addr);
 }
 
 // Hits per function: each bucket goes to the function containing its first
