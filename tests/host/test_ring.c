@@ -34,6 +34,13 @@ static bool put(struct ring *r, uint32_t size, uint32_t max, uint64_t seq)
     return true;
 }
 
+// Records 1..n of size bytes each, reserving what they use.
+static void fill(struct ring *r, uint64_t n, uint32_t size)
+{
+    for (uint64_t seq = 1; seq <= n; seq++)
+        put(r, size, size, seq);
+}
+
 // A reader's destination: memory, with a copy that fails at byte fail_at.
 static uint8_t out[4096];
 static uint64_t fail_at = UINT64_MAX;
@@ -122,9 +129,7 @@ static void check_wrap_needs_room(void)
     static uint64_t mem[128 / 8];
     struct ring r;
     ring_init(&r, mem, sizeof mem);
-    put(&r, 40, 40, 1);
-    put(&r, 40, 40, 2);
-    put(&r, 40, 40, 3);
+    fill(&r, 3, 40);
     struct ring_sink s = sink(40);
     ring_drain(&r, &s);
     CHECK(r.head - r.tail == 80 && !put(&r, 48, 48, 4) && r.head == 120 && r.lost == 1,
@@ -214,8 +219,7 @@ static void check_failed_copy(void)
     static uint64_t mem[1024 / 8];
     struct ring r;
     ring_init(&r, mem, sizeof mem);
-    for (uint64_t seq = 1; seq <= 6; seq++)
-        put(&r, 32, 32, seq);
+    fill(&r, 6, 32);
     r.lost = 2;       // as if two had been lost
     fail_at = 3 * 32; // the fourth record's copy faults
     struct ring_sink s = sink(sizeof out);
@@ -275,8 +279,7 @@ static void check_clear(void)
     static uint64_t mem[256 / 8];
     struct ring r;
     ring_init(&r, mem, sizeof mem);
-    for (uint64_t seq = 1; seq <= 8; seq++)
-        put(&r, 64, 64, seq);
+    fill(&r, 8, 64);
     ring_clear(&r);
     struct ring_sink s = sink(sizeof out);
     CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && ring_drain_lost(&r, 0, 0, &s) == STATUS_SUCCESS &&
