@@ -14,6 +14,7 @@
 // include/childtest.h). Fault tests expect the kernel to kill the child
 // instead (exit status EXIT_STATUS_KILLED).
 #include <childtest.h>
+#include <mallocchurn.h>
 #include <clock.h>
 #include <process.h>
 #include <stddef.h>
@@ -421,45 +422,31 @@ static void test_map_no_leak(void)
 
 static void test_malloc_stress(void)
 {
-    enum { SLOTS = 200, ROUNDS = 4000 };
-    static uint8_t *slot[SLOTS];
+    enum { SLOTS = 200 };
+    static unsigned char *slot[SLOTS];
     static size_t size[SLOTS];
-    uint64_t seed = 0x2545F4914F6CDD1Dull;
-    for (int round = 0; round < ROUNDS; round++) {
-        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-        int i = (int)(seed % SLOTS);
-        if (slot[i]) { // check its contents, then free or resize it
-            size_t bad = 0;
-            for (size_t k = 0; k < size[i]; k++)
-                bad += slot[i][k] != (uint8_t)(i + k);
-            EXPECT(bad == 0, "block %d (%lu bytes): %lu bytes overwritten", i, size[i], bad);
-            if (seed & 0x100) {
-                free(slot[i]);
-                slot[i] = NULL;
-                continue;
-            }
-        }
-        size_t n = (seed >> 20) % 2000 + 1;
-        if ((seed >> 40) % 50 == 0)
-            n = 64 * 1024 + (seed >> 8) % (200 * 1024); // now and then a large one
-        uint8_t *p = slot[i] ? realloc(slot[i], n) : malloc(n);
-        EXPECT(p != NULL, "allocating %lu bytes failed", n);
-        if (!p)
-            return;
-        EXPECT((uintptr_t)p % 16 == 0, "%p is not 16-byte aligned", (void *)p);
-        size_t keep = slot[i] && size[i] < n ? size[i] : slot[i] ? n : 0;
-        for (size_t k = 0; k < keep; k++) // realloc kept the old contents?
-            if (p[k] != (uint8_t)(i + k)) {
-                failf(__LINE__, "realloc lost byte %lu of block %d", k, i);
-                break;
-            }
-        for (size_t k = 0; k < n; k++)
-            p[k] = (uint8_t)(i + k);
-        slot[i] = p;
-        size[i] = n;
-    }
-    for (int i = 0; i < SLOTS; i++)
-        free(slot[i]);
+    struct malloc_churn c = {
+        .alloc = malloc,
+        .resize = realloc,
+        .release = free,
+        .slot = slot,
+        .size = size,
+        .slots = SLOTS,
+        .rounds = 4000,
+        .seed = 0x2545F4914F6CDD1Dull,
+        .small = 2000,
+        .large_every = 50,
+        .large_min = 64 * 1024,
+        .large_span = 200 * 1024,
+    };
+    malloc_churn_run(&c);
+    EXPECT(c.failed == 0, "allocating %lu bytes failed", c.failed);
+    if (c.failed)
+        return;
+    EXPECT(c.overwritten == 0, "%lu bytes of blocks overwritten", c.overwritten);
+    EXPECT(c.misaligned == 0, "%lu blocks not 16-byte aligned", c.misaligned);
+    EXPECT(c.lost == 0, "realloc lost %lu bytes", c.lost);
+    malloc_churn_free(&c);
     struct malloc_stats st;
     malloc_stats(&st);
     EXPECT(st.allocations == 0 && st.bytes_in_use == 0,

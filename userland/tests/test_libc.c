@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include "lib/abi.h"
 #include "check.h"
+#include "mallocchurn.h"
 #include "statfmt.h"
 
 int checks, failed;
@@ -120,42 +121,29 @@ static bool malloc_random(void)
     enum { SLOTS = 300 };
     static unsigned char *slot[SLOTS];
     static size_t size[SLOTS];
-    uint64_t seed = 88172645463325252ull;
-    bool intact = true, aligned = true, grown_ok = true;
-    for (int round = 0; round < 200000; round++) {
-        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-        int i = (int)(seed % SLOTS);
-        if (slot[i]) {
-            for (size_t k = 0; k < size[i]; k++)
-                intact &= slot[i][k] == (unsigned char)(i ^ k);
-            if (seed & 0x100) {
-                ul_free(slot[i]);
-                slot[i] = NULL;
-                continue;
-            }
-        }
-        size_t n = (seed >> 20) % 3000 + 1;
-        if ((seed >> 40) % 64 == 0)
-            n = 60000 + (seed >> 8) % 300000;
-        unsigned char *p = slot[i] ? ul_realloc(slot[i], n) : ul_malloc(n);
-        if (!p) {
-            CHECK(p, "allocation of %zu bytes", n);
-            return false;
-        }
-        aligned &= (uintptr_t)p % 16 == 0;
-        size_t keep = slot[i] ? (size[i] < n ? size[i] : n) : 0;
-        for (size_t k = 0; k < keep; k++)
-            grown_ok &= p[k] == (unsigned char)(i ^ k);
-        for (size_t k = 0; k < n; k++)
-            p[k] = (unsigned char)(i ^ k);
-        slot[i] = p;
-        size[i] = n;
+    struct malloc_churn c = {
+        .alloc = ul_malloc,
+        .resize = ul_realloc,
+        .release = ul_free,
+        .slot = slot,
+        .size = size,
+        .slots = SLOTS,
+        .rounds = 200000,
+        .seed = 88172645463325252ull,
+        .small = 3000,
+        .large_every = 64,
+        .large_min = 60000,
+        .large_span = 300000,
+    };
+    malloc_churn_run(&c);
+    if (c.failed) {
+        CHECK(!c.failed, "allocation of %zu bytes", c.failed);
+        return false;
     }
-    CHECK(intact, "malloc: no block was overwritten by another");
-    CHECK(aligned, "malloc: every block is 16-byte aligned");
-    CHECK(grown_ok, "realloc: contents kept");
-    for (int i = 0; i < SLOTS; i++)
-        ul_free(slot[i]);
+    CHECK(c.overwritten == 0, "malloc: no block was overwritten by another");
+    CHECK(c.misaligned == 0, "malloc: every block is 16-byte aligned");
+    CHECK(c.lost == 0, "realloc: contents kept");
+    malloc_churn_free(&c);
     ul_malloc_stats(&st);
     CHECK(st.allocations == 0 && st.bytes_in_use == 0, "malloc: all freed (%zu, %zu)",
           st.allocations, st.bytes_in_use);
