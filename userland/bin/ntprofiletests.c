@@ -414,9 +414,8 @@ static int helper_racer(const char *arg)
 }
 
 static const struct child_helper helpers[] = {
-    {"exit", helper_exit},   {"spin", helper_spin},   {"sleep", helper_sleep},
-    {"chain", helper_chain}, {"ender", helper_ender}, {"grandparent", helper_grandparent},
-    {"racer", helper_racer},
+    CHILD_HELPER(exit),  CHILD_HELPER(spin),        CHILD_HELPER(sleep), CHILD_HELPER(chain),
+    CHILD_HELPER(ender), CHILD_HELPER(grandparent), CHILD_HELPER(racer),
 };
 
 // ---------------------------------------------------------------------------
@@ -1457,22 +1456,22 @@ static void test_hal_race(void)
 // The table of tests.
 
 static const struct child_test tests[] = {
-    {"query_interval", test_query_interval, EXITS_0, 0},
-    {"create_validation", test_create_validation, EXITS_0, 0},
-    {"create_ex_validation", test_create_ex_validation, EXITS_0, 0},
-    {"start_stop", test_start_stop, EXITS_0, 0},
-    {"pseudo_handles", test_pseudo_handles, EXITS_0, 0},
-    {"privilege_denied", test_privilege_denied, EXITS_0, 0},
-    {"privilege_granted", test_privilege_granted, EXITS_0, SPAWN_PRIVILEGED},
-    {"set_interval", test_set_interval, EXITS_0, SPAWN_PRIVILEGED},
-    {"guard_pages", test_guard_pages, EXITS_0, SPAWN_PRIVILEGED},
-    {"unmap_while_started", test_unmap_while_started, EXITS_0, SPAWN_PRIVILEGED},
-    {"close_while_started", test_close_while_started, EXITS_0, SPAWN_PRIVILEGED},
-    {"two_profiles", test_two_profiles, EXITS_0, SPAWN_PRIVILEGED},
-    {"system_all_cpus", test_system_all_cpus, EXITS_0, SPAWN_PRIVILEGED},
-    {"hal_race", test_hal_race, EXITS_0, SPAWN_PRIVILEGED},
-    {"limit", test_limit, EXITS_0, 0},
-    {"churn", test_churn, EXITS_0, SPAWN_PRIVILEGED},
+    CHILD_TEST(query_interval),
+    CHILD_TEST(create_validation),
+    CHILD_TEST(create_ex_validation),
+    CHILD_TEST(start_stop),
+    CHILD_TEST(pseudo_handles),
+    CHILD_TEST(privilege_denied),
+    CHILD_TEST_PRIVILEGED(privilege_granted),
+    CHILD_TEST_PRIVILEGED(set_interval),
+    CHILD_TEST_PRIVILEGED(guard_pages),
+    CHILD_TEST_PRIVILEGED(unmap_while_started),
+    CHILD_TEST_PRIVILEGED(close_while_started),
+    CHILD_TEST_PRIVILEGED(two_profiles),
+    CHILD_TEST_PRIVILEGED(system_all_cpus),
+    CHILD_TEST_PRIVILEGED(hal_race),
+    CHILD_TEST(limit),
+    CHILD_TEST_PRIVILEGED(churn),
 };
 
 // `ntprofiletests [rounds=N] [NAME...]`: after the plan, the CPUs and rounds.

@@ -89,6 +89,15 @@ struct child_test {
     uint32_t flags; // SysSpawn's; SPAWN_PRIVILEGED: run privileged (skipped when the driver is not)
 };
 
+// A table's rows, each naming its test once: test_NAME, run as "NAME", must
+// exit 0 (CHILD_TEST), the same run privileged (CHILD_TEST_PRIVILEGED), or
+// fault_NAME, run as "fault_NAME", must be killed (CHILD_FAULT).
+// clang-format off
+#define CHILD_TEST(name)            {#name, test_##name, EXITS_0, 0}
+#define CHILD_TEST_PRIVILEGED(name) {#name, test_##name, EXITS_0, SPAWN_PRIVILEGED}
+#define CHILD_FAULT(name)           {"fault_" #name, fault_##name, KILLED, 0}
+// clang-format on
+
 // The child's side: runs the test called name as test_name. Returns the
 // child's exit status (0 when every check passed), or -1 when no test has
 // that name.
@@ -100,6 +109,11 @@ struct child_helper {
     const char *name;
     int (*run)(const char *arg); // ARG, "" when there is none; returns the exit status
 };
+
+// A helpers table's row: helper_NAME, spawned as NAME.
+// clang-format off
+#define CHILD_HELPER(name) {#name, helper_##name}
+// clang-format on
 
 // The child's whole command line, `self --child NAME [ARG...]`, for a helper
 // or test that reads more than ARG.
