@@ -1484,11 +1484,8 @@ static void note(const struct driver *d)
 static char rounds_arg[16]; // every test child's ARG: the rounds
 
 static struct suite suite = {
-    SUITE_TABLES(helpers, tests),
-    .name = "ntprofiletests",
-    .driver.timeout_ms = TEST_TIMEOUT_MS,
+    SUITE("ntprofiletests", helpers, tests, TEST_TIMEOUT_MS),
     .driver.arg = rounds_arg,
-    .driver.skip_why = "needs the privilege (try sudo ntprofiletests)",
     .driver.timed = 1,
     .driver.note = note,
 };

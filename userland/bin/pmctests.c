@@ -726,14 +726,8 @@ static const struct child_test tests[] = {
 };
 
 static struct suite suite = {
-    SUITE_TABLES(helpers, tests),
-    .name = "pmctests",
-    .driver.timeout_ms = TEST_TIMEOUT_MS,
-    .driver.skip_why = "needs the privilege (try sudo pmctests)",
+    SUITE("pmctests", helpers, tests, TEST_TIMEOUT_MS),
     .driver.timed = 1,
 };
 
-int main(int argc, char **argv)
-{
-    return suite_main(argc, argv, &suite);
-}
+SUITE_MAIN(suite)

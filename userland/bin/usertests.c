@@ -1125,13 +1125,8 @@ static const struct child_test tests[] = {
 
 // `usertests NAME...`: only the tests whose names contain one of the NAMEs.
 static struct suite suite = {
-    SUITE_TABLES(helpers, tests),
-    .name = "usertests",
-    .driver.timeout_ms = TEST_TIMEOUT_MS,
+    SUITE("usertests", helpers, tests, TEST_TIMEOUT_MS),
     .driver.skip_why = "usertests does not hold the privilege (try sudo usertests)",
 };
 
-int main(int argc, char **argv)
-{
-    return suite_main(argc, argv, &suite);
-}
+SUITE_MAIN(suite)

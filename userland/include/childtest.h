@@ -131,7 +131,8 @@ struct driver {
     int nnames;           // (every test when there are none)
     uint64_t timeout_ms;  // a test child still running after this is killed
     const char *arg;      // given to every test child after its name; NULL for none
-    const char *skip_why; // the SKIP reason of a privileged test when the driver is not
+    const char *skip_why; // the SKIP reason of a privileged test when the driver is not;
+                          // NULL: "needs the privilege (try sudo SUITE)"
     int timed;            // print "# NAME: N ms" once each test child has ended
     void (*note)(const struct driver *d); // prints the suite's "#" lines after the plan; or NULL
     // Kept by driver_start and driver_run:
@@ -179,11 +180,12 @@ struct suite {
     struct driver driver; // the tests and the driver's settings (names come from argv)
 };
 
-// A suite's tables, from its arrays of helpers and tests: the first
-// initializers of its struct suite.
-#define SUITE_TABLES(h, t) \
-    .helpers = (h), .nhelpers = sizeof(h) / sizeof(h)[0], .driver.tests = (t), \
-    .driver.ntests = sizeof(t) / sizeof(t)[0]
+// What every suite sets, its name, arrays of helpers and tests and the
+// test children's timeout: the first initializers of its struct suite (the
+// others are optional).
+#define SUITE(suite_name, h, t, timeout) \
+    .name = (suite_name), .helpers = (h), .nhelpers = sizeof(h) / sizeof(h)[0], \
+    .driver.tests = (t), .driver.ntests = sizeof(t) / sizeof(t)[0], .driver.timeout_ms = (timeout)
 
 // A suite's main. Sets self (argv[0], else the suite's name). As
 // `self --child NAME [ARG...]`: runs the helper called NAME with ARG, else the
@@ -192,3 +194,10 @@ struct suite {
 // driver over the tests named on the command line: driver_start, the note,
 // driver_run.
 int suite_main(int argc, char **argv, struct suite *s);
+
+// The main of a suite that needs nothing before suite_main.
+#define SUITE_MAIN(s) \
+    int main(int argc, char **argv) \
+    { \
+        return suite_main(argc, argv, &(s)); \
+    }

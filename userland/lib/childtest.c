@@ -178,10 +178,14 @@ static int test_passed(const struct driver *d, const struct child_test *t)
     return 1;
 }
 
-static void run_test(struct driver *d, const struct child_test *t)
+static void run_test(struct driver *d, const struct child_test *t, const char *suite)
 {
     if ((t->flags & SPAWN_PRIVILEGED) && !d->privileged) {
-        printf("ok %d %s # SKIP %s\n", ++d->n, t->name, d->skip_why);
+        printf("ok %d %s # SKIP ", ++d->n, t->name);
+        if (d->skip_why)
+            printf("%s\n", d->skip_why);
+        else
+            printf("needs the privilege (try sudo %s)\n", suite);
         d->passed++;
         return;
     }
@@ -192,7 +196,7 @@ int driver_run(struct driver *d, const char *suite)
 {
     for (size_t i = 0; i < d->ntests; i++)
         if (selected(d, d->tests[i].name))
-            run_test(d, &d->tests[i]);
+            run_test(d, &d->tests[i], suite);
     int ok = NT_SUCCESS(d->before_status);
     if (!ok)
         printf("# leak_check: SysSelfCheck: %s\n", nt_status_name(d->before_status));
