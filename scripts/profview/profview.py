@@ -330,6 +330,24 @@ def do_diff_run(args):
     return do_diff(args, a, b)
 
 
+# Options more than one subcommand takes.
+OUT = [("--out", dict(default="build"))]
+TITLED = OUT + [("--title", {})]
+DIFF_OUTPUT = [("--html", {}), ("--a-name", {}), ("--b-name", {}), ("--top", dict(type=int, default=30))]
+
+# Each subcommand: what runs it, and its arguments in order.
+COMMANDS = {
+    "export": (do_export, [("input", {})] + TITLED),
+    "folded": (do_folded, [("input", {})]),
+    "annotate": (do_annotate, [("input", {}), ("--func", dict(required=True)), ("--prog", {})]),
+    "diff": (do_diff, [("a", {}), ("b", {})] + DIFF_OUTPUT),
+    "flamegraph": (do_flamegraph, [("--prog", {})] + TITLED),
+    "annotate-run": (do_annotate_run, [("--prog", {}), ("--func", {})] + OUT),
+    "diff-run": (do_diff_run, [("--prog", {}), ("--a", dict(dest="a_side", default="run -b 2")),
+                               ("--b", dict(dest="b_side", default="run -b 8"))] + OUT + DIFF_OUTPUT),
+}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="profview.py", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -338,43 +356,12 @@ def main(argv=None):
     ap.add_argument("--vendor", default="build/profview/node_modules", help="the installed renderer")
     ap.add_argument("--timeout", type=int, default=300, help="seconds for a QEMU session")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("export")
-    s.add_argument("input")
-    s.add_argument("--out", default="build")
-    s.add_argument("--title")
-    s = sub.add_parser("folded")
-    s.add_argument("input")
-    s = sub.add_parser("annotate")
-    s.add_argument("input")
-    s.add_argument("--func", required=True)
-    s.add_argument("--prog")
-    s = sub.add_parser("diff")
-    s.add_argument("a")
-    s.add_argument("b")
-    s.add_argument("--html")
-    s.add_argument("--a-name")
-    s.add_argument("--b-name")
-    s.add_argument("--top", type=int, default=30)
-    s = sub.add_parser("flamegraph")
-    s.add_argument("--prog")
-    s.add_argument("--out", default="build")
-    s.add_argument("--title")
-    s = sub.add_parser("annotate-run")
-    s.add_argument("--prog")
-    s.add_argument("--func")
-    s.add_argument("--out", default="build")
-    s = sub.add_parser("diff-run")
-    s.add_argument("--prog")
-    s.add_argument("--a", dest="a_side", default="run -b 2")
-    s.add_argument("--b", dest="b_side", default="run -b 8")
-    s.add_argument("--out", default="build")
-    s.add_argument("--html")
-    s.add_argument("--a-name")
-    s.add_argument("--b-name")
-    s.add_argument("--top", type=int, default=30)
+    for name, (_, arguments) in COMMANDS.items():
+        s = sub.add_parser(name)
+        for flag, options in arguments:
+            s.add_argument(flag, **options)
     args = ap.parse_args(argv)
-    run = {"export": do_export, "folded": do_folded, "annotate": do_annotate, "diff": do_diff,
-           "flamegraph": do_flamegraph, "annotate-run": do_annotate_run, "diff-run": do_diff_run}[args.cmd]
+    run = COMMANDS[args.cmd][0]
     try:
         return run(args)
     except (OSError, ValueError, subprocess.CalledProcessError) as e:

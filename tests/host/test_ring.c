@@ -34,6 +34,13 @@ static bool put(struct ring *r, uint32_t size, uint32_t max, uint64_t seq)
     return true;
 }
 
+// Records 1..n of size bytes each, reserving what they use.
+static void fill(struct ring *r, uint64_t n, uint32_t size)
+{
+    for (uint64_t seq = 1; seq <= n; seq++)
+        put(r, size, size, seq);
+}
+
 // A reader's destination: memory, with a copy that fails at byte fail_at.
 static uint8_t out[4096];
 static uint64_t fail_at = UINT64_MAX;
@@ -79,6 +86,14 @@ static unsigned walk(uint64_t len, uint64_t *first_seq, uint64_t *last_seq, bool
     return n;
 }
 
+// Whether out[0, len) holds n whole records, numbered first to last in order.
+static bool holds(uint64_t len, unsigned n, uint64_t first, uint64_t last)
+{
+    uint64_t f = 0, l = 0;
+    bool ok;
+    return walk(len, &f, &l, &ok) == n && ok && f == first && l == last;
+}
+
 static void check_wrap_pad(void)
 {
     static uint64_t mem[128 / 8];
@@ -107,10 +122,7 @@ static void check_wrap_pad(void)
         t->fill[i] = 4 ^ (uint64_t)i;
     ring_commit(&r, 40);
     s = sink(sizeof out);
-    uint64_t first = 0, last = 0;
-    bool ok;
-    CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && !s.full && s.pos == 80 &&
-              walk(s.pos, &first, &last, &ok) == 2 && ok && first == 3 && last == 4,
+    CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && !s.full && s.pos == 80 && holds(s.pos, 2, 3, 4),
           "ring: the drain skips the pad: records 3, then 4 from the start");
     CHECK(r.tail == r.head && r.head == 168, "ring: empty after the drain, pad counted in head");
 }
@@ -122,9 +134,7 @@ static void check_wrap_needs_room(void)
     static uint64_t mem[128 / 8];
     struct ring r;
     ring_init(&r, mem, sizeof mem);
-    put(&r, 40, 40, 1);
-    put(&r, 40, 40, 2);
-    put(&r, 40, 40, 3);
+    fill(&r, 3, 40);
     struct ring_sink s = sink(40);
     ring_drain(&r, &s);
     CHECK(r.head - r.tail == 80 && !put(&r, 48, 48, 4) && r.head == 120 && r.lost == 1,
@@ -132,10 +142,7 @@ static void check_wrap_needs_room(void)
     CHECK(put(&r, 40, 40, 5) && r.head == 168,
           "ring: a 40-byte record fits (8 of pad, 40 from the start)");
     s = sink(sizeof out);
-    uint64_t first = 0, last = 0;
-    bool ok;
-    CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && walk(s.pos, &first, &last, &ok) == 3 && ok &&
-              first == 2 && last == 5,
+    CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && holds(s.pos, 3, 2, 5),
           "ring: records 2, 3 and 5 intact");
 }
 
@@ -153,10 +160,7 @@ static void check_full_loses(void)
     CHECK(delivered == logged + r.lost, "ring: delivered = logged + lost (%lu = %lu + %lu)",
           (unsigned long)delivered, (unsigned long)logged, (unsigned long)r.lost);
     struct ring_sink s = sink(sizeof out);
-    uint64_t first = 0, last = 0;
-    bool ok;
-    CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && s.pos == 5 * 48 &&
-              walk(s.pos, &first, &last, &ok) == 5 && ok && first == 1 && last == 5,
+    CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && s.pos == 5 * 48 && holds(s.pos, 5, 1, 5),
           "ring: a full ring keeps the oldest records (1-5): the new ones were lost");
     CHECK(ring_drain_lost(&r, 3, 99, &s) == STATUS_SUCCESS && s.pos == 5 * 48 + 24,
           "ring: the lost count becomes one record after them");
@@ -164,6 +168,8 @@ static void check_full_loses(void)
     CHECK(l->h.type == PMCLOG_LOST && l->h.cpu == 3 && l->h.size == sizeof *l && l->h.tsc == 99 &&
               l->count == 5,
           "ring: PMCLOG_LOST of cpu 3 at tsc 99, count 5");
+    uint64_t first, last;
+    bool ok;
     uint64_t logged_in_log = walk(5 * 48, &first, &last, &ok);
     CHECK(delivered == logged_in_log + l->count,
           "ring: delivered = records in the log + the LOST record's count");
@@ -214,8 +220,7 @@ static void check_failed_copy(void)
     static uint64_t mem[1024 / 8];
     struct ring r;
     ring_init(&r, mem, sizeof mem);
-    for (uint64_t seq = 1; seq <= 6; seq++)
-        put(&r, 32, 32, seq);
+    fill(&r, 6, 32);
     r.lost = 2;       // as if two had been lost
     fail_at = 3 * 32; // the fourth record's copy faults
     struct ring_sink s = sink(sizeof out);
@@ -223,10 +228,7 @@ static void check_failed_copy(void)
           "ring: a copy that fails stops the drain with its status, after three records");
     fail_at = UINT64_MAX;
     s = sink(sizeof out);
-    uint64_t first = 0, last = 0;
-    bool ok;
-    CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && walk(s.pos, &first, &last, &ok) == 3 && ok &&
-              first == 4 && last == 6,
+    CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && holds(s.pos, 3, 4, 6),
           "ring: the next drain starts at the record whose copy failed (4-6)");
     fail_at = s.pos; // the LOST record's copy faults
     CHECK(ring_drain_lost(&r, 0, 1, &s) == STATUS_ACCESS_VIOLATION && r.lost_reported == 0,
@@ -259,11 +261,8 @@ static void check_max_size(void)
           "ring: reserving max, committing 40 bytes (a short chain), once max is free");
     CHECK(!put(&r, 40, max, 5), "ring: max is not free after those 40 bytes: lost");
     s = sink(sizeof out);
-    uint64_t first = 0, last = 0;
-    bool ok;
-    CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && walk(s.pos, &first, &last, &ok) == 2 && ok &&
-              first == 2 && last == 4 && ring_drain_lost(&r, 5, 0, &s) == STATUS_SUCCESS &&
-              s.pos == max + 40 + 24,
+    CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && holds(s.pos, 2, 2, 4) &&
+              ring_drain_lost(&r, 5, 0, &s) == STATUS_SUCCESS && s.pos == max + 40 + 24,
           "ring: the drain hands out record 2 (max bytes), record 4 (40), then a LOST record");
     const struct pmclog_lost *l = (const void *)(out + max + 40);
     CHECK(l->h.type == PMCLOG_LOST && l->count == 2 && l->h.cpu == 5,
@@ -275,8 +274,7 @@ static void check_clear(void)
     static uint64_t mem[256 / 8];
     struct ring r;
     ring_init(&r, mem, sizeof mem);
-    for (uint64_t seq = 1; seq <= 8; seq++)
-        put(&r, 64, 64, seq);
+    fill(&r, 8, 64);
     ring_clear(&r);
     struct ring_sink s = sink(sizeof out);
     CHECK(ring_drain(&r, &s) == STATUS_SUCCESS && ring_drain_lost(&r, 0, 0, &s) == STATUS_SUCCESS &&

@@ -11,50 +11,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <workload.h>
 
 #define DEFAULT_ITERATIONS 1000000000ul
 
-// gcc could otherwise emit a specialised copy ("calib_a.constprop.0") whose
-// name the profiler would report instead. Each function starts on a 256-byte
-// boundary, so buckets of up to 256 bytes (profile -b 8) still separate them.
-#if defined(__GNUC__) && !defined(__clang__)
-#define CALIB_FN __attribute__((noinline, noclone, used, aligned(256)))
-#else
-#define CALIB_FN __attribute__((noinline, used, aligned(256)))
-#endif
-
-// The loop: five instructions per iteration, nothing the compiler can drop.
-#define CALIB_LOOP(n, x) \
-    __asm__ volatile("1:\n\t" \
-                     "add %[n], %[x]\n\t" \
-                     "rol $7, %[x]\n\t" \
-                     "xor $0x5a5a, %[x]\n\t" \
-                     "dec %[n]\n\t" \
-                     "jnz 1b" \
-                     : [n] "+r"(n), [x] "+r"(x) \
-                     : \
-                     : "cc")
-
-CALIB_FN uint64_t calib_a(uint64_t n, uint64_t x)
-{
-    if (n)
-        CALIB_LOOP(n, x);
-    return x;
-}
-
-CALIB_FN uint64_t calib_b(uint64_t n, uint64_t x)
-{
-    if (n)
-        CALIB_LOOP(n, x);
-    return x;
-}
-
-CALIB_FN uint64_t calib_c(uint64_t n, uint64_t x)
-{
-    if (n)
-        CALIB_LOOP(n, x);
-    return x;
-}
+// Each function starts on a 256-byte boundary, so buckets of up to 256 bytes
+// (profile -b 8) still separate them.
+WORKLOAD_LEAF(calib_a, 256)
+WORKLOAD_LEAF(calib_b, 256)
+WORKLOAD_LEAF(calib_c, 256)
 
 int main(int argc, char **argv)
 {

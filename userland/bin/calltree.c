@@ -26,55 +26,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syscall.h>
+#include <workload.h>
 
 #define DEFAULT_ITERATIONS 100000000ul
-
-#if defined(__GNUC__) && !defined(__clang__)
-#define CT_FN __attribute__((noinline, noclone, used, aligned(64)))
-#else
-#define CT_FN __attribute__((noinline, used, aligned(64)))
-#endif
-
-#define CT_LOOP(cnt, acc) \
-    __asm__ volatile("1:\n\t" \
-                     "add %[n], %[x]\n\t" \
-                     "rol $7, %[x]\n\t" \
-                     "xor $0x5a5a, %[x]\n\t" \
-                     "dec %[n]\n\t" \
-                     "jnz 1b" \
-                     : [n] "+r"(cnt), [x] "+r"(acc) \
-                     : \
-                     : "cc")
 
 // Keeps x live across the call: the call cannot be a tail call.
 #define CT_USE(x) __asm__ volatile("" : "+r"(x))
 
-CT_FN uint64_t ct_leaf(uint64_t n, uint64_t x)
-{
-    if (n)
-        CT_LOOP(n, x);
-    return x;
-}
+WORKLOAD_LEAF(ct_leaf, 64)
 
-CT_FN uint64_t ct_left(uint64_t self, uint64_t leaf, uint64_t x)
-{
-    if (self)
-        CT_LOOP(self, x);
-    x = ct_leaf(leaf, x);
-    CT_USE(x);
-    return x;
-}
+// Defines name(self, leaf, x): self iterations of its own, then leaf in ct_leaf.
+#define CT_CALLER(name) \
+    WORKLOAD_FN(64) uint64_t name(uint64_t self, uint64_t leaf, uint64_t x) \
+    { \
+        if (self) \
+            WORKLOAD_LOOP(self, x); \
+        x = ct_leaf(leaf, x); \
+        CT_USE(x); \
+        return x; \
+    }
 
-CT_FN uint64_t ct_right(uint64_t self, uint64_t leaf, uint64_t x)
-{
-    if (self)
-        CT_LOOP(self, x);
-    x = ct_leaf(leaf, x);
-    CT_USE(x);
-    return x;
-}
+CT_CALLER(ct_left)
+CT_CALLER(ct_right)
 
-CT_FN uint64_t ct_syscalls(uint64_t n)
+WORKLOAD_FN(64) uint64_t ct_syscalls(uint64_t n)
 {
     struct sys_clock c = {0};
     uint64_t sum = 0;
@@ -120,7 +95,7 @@ int main(int argc, char **argv)
            total);
     uint64_t x = 1;
     if (self)
-        CT_LOOP(self, x);
+        WORKLOAD_LOOP(self, x);
     x = ct_left(2 * tenth, 4 * tenth, x);
     CT_USE(x);
     x = ct_right(tenth, 2 * tenth, x);

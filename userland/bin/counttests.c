@@ -6,6 +6,7 @@
 //
 //   counttests                 every test, KTAP lines, "counttests: N passed, N failed"
 //   counttests --child faults N   touch N demand pages, then exit
+#include <ktapcheck.h>
 #include <nt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,18 +15,10 @@
 
 #define PAGE 4096
 
-static int checks, failed;
+int checks, failed;
 static const char *self = "counttests";
 
-#define CHECK(cond, ...) \
-    do { \
-        checks++; \
-        int ok_ = (cond); \
-        printf("%sok %d - ", ok_ ? "" : "not ", checks); \
-        printf(__VA_ARGS__); \
-        printf("\n"); \
-        failed += !ok_; \
-    } while (0)
+#define CHECK(cond, ...) ktap_check(!!(cond), " - ", __VA_ARGS__)
 
 static HANDLE alloc(uint32_t event, uint32_t mode, uint32_t flags, uint32_t cpu, NTSTATUS *st)
 {

@@ -10,33 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <workload.h>
 
-#define WORKER __attribute__((noinline, aligned(256)))
-
-// Four instructions an iteration, nothing the compiler can drop.
-#define SPIN(n, x) \
-    __asm__ volatile("1:\n\t" \
-                     "add %[n], %[x]\n\t" \
-                     "rol $3, %[x]\n\t" \
-                     "dec %[n]\n\t" \
-                     "jnz 1b" \
-                     : [n] "+r"(n), [x] "+r"(x) \
-                     : \
-                     : "cc")
-
-WORKER uint64_t faulty_a(uint64_t n, uint64_t x)
-{
-    if (n)
-        SPIN(n, x);
-    return x;
-}
-
-WORKER uint64_t faulty_b(uint64_t n, uint64_t x)
-{
-    if (n)
-        SPIN(n, x);
-    return x;
-}
+WORKLOAD_LEAF(faulty_a, 256)
+WORKLOAD_LEAF(faulty_b, 256)
 
 int main(int argc, char **argv)
 {

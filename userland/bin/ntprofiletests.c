@@ -413,13 +413,9 @@ static int helper_racer(const char *arg)
     return (int)failed;
 }
 
-static const struct helper {
-    const char *name;
-    int (*run)(const char *arg);
-} helpers[] = {
-    {"exit", helper_exit},   {"spin", helper_spin},   {"sleep", helper_sleep},
-    {"chain", helper_chain}, {"ender", helper_ender}, {"grandparent", helper_grandparent},
-    {"racer", helper_racer},
+static const struct child_helper helpers[] = {
+    CHILD_HELPER(exit),  CHILD_HELPER(spin),        CHILD_HELPER(sleep), CHILD_HELPER(chain),
+    CHILD_HELPER(ender), CHILD_HELPER(grandparent), CHILD_HELPER(racer),
 };
 
 // ---------------------------------------------------------------------------
@@ -712,14 +708,29 @@ static void test_start_stop(void)
     EXPECT_STATUS(NtClose(me), STATUS_SUCCESS);
 }
 
+// ProfileTime's row of SysProfileSources (a failed check when there is none).
+static struct sys_profile_source *time_row(void)
+{
+    struct sys_profile_source *r = source_row(ProfileTime);
+    EXPECT(r != NULL, "SysProfileSources has no ProfileTime row");
+    return r;
+}
+
+// A source the HAL cannot run is queried like any other: success, interval 0.
+static void expect_no_interval(KPROFILE_SOURCE source, const char *what)
+{
+    ULONG v = 0xDEADBEEF;
+    EXPECT_STATUS(NtQueryIntervalProfile(source, &v), STATUS_SUCCESS);
+    EXPECT(v == 0, "%s: interval %u, expected 0", what, v);
+}
+
 // NtQueryIntervalProfile: the HAL's interval; 0 (with success) when unsupported.
 // The interval in force is whatever the system has (the shell sets 1,221 at
 // start): only its agreement with the HAL and its range are checked here;
 // test_set_interval sets the default and reads it back.
 static void test_query_interval(void)
 {
-    struct sys_profile_source *r = source_row(ProfileTime);
-    EXPECT(r != NULL, "SysProfileSources has no ProfileTime row");
+    struct sys_profile_source *r = time_row();
     if (!r)
         return;
     uint64_t row_interval = r->interval, row_default = r->default_interval;
@@ -734,18 +745,14 @@ static void test_query_interval(void)
     // ProfileMaximum ends the source table: no row, and queried like any
     // source the HAL cannot run (success, interval 0).
     EXPECT(source_row(ProfileMaximum) == NULL, "SysProfileSources lists ProfileMaximum");
-    v = 0xDEADBEEF;
-    EXPECT_STATUS(NtQueryIntervalProfile(ProfileMaximum, &v), STATUS_SUCCESS);
-    EXPECT(v == 0, "ProfileMaximum: interval %u, expected 0", v);
+    expect_no_interval(ProfileMaximum, "ProfileMaximum");
     KPROFILE_SOURCE bad = unsupported_source();
     if (bad != ProfileSourceCount) {
-        v = 0xDEADBEEF;
-        EXPECT_STATUS(NtQueryIntervalProfile(bad, &v), STATUS_SUCCESS);
-        EXPECT(v == 0, "unsupported source %u: interval %u, expected 0", bad, v);
+        char what[40];
+        snprintf(what, sizeof what, "unsupported source %u", bad);
+        expect_no_interval(bad, what);
     }
-    v = 0xDEADBEEF;
-    EXPECT_STATUS(NtQueryIntervalProfile(ProfileSourceCount, &v), STATUS_SUCCESS);
-    EXPECT(v == 0, "unknown source: interval %u, expected 0", v);
+    expect_no_interval(ProfileSourceCount, "unknown source");
     EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, NULL), STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(NtQueryIntervalProfile(ProfileTime, (ULONG *)KERNEL_IMAGE),
                   STATUS_ACCESS_VIOLATION);
@@ -755,8 +762,7 @@ static void test_query_interval(void)
 // NtSetIntervalProfile with the privilege: set, clamp to the HAL's range, restore.
 static void test_set_interval(void)
 {
-    struct sys_profile_source *r = source_row(ProfileTime);
-    EXPECT(r != NULL, "SysProfileSources has no ProfileTime row");
+    struct sys_profile_source *r = time_row();
     if (!r)
         return;
     uint64_t min = r->min_interval, max = r->max_interval;
@@ -1201,6 +1207,8 @@ static int churn_once(enum churn_end end, uint32_t flags, unsigned round)
 // kernel's counters must be back where they were.
 static void test_churn(void)
 {
+    if (child_argc > 3) // the driver's rounds
+        rounds = (unsigned)strtoul(child_argv[3], NULL, 0);
     uint32_t flags[2] = {0, privileged() ? SPAWN_PRIVILEGED : 0};
     for (int e = 0; e < 2 * CHURN_ENDS; e++) // warm up: first-time allocations are not leaks
         churn_once((enum churn_end)(e % CHURN_ENDS), flags[e / CHURN_ENDS], (unsigned)e);
@@ -1448,80 +1456,52 @@ static void test_hal_race(void)
 // The table of tests.
 
 static const struct child_test tests[] = {
-    {"query_interval", test_query_interval, EXITS_0, 0},
-    {"create_validation", test_create_validation, EXITS_0, 0},
-    {"create_ex_validation", test_create_ex_validation, EXITS_0, 0},
-    {"start_stop", test_start_stop, EXITS_0, 0},
-    {"pseudo_handles", test_pseudo_handles, EXITS_0, 0},
-    {"privilege_denied", test_privilege_denied, EXITS_0, 0},
-    {"privilege_granted", test_privilege_granted, EXITS_0, SPAWN_PRIVILEGED},
-    {"set_interval", test_set_interval, EXITS_0, SPAWN_PRIVILEGED},
-    {"guard_pages", test_guard_pages, EXITS_0, SPAWN_PRIVILEGED},
-    {"unmap_while_started", test_unmap_while_started, EXITS_0, SPAWN_PRIVILEGED},
-    {"close_while_started", test_close_while_started, EXITS_0, SPAWN_PRIVILEGED},
-    {"two_profiles", test_two_profiles, EXITS_0, SPAWN_PRIVILEGED},
-    {"system_all_cpus", test_system_all_cpus, EXITS_0, SPAWN_PRIVILEGED},
-    {"hal_race", test_hal_race, EXITS_0, SPAWN_PRIVILEGED},
-    {"limit", test_limit, EXITS_0, 0},
-    {"churn", test_churn, EXITS_0, SPAWN_PRIVILEGED},
+    CHILD_TEST(query_interval),
+    CHILD_TEST(create_validation),
+    CHILD_TEST(create_ex_validation),
+    CHILD_TEST(start_stop),
+    CHILD_TEST(pseudo_handles),
+    CHILD_TEST(privilege_denied),
+    CHILD_TEST_PRIVILEGED(privilege_granted),
+    CHILD_TEST_PRIVILEGED(set_interval),
+    CHILD_TEST_PRIVILEGED(guard_pages),
+    CHILD_TEST_PRIVILEGED(unmap_while_started),
+    CHILD_TEST_PRIVILEGED(close_while_started),
+    CHILD_TEST_PRIVILEGED(two_profiles),
+    CHILD_TEST_PRIVILEGED(system_all_cpus),
+    CHILD_TEST_PRIVILEGED(hal_race),
+    CHILD_TEST(limit),
+    CHILD_TEST_PRIVILEGED(churn),
 };
 
-#define NTESTS (sizeof tests / sizeof tests[0])
-
-// ---------------------------------------------------------------------------
-// The child side: `ntprofiletests --child NAME [ARG]`.
-
-static int child_main(int argc, char **argv)
+// `ntprofiletests [rounds=N] [NAME...]`: after the plan, the CPUs and rounds.
+static void note(const struct driver *d)
 {
-    const char *name = argv[2];
-    test_name = name;
-    for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
-        if (strcmp(helpers[i].name, name) == 0)
-            return helpers[i].run(argc > 3 ? argv[3] : "");
-    if (argc > 3)
-        rounds = (unsigned)strtoul(argv[3], NULL, 0);
-    int status = run_in_child(tests, NTESTS, name);
-    if (status < 0)
-        printf("# ntprofiletests: no test or helper called %s\n", name);
-    return status < 0 ? 2 : status;
+    printf("# ntprofiletests: %u CPUs online, %u churn rounds%s\n", online_cpus(), rounds,
+           d->privileged ? "" : ", unprivileged");
 }
 
-// ---------------------------------------------------------------------------
-// The driver.
+static char rounds_arg[16]; // every test child's ARG: the rounds
 
-// `ntprofiletests [rounds=N] [NAME...]`: rounds=N is ours; the NAMEs select
-// tests (they are gathered at the front of argv).
-static int driver_main(int argc, char **argv)
+static struct suite suite = {
+    SUITE("ntprofiletests", helpers, tests, TEST_TIMEOUT_MS),
+    .driver.arg = rounds_arg,
+    .driver.timed = 1,
+    .driver.note = note,
+};
+
+// rounds=N is ours (a test child's arguments never look like it); the NAMEs
+// that select tests are gathered at the front of argv.
+int main(int argc, char **argv)
 {
-    int nnames = 0;
+    int kept = 1;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "rounds=", 7) == 0)
             rounds = (unsigned)strtoul(argv[i] + 7, NULL, 0);
         else
-            argv[1 + nnames++] = argv[i];
+            argv[kept++] = argv[i];
     }
-    char arg[16]; // every test child's: the rounds
-    snprintf(arg, sizeof arg, "%u", rounds);
-    struct driver d = {
-        .tests = tests,
-        .ntests = NTESTS,
-        .names = argv + 1,
-        .nnames = nnames,
-        .timeout_ms = TEST_TIMEOUT_MS,
-        .arg = arg,
-        .skip_why = "needs the privilege (try sudo ntprofiletests)",
-        .timed = 1,
-    };
-    driver_start(&d);
-    printf("# ntprofiletests: %u CPUs online, %u churn rounds%s\n", online_cpus(), rounds,
-           d.privileged ? "" : ", unprivileged");
-    return driver_run(&d, "ntprofiletests");
-}
-
-int main(int argc, char **argv)
-{
-    self = argc > 0 && argv[0][0] ? argv[0] : "ntprofiletests";
-    if (argc >= 2 && strcmp(argv[1], "--child") == 0)
-        return argc >= 3 ? child_main(argc, argv) : 2;
-    return driver_main(argc, argv);
+    argv[kept] = NULL;
+    snprintf(rounds_arg, sizeof rounds_arg, "%u", rounds);
+    return suite_main(kept, argv, &suite);
 }

@@ -67,7 +67,8 @@ static int info(void)
 
 // The trace: every CPU's records, drained (SysPmcTrace consumes what it
 // hands out), then the clock that turns their TSCs into time and the names
-// of the processes the samples found.
+// of the processes the samples found. trace_read returns 0, or says why it
+// failed and returns 1 (the buffer freed).
 static struct trace {
     char *buf;
     size_t len;
@@ -75,7 +76,7 @@ static struct trace {
     struct pmctrace_names names;
 } tr;
 
-static NTSTATUS trace_read(void)
+static int trace_read(void)
 {
     struct sys_info si;
     uint32_t ncpus = NT_SUCCESS(SysInfo(&si)) && si.ncpus ? si.ncpus : 1;
@@ -83,10 +84,8 @@ static NTSTATUS trace_read(void)
     size_t cap = (size_t)ncpus * (PMC_TRACE_RING_RECORDS * sizeof(struct pmclog_trace) +
                                   sizeof(struct pmclog_lost));
     tr.buf = malloc(cap);
-    if (!tr.buf)
-        return STATUS_NO_MEMORY;
-    NTSTATUS s = STATUS_SUCCESS;
-    for (size_t got = 1; got && tr.len < cap;) { // until a drain finds nothing new
+    NTSTATUS s = tr.buf ? STATUS_SUCCESS : STATUS_NO_MEMORY;
+    for (size_t got = 1; tr.buf && got && tr.len < cap;) { // until a drain finds nothing new
         got = 0;
         s = SysPmcTrace(PMC_TRACE_READ, tr.buf + tr.len, cap - tr.len, &got);
         if (s == STATUS_BUFFER_TOO_SMALL) { // the next record does not fit in what is left
@@ -97,12 +96,16 @@ static NTSTATUS trace_read(void)
             break;
         tr.len += got;
     }
+    if (!NT_SUCCESS(s)) {
+        free(tr.buf);
+        return fail("trace show", s);
+    }
     SysClock(&tr.clock);
     const struct pmclog_header *h;
     for (size_t pos = 0; (h = pmctrace_next(tr.buf, tr.len, &pos));)
         if (h->type == PMCLOG_MAP)
             pmctrace_names_add(&tr.names, (const struct pmclog_map *)h);
-    return s;
+    return 0;
 }
 
 static const char *trace_name(const struct pmclog_trace *r)
@@ -112,11 +115,8 @@ static const char *trace_name(const struct pmclog_trace *r)
 
 static int trace_show(void)
 {
-    NTSTATUS s = trace_read();
-    if (!NT_SUCCESS(s)) {
-        free(tr.buf);
-        return fail("trace show", s);
-    }
+    if (trace_read())
+        return 1;
     const struct pmclog_header *h;
     char line[LINE_BYTES];
     for (size_t pos = 0; (h = pmctrace_next(tr.buf, tr.len, &pos));) {
@@ -355,11 +355,8 @@ static void explain_summary(void)
 
 static int trace_explain(void)
 {
-    NTSTATUS s = trace_read();
-    if (!NT_SUCCESS(s)) {
-        free(tr.buf);
-        return fail("trace show", s);
-    }
+    if (trace_read())
+        return 1;
     const struct pmclog_header *h;
     for (size_t pos = 0; (h = pmctrace_next(tr.buf, tr.len, &pos));) {
         if (h->type == PMCLOG_TRACE)
@@ -385,10 +382,7 @@ static int trace_command(char **argv, int all)
     NTSTATUS s =
         SysSpawn(argv[0], (const char *const *)argv, SPAWN_PRIVILEGED | SPAWN_SUSPENDED, &h);
     if (!NT_SUCCESS(s)) {
-        if (s == STATUS_OBJECT_NAME_NOT_FOUND || !program_exists(argv[0]))
-            fprintf(stderr, "pmc: %s: no such program\n", argv[0]);
-        else
-            fprintf(stderr, "pmc: %s: %s\n", argv[0], nt_status_name(s));
+        spawn_failed("pmc", argv[0], s, "no such program");
         return 1;
     }
     int status = 0;

@@ -702,54 +702,32 @@ static int helper_exit(const char *arg)
     return atoi(arg);
 }
 
-static const struct {
-    const char *name;
-    int (*run)(const char *arg);
-} helpers[] = {
-    {"exit", helper_exit},
-    {"spin", helper_spin},
-    {"other_owner", helper_other_owner},
+static const struct child_helper helpers[] = {
+    CHILD_HELPER(exit),
+    CHILD_HELPER(spin),
+    CHILD_HELPER(other_owner),
 };
 
 static const struct child_test tests[] = {
-    {"alloc_errors", test_alloc_errors, EXITS_0, 0},
-    {"alloc_system_cpu", test_alloc_system_cpu, EXITS_0, SPAWN_PRIVILEGED},
-    {"privilege", test_privilege, EXITS_0, 0},
-    {"attach_errors", test_attach_errors, EXITS_0, 0},
-    {"start_errors", test_start_errors, EXITS_0, 0},
-    {"too_many_running", test_too_many_running, EXITS_0, 0},
-    {"log_errors", test_log_errors, EXITS_0, 0},
-    {"log_records", test_log_records, EXITS_0, SPAWN_PRIVILEGED},
-    {"descendants_exit_csw", test_descendants_exit_csw, EXITS_0, SPAWN_PRIVILEGED},
-    {"counting", test_counting, EXITS_0, SPAWN_PRIVILEGED},
-    {"broken_frames", test_broken_frames, EXITS_0, SPAWN_PRIVILEGED},
-    {"exit_while_sampled", test_exit_while_sampled, EXITS_0, SPAWN_PRIVILEGED},
-    {"several_pmcs", test_several_pmcs, EXITS_0, SPAWN_PRIVILEGED},
-    {"tmp", test_tmp, EXITS_0, 0},
+    CHILD_TEST(alloc_errors),
+    CHILD_TEST_PRIVILEGED(alloc_system_cpu),
+    CHILD_TEST(privilege),
+    CHILD_TEST(attach_errors),
+    CHILD_TEST(start_errors),
+    CHILD_TEST(too_many_running),
+    CHILD_TEST(log_errors),
+    CHILD_TEST_PRIVILEGED(log_records),
+    CHILD_TEST_PRIVILEGED(descendants_exit_csw),
+    CHILD_TEST_PRIVILEGED(counting),
+    CHILD_TEST_PRIVILEGED(broken_frames),
+    CHILD_TEST_PRIVILEGED(exit_while_sampled),
+    CHILD_TEST_PRIVILEGED(several_pmcs),
+    CHILD_TEST(tmp),
 };
 
-#define NTESTS (sizeof tests / sizeof tests[0])
+static struct suite suite = {
+    SUITE("pmctests", helpers, tests, TEST_TIMEOUT_MS),
+    .driver.timed = 1,
+};
 
-int main(int argc, char **argv)
-{
-    self = argc > 0 && argv[0][0] ? argv[0] : "pmctests";
-    if (argc >= 3 && strcmp(argv[1], "--child") == 0) {
-        test_name = argv[2];
-        for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
-            if (strcmp(helpers[i].name, argv[2]) == 0)
-                return helpers[i].run(argc > 3 ? argv[3] : "");
-        int status = run_in_child(tests, NTESTS, argv[2]);
-        return status < 0 ? 2 : status;
-    }
-    struct driver d = {
-        .tests = tests,
-        .ntests = NTESTS,
-        .names = argv + 1,
-        .nnames = argc - 1,
-        .timeout_ms = TEST_TIMEOUT_MS,
-        .skip_why = "needs the privilege (try sudo pmctests)",
-        .timed = 1,
-    };
-    driver_start(&d);
-    return driver_run(&d, "pmctests");
-}
+SUITE_MAIN(suite)

@@ -270,10 +270,7 @@ static int run_program_verbose(int argc, char **argv, uint32_t flags)
     int status = 0;
     NTSTATUS s = run_program(argv[0], (const char *const *)argv, flags, &status);
     if (!NT_SUCCESS(s)) {
-        if (s == STATUS_OBJECT_NAME_NOT_FOUND || !program_exists(argv[0]))
-            fprintf(stderr, "sh: %s: command not found\n", argv[0]);
-        else
-            fprintf(stderr, "sh: %s: %s\n", argv[0], nt_status_name(s));
+        spawn_failed("sh", argv[0], s, "command not found");
         return 127;
     }
     if (status == EXIT_STATUS_KILLED)

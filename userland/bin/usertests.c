@@ -14,6 +14,7 @@
 // include/childtest.h). Fault tests expect the kernel to kill the child
 // instead (exit status EXIT_STATUS_KILLED).
 #include <childtest.h>
+#include <mallocchurn.h>
 #include <clock.h>
 #include <process.h>
 #include <stddef.h>
@@ -70,14 +71,15 @@ static int helper_sleep(const char *arg)
 
 static const char *const passed_args[] = {"one", "two words", "", "last"};
 
-// argv should be: self --child args one "two words" "" last
-static int helper_args_check(int argc, char **argv)
+// The child's argv should be: self --child args one "two words" "" last
+static int helper_args(const char *arg)
 {
+    (void)arg; // the first of them
     int n = sizeof passed_args / sizeof passed_args[0];
-    if (argc != 3 + n || argv[argc] != NULL)
+    if (child_argc != 3 + n || child_argv[child_argc] != NULL)
         return 1;
     for (int i = 0; i < n; i++)
-        if (strcmp(argv[3 + i], passed_args[i]) != 0)
+        if (strcmp(child_argv[3 + i], passed_args[i]) != 0)
             return 2 + i;
     return 0;
 }
@@ -120,12 +122,9 @@ static int helper_priv(const char *arg)
     return p && p->privileged == (uint32_t)atoi(arg) ? 0 : 1;
 }
 
-static const struct helper {
-    const char *name;
-    int (*run)(const char *arg);
-} helpers[] = {
-    {"exit", helper_exit}, {"spin", helper_spin}, {"sleep", helper_sleep},
-    {"work", helper_work}, {"priv", helper_priv},
+static const struct child_helper helpers[] = {
+    CHILD_HELPER(exit), CHILD_HELPER(spin), CHILD_HELPER(sleep),
+    CHILD_HELPER(work), CHILD_HELPER(priv), CHILD_HELPER(args),
 };
 
 // ---------------------------------------------------------------------------
@@ -423,45 +422,31 @@ static void test_map_no_leak(void)
 
 static void test_malloc_stress(void)
 {
-    enum { SLOTS = 200, ROUNDS = 4000 };
-    static uint8_t *slot[SLOTS];
+    enum { SLOTS = 200 };
+    static unsigned char *slot[SLOTS];
     static size_t size[SLOTS];
-    uint64_t seed = 0x2545F4914F6CDD1Dull;
-    for (int round = 0; round < ROUNDS; round++) {
-        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-        int i = (int)(seed % SLOTS);
-        if (slot[i]) { // check its contents, then free or resize it
-            size_t bad = 0;
-            for (size_t k = 0; k < size[i]; k++)
-                bad += slot[i][k] != (uint8_t)(i + k);
-            EXPECT(bad == 0, "block %d (%lu bytes): %lu bytes overwritten", i, size[i], bad);
-            if (seed & 0x100) {
-                free(slot[i]);
-                slot[i] = NULL;
-                continue;
-            }
-        }
-        size_t n = (seed >> 20) % 2000 + 1;
-        if ((seed >> 40) % 50 == 0)
-            n = 64 * 1024 + (seed >> 8) % (200 * 1024); // now and then a large one
-        uint8_t *p = slot[i] ? realloc(slot[i], n) : malloc(n);
-        EXPECT(p != NULL, "allocating %lu bytes failed", n);
-        if (!p)
-            return;
-        EXPECT((uintptr_t)p % 16 == 0, "%p is not 16-byte aligned", (void *)p);
-        size_t keep = slot[i] && size[i] < n ? size[i] : slot[i] ? n : 0;
-        for (size_t k = 0; k < keep; k++) // realloc kept the old contents?
-            if (p[k] != (uint8_t)(i + k)) {
-                failf(__LINE__, "realloc lost byte %lu of block %d", k, i);
-                break;
-            }
-        for (size_t k = 0; k < n; k++)
-            p[k] = (uint8_t)(i + k);
-        slot[i] = p;
-        size[i] = n;
-    }
-    for (int i = 0; i < SLOTS; i++)
-        free(slot[i]);
+    struct malloc_churn c = {
+        .alloc = malloc,
+        .resize = realloc,
+        .release = free,
+        .slot = slot,
+        .size = size,
+        .slots = SLOTS,
+        .rounds = 4000,
+        .seed = 0x2545F4914F6CDD1Dull,
+        .small = 2000,
+        .large_every = 50,
+        .large_min = 64 * 1024,
+        .large_span = 200 * 1024,
+    };
+    malloc_churn_run(&c);
+    EXPECT(c.failed == 0, "allocating %lu bytes failed", c.failed);
+    if (c.failed)
+        return;
+    EXPECT(c.overwritten == 0, "%lu bytes of blocks overwritten", c.overwritten);
+    EXPECT(c.misaligned == 0, "%lu blocks not 16-byte aligned", c.misaligned);
+    EXPECT(c.lost == 0, "realloc lost %lu bytes", c.lost);
+    malloc_churn_free(&c);
     struct malloc_stats st;
     malloc_stats(&st);
     EXPECT(st.allocations == 0 && st.bytes_in_use == 0,
@@ -644,7 +629,13 @@ static ULONG profile_buf[4096];
 static char scratch[256];
 static size_t scratch_got;
 static uint32_t scratch_count;
-static const char *exit0_argv[] = {"usertests", "--child", "exit", "0", NULL};
+// `self --child exit 0`: a child that exits at once.
+static const char **exit0_argv(void)
+{
+    static const char *argv[] = {"usertests", "--child", "exit", "0", NULL};
+    argv[0] = self;
+    return argv;
+}
 
 static NTSTATUS via_write(void *p)
 {
@@ -674,7 +665,7 @@ static NTSTATUS reap(NTSTATUS s, HANDLE *h, int is_process)
 static NTSTATUS via_spawn_path(void *p)
 {
     HANDLE h = NULL;
-    return reap(SysSpawn(p, exit0_argv, 0, &h), &h, 1);
+    return reap(SysSpawn(p, exit0_argv(), 0, &h), &h, 1);
 }
 static NTSTATUS via_spawn_argv(void *p)
 {
@@ -689,7 +680,7 @@ static NTSTATUS via_spawn_arg(void *p)
 }
 static NTSTATUS via_spawn_handle(void *p)
 {
-    return SysSpawn(self, exit0_argv, 0, p);
+    return SysSpawn(self, exit0_argv(), 0, p);
 }
 static NTSTATUS via_wait(void *p)
 {
@@ -906,7 +897,7 @@ static void bad_pointers_each_call(uintptr_t hole)
                                        profile_buf, sizeof profile_buf, ProfileTime, 1);
     EXPECT(NT_SUCCESS(profile), "NtCreateProfile (for SysProfileStats): %s",
            nt_status_name(profile));
-    NTSTATUS child = SysSpawn(self, exit0_argv, 0, &valid_child); // for SysWait
+    NTSTATUS child = SysSpawn(self, exit0_argv(), 0, &valid_child); // for SysWait
     EXPECT(NT_SUCCESS(child), "spawn: %s", nt_status_name(child));
 
     for (size_t c = 0; c < sizeof pointer_calls / sizeof pointer_calls[0]; c++) {
@@ -1089,92 +1080,53 @@ static void fault_after_unmap(void)
 // The list.
 
 static const struct child_test tests[] = {
-    {"exit_status", test_exit_status, EXITS_0, 0},
-    {"spawn_args", test_spawn_args, EXITS_0, 0},
-    {"spawn_limits", test_spawn_limits, EXITS_0, 0},
-    {"getpid", test_getpid, EXITS_0, 0},
-    {"kill_spinning", test_kill_spinning, EXITS_0, 0},
-    {"kill_sleeping", test_kill_sleeping, EXITS_0, 0},
-    {"kill_suspended", test_kill_suspended, EXITS_0, 0},
-    {"kill_bad_pid", test_kill_bad_pid, EXITS_0, 0},
-    {"suspended_resume", test_suspended_resume, EXITS_0, 0},
-    {"close_before_exit", test_close_before_exit, EXITS_0, 0},
-    {"concurrent_processes", test_concurrent_processes, EXITS_0, 0},
-    {"privilege_denied", test_privilege_denied, EXITS_0, 0},
-    {"privilege_granted", test_privilege_granted, EXITS_0, SPAWN_PRIVILEGED},
-    {"map_unmap", test_map_unmap, EXITS_0, 0},
-    {"map_no_leak", test_map_no_leak, EXITS_0, 0},
-    {"malloc_stress", test_malloc_stress, EXITS_0, 0},
-    {"clock_sleep", test_clock_sleep, EXITS_0, 0},
-    {"system_info", test_system_info, EXITS_0, 0},
-    {"buffer_bounds", test_buffer_bounds, EXITS_0, 0},
-    {"files", test_files, EXITS_0, 0},
-    {"console", test_console, EXITS_0, 0},
-    {"bad_handles", test_bad_handles, EXITS_0, 0},
-    {"profile_handles", test_profile_handles, EXITS_0, 0},
-    {"bad_pointers", test_bad_pointers, EXITS_0, 0},
-    {"fault_null_write", fault_null_write, KILLED, 0},
-    {"fault_null_read", fault_null_read, KILLED, 0},
-    {"fault_kernel_read", fault_kernel_read, KILLED, 0},
-    {"fault_kernel_write", fault_kernel_write, KILLED, 0},
-    {"fault_non_canonical", fault_non_canonical, KILLED, 0},
-    {"fault_cli", fault_cli, KILLED, 0},
-    {"fault_hlt", fault_hlt, KILLED, 0},
-    {"fault_port_io", fault_port_io, KILLED, 0},
-    {"fault_ud2", fault_ud2, KILLED, 0},
-    {"fault_int3", fault_int3, KILLED, 0},
-    {"fault_divide", fault_divide, KILLED, 0},
-    {"fault_write_text", fault_write_text, KILLED, 0},
-    {"fault_write_rodata", fault_write_rodata, KILLED, 0},
-    {"fault_write_readonly_map", fault_write_readonly_map, KILLED, 0},
-    {"fault_exec_stack", fault_exec_stack, KILLED, 0},
-    {"fault_exec_map", fault_exec_map, KILLED, 0},
-    {"fault_after_unmap", fault_after_unmap, KILLED, 0},
+    CHILD_TEST(exit_status),
+    CHILD_TEST(spawn_args),
+    CHILD_TEST(spawn_limits),
+    CHILD_TEST(getpid),
+    CHILD_TEST(kill_spinning),
+    CHILD_TEST(kill_sleeping),
+    CHILD_TEST(kill_suspended),
+    CHILD_TEST(kill_bad_pid),
+    CHILD_TEST(suspended_resume),
+    CHILD_TEST(close_before_exit),
+    CHILD_TEST(concurrent_processes),
+    CHILD_TEST(privilege_denied),
+    CHILD_TEST_PRIVILEGED(privilege_granted),
+    CHILD_TEST(map_unmap),
+    CHILD_TEST(map_no_leak),
+    CHILD_TEST(malloc_stress),
+    CHILD_TEST(clock_sleep),
+    CHILD_TEST(system_info),
+    CHILD_TEST(buffer_bounds),
+    CHILD_TEST(files),
+    CHILD_TEST(console),
+    CHILD_TEST(bad_handles),
+    CHILD_TEST(profile_handles),
+    CHILD_TEST(bad_pointers),
+    CHILD_FAULT(null_write),
+    CHILD_FAULT(null_read),
+    CHILD_FAULT(kernel_read),
+    CHILD_FAULT(kernel_write),
+    CHILD_FAULT(non_canonical),
+    CHILD_FAULT(cli),
+    CHILD_FAULT(hlt),
+    CHILD_FAULT(port_io),
+    CHILD_FAULT(ud2),
+    CHILD_FAULT(int3),
+    CHILD_FAULT(divide),
+    CHILD_FAULT(write_text),
+    CHILD_FAULT(write_rodata),
+    CHILD_FAULT(write_readonly_map),
+    CHILD_FAULT(exec_stack),
+    CHILD_FAULT(exec_map),
+    CHILD_FAULT(after_unmap),
 };
 
-#define NTESTS (sizeof tests / sizeof tests[0])
-
-// ---------------------------------------------------------------------------
-// The child side: `usertests --child NAME [ARG]`.
-
-static int child_main(int argc, char **argv)
-{
-    const char *name = argv[2];
-    test_name = name;
-    if (strcmp(name, "args") == 0)
-        return helper_args_check(argc, argv);
-    for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
-        if (strcmp(helpers[i].name, name) == 0)
-            return helpers[i].run(argc > 3 ? argv[3] : "");
-    int status = run_in_child(tests, NTESTS, name);
-    if (status < 0)
-        printf("# usertests: no test or helper called %s\n", name);
-    return status < 0 ? 2 : status;
-}
-
-// ---------------------------------------------------------------------------
-// The driver.
-
 // `usertests NAME...`: only the tests whose names contain one of the NAMEs.
-static int driver_main(int argc, char **argv)
-{
-    struct driver d = {
-        .tests = tests,
-        .ntests = NTESTS,
-        .names = argv + 1,
-        .nnames = argc - 1,
-        .timeout_ms = TEST_TIMEOUT_MS,
-        .skip_why = "usertests does not hold the privilege (try sudo usertests)",
-    };
-    driver_start(&d);
-    return driver_run(&d, "usertests");
-}
+static struct suite suite = {
+    SUITE("usertests", helpers, tests, TEST_TIMEOUT_MS),
+    .driver.skip_why = "usertests does not hold the privilege (try sudo usertests)",
+};
 
-int main(int argc, char **argv)
-{
-    self = argc > 0 && argv[0][0] ? argv[0] : "usertests";
-    exit0_argv[0] = self;
-    if (argc >= 2 && strcmp(argv[1], "--child") == 0)
-        return argc >= 3 ? child_main(argc, argv) : 2;
-    return driver_main(argc, argv);
-}
+SUITE_MAIN(suite)

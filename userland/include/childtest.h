@@ -1,6 +1,6 @@
 // childtest: the harness shared by the test suites that run each test in a
-// child process of its own (usertests, ntprofiletests; stress borrows
-// spawn_child).
+// child process of its own (usertests, ntprofiletests, pmctests; stress
+// borrows spawn_child).
 //
 // A suite is one program in two roles. The driver spawns `PROGRAM --child
 // NAME [ARG]` for each test, so that a test that crashes, hangs or corrupts
@@ -89,10 +89,36 @@ struct child_test {
     uint32_t flags; // SysSpawn's; SPAWN_PRIVILEGED: run privileged (skipped when the driver is not)
 };
 
+// A table's rows, each naming its test once: test_NAME, run as "NAME", must
+// exit 0 (CHILD_TEST), the same run privileged (CHILD_TEST_PRIVILEGED), or
+// fault_NAME, run as "fault_NAME", must be killed (CHILD_FAULT).
+// clang-format off
+#define CHILD_TEST(name)            {#name, test_##name, EXITS_0, 0}
+#define CHILD_TEST_PRIVILEGED(name) {#name, test_##name, EXITS_0, SPAWN_PRIVILEGED}
+#define CHILD_FAULT(name)           {"fault_" #name, fault_##name, KILLED, 0}
+// clang-format on
+
 // The child's side: runs the test called name as test_name. Returns the
 // child's exit status (0 when every check passed), or -1 when no test has
 // that name.
 int run_in_child(const struct child_test *tests, size_t n, const char *name);
+
+// A helper: what a test spawns (`self --child NAME ARG`) for a process of its
+// own that does NAME with ARG (exit with a status, spin, sleep, ...).
+struct child_helper {
+    const char *name;
+    int (*run)(const char *arg); // ARG, "" when there is none; returns the exit status
+};
+
+// A helpers table's row: helper_NAME, spawned as NAME.
+// clang-format off
+#define CHILD_HELPER(name) {#name, helper_##name}
+// clang-format on
+
+// The child's whole command line, `self --child NAME [ARG...]`, for a helper
+// or test that reads more than ARG.
+extern int child_argc;
+extern char **child_argv;
 
 // ---------------------------------------------------------------------------
 // The driver's side.
@@ -105,8 +131,10 @@ struct driver {
     int nnames;           // (every test when there are none)
     uint64_t timeout_ms;  // a test child still running after this is killed
     const char *arg;      // given to every test child after its name; NULL for none
-    const char *skip_why; // the SKIP reason of a privileged test when the driver is not
+    const char *skip_why; // the SKIP reason of a privileged test when the driver is not;
+                          // NULL: "needs the privilege (try sudo SUITE)"
     int timed;            // print "# NAME: N ms" once each test child has ended
+    void (*note)(const struct driver *d); // prints the suite's "#" lines after the plan; or NULL
     // Kept by driver_start and driver_run:
     int privileged;               // whether the driver holds the privilege
     NTSTATUS before_status;       // SysSelfCheck's answer at the start, and
@@ -141,3 +169,35 @@ int same_counters(const struct sys_self_check *a, const struct sys_self_check *b
 // process a little after SysWait returns (on another CPU), so this gives them
 // up to two seconds, then reports those that differ.
 int counters_settled(const struct sys_self_check *before);
+
+// ---------------------------------------------------------------------------
+// A suite: one program in both roles.
+
+struct suite {
+    const char *name; // the program's, and the KTAP summary's
+    const struct child_helper *helpers;
+    size_t nhelpers;
+    struct driver driver; // the tests and the driver's settings (names come from argv)
+};
+
+// What every suite sets, its name, arrays of helpers and tests and the
+// test children's timeout: the first initializers of its struct suite (the
+// others are optional).
+#define SUITE(suite_name, h, t, timeout) \
+    .name = (suite_name), .helpers = (h), .nhelpers = sizeof(h) / sizeof(h)[0], \
+    .driver.tests = (t), .driver.ntests = sizeof(t) / sizeof(t)[0], .driver.timeout_ms = (timeout)
+
+// A suite's main. Sets self (argv[0], else the suite's name). As
+// `self --child NAME [ARG...]`: runs the helper called NAME with ARG, else the
+// test called NAME (run_in_child's status), else prints "# SUITE: no test or
+// helper called NAME" and returns 2 (2 too without a NAME). Otherwise the
+// driver over the tests named on the command line: driver_start, the note,
+// driver_run.
+int suite_main(int argc, char **argv, struct suite *s);
+
+// The main of a suite that needs nothing before suite_main.
+#define SUITE_MAIN(s) \
+    int main(int argc, char **argv) \
+    { \
+        return suite_main(argc, argv, &(s)); \
+    }

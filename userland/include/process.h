@@ -13,3 +13,7 @@ char *program_list(void);
 
 // Whether the ramdisk holds a file of exactly this name.
 int program_exists(const char *name);
+
+// Why spawning prog failed with s, on stderr: "WHO: PROG: MISSING" when the
+// ramdisk has no such program, else "WHO: PROG: STATUS_...".
+void spawn_failed(const char *who, const char *prog, NTSTATUS s, const char *missing);

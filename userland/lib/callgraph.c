@@ -266,11 +266,10 @@ struct fstat {
 static int by_total(const void *a, const void *b)
 {
     const struct fstat *x = a, *y = b;
-    if (x->total != y->total)
-        return x->total > y->total ? -1 : 1;
-    if (x->self != y->self)
-        return x->self > y->self ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
+    int c = cmp_down(x->total, y->total);
+    if (!c)
+        c = cmp_down(x->self, y->self);
+    return c ? c : cmp_up(x->id, y->id);
 }
 
 // Self and inclusive counts per function; sorted by inclusive. Caller frees.
@@ -317,31 +316,19 @@ void callgraph_print_flat(const struct callgraph *cg, unsigned top)
     free(st);
 }
 
-struct edge {
-    uint32_t id;
-    uint64_t count;
-};
-
-static int by_count(const void *a, const void *b)
-{
-    const struct edge *x = a, *y = b;
-    if (x->count != y->count)
-        return x->count > y->count ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
-static void print_edges(const struct callgraph *cg, struct edge *e, size_t n, uint64_t whole,
+// Calls from or to a function: a tally per function id (UINT32_MAX: the root).
+static void print_edges(const struct callgraph *cg, struct tally *e, size_t n, uint64_t whole,
                         const char *what)
 {
-    sort_array(e, n, sizeof *e, by_count);
+    sort_array(e, n, sizeof *e, by_tally);
     printf("    %s:", what);
     if (!n || !e[0].count)
         printf(" -");
     for (size_t i = 0; i < n && i < 6 && e[i].count; i++) {
         char p[16];
         pct(p, sizeof p, e[i].count, whole);
-        printf("%s %s %s%%", i ? "," : "", e[i].id == UINT32_MAX ? "(root)" : cg->id_names[e[i].id],
-               p);
+        printf("%s %s %s%%", i ? "," : "",
+               e[i].key == UINT32_MAX ? "(root)" : cg->id_names[e[i].key], p);
     }
     printf("\n");
 }
@@ -349,15 +336,15 @@ static void print_edges(const struct callgraph *cg, struct edge *e, size_t n, ui
 void callgraph_print_tree(const struct callgraph *cg, unsigned top)
 {
     struct fstat *st = function_stats(cg);
-    struct edge *callers = calloc(cg->nids + 1, sizeof *callers);
-    struct edge *callees = calloc(cg->nids + 1, sizeof *callees);
+    struct tally *callers = calloc(cg->nids + 1, sizeof *callers);
+    struct tally *callees = calloc(cg->nids + 1, sizeof *callees);
     if (!st || !callers || !callees)
         goto out;
     printf("Callers and callees (%% of the function's samples)\n");
     for (size_t t = 0; t < cg->nids && t < top; t++) {
         uint32_t f = st[t].id;
         for (size_t i = 0; i <= cg->nids; i++) {
-            callers[i] = (struct edge){i == cg->nids ? UINT32_MAX : (uint32_t)i, 0};
+            callers[i] = (struct tally){i == cg->nids ? UINT32_MAX : i, 0};
             callees[i] = callers[i];
         }
         for (size_t k = 0; k < cg->nsamples; k++) { // the outermost occurrence of f in each chain
@@ -392,9 +379,8 @@ struct folded {
 static int by_folded(const void *a, const void *b)
 {
     const struct folded *x = a, *y = b;
-    if (x->count != y->count)
-        return x->count > y->count ? -1 : 1;
-    return strcmp(x->stack, y->stack);
+    int c = cmp_down(x->count, y->count);
+    return c ? c : strcmp(x->stack, y->stack);
 }
 
 void callgraph_print_folded(const struct callgraph *cg, const char *prefix)

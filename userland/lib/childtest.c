@@ -10,6 +10,8 @@
 const char *self = "?";
 const char *test_name = "?";
 int failures;
+int child_argc;
+char **child_argv;
 struct sys_process_info plist[PLIST_MAX];
 
 // ---------------------------------------------------------------------------
@@ -176,10 +178,14 @@ static int test_passed(const struct driver *d, const struct child_test *t)
     return 1;
 }
 
-static void run_test(struct driver *d, const struct child_test *t)
+static void run_test(struct driver *d, const struct child_test *t, const char *suite)
 {
     if ((t->flags & SPAWN_PRIVILEGED) && !d->privileged) {
-        printf("ok %d %s # SKIP %s\n", ++d->n, t->name, d->skip_why);
+        printf("ok %d %s # SKIP ", ++d->n, t->name);
+        if (d->skip_why)
+            printf("%s\n", d->skip_why);
+        else
+            printf("needs the privilege (try sudo %s)\n", suite);
         d->passed++;
         return;
     }
@@ -190,7 +196,7 @@ int driver_run(struct driver *d, const char *suite)
 {
     for (size_t i = 0; i < d->ntests; i++)
         if (selected(d, d->tests[i].name))
-            run_test(d, &d->tests[i]);
+            run_test(d, &d->tests[i], suite);
     int ok = NT_SUCCESS(d->before_status);
     if (!ok)
         printf("# leak_check: SysSelfCheck: %s\n", nt_status_name(d->before_status));
@@ -244,4 +250,36 @@ int counters_settled(const struct sys_self_check *before)
         SysSleep(10);
     }
     return same_counters(before, &after, 1);
+}
+
+// ---------------------------------------------------------------------------
+// A suite.
+
+static int suite_child(const struct suite *s, int argc, char **argv)
+{
+    child_argc = argc;
+    child_argv = argv;
+    const char *name = argv[2];
+    test_name = name;
+    for (size_t i = 0; i < s->nhelpers; i++)
+        if (strcmp(s->helpers[i].name, name) == 0)
+            return s->helpers[i].run(argc > 3 ? argv[3] : "");
+    int status = run_in_child(s->driver.tests, s->driver.ntests, name);
+    if (status < 0)
+        printf("# %s: no test or helper called %s\n", s->name, name);
+    return status < 0 ? 2 : status;
+}
+
+int suite_main(int argc, char **argv, struct suite *s)
+{
+    self = argc > 0 && argv[0][0] ? argv[0] : s->name;
+    if (argc >= 2 && strcmp(argv[1], "--child") == 0)
+        return argc >= 3 ? suite_child(s, argc, argv) : 2;
+    struct driver *d = &s->driver;
+    d->names = argv + 1;
+    d->nnames = argc - 1;
+    driver_start(d);
+    if (d->note)
+        d->note(d);
+    return driver_run(d, s->name);
 }

@@ -33,9 +33,8 @@ static void *read_part(const char *file, uint64_t offset, size_t len)
 static int by_address(const void *a, const void *b)
 {
     const struct elf_func *x = a, *y = b;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    return (y->size != 0) - (x->size != 0); // sized (C) functions before labels
+    int c = cmp_up(x->addr, y->addr);
+    return c ? c : (y->size != 0) - (x->size != 0); // sized (C) functions before labels
 }
 
 static bool is_function(const Elf64_Sym *sym, const char *name, const struct elf_image *img)

@@ -1,5 +1,7 @@
 // Running programs from the ramdisk.
+#include <nt.h>
 #include <process.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,4 +57,10 @@ int program_exists(const char *name)
     }
     free(list);
     return found;
+}
+
+void spawn_failed(const char *who, const char *prog, NTSTATUS s, const char *missing)
+{
+    int gone = s == STATUS_OBJECT_NAME_NOT_FOUND || !program_exists(prog);
+    fprintf(stderr, "%s: %s: %s\n", who, prog, gone ? missing : nt_status_name(s));
 }

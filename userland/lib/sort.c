@@ -31,3 +31,10 @@ void sort_array(void *base, size_t count, size_t size, int (*cmp)(const void *, 
             gap = small_gaps[++g];
     }
 }
+
+int by_tally(const void *a, const void *b)
+{
+    const struct tally *x = a, *y = b;
+    int c = cmp_down(x->count, y->count);
+    return c ? c : cmp_up(x->key, y->key);
+}

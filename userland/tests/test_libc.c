@@ -13,6 +13,8 @@
 #include <sys/mman.h>
 #include "lib/abi.h"
 #include "check.h"
+#include "mallocchurn.h"
+#include "statfmt.h"
 
 int checks, failed;
 
@@ -119,42 +121,29 @@ static bool malloc_random(void)
     enum { SLOTS = 300 };
     static unsigned char *slot[SLOTS];
     static size_t size[SLOTS];
-    uint64_t seed = 88172645463325252ull;
-    bool intact = true, aligned = true, grown_ok = true;
-    for (int round = 0; round < 200000; round++) {
-        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-        int i = (int)(seed % SLOTS);
-        if (slot[i]) {
-            for (size_t k = 0; k < size[i]; k++)
-                intact &= slot[i][k] == (unsigned char)(i ^ k);
-            if (seed & 0x100) {
-                ul_free(slot[i]);
-                slot[i] = NULL;
-                continue;
-            }
-        }
-        size_t n = (seed >> 20) % 3000 + 1;
-        if ((seed >> 40) % 64 == 0)
-            n = 60000 + (seed >> 8) % 300000;
-        unsigned char *p = slot[i] ? ul_realloc(slot[i], n) : ul_malloc(n);
-        if (!p) {
-            CHECK(p, "allocation of %zu bytes", n);
-            return false;
-        }
-        aligned &= (uintptr_t)p % 16 == 0;
-        size_t keep = slot[i] ? (size[i] < n ? size[i] : n) : 0;
-        for (size_t k = 0; k < keep; k++)
-            grown_ok &= p[k] == (unsigned char)(i ^ k);
-        for (size_t k = 0; k < n; k++)
-            p[k] = (unsigned char)(i ^ k);
-        slot[i] = p;
-        size[i] = n;
+    struct malloc_churn c = {
+        .alloc = ul_malloc,
+        .resize = ul_realloc,
+        .release = ul_free,
+        .slot = slot,
+        .size = size,
+        .slots = SLOTS,
+        .rounds = 200000,
+        .seed = 88172645463325252ull,
+        .small = 3000,
+        .large_every = 64,
+        .large_min = 60000,
+        .large_span = 300000,
+    };
+    malloc_churn_run(&c);
+    if (c.failed) {
+        CHECK(!c.failed, "allocation of %zu bytes", c.failed);
+        return false;
     }
-    CHECK(intact, "malloc: no block was overwritten by another");
-    CHECK(aligned, "malloc: every block is 16-byte aligned");
-    CHECK(grown_ok, "realloc: contents kept");
-    for (int i = 0; i < SLOTS; i++)
-        ul_free(slot[i]);
+    CHECK(c.overwritten == 0, "malloc: no block was overwritten by another");
+    CHECK(c.misaligned == 0, "malloc: every block is 16-byte aligned");
+    CHECK(c.lost == 0, "realloc: contents kept");
+    malloc_churn_free(&c);
     ul_malloc_stats(&st);
     CHECK(st.allocations == 0 && st.bytes_in_use == 0, "malloc: all freed (%zu, %zu)",
           st.allocations, st.bytes_in_use);
@@ -260,49 +249,45 @@ static int type_line(const char *script, char *buf, size_t size)
     return n;
 }
 
+// Keystrokes typed at the prompt, in order (the history carries over), and
+// what readline must return: the count and the line (want NULL: only the count).
+static const struct {
+    const char *keys;
+    size_t size; // the buffer's; 0 for all of it
+    int n;
+    const char *want;
+    const char *name;
+} typed[] = {
+    {"ls -l\n", 0, 5, "ls -l", "a line"},
+    {"abx\x7f"
+     "c\n",
+     0, 3, "abc", "DEL"},
+    {"ab\bc\n", 0, 2, "ac", "backspace"},
+    {"\x7f\x7fok\n", 0, 2, "ok", "backspace on an empty line"},
+    {"junk\x15pwd\n", 0, 3, "pwd", "ctrl-U"},
+    {"\x1b[A\n", 0, 3, "pwd", "up = last line"},
+    {"\x1b[A\x1b[A\x1b[A\n", 0, 2, "ac", "up three times (repeats are stored once)"},
+    {"new\x1b[A\x1b[B\n", 0, 3, "new", "down returns to the draft"},
+    {"\x1b[1;5A\x1b[C\n", 0, 3, "new", "modified arrows and other sequences"},
+    {"abcdefghij\n", 5, 4, "abcd", "buffer limit"},
+    {"x\x03", 0, 0, "", "ctrl-C abandons"},
+    {"eof", 0, -1, NULL, "end of input"},
+    {"\t\x01z\r", 0, 1, "z", "control characters ignored, CR ends"},
+};
+
 static void test_readline(void)
 {
     char buf[64];
-    CHECK(type_line("ls -l\n", buf, sizeof buf) == 5 && strcmp(buf, "ls -l") == 0,
-          "readline: a line");
-    CHECK(strcmp(echo, "$ ls -l\n") == 0, "readline: prompt and echo");
-    CHECK(type_line("abx\x7f"
-                    "c\n",
-                    buf, sizeof buf) == 3 &&
-              strcmp(buf, "abc") == 0,
-          "readline: DEL");
-    CHECK(type_line("ab\bc\n", buf, sizeof buf) == 2 && strcmp(buf, "ac") == 0,
-          "readline: backspace");
-    CHECK(type_line("\x7f\x7fok\n", buf, sizeof buf) == 2 && strcmp(buf, "ok") == 0,
-          "readline: backspace on an empty line");
-    CHECK(type_line("junk\x15pwd\n", buf, sizeof buf) == 3 && strcmp(buf, "pwd") == 0,
-          "readline: ctrl-U");
-    CHECK(type_line("\x1b[A\n", buf, sizeof buf) == 3 && strcmp(buf, "pwd") == 0,
-          "readline: up = last line");
-    CHECK(type_line("\x1b[A\x1b[A\x1b[A\n", buf, sizeof buf) == 2 && strcmp(buf, "ac") == 0,
-          "readline: up three times (repeats are stored once)");
-    CHECK(type_line("new\x1b[A\x1b[B\n", buf, sizeof buf) == 3 && strcmp(buf, "new") == 0,
-          "readline: down returns to the draft");
-    CHECK(type_line("\x1b[1;5A\x1b[C\n", buf, sizeof buf) == 3 && strcmp(buf, "new") == 0,
-          "readline: modified arrows and other sequences");
-    CHECK(type_line("abcdefghij\n", buf, 5) == 4 && strcmp(buf, "abcd") == 0,
-          "readline: buffer limit");
-    CHECK(type_line("x\x03", buf, sizeof buf) == 0 && buf[0] == 0, "readline: ctrl-C abandons");
-    CHECK(type_line("eof", buf, sizeof buf) == -1, "readline: end of input");
-    CHECK(type_line("\t\x01z\r", buf, sizeof buf) == 1 && strcmp(buf, "z") == 0,
-          "readline: control characters ignored, CR ends");
+    for (size_t i = 0; i < sizeof typed / sizeof typed[0]; i++) {
+        int n = type_line(typed[i].keys, buf, typed[i].size ? typed[i].size : sizeof buf);
+        CHECK(n == typed[i].n && (!typed[i].want || strcmp(buf, typed[i].want) == 0),
+              "readline: %s", typed[i].name);
+        if (i == 0)
+            CHECK(strcmp(echo, "$ ls -l\n") == 0, "readline: prompt and echo");
+    }
 }
 
 // profile stat's integer arithmetic (statfmt.c), against values worked by hand.
-uint64_t stat_muldiv(uint64_t a, uint64_t b, uint64_t c);
-uint64_t stat_scale(uint64_t count, uint64_t enabled, uint64_t running);
-unsigned stat_running_permille(uint64_t running, uint64_t enabled);
-uint64_t stat_ratio_x100(uint64_t a, uint64_t b);
-uint64_t stat_mean(const uint64_t *v, unsigned n);
-uint64_t stat_rel_stderr_x100(const uint64_t *v, unsigned n);
-int stat_fmt_fixed(char *buf, size_t size, uint64_t value_scaled, unsigned decimals);
-uint64_t stat_isqrt(uint64_t v);
-
 static void test_statfmt(void)
 {
     CHECK(stat_muldiv(1ull << 40, 1ull << 40, 1ull << 41) == 1ull << 39,

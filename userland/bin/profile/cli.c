@@ -24,29 +24,14 @@ const char usage_stat[] =
 const char usage_cswitch_record[] = "usage: profile record --cswitch [-e EVENT,...] PROG [ARGS...]";
 const char usage_cswitch_report[] = "usage: profile report --cswitch [--json] [-n LINES]";
 
-static void say(const char *fmt, va_list ap)
+int usage_say(const char *usage, const char *tail, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "profile: ");
     vfprintf(stderr, fmt, ap);
-}
-
-int usage_error(const char *usage, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    say(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n%s (see 'profile help')\n", usage);
-    return EXIT_USAGE;
-}
-
-int usage_short(const char *usage, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    say(fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n%s\n", usage);
+    fprintf(stderr, "\n%s%s\n", usage, tail);
     return EXIT_USAGE;
 }
 

@@ -15,10 +15,12 @@
 extern const char usage_all[], usage_sources[], usage_run[], usage_kernel[], usage_record[],
     usage_report[], usage_stat[], usage_cswitch_record[], usage_cswitch_report[];
 
+// "profile: WHAT", then the usage line ended by tail: EXIT_USAGE.
+PRINTF_LIKE(3, 4) int usage_say(const char *usage, const char *tail, const char *fmt, ...);
 // "profile: WHAT", then the usage and "(see 'profile help')": EXIT_USAGE.
-PRINTF_LIKE(2, 3) int usage_error(const char *usage, const char *fmt, ...);
+#define usage_error(usage, ...) usage_say(usage, " (see 'profile help')", __VA_ARGS__)
 // "profile: WHAT", then the usage alone (stat's and --cswitch's form): EXIT_USAGE.
-PRINTF_LIKE(2, 3) int usage_short(const char *usage, const char *fmt, ...);
+#define usage_short(usage, ...) usage_say(usage, "", __VA_ARGS__)
 
 // argv[0..argc-1] joined by single spaces, in memory from malloc (the caller
 // frees it): never cut, however long. NULL when out of memory.

@@ -52,18 +52,9 @@ static int rounds_down(const struct prof_range *r)
 }
 
 struct func_row {
+    struct tally hits; // at the function's address
     const char *name;
-    uint64_t addr;
-    uint64_t hits;
 };
-
-static int by_hits(const void *a, const void *b)
-{
-    const struct func_row *x = a, *y = b;
-    if (x->hits != y->hits)
-        return x->hits > y->hits ? -1 : 1;
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
 
 // Hits per function: each bucket goes to the function containing its first
 // address; buckets before the first function go to a row of their own.
@@ -78,26 +69,26 @@ static void print_functions(const struct prof_report *rep, const struct prof_ran
         return;
     }
     for (size_t i = 0; i < img->nfuncs; i++)
-        rows[i] = (struct func_row){img->funcs[i].name, img->funcs[i].addr, 0};
-    rows[img->nfuncs] = (struct func_row){"(no symbol)", r->base, 0};
+        rows[i] = (struct func_row){{img->funcs[i].addr, 0}, img->funcs[i].name};
+    rows[img->nfuncs] = (struct func_row){{r->base, 0}, "(no symbol)"};
     for (uint64_t b = 0; b < r->nbuckets; b++) {
         if (!r->buckets[b])
             continue;
         const struct elf_func *f = elf_func_at(img, r->base + (b << r->shift));
-        rows[f ? (size_t)(f - img->funcs) : img->nfuncs].hits += r->buckets[b];
+        rows[f ? (size_t)(f - img->funcs) : img->nfuncs].hits.count += r->buckets[b];
     }
-    sort_array(rows, nrows, sizeof *rows, by_hits);
+    sort_array(rows, nrows, sizeof *rows, by_tally);
 
     printf("\n----- Zoomed module %s (Bucket size = %lu bytes, %s) -----\n", r->module,
            1ul << r->shift, rounds_down(r) ? "Rounding Down" : "buckets inside functions");
     printf("%-*s %10s %8s %10s\n", NAME_WIDTH, "Function", "Hits", "%Total", "Cumulative");
     uint64_t cumulative = 0;
     char p1[16], p2[16];
-    for (size_t i = 0; i < nrows && i < rep->top && rows[i].hits; i++) {
-        cumulative += rows[i].hits;
-        printf("%-*s %10lu %8s %10s\n", NAME_WIDTH, rows[i].name, rows[i].hits,
-               percent(p1, sizeof p1, rows[i].hits, total),
-               percent(p2, sizeof p2, cumulative, total));
+    for (size_t i = 0; i < nrows && i < rep->top && rows[i].hits.count; i++) {
+        uint64_t hits = rows[i].hits.count;
+        cumulative += hits;
+        printf("%-*s %10lu %8s %10s\n", NAME_WIDTH, rows[i].name, hits,
+               percent(p1, sizeof p1, hits, total), percent(p2, sizeof p2, cumulative, total));
     }
     free(rows);
 }
