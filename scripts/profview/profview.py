@@ -24,13 +24,16 @@ file. Symbols come from build/userland/PROG and build/kernel.elf (--elf-dir,
 77 when the guest has no `profile record` yet.
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pages  # noqa: E402
+import perfdata  # noqa: E402
 import profdata  # noqa: E402
+import speedscope  # noqa: E402
 
 SKIP = 77
 QEMU = ["qemu-system-x86_64", "-machine", "pc", "-cpu", "max", "-boot", "d", "-no-reboot",
@@ -79,6 +82,80 @@ def do_folded(args):
     for line in p.folded_lines():
         print(line)
     return 0
+
+
+# --- perf.data, speedscope, Chrome trace -----------------------------------------
+
+
+def load_export(args, src):
+    p, what = profdata.load(src, symbol_dirs(args))
+    warn(p)
+    if what != "export block":
+        raise ValueError("%s: no export block (perf.data and speedscope need the samples one by one)" % src)
+    return p
+
+
+def do_perfdata(args, src=None):
+    p = load_export(args, src or args.input)
+    if not p.samples:
+        print("profview: %s: no samples" % (src or args.input), file=sys.stderr)
+        return 1
+    out = args.output or os.path.join(args.out, "perf.data")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    kernel_id = None
+    if args.kernel and os.path.exists(args.kernel):
+        elf, kernel_id = perfdata.kernel_with_build_id(args.kernel, os.path.join(os.path.dirname(out) or ".", "perf"))
+        if perfdata.cache_kernel(elf):
+            print("profview: %s is in perf's build-id cache (%s)" % (elf, kernel_id.hex()))
+        else:
+            print("profview: perf is not installed; `perf buildid-cache -a %s` names the kernel's frames" % elf)
+    with open(out, "wb") as f:
+        f.write(perfdata.perf_data(p, symbol_dirs(args), kernel_id=kernel_id))
+    print("wrote %s (%d samples; perf report -i %s)" % (out, len(p.samples), out))
+    return 0
+
+
+def write_json(path, doc):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, separators=(",", ":"))
+        f.write("\n")
+    print("wrote %s" % path)
+
+
+def do_speedscope(args, src=None):
+    """OUT/profile.speedscope.json from the last export with samples and
+    OUT/profile.trace.json from the last one with context switches."""
+    src = src or args.input
+    blocks = profdata.export_blocks(profdata.console_lines(src))
+    if not blocks:
+        raise ValueError("%s: no export block" % src)
+    syms = symbol_dirs(args)
+    exports = [profdata.from_export(b, syms, args.title or os.path.basename(src)) for b in blocks]
+    sampled = [p for p in exports if p.samples]
+    switched = [p for p in exports if p.cswitches]
+    if not sampled and not switched:
+        print("profview: %s: no samples and no context switches" % src, file=sys.stderr)
+        return 1
+    if sampled:
+        warn(sampled[-1])
+        doc = speedscope.speedscope(sampled[-1], args.title or sampled[-1].title)
+        write_json(os.path.join(args.out, "profile.speedscope.json"), doc)
+        print("profview: %d samples in %d profiles" % (len(sampled[-1].samples), len(doc["profiles"])))
+    if switched:
+        doc = speedscope.chrome_trace(switched[-1])
+        write_json(os.path.join(args.out, "profile.trace.json"), doc)
+        print("profview: %d context switches as trace events" % len(switched[-1].cswitches))
+    return 0
+
+
+def do_speedscope_run(args):
+    args.cswitch = True
+    log = record_run(args, "speedscope")
+    if log is None:
+        return SKIP
+    args.title = args.title or args.prog or "calltree"
+    return do_speedscope(args, log)
 
 
 # --- annotate -------------------------------------------------------------------
@@ -280,6 +357,33 @@ def do_flamegraph(args):
     return do_export(args, os.path.join(args.out, "flamegraph", "console.log"))
 
 
+def record_run(args, subdir):
+    """Records PROG with call chains, kernel frames included, and saves the
+    export's console section; returns its path, or None (SKIP) when the
+    guest has no `profile record`."""
+    prog = args.prog or "calltree"
+    record = "sudo profile record -g -k " + prog
+    cmds = [record, "profile report --export"]
+    if getattr(args, "cswitch", False):
+        cmds += ["sudo profile record --cswitch " + prog, "profile report --export"]
+    outdir = os.path.join(args.out, subdir)
+    log = os.path.join(outdir, "console.log")
+    lines = boot(cmds, log, args.timeout)
+    if rejects_record(lines, record):
+        print("profview: guest has no 'profile record' yet (%s)" % record)
+        return None
+    if not profdata.export_blocks(lines):
+        raise ValueError("no export block on the console (see %s)" % log)
+    return log
+
+
+def do_perfdata_run(args):
+    log = record_run(args, "perf-data")
+    if log is None:
+        return SKIP
+    return do_perfdata(args, log)
+
+
 def do_annotate_run(args):
     prog = args.prog or "calib"
     func = args.func or ("calib_a" if prog.split()[0] == "calib" else "main")
@@ -359,6 +463,22 @@ def main(argv=None):
     s.add_argument("--prog")
     s.add_argument("--out", default="build")
     s.add_argument("--title")
+    s = sub.add_parser("perfdata")
+    s.add_argument("input")
+    s.add_argument("--out", default="build")
+    s.add_argument("-o", "--output", help="the file (default OUT/perf.data)")
+    s = sub.add_parser("perf-data-run")
+    s.add_argument("--prog")
+    s.add_argument("--out", default="build")
+    s.add_argument("-o", "--output")
+    s = sub.add_parser("speedscope")
+    s.add_argument("input")
+    s.add_argument("--out", default="build")
+    s.add_argument("--title")
+    s = sub.add_parser("speedscope-run")
+    s.add_argument("--prog")
+    s.add_argument("--out", default="build")
+    s.add_argument("--title")
     s = sub.add_parser("annotate-run")
     s.add_argument("--prog")
     s.add_argument("--func")
@@ -374,7 +494,9 @@ def main(argv=None):
     s.add_argument("--top", type=int, default=30)
     args = ap.parse_args(argv)
     run = {"export": do_export, "folded": do_folded, "annotate": do_annotate, "diff": do_diff,
-           "flamegraph": do_flamegraph, "annotate-run": do_annotate_run, "diff-run": do_diff_run}[args.cmd]
+           "flamegraph": do_flamegraph, "perfdata": do_perfdata, "perf-data-run": do_perfdata_run,
+           "speedscope": do_speedscope, "speedscope-run": do_speedscope_run,
+           "annotate-run": do_annotate_run, "diff-run": do_diff_run}[args.cmd]
     try:
         return run(args)
     except (OSError, ValueError, subprocess.CalledProcessError) as e:
