@@ -88,10 +88,14 @@ def do_folded(args):
 
 
 def load_export(args, src):
-    p, what = profdata.load(src, symbol_dirs(args))
+    """The last export block of SRC that has samples (a --cswitch recording's
+    export has none)."""
+    blocks = profdata.export_blocks(profdata.console_lines(src))
+    if not blocks:
+        raise ValueError("%s: no export block (perf.data needs the samples one by one)" % src)
+    exports = [profdata.from_export(b, symbol_dirs(args), os.path.basename(src)) for b in blocks]
+    p = ([e for e in exports if e.samples] or exports)[-1]
     warn(p)
-    if what != "export block":
-        raise ValueError("%s: no export block (perf.data and speedscope need the samples one by one)" % src)
     return p
 
 
