@@ -421,7 +421,9 @@ def load(spec, syms, elf=None):
         elf = elf or _gmon_elf(os.path.basename(spec), syms)
         return from_gmon(data, elf, title), "gmon.out histogram"
     lines = console_lines(spec)
+    # The last export with samples (a --cswitch recording's export has none).
     blocks = export_blocks(lines)
+    blocks = [b for b in blocks if any(l.startswith("sample ") for l in b)] or blocks
     if blocks:
         return from_export(blocks[-1], syms, title), "export block"
     if any(l.startswith("gmon: begin ") for l in lines):
