@@ -10,12 +10,23 @@
     profview.py diff A B [--html OUT]
         per-function hits and % of two profiles, sorted by |change|;
         --html also writes a differential flame graph
+    profview.py perfdata INPUT [--out DIR | -o FILE]
+        DIR/perf.data for perf report / perf script; the kernel ELF, with a
+        build-id added (DIR/perf/kernel.elf), goes into perf's build-id cache
+    profview.py speedscope INPUT [--out DIR]
+        DIR/profile.speedscope.json (a sampled profile per process and per
+        CPU, in ns) and, from a --cswitch recording's export,
+        DIR/profile.trace.json (Chrome trace events)
     profview.py flamegraph --prog "PROG ARGS" [--out DIR]
     profview.py annotate-run --prog "PROG ARGS" --func FUNC [--out DIR]
     profview.py diff-run --prog "PROG ARGS" --a "run -b 2" --b "run -b 8" [--out DIR]
         boot the shell ISO headless under icount, profile PROG there, and do
         the above with what comes back on the console (make flamegraph,
         make annotate, make profile-diff)
+    profview.py perf-data-run --prog "PROG ARGS" [--out DIR]
+    profview.py speedscope-run --prog "PROG ARGS" [--out DIR]
+        the same for make perf-data (profile record -g -k) and make
+        speedscope (that, then profile record --cswitch)
 
 INPUT is a console log holding a `profile report --export` block (the last
 one is used) or a `profile run -g` gmon frame, a gmon.out file, or a folded
