@@ -47,6 +47,7 @@ SAMPLE_CALLCHAIN, SAMPLE_CPU, SAMPLE_PERIOD = 1 << 5, 1 << 7, 1 << 8
 SAMPLE_TYPE = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_PERIOD | SAMPLE_CALLCHAIN
 
 ATTR_FLAG_MMAP, ATTR_FLAG_COMM = 1 << 8, 1 << 9
+ATTR_FLAG_EXCLUDE_GUEST = 1 << 20  # as perf record sets it: the event is named plain "cpu-clock"
 
 RECORD_MMAP, RECORD_COMM, RECORD_SAMPLE = 1, 3, 9
 MISC_KERNEL, MISC_USER = 1, 2
@@ -93,9 +94,9 @@ def sample_record(sample, time_ns, period):
 
 
 def attr_bytes(period):
-    """struct perf_event_attr, version 7: cpu-clock samples every PERIOD."""
+    """struct perf_event_attr, version 7: cpu-clock samples every PERIOD ns."""
     head = struct.pack("<IIQQQQQ", PERF_TYPE_SOFTWARE, ATTR_SIZE, PERF_COUNT_SW_CPU_CLOCK, period,
-                       SAMPLE_TYPE, 0, ATTR_FLAG_MMAP | ATTR_FLAG_COMM)
+                       SAMPLE_TYPE, 0, ATTR_FLAG_MMAP | ATTR_FLAG_COMM | ATTR_FLAG_EXCLUDE_GUEST)
     return head + b"\0" * (ATTR_SIZE - len(head))
 
 
@@ -178,7 +179,8 @@ def cache_kernel(path):
 
 
 def perf_data(p, syms, period=1, kernel_id=None):
-    """The bytes of a perf.data file holding P's samples; KERNEL_ID, the
+    """The bytes of a perf.data file holding P's samples, each PERIOD ns of
+    cpu-clock (perf report's event count is their sum); KERNEL_ID, the
     kernel ELF's build-id, makes the build-id feature section."""
     names = process_names(p)
     body = []

@@ -125,7 +125,7 @@ def do_perfdata(args, src=None):
         else:
             print("profview: perf is not installed; `perf buildid-cache -a %s` names the kernel's frames" % elf)
     with open(out, "wb") as f:
-        f.write(perfdata.perf_data(p, symbol_dirs(args), kernel_id=kernel_id))
+        f.write(perfdata.perf_data(p, symbol_dirs(args), speedscope.sample_interval(p), kernel_id))
     print("wrote %s (%d samples; perf report -i %s)" % (out, len(p.samples), out))
     return 0
 
