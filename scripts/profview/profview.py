@@ -16,7 +16,8 @@
     profview.py speedscope INPUT [--out DIR]
         DIR/profile.speedscope.json (a sampled profile per process and per
         CPU, in ns) and, from a --cswitch recording's export,
-        DIR/profile.trace.json (Chrome trace events)
+        DIR/profile.trace.json (Chrome trace events); the events of
+        `profile report --cswitch --json` on the console: DIR/profile.cswitch.json
     profview.py flamegraph --prog "PROG ARGS" [--out DIR]
     profview.py annotate-run --prog "PROG ARGS" --func FUNC [--out DIR]
     profview.py diff-run --prog "PROG ARGS" --a "run -b 2" --b "run -b 8" [--out DIR]
@@ -161,7 +162,24 @@ def do_speedscope(args, src=None):
         doc = speedscope.chrome_trace(switched[-1])
         write_json(os.path.join(args.out, "profile.trace.json"), doc)
         print("profview: %d context switches as trace events" % len(switched[-1].cswitches))
+    guest = cswitch_json(profdata.console_lines(src))
+    if guest is not None:
+        write_json(os.path.join(args.out, "profile.cswitch.json"), guest)
     return 0
+
+
+def cswitch_json(lines):
+    """The trace events `profile report --cswitch --json` printed (the last
+    block between its `cswitch-json: begin` and `end` lines), or None."""
+    block, cur = None, None
+    for line in lines:
+        if line.strip() == "cswitch-json: begin":
+            cur = []
+        elif line.strip() == "cswitch-json: end" and cur is not None:
+            block, cur = cur, None
+        elif cur is not None:
+            cur.append(line)
+    return json.loads("\n".join(block)) if block else None
 
 
 def do_speedscope_run(args):
@@ -380,7 +398,8 @@ def record_run(args, subdir):
     record = "sudo profile record -g -k " + prog
     cmds = [record, "profile report --export"]
     if getattr(args, "cswitch", False):
-        cmds += ["sudo profile record --cswitch " + prog, "profile report --export"]
+        cmds += ["sudo profile record --cswitch " + prog, "profile report --export",
+                 "profile report --cswitch --json"]
     outdir = os.path.join(args.out, subdir)
     log = os.path.join(outdir, "console.log")
     lines = boot(cmds, log, args.timeout)
