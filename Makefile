@@ -276,7 +276,7 @@ flamegraph: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 # build/perf.data for perf report / perf script (the kernel ELF, with a build-id
 # added, goes into perf's build-id cache), and build/profile.speedscope.json
 # with build/profile.trace.json (the context switches) for speedscope.
-perf-data: deps all $(BUILD)/tests/shell.iso
+perf-data: deps deps-perf all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) perf-data-run --prog "$(PROG)" --out $(BUILD)
 
 speedscope: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
