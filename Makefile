@@ -7,6 +7,8 @@
 #   make bench-peers  Linux's perf sampling the same workloads in the same emulator (docs/bench-peers.md)
 #   make profile-demo  the profiler end to end, with gprof reading its histogram
 #   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
+#   make perf-data PROG="calltree"    record PROG; build/perf.data for perf report / perf script
+#   make speedscope PROG="calltree"   record PROG; build/profile.speedscope.json, profile.trace.json
 #   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC
 #   make profile-diff PROG=calib A="run -b 2" B="run -b 8"   two profiles compared per function
 #   make fuzz       1,000,000 random system calls on 4 CPUs, then a leak check
@@ -73,7 +75,8 @@ include tests/host/host.mk
 -include tests/pmc/pmc.mk
 
 .PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json \
-	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser
+	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
+	perf-data speedscope deps-perf
 all: $(KERNEL) $(USER_PROGS)
 
 help:
@@ -88,6 +91,10 @@ deps-pictures:
 	@scripts/deps.sh pictures
 deps-browser:
 	@scripts/deps.sh pictures browser || echo "deps: chromium could not be installed; the browser test will skip"
+# Debian's perf (linux-perf), which reads build/perf.data, and python3-jsonschema,
+# which checks the speedscope file against speedscope's schema.
+deps-perf:
+	@scripts/deps.sh perf || echo "deps: linux-perf could not be installed; the perf checks will skip"
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
@@ -206,7 +213,7 @@ layers-mutations: $(KOBJ)
 	@CC="$(CC)" KCFLAGS="$(KCFLAGS)" NASM="$(NASM)" BUILD="$(BUILD)" OBJ="$(OBJ)" \
 		KOBJ="$(KOBJ)" tests/layers-mutations
 
-test: deps deps-pictures deps-browser
+test: deps deps-pictures deps-browser deps-perf
 	@tests/run
 
 # Benchmarks print figures; they do not pass or fail (tests/bench/bench.py).
@@ -274,6 +281,16 @@ browser-vendor: $(BUILD)/browser/node_modules/.installed
 
 flamegraph: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) flamegraph --prog "$(PROG)" --out $(BUILD)
+
+# build/perf.data for perf report / perf script (the kernel ELF, with a build-id
+# added, goes into perf's build-id cache), and build/profile.speedscope.json
+# with build/profile.trace.json (the context switches) for speedscope.
+perf-data: deps deps-perf all $(BUILD)/tests/shell.iso
+	@$(PROFVIEW) perf-data-run --prog "$(PROG)" --out $(BUILD)
+
+speedscope: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
+	@$(PROFVIEW) speedscope-run --prog "$(PROG)" --out $(BUILD)
+	@echo "speedscope: open $(BUILD)/profview/node_modules/speedscope/dist/release/index.html and load $(BUILD)/profile.speedscope.json"
 
 annotate: deps all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) annotate-run --prog "$(PROG)" --func "$(FUNC)" --out $(BUILD)

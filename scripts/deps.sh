@@ -5,6 +5,7 @@
 #   scripts/deps.sh            the build, QEMU and the tests' tools
 #   scripts/deps.sh pictures   also Node.js and npm (the flame-graph pages' renderer)
 #   scripts/deps.sh browser    also Debian's chromium (the pages' browser test)
+#   scripts/deps.sh perf       also Debian's perf and python3-jsonschema (perf.data, speedscope checks)
 set -e
 PKGS="make gcc clang libclang-rt-14-dev nasm binutils grub-pc-bin grub-common xorriso \
 qemu-system-x86 python3 coreutils clang-format"
@@ -14,6 +15,7 @@ for group in "$@"; do
         pictures) command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
             PKGS="$PKGS nodejs npm" ;;
         browser) PKGS="$PKGS chromium" ;;
+        perf) PKGS="$PKGS linux-perf python3-jsonschema" ;;
         *) echo "deps: unknown group '$group'" >&2; exit 2 ;;
     esac
 done

@@ -40,6 +40,59 @@
     return chart;
   }
 
+  // The sandwich view: the picked function's callers and callees, each a
+  // tree made from the stacks that hold it (at its outermost place in a
+  // recursive stack), drawn when the picker changes.
+  function sandwichTrees(stacks, func) {
+    const callers = { name: func, value: 0, children: [] };
+    const callees = { name: func, value: 0, children: [] };
+    function add(node, path, n) {
+      node.value += n;
+      for (const name of path) {
+        let child = node.children.find(function (c) { return c.name === name; });
+        if (!child) { child = { name: name, value: 0, children: [] }; node.children.push(child); }
+        child.value += n;
+        node = child;
+      }
+    }
+    for (const [frames, n] of stacks) {
+      const i = frames.indexOf(func);
+      if (i < 0) continue;
+      add(callers, frames.slice(0, i).reverse(), n);
+      add(callees, frames.slice(i + 1), n);
+    }
+    return { callers: callers, callees: callees };
+  }
+
+  function drawSandwich() {
+    const select = document.getElementById("sandwich-func");
+    const source = document.getElementById("stacks");
+    if (!select || !source) return;
+    const trees = sandwichTrees(JSON.parse(source.textContent), select.value);
+    for (const kind of ["callers", "callees"]) {
+      const el = document.getElementById("sandwich-" + kind);
+      el.dataset.rendered = "0";
+      el.textContent = "";
+      const tree = trees[kind];
+      const chart = newChart()
+        .width(Math.max(600, Math.floor(el.getBoundingClientRect().width)))
+        .cellHeight(18)
+        .transitionDuration(0)
+        .minFrameSize(1)
+        .sort(true)
+        .inverted(kind === "callees")
+        .title("")
+        .label(function (d) {
+          return d.data.name + ": " + d.value + " samples, " + (100 * d.value / (tree.value || 1)).toFixed(2) +
+            "% of " + tree.name;
+        });
+      chart.setDetailsElement(document.getElementById("sandwich-details"));
+      d3.select(el).datum(tree).call(chart);
+      el.dataset.func = select.value;
+      setTimeout(function () { el.dataset.rendered = "1"; }, 50);
+    }
+  }
+
   const charts = {};
   document.querySelectorAll(".flame").forEach(function (el) { charts[el.id] = draw(el); });
   document.querySelectorAll("input[data-for]").forEach(function (input) {
@@ -48,6 +101,11 @@
       if (input.value) chart.search(input.value); else chart.clear();
     });
   });
+  const picker = document.getElementById("sandwich-func");
+  if (picker) {
+    picker.addEventListener("change", drawSandwich);
+    drawSandwich();
+  }
   document.querySelectorAll("button[data-reset]").forEach(function (button) {
     button.addEventListener("click", function () { charts[button.dataset.reset].resetZoom(); });
   });

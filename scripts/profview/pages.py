@@ -135,6 +135,14 @@ def report_page(p, vendor_dir, folded_name="profile.folded"):
 
     parts.append('<h2 id="flame-graph">Flame graph</h2>')
     parts.append(_flame("flame", "tree", flame_caption(p)))
+    if p.samples:
+        parts.append('<h2 id="time">Time</h2><p class="caption">The run from its first sample to its last '
+                     'in %d slices, a row per CPU and per process: each cell is coloured by the function '
+                     'most of its samples were in, darker with more samples (hover for the counts).</p>'
+                     % TIME_BUCKETS)
+        parts.append(time_view(p))
+    parts.append('<h2 id="sandwich">Sandwich</h2>')
+    parts.append(sandwich_view(p))
 
     # Kernrate's tables: modules, then each module's functions (self hits).
     modules = {}
@@ -177,7 +185,98 @@ def report_page(p, vendor_dir, folded_name="profile.folded"):
     parts.append('<h2 id="folded">Folded stacks</h2><p>The same stacks as <code>%s</code> '
                  '(loads in speedscope and FlameGraph):</p><pre class="folded">%s</pre>'
                  % (html.escape(folded_name), html.escape("\n".join(p.folded_lines()))))
-    return _page("profile: " + p.title, "\n".join(parts), {"tree": p.tree()}, vendor_dir)
+    stacks = [[list(st), n] for st, n in sorted(p.stacks.items()) if n]
+    return _page("profile: " + p.title, "\n".join(parts), {"tree": p.tree(), "stacks": stacks}, vendor_dir)
+
+
+# --- the time view and the sandwich view ------------------------------------------------
+
+TIME_BUCKETS = 100
+PALETTE = ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+OTHER_COLOUR = "#999999"
+
+
+def time_rows(p, buckets=TIME_BUCKETS):
+    """(span in ns, [(row label, kind, [Counter of leaf labels per bucket])]):
+    one row per CPU, then one per process, the samples of each bucket of the
+    recording's time by the function they were in."""
+    import collections
+    from profdata import label
+    times = [p.ns(s.tsc) for s in p.samples]
+    span = max(times) + 1 if times else 1
+    rows = collections.OrderedDict()
+    names = dict(p.pid_names)
+    names[0] = "idle"
+    for s in sorted(p.samples, key=lambda s: s.cpu):
+        rows.setdefault(("cpu %d" % s.cpu, "cpu"), [collections.Counter() for _ in range(buckets)])
+    for s in sorted(p.samples, key=lambda s: s.pid):
+        rows.setdefault(("%s (pid %d)" % (names.get(s.pid, "?"), s.pid), "pid"),
+                        [collections.Counter() for _ in range(buckets)])
+    for s, t in zip(p.samples, times):
+        b = min(buckets - 1, t * buckets // span)
+        leaf = label(s.frames[0][2], s.frames[0][3])
+        rows[("cpu %d" % s.cpu, "cpu")][b][leaf] += 1
+        rows[("%s (pid %d)" % (names.get(s.pid, "?"), s.pid), "pid")][b][leaf] += 1
+    return span, [(k[0], k[1], v) for k, v in rows.items()]
+
+
+def time_view(p):
+    """An SVG: a row per CPU and per process, a cell per 1/100 of the run,
+    coloured by the function most of its samples were in, darker with more
+    samples; its <title> says the cell's time, samples and top functions."""
+    import collections
+    span, rows = time_rows(p)
+    overall = collections.Counter()
+    for _, _, cells in rows:
+        for c in cells:
+            overall.update(c)
+    colours = {f: PALETTE[i] for i, (f, _) in enumerate(overall.most_common(len(PALETTE)))}
+    peak = max([sum(c.values()) for _, _, cells in rows for c in cells] or [1]) or 1
+    left, cell_w, cell_h = 170, 8, 18
+    width, height = left + cell_w * TIME_BUCKETS + 10, cell_h * (len(rows) + 1) + 20
+    out = ['<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" data-span-ns="%d">'
+           % (width, height, span)]
+    for r, (name, kind, cells) in enumerate(rows):
+        y = r * cell_h
+        out.append('<text x="0" y="%d" class="row-label">%s</text>' % (y + 13, html.escape(name)))
+        for b, c in enumerate(cells):
+            n = sum(c.values())
+            if not n:
+                continue
+            top = c.most_common(1)[0][0]
+            t0, t1 = span * b // TIME_BUCKETS, span * (b + 1) // TIME_BUCKETS
+            tip = "%s, %.3f-%.3f ms: %d samples; %s" % (name, t0 / 1e6, t1 / 1e6, n, ", ".join(
+                "%s %d" % fn for fn in c.most_common(3)))
+            out.append('<rect class="cell" data-row="%s" data-kind="%s" data-bucket="%d" data-count="%d" '
+                       'data-top="%s" x="%d" y="%d" width="%d" height="%d" fill="%s" fill-opacity="%.2f">'
+                       '<title>%s</title></rect>' % (
+                           html.escape(name), kind, b, n, html.escape(top), left + b * cell_w, y + 1, cell_w,
+                           cell_h - 2, colours.get(top, OTHER_COLOUR), 0.3 + 0.7 * n / peak, html.escape(tip)))
+    y = len(rows) * cell_h + 14
+    out.append('<text x="%d" y="%d" class="axis">0 ms</text>' % (left, y))
+    out.append('<text x="%d" y="%d" class="axis" text-anchor="end">%.3f ms</text>'
+               % (left + cell_w * TIME_BUCKETS, y, span / 1e6))
+    out.append("</svg>")
+    legend = " ".join('<span class="swatch" style="background:%s"></span>%s' % (c, html.escape(f))
+                      for f, c in colours.items())
+    return ("\n".join(out) + '<p class="legend">%s <span class="swatch" style="background:%s"></span>other</p>'
+            % (legend, OTHER_COLOUR))
+
+
+def sandwich_view(p):
+    """A function picker and two flame graphs page.js draws: the picked
+    function's callers (it at the bottom, its callers stacked above) and its
+    callees (it at the top, what it called below)."""
+    incl = p.inclusive_hits()
+    options = "".join('<option value="%s">%s (%s)</option>' % (html.escape(f), html.escape(f), pct(n, p.total))
+                      for f, n in sorted(incl.items(), key=lambda kv: (-kv[1], kv[0])))
+    return ('<p><label>Function: <select id="sandwich-func">%s</select></label> '
+            '<span class="details" id="sandwich-details"></span></p>\n'
+            '<p class="caption">Callers: the function at the bottom, each caller above what it called '
+            '(widths: the function\'s samples through that caller).</p>\n'
+            '<div class="sandwich-flame" id="sandwich-callers" data-kind="callers"></div>\n'
+            '<p class="caption">Callees: the function at the top, what it called below.</p>\n'
+            '<div class="sandwich-flame" id="sandwich-callees" data-kind="callees"></div>' % options)
 
 
 def diff_page(rows, tree, a_title, b_title, vendor_dir):

@@ -186,6 +186,20 @@ class Profile:
         self.lost = collections.Counter()
         self.guest_folded = collections.Counter()
         self.warnings = []
+        # An export's samples one by one, in log order: Sample tuples
+        # (tsc, cpu, pid, tid, mode, frames leaf first as (space, address,
+        # image, function), truncated); the time base (`clock` line; 0 when
+        # the guest's export had none) and the context switches.
+        self.samples = []
+        self.tsc_hz = 0
+        self.ncpus = 0
+        self.cswitches = []  # (cpu, tsc, old pid, new pid, [(event, value)])
+
+    def ns(self, tsc):
+        """A TSC time in nanoseconds since the first sample or switch."""
+        t0 = min([s.tsc for s in self.samples[:1]] + [c[1] for c in self.cswitches[:1]] or [0])
+        hz = self.tsc_hz or 10 ** 9
+        return (tsc - t0) * 10 ** 9 // hz
 
     def add(self, stack, count, leaf_key=None, addr_key=None):
         self.stacks[tuple(stack)] += count
@@ -237,7 +251,11 @@ def label(image, func):
     return func + KERNEL_SUFFIX if image == "kernel" and not func.endswith(KERNEL_SUFFIX) else func
 
 
+Sample = collections.namedtuple("Sample", "tsc cpu pid tid mode frames truncated")
+
 SAMPLE = re.compile(r"^sample (\d+) (\d+) (\d+) (\d+) ([uk]) (\S+)$")
+CLOCK = re.compile(r"^clock (\d+) (\d+)$")
+CSWITCH = re.compile(r"^cswitch (\d+) (\d+) (\d+) (\d+) (\S+)$")
 IMAGE = re.compile(r"^image (\d+) (\S+) ([0-9a-fA-F]+) ([0-9a-fA-F]+)$")
 LOST = re.compile(r"^lost (\d+) (\d+)$")
 FOLDED = re.compile(r"^folded (.+) (\d+)$")
@@ -266,6 +284,15 @@ def from_export(block, syms, title="profile"):
         if m:
             p.guest_folded[m.group(1)] += int(m.group(2))
             continue
+        m = CLOCK.match(line)
+        if m:
+            p.tsc_hz, p.ncpus = int(m.group(1)), int(m.group(2))
+            continue
+        m = CSWITCH.match(line)
+        if m:
+            values = [tuple(int(x) for x in kv.split(":")) for kv in m.group(5).split(",") if ":" in kv]
+            p.cswitches.append((int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)), values))
+            continue
         if line:
             p.warnings.append("unrecognised export line: %r" % line)
 
@@ -289,6 +316,7 @@ def from_export(block, syms, title="profile"):
         if trunc:
             frames = frames[:-1]
         named = []
+        full = []
         leaf_addr = None
         for i, fr in enumerate(frames):
             space, _, hexaddr = fr.partition(":")
@@ -300,8 +328,10 @@ def from_export(block, syms, title="profile"):
             if i == 0:
                 leaf_addr = (image, addr)
             named.append((image, func))
+            full.append((space, addr, image, func))
         if not named:
             continue
+        p.samples.append(Sample(int(m.group(4)), cpu, pid, int(m.group(3)), mode, full, bool(trunc)))
         stack = [label(image, func) for image, func in reversed(named)]
         if trunc:
             stack.insert(0, TRUNCATED)
@@ -391,7 +421,9 @@ def load(spec, syms, elf=None):
         elf = elf or _gmon_elf(os.path.basename(spec), syms)
         return from_gmon(data, elf, title), "gmon.out histogram"
     lines = console_lines(spec)
+    # The last export with samples (a --cswitch recording's export has none).
     blocks = export_blocks(lines)
+    blocks = [b for b in blocks if any(l.startswith("sample ") for l in b)] or blocks
     if blocks:
         return from_export(blocks[-1], syms, title), "export block"
     if any(l.startswith("gmon: begin ") for l in lines):

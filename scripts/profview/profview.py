@@ -10,12 +10,24 @@
     profview.py diff A B [--html OUT]
         per-function hits and % of two profiles, sorted by |change|;
         --html also writes a differential flame graph
+    profview.py perfdata INPUT [--out DIR | -o FILE]
+        DIR/perf.data for perf report / perf script; the kernel ELF, with a
+        build-id added (DIR/perf/kernel.elf), goes into perf's build-id cache
+    profview.py speedscope INPUT [--out DIR]
+        DIR/profile.speedscope.json (a sampled profile per process and per
+        CPU, in ns) and, from a --cswitch recording's export,
+        DIR/profile.trace.json (Chrome trace events); the events of
+        `profile report --cswitch --json` on the console: DIR/profile.cswitch.json
     profview.py flamegraph --prog "PROG ARGS" [--out DIR]
     profview.py annotate-run --prog "PROG ARGS" --func FUNC [--out DIR]
     profview.py diff-run --prog "PROG ARGS" --a "run -b 2" --b "run -b 8" [--out DIR]
         boot the shell ISO headless under icount, profile PROG there, and do
         the above with what comes back on the console (make flamegraph,
         make annotate, make profile-diff)
+    profview.py perf-data-run --prog "PROG ARGS" [--out DIR]
+    profview.py speedscope-run --prog "PROG ARGS" [--out DIR]
+        the same for make perf-data (profile record -g -k) and make
+        speedscope (that, then profile record --cswitch)
 
 INPUT is a console log holding a `profile report --export` block (the last
 one is used) or a `profile run -g` gmon frame, a gmon.out file, or a folded
@@ -24,13 +36,16 @@ file. Symbols come from build/userland/PROG and build/kernel.elf (--elf-dir,
 77 when the guest has no `profile record` yet.
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pages  # noqa: E402
+import perfdata  # noqa: E402
 import profdata  # noqa: E402
+import speedscope  # noqa: E402
 
 SKIP = 77
 QEMU = ["qemu-system-x86_64", "-machine", "pc", "-cpu", "max", "-boot", "d", "-no-reboot",
@@ -79,6 +94,101 @@ def do_folded(args):
     for line in p.folded_lines():
         print(line)
     return 0
+
+
+# --- perf.data, speedscope, Chrome trace -----------------------------------------
+
+
+def load_export(args, src):
+    """The last export block of SRC that has samples (a --cswitch recording's
+    export has none)."""
+    blocks = profdata.export_blocks(profdata.console_lines(src))
+    if not blocks:
+        raise ValueError("%s: no export block (perf.data needs the samples one by one)" % src)
+    exports = [profdata.from_export(b, symbol_dirs(args), os.path.basename(src)) for b in blocks]
+    p = ([e for e in exports if e.samples] or exports)[-1]
+    warn(p)
+    return p
+
+
+def do_perfdata(args, src=None):
+    p = load_export(args, src or args.input)
+    if not p.samples:
+        print("profview: %s: no samples" % (src or args.input), file=sys.stderr)
+        return 1
+    out = args.output or os.path.join(args.out, "perf.data")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    kernel_id = None
+    if args.kernel and os.path.exists(args.kernel):
+        elf, kernel_id = perfdata.kernel_with_build_id(args.kernel, os.path.join(os.path.dirname(out) or ".", "perf"))
+        if perfdata.cache_kernel(elf):
+            print("profview: %s is in perf's build-id cache (%s)" % (elf, kernel_id.hex()))
+        else:
+            print("profview: perf is not installed; `perf buildid-cache -a %s` names the kernel's frames" % elf)
+    with open(out, "wb") as f:
+        f.write(perfdata.perf_data(p, symbol_dirs(args), speedscope.sample_interval(p), kernel_id))
+    print("wrote %s (%d samples; perf report -i %s)" % (out, len(p.samples), out))
+    return 0
+
+
+def write_json(path, doc):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, separators=(",", ":"))
+        f.write("\n")
+    print("wrote %s" % path)
+
+
+def do_speedscope(args, src=None):
+    """OUT/profile.speedscope.json from the last export with samples and
+    OUT/profile.trace.json from the last one with context switches."""
+    src = src or args.input
+    blocks = profdata.export_blocks(profdata.console_lines(src))
+    if not blocks:
+        raise ValueError("%s: no export block" % src)
+    syms = symbol_dirs(args)
+    exports = [profdata.from_export(b, syms, args.title or os.path.basename(src)) for b in blocks]
+    sampled = [p for p in exports if p.samples]
+    switched = [p for p in exports if p.cswitches]
+    if not sampled and not switched:
+        print("profview: %s: no samples and no context switches" % src, file=sys.stderr)
+        return 1
+    if sampled:
+        warn(sampled[-1])
+        doc = speedscope.speedscope(sampled[-1], args.title or sampled[-1].title)
+        write_json(os.path.join(args.out, "profile.speedscope.json"), doc)
+        print("profview: %d samples in %d profiles" % (len(sampled[-1].samples), len(doc["profiles"])))
+    if switched:
+        doc = speedscope.chrome_trace(switched[-1])
+        write_json(os.path.join(args.out, "profile.trace.json"), doc)
+        print("profview: %d context switches as trace events" % len(switched[-1].cswitches))
+    guest = cswitch_json(profdata.console_lines(src))
+    if guest is not None:
+        write_json(os.path.join(args.out, "profile.cswitch.json"), guest)
+    return 0
+
+
+def cswitch_json(lines):
+    """The trace events `profile report --cswitch --json` printed (the last
+    block between its `cswitch-json: begin` and `end` lines), or None."""
+    block, cur = None, None
+    for line in lines:
+        if line.strip() == "cswitch-json: begin":
+            cur = []
+        elif line.strip() == "cswitch-json: end" and cur is not None:
+            block, cur = cur, None
+        elif cur is not None:
+            cur.append(line)
+    return json.loads("\n".join(block)) if block else None
+
+
+def do_speedscope_run(args):
+    args.cswitch = True
+    log = record_run(args, "speedscope")
+    if log is None:
+        return SKIP
+    args.title = args.title or args.prog or "calltree"
+    return do_speedscope(args, log)
 
 
 # --- annotate -------------------------------------------------------------------
@@ -280,6 +390,34 @@ def do_flamegraph(args):
     return do_export(args, os.path.join(args.out, "flamegraph", "console.log"))
 
 
+def record_run(args, subdir):
+    """Records PROG with call chains, kernel frames included, and saves the
+    export's console section; returns its path, or None (SKIP) when the
+    guest has no `profile record`."""
+    prog = args.prog or "calltree"
+    record = "sudo profile record -g -k " + prog
+    cmds = [record, "profile report --export"]
+    if getattr(args, "cswitch", False):
+        cmds += ["sudo profile record --cswitch " + prog, "profile report --export",
+                 "profile report --cswitch --json"]
+    outdir = os.path.join(args.out, subdir)
+    log = os.path.join(outdir, "console.log")
+    lines = boot(cmds, log, args.timeout)
+    if rejects_record(lines, record):
+        print("profview: guest has no 'profile record' yet (%s)" % record)
+        return None
+    if not profdata.export_blocks(lines):
+        raise ValueError("no export block on the console (see %s)" % log)
+    return log
+
+
+def do_perfdata_run(args):
+    log = record_run(args, "perf-data")
+    if log is None:
+        return SKIP
+    return do_perfdata(args, log)
+
+
 def do_annotate_run(args):
     prog = args.prog or "calib"
     func = args.func or ("calib_a" if prog.split()[0] == "calib" else "main")
@@ -336,12 +474,17 @@ TITLED = OUT + [("--title", {})]
 DIFF_OUTPUT = [("--html", {}), ("--a-name", {}), ("--b-name", {}), ("--top", dict(type=int, default=30))]
 
 # Each subcommand: what runs it, and its arguments in order.
+PERF_OUTPUT = [("-o", dict(dest="output", help="the file (default OUT/perf.data)"))]
 COMMANDS = {
     "export": (do_export, [("input", {})] + TITLED),
     "folded": (do_folded, [("input", {})]),
     "annotate": (do_annotate, [("input", {}), ("--func", dict(required=True)), ("--prog", {})]),
     "diff": (do_diff, [("a", {}), ("b", {})] + DIFF_OUTPUT),
     "flamegraph": (do_flamegraph, [("--prog", {})] + TITLED),
+    "perfdata": (do_perfdata, [("input", {})] + OUT + PERF_OUTPUT),
+    "perf-data-run": (do_perfdata_run, [("--prog", {})] + OUT + PERF_OUTPUT),
+    "speedscope": (do_speedscope, [("input", {})] + TITLED),
+    "speedscope-run": (do_speedscope_run, [("--prog", {})] + TITLED),
     "annotate-run": (do_annotate_run, [("--prog", {}), ("--func", {})] + OUT),
     "diff-run": (do_diff_run, [("--prog", {}), ("--a", dict(dest="a_side", default="run -b 2")),
                                ("--b", dict(dest="b_side", default="run -b 8"))] + OUT + DIFF_OUTPUT),

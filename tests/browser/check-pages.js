@@ -2,7 +2,7 @@
 // package) from file:// and check what they draw.
 //
 //   node check-pages.js --folded FILE --frames main,ct_left,ct_leaf
-//                       [--before FILE] [--shots DIR] PAGE.html...
+//                       [--before FILE] [--sandwich FUNC] [--shots DIR] PAGE.html...
 //
 // For every page: no console error, no uncaught exception, no request
 // leaving file://; a flame graph is drawn; every frame named in --frames is
@@ -11,7 +11,10 @@
 // share of FILE's samples. With --before (a differential graph, whose
 // widths are the second profile, FILE), a frame whose share grew since the
 // --before profile must be drawn red and one that shrank blue. Prints
-// PASS/FAIL lines; exits 1 when any failed.
+// With --sandwich, a page's sandwich view picks FUNC and must draw its
+// callers and callees at their shares of FUNC's samples in FILE; a page with
+// a time view must hold every sample once in its CPU rows and once in its
+// process rows. Prints PASS/FAIL lines; exits 1 when any failed.
 "use strict";
 const fs = require("fs");
 const os = require("os");
@@ -24,12 +27,13 @@ const PAGE_TIMEOUT_MS = 20000;
 const WATCHDOG_MS = 90000;
 
 function parseArgs(argv) {
-  const o = { pages: [], frames: [], shots: null, folded: null, before: null };
+  const o = { pages: [], frames: [], shots: null, folded: null, before: null, sandwich: null };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--folded") o.folded = argv[++i];
     else if (argv[i] === "--frames") o.frames = argv[++i].split(",");
     else if (argv[i] === "--shots") o.shots = argv[++i];
     else if (argv[i] === "--before") o.before = argv[++i];
+    else if (argv[i] === "--sandwich") o.sandwich = argv[++i];
     else o.pages.push(argv[i]);
   }
   if (!o.folded || !o.pages.length || !o.frames.length) {
@@ -63,7 +67,7 @@ let failures = 0;
 function pass(msg) { console.log("PASS " + msg); }
 function fail(msg) { failures++; console.log("FAIL " + msg); }
 
-async function checkPage(context, file, expected, before, frames, shots) {
+async function checkPage(context, file, expected, before, frames, shots, sandwich) {
   const name = path.basename(file);
   const page = await context.newPage();
   const errors = [];
@@ -122,9 +126,83 @@ async function checkPage(context, file, expected, before, frames, shots) {
       }
     }
   }
+  if (sandwich && await page.$("#sandwich-func")) await checkSandwich(page, name, sandwich);
+  if (await page.$("#timeline")) await checkTimeline(page, name);
   if (errors.length) fail(`browser ${name}: ${errors.length} console errors: ${errors.join("; ")}`);
   else pass(`browser ${name}: no console errors`);
   await page.close();
+}
+
+// {name: share of FUNC's samples}: FUNC's callers (the frame before it) or
+// callees (the frame after it) in the --folded file, at FUNC's first place.
+function neighbours(folded, func, step) {
+  const out = new Map();
+  let total = 0;
+  for (const line of fs.readFileSync(folded, "utf8").split("\n")) {
+    const m = /^(.+) (\d+)$/.exec(line.trim());
+    if (!m) continue;
+    const frames = m[1].split(";");
+    const i = frames.indexOf(func);
+    if (i < 0) continue;
+    total += Number(m[2]);
+    const other = frames[i + step];
+    if (other !== undefined) out.set(other, (out.get(other) || 0) + Number(m[2]));
+  }
+  for (const [k, v] of out) out.set(k, (100 * v) / total);
+  return out;
+}
+
+// The sandwich view: pick FUNC; its callers' graph and its callees' graph
+// are drawn with FUNC at the root, each caller and callee next to it as wide
+// as its share of FUNC's samples in the folded file (within TOLERANCE).
+async function checkSandwich(page, name, sandwich) {
+  await page.selectOption("#sandwich-func", sandwich.func);
+  for (const [kind, step] of [["callers", -1], ["callees", 1]]) {
+    const sel = `#sandwich-${kind}[data-rendered="1"][data-func="${sandwich.func.replace(/"/g, '\\"')}"]`;
+    try {
+      await page.waitForSelector(sel, { timeout: PAGE_TIMEOUT_MS });
+    } catch (e) {
+      fail(`browser ${name}: sandwich ${kind} of ${sandwich.func} not drawn`);
+      continue;
+    }
+    const drawn = await page.evaluate((id) => {
+      const out = [];
+      for (const g of document.querySelectorAll(id + " g.frame")) {
+        const depth = g.__data__.depth;
+        out.push({ name: g.__data__.data.name, depth, width: g.querySelector("rect").getBoundingClientRect().width });
+      }
+      return out;
+    }, "#sandwich-" + kind);
+    const root = drawn.find((f) => f.depth === 0);
+    if (!root || root.name !== sandwich.func) { fail(`browser ${name}: sandwich ${kind}: root is not ${sandwich.func}`); continue; }
+    const want = neighbours(sandwich.folded, sandwich.func, step);
+    const bad = [];
+    for (const [other, share] of want) {
+      const got = drawn.filter((f) => f.depth === 1 && f.name === other);
+      const w = got.length === 1 ? (100 * got[0].width) / root.width : -1;
+      if (Math.abs(w - share) > TOLERANCE) bad.push(`${other} ${w.toFixed(2)}% (want ${share.toFixed(2)}%)`);
+    }
+    const list = [...want.keys()].join(", ") || "none";
+    if (bad.length) fail(`browser ${name}: sandwich ${kind} of ${sandwich.func}: ${bad.join(", ")}`);
+    else pass(`browser ${name}: sandwich of ${sandwich.func}: ${kind} ${list} drawn at their shares`);
+  }
+}
+
+// The time view: a row per CPU and per process; each set of rows holds
+// every sample once (the page's sample count).
+async function checkTimeline(page, name) {
+  const t = await page.evaluate(() => {
+    const sum = { cpu: 0, pid: 0 }, rows = { cpu: new Set(), pid: new Set() };
+    for (const r of document.querySelectorAll("#timeline rect.cell")) {
+      sum[r.dataset.kind] += Number(r.dataset.count);
+      rows[r.dataset.kind].add(r.dataset.row);
+    }
+    const total = Number(document.querySelector("table.summary td:nth-child(2)").textContent);
+    return { sum, total, cpus: rows.cpu.size, pids: rows.pid.size };
+  });
+  if (t.total > 0 && t.sum.cpu === t.total && t.sum.pid === t.total && t.cpus > 0 && t.pids > 0)
+    pass(`browser ${name}: time view: ${t.cpus} CPU rows and ${t.pids} process rows, each set holding all ${t.total} samples`);
+  else fail(`browser ${name}: time view: CPU rows hold ${t.sum.cpu}, process rows ${t.sum.pid} of ${t.total} samples`);
 }
 
 async function main() {
@@ -150,7 +228,8 @@ async function main() {
     return route.abort();
   });
   try {
-    for (const file of o.pages) await checkPage(context, file, expected, before, o.frames, o.shots);
+    const sandwich = o.sandwich ? { func: o.sandwich, folded: o.folded } : null;
+    for (const file of o.pages) await checkPage(context, file, expected, before, o.frames, o.shots, sandwich);
   } finally {
     await context.close();
     fs.rmSync(profileDir, { recursive: true, force: true });

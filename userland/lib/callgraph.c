@@ -464,6 +464,23 @@ static void emit_line(char **buf, size_t *len, size_t pos)
     (void)len;
 }
 
+// The export's lines for the records the host's tools read beyond samples:
+// the time base (`clock TSC_HZ NCPUS`) and the counters at a context switch
+// (`cswitch CPU TSC OLD_PID NEW_PID EVENT:VALUE,...`).
+static void print_export_other(const struct pmclog_header *h)
+{
+    if (h->type == PMCLOG_INITIALIZE) {
+        const struct pmclog_initialize *in = (const struct pmclog_initialize *)h;
+        printf("clock %lu %u\n", in->tsc_hz, in->ncpus);
+    } else if (h->type == PMCLOG_CSWITCH) {
+        const struct pmclog_cswitch *c = (const struct pmclog_cswitch *)h;
+        printf("cswitch %u %lu %u %u ", h->cpu, h->tsc, c->old_pid, c->new_pid);
+        for (unsigned i = 0; i < c->nevents && i < PMC_CSWITCH_MAX_EVENTS; i++)
+            printf("%s%u:%lu", i ? "," : "", c->event[i], c->value[i]);
+        printf("%s\n", c->nevents ? "" : "-");
+    }
+}
+
 void callgraph_print_export(const struct callgraph *cg, const struct samplelog *log)
 {
     size_t len = 32 + 20 * (PMC_DEPTH_MAX + 2) + 64;
@@ -494,6 +511,8 @@ void callgraph_print_export(const struct callgraph *cg, const struct samplelog *
         } else if (h->type == PMCLOG_LOST) {
             const struct pmclog_lost *l = (const struct pmclog_lost *)h;
             printf("lost %u %lu\n", l->h.cpu, l->count);
+        } else {
+            print_export_other(h);
         }
     }
     free(buf);

@@ -1,0 +1,128 @@
+"""A recording in speedscope's file format, with real time; and its context
+switches as Chrome trace events.
+
+speedscope (https://www.speedscope.app, file format in speedscope's
+src/lib/file-format-spec.ts, schema file-format-schema.json): one "sampled"
+profile per process and one per CPU, all sharing one frame table. A profile's
+samples are stacks of frame indices, root first, in time order; its weights
+are nanoseconds. Each sample weighs the sampling interval (the median gap
+between a CPU's consecutive samples), and where a profile has no sample for
+longer than that an empty stack fills the gap, so speedscope's Time Order
+view is the recording's timeline: a sample's position is its time since the
+recording's first record (startValue 0).
+
+Chrome trace events (the Trace Event Format document of Chromium's catapult
+project: docs/trace-event-format.md), from the export's `cswitch` lines: one
+track (tid) per CPU under one process "CPUs", a complete event ("ph": "X") for
+each stretch a thread ran on it, and the CPU's counters at each switch as
+counter events ("ph": "C"); timestamps in microseconds.
+"""
+import collections
+import statistics
+
+import profdata
+
+SCHEMA = "https://www.speedscope.app/file-format-schema.json"
+
+# The software events' names (PMC_EVENT_SW(0) is 256), as `profile stat` says them.
+SW_EVENTS = ["task-clock", "context-switches", "cpu-migrations", "page-faults",
+             "system-calls", "profile-interrupts", "profile-ticks"]
+
+
+def sample_interval(p):
+    """The sampling interval in ns: the median gap between consecutive
+    samples of one CPU (1 ms when there is no such gap)."""
+    last, gaps = {}, []
+    for s in sorted(p.samples, key=lambda s: s.tsc):
+        t = p.ns(s.tsc)
+        if s.cpu in last and t > last[s.cpu]:
+            gaps.append(t - last[s.cpu])
+        last[s.cpu] = t
+    return int(statistics.median(gaps)) if gaps else 1000000
+
+
+class Frames:
+    """speedscope's shared frame table: one entry per (image, function)."""
+
+    def __init__(self):
+        self.index = {}
+        self.table = []
+
+    def of(self, image, func):
+        key = (image, func)
+        if key not in self.index:
+            self.index[key] = len(self.table)
+            self.table.append({"name": profdata.label(image, func), "file": image})
+        return self.index[key]
+
+
+def sampled_profile(name, samples, p, frames, interval):
+    """One sampled profile of SAMPLES (in time order), in nanoseconds since
+    the recording's start; gaps longer than the interval are empty stacks."""
+    stacks, weights = [], []
+    start = end = None
+    for s in samples:
+        t = p.ns(s.tsc)
+        if end is None:
+            start = end = t
+        elif t > end:
+            stacks.append([])
+            weights.append(t - end)
+        stacks.append([frames.of(image, func) for _, _, image, func in reversed(s.frames)])
+        weights.append(interval)
+        end = max(end, t) + interval
+    return {"type": "sampled", "name": name, "unit": "nanoseconds", "startValue": start or 0,
+            "endValue": end or 0, "samples": stacks, "weights": weights}
+
+
+def speedscope(p, title):
+    """The speedscope document of an export's samples."""
+    frames = Frames()
+    interval = sample_interval(p)
+    ordered = sorted(p.samples, key=lambda s: s.tsc)
+    names = {pid: name for pid, name, _, _ in p.images if pid}
+    names[0] = "idle"
+    by_pid, by_cpu = collections.defaultdict(list), collections.defaultdict(list)
+    for s in ordered:
+        by_pid[s.pid].append(s)
+        by_cpu[s.cpu].append(s)
+    profiles = []
+    for pid in sorted(by_pid, key=lambda k: -len(by_pid[k])):
+        label = "%s (pid %d)" % (names.get(pid, "pid %d" % pid), pid)
+        profiles.append(sampled_profile(label, by_pid[pid], p, frames, interval))
+    for cpu in sorted(by_cpu):
+        profiles.append(sampled_profile("cpu %d" % cpu, by_cpu[cpu], p, frames, interval))
+    return {"$schema": SCHEMA, "name": title, "exporter": "profview", "activeProfileIndex": 0,
+            "shared": {"frames": frames.table}, "profiles": profiles}
+
+
+def event_name(ev):
+    i = ev - 256
+    return SW_EVENTS[i] if 0 <= i < len(SW_EVENTS) else "event %d" % ev
+
+
+def _us(p, tsc):
+    return p.ns(tsc) / 1000.0
+
+
+def chrome_trace(p):
+    """Chrome trace events of the export's context switches: per CPU, what
+    ran between one switch and the next, and the counters at each switch."""
+    names = {pid: name for pid, name, _, _ in p.images if pid}
+    names[0] = "idle"
+    events = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "CPUs"}}]
+    for cpu in sorted({c[0] for c in p.cswitches}):
+        events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": cpu, "args": {"name": "cpu %d" % cpu}})
+        events.append({"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": cpu, "args": {"sort_index": cpu}})
+    prev = {}
+    for cpu, tsc, old, new, values in sorted(p.cswitches, key=lambda c: c[1]):
+        before = prev.get(cpu)
+        if before is not None:
+            delta = {event_name(e): v - dict(before[1]).get(e, v) for e, v in values}
+            events.append({"name": "%s (pid %d)" % (names.get(old, "pid"), old), "cat": "cswitch", "ph": "X",
+                           "pid": 1, "tid": cpu, "ts": _us(p, before[0]), "dur": _us(p, tsc) - _us(p, before[0]),
+                           "args": dict(delta, pid=old)})
+        prev[cpu] = (tsc, values)
+        events.append({"name": "cpu %d counters" % cpu, "ph": "C", "pid": 1, "tid": cpu, "ts": _us(p, tsc),
+                       "args": {event_name(e): v for e, v in values}})
+    return {"traceEvents": events, "displayTimeUnit": "ns"}
