@@ -19,34 +19,13 @@
 //                        of software events started on this process (0 or 4)
 //
 // Each prints `bench: NAME VALUE UNIT` lines.
+#include <benchloops.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syscall.h>
 
-#define WORK_ITERATIONS 40000000ull
-#define BUF_WORDS       0x4000 // 4-byte buckets over 64 KiB of code
-
-static inline uint64_t rdtsc(void)
-{
-    uint32_t lo, hi;
-    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((uint64_t)hi << 32) | lo;
-}
-
-// The fixed workload: a counted loop the compiler cannot remove.
-__attribute__((noinline)) static void work(uint64_t n)
-{
-    for (uint64_t i = 0; i < n; i++)
-        __asm__ volatile("" ::: "memory");
-}
-
-static uint64_t timed_work(void)
-{
-    uint64_t t0 = rdtsc();
-    work(WORK_ITERATIONS);
-    return rdtsc() - t0;
-}
+#define BUF_WORDS 0x4000 // 4-byte buckets over 64 KiB of code
 
 static ULONG buffers[2][BUF_WORDS];
 
@@ -168,31 +147,6 @@ static int smp(void)
            st.out_of_range);
     printf("bench: smp_lost_samples %ld samples\n", (long)(sum + st.out_of_range - st.delivered));
     return 0;
-}
-
-// The workload `depth` frames deep: deep(n) calls itself down to the loop.
-__attribute__((noinline)) static uint64_t deep(unsigned n, uint64_t iterations)
-{
-    if (n == 0)
-        return 0;
-    if (n <= 1) {
-        work(iterations);
-        return 1;
-    }
-    uint64_t r = deep(n - 1, iterations);
-    __asm__ volatile("" : "+r"(r)); // no tail call: every level keeps its frame
-    return r + 1;
-}
-
-// The sampled chain: work's IP, deep x (frames - 4), timed_deep, chain_run,
-// callchain, main (crt0 below main is not a frame: see docs/pmc-log.md).
-__attribute__((noinline)) static uint64_t timed_deep(unsigned frames)
-{
-    uint64_t t0 = rdtsc();
-    deep(frames - 4, WORK_ITERATIONS);
-    uint64_t t = rdtsc() - t0;
-    __asm__ volatile("" : "+r"(t)); // keeps this frame on the stack
-    return t;
 }
 
 // One PMC on this process at the source's interval; the extra instructions per

@@ -151,8 +151,11 @@ def build_peer():
     os.makedirs(OUT, exist_ok=True)
     exe = f"{OUT}/peer"
     src = f"{HERE}/peer.c"
-    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
-        subprocess.run(["gcc"] + PEER_CFLAGS + ["-static", "-no-pie", "-o", exe, src], check=True)
+    loops = "userland/include/benchloops.h"
+    newest = max(os.path.getmtime(src), os.path.getmtime(loops))
+    if not os.path.exists(exe) or os.path.getmtime(exe) < newest:
+        subprocess.run(["gcc"] + PEER_CFLAGS + ["-static", "-no-pie", "-iquote", "userland/include",
+                                                "-o", exe, src], check=True)
     return exe
 
 
