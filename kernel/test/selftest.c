@@ -252,6 +252,7 @@ static const struct {
 } selftests[] = {
     {"boot", selftest_boot},   // CPUs, timers, IPIs, locks, memory
     {"pmc", selftest_pmc},     // the HAL profile interface in this machine
+    {"nmi", selftest_nmi},     // the NMI entry: exceptions inside, no nesting, CR2
     {"probe", selftest_probe}, // does this accelerator run us at all?
     {"fault", selftest_deliberate_fault},
     {"panic", selftest_deliberate_panic},

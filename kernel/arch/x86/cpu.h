@@ -97,6 +97,10 @@ static inline uint64_t read_cr2(void)
     __asm__ volatile("mov %%cr2, %0" : "=r"(v));
     return v;
 }
+static inline void write_cr2(uint64_t v)
+{
+    __asm__ volatile("mov %0, %%cr2" ::"r"(v) : "memory");
+}
 static inline uint64_t read_cr3(void)
 {
     uint64_t v;

@@ -110,6 +110,11 @@ void lapic_send_nmi_all_but_self(void)
     write_icr(0, ICR_OTHERS | ICR_NMI | ICR_ASSERT);
 }
 
+void lapic_send_nmi_self(void)
+{
+    write_icr(0, ICR_SELF | ICR_NMI | ICR_ASSERT);
+}
+
 void lapic_send_init(uint32_t apic_id)
 {
     write_icr(apic_id, ICR_INIT | ICR_ASSERT);
