@@ -10,11 +10,11 @@
 #include "core/uaccess.h"
 #include "lib/kprintf.h"
 
-static volatile unsigned test_nmis;      // the test handler's calls
-static volatile unsigned seen_inside;    // test_nmis seen at the end of the first call
-static volatile bool faults_survived;    // both exceptions came back to the handler
-static volatile bool test_armed;         // the handler claims NMIs only while set
-static volatile bool fault_and_resend;   // the first call faults and sends a second NMI
+static volatile unsigned test_nmis;    // the test handler's calls
+static volatile unsigned seen_inside;  // test_nmis seen at the end of the first call
+static volatile bool faults_survived;  // both exceptions came back to the handler
+static volatile bool test_armed;       // the handler claims NMIs only while set
+static volatile bool fault_and_resend; // the first call faults and sends a second NMI
 
 static bool test_nmi_handler(const struct intr_frame *f)
 {
@@ -60,8 +60,8 @@ void selftest_nmi(void)
     bool second = wait_nmis(2);
     uint64_t cr2_after = read_cr2();
     fault_and_resend = false;
-    kprintf("# faults survived %d, second NMI %d, NMIs seen inside the first %u\n",
-            faults_survived, second, seen_inside);
+    kprintf("# faults survived %d, second NMI %d, NMIs seen inside the first %u\n", faults_survived,
+            second, seen_inside);
     check(faults_survived && second && seen_inside == 1,
           "an NMI sent while one runs (after two page faults in it) waits for its end");
     struct nmi_stats s;
