@@ -1066,6 +1066,10 @@ void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, u
     *missed = 0;
 }
 
+// The model's timer is an ordinary interrupt (arch/x86/timer.h: timer_nmi).
+bool timer_nmi;
+const char *timer_nmi_why = "the PMU model's timer is maskable";
+
 const struct model_timer *model_timer(unsigned cpu, enum timer_slot slot)
 {
     return &mcpus[cpu].timers[slot];
