@@ -44,12 +44,14 @@ global trap_return
 trap_return:
     POP_GPRS
     test qword [rsp + TF_CS - TF_VECTOR], 3
-    jz .from_kernel_out
-    swapgs
-.from_kernel_out:
-    cmp dword [gs:CPU_NMI_DEPTH], 0
+    jnz .to_user
+    cmp dword [gs:CPU_NMI_DEPTH], 0     ; the kernel's GS: read before any swapgs
     jne .in_nmi
     add rsp, TF_RIP - TF_VECTOR         ; vector and error code
+    iretq
+.to_user:
+    swapgs
+    add rsp, TF_RIP - TF_VECTOR
     iretq
 
 ; An exception taken inside an NMI handler (a fault a fixup covers): back to
