@@ -256,6 +256,7 @@ static const struct {
     {"probe", selftest_probe}, // does this accelerator run us at all?
     {"fault", selftest_deliberate_fault},
     {"panic", selftest_deliberate_panic},
+    {"nmipanic", selftest_panic_sampling}, // a panic while sampling (profile_nmi=1)
 };
 
 void selftest_run(const char *name)

@@ -16,6 +16,7 @@
 #include "arch/x86/clock.h"
 #include "lib/cmdline.h"
 #include "lib/kprintf.h"
+#include "lib/panic.h"
 #include "arch/x86/percpu.h"
 #include "pmc/hal.h"
 #include "pmc/pmi.h"
@@ -208,4 +209,17 @@ void selftest_pmc(void)
             bad_ips);
     check(bad_ips == 0, "every kernel-mode sample IP lies in the kernel's text");
     irqoff_section();
+}
+
+// test=nmipanic (booted with profile_nmi=1): a panic while every CPU samples
+// by NMI must still stop the others (their next NMI is a stop) and print its
+// backtrace; the panicking CPU ignores its own sampling NMIs.
+void selftest_panic_sampling(void)
+{
+    const char *reason = "";
+    HalSetProfileInterval(1221);
+    NTSTATUS s = HalStartProfileInterrupt(ProfileTime, &reason);
+    spin_ms(20);
+    panic("selftest: deliberate panic while sampling (timer as NMI: %s, start 0x%x)",
+          timer_nmi ? "yes" : "no", (unsigned)s);
 }
