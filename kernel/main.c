@@ -25,6 +25,7 @@
 #include "lib/panic.h"
 #include "arch/x86/percpu.h"
 #include "pmc/pmc.h"
+#include "pmc/pmi.h"
 #include "profile/profile_init.h"
 #include "core/pmm.h"
 #include "core/process.h"
@@ -106,6 +107,7 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     keyboard_init(console_input);           // and from the PS/2 keyboard
     smp_boot_aps(ap_main);                  // every other CPU: "smp: N CPUs online"
     irq_register(VEC_PMI, pmc_pmi_handler); // the performance-monitoring interrupt
+    pmc_pmi_choose();                       // pmi=nmi: the LVTPC delivers NMIs
     pmc_init();                             // "pmc: interface <emon|amd64|none>: ..."
     profile_init();                         // profile objects and PMCs over the HAL
     ramdisk_init();                         // GRUB modules are the files

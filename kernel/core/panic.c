@@ -3,6 +3,7 @@
 #include "arch/x86/trapframe.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
+#include "arch/x86/nmi.h"
 #include "lib/cmdline.h"
 #include "core/console.h"
 #include "lib/kprintf.h"
@@ -54,7 +55,7 @@ static void panic_begin(void)
         halt_forever(); // another CPU is already panicking
     console_panic();
     if (lapic_ready)
-        lapic_send_nmi_all_but_self();
+        nmi_stop_others();
 }
 
 static void NORETURN panic_end(void)

@@ -19,21 +19,28 @@
 //
 // The memory is the caller's (ring_init): nothing here allocates.
 //
-// Not NMI-safe. The writer may be interrupted by nothing that writes the same
-// ring: an NMI (a PMI delivered as NMI) landing between ring_reserve and
-// ring_commit would reserve the same bytes. An NMI-safe ring would need: the
-// reservation as one atomic step on the CPU (a cmpxchg loop on a reserve
-// position, off derived from it rather than kept beside it); a separate
-// published head that only the outermost of nested writers advances (a
-// nesting count: an inner writer's record becomes visible with the outer
-// one's commit, as Linux's perf ring buffer does); the pad written by the
-// writer whose reservation crossed the end; and the lost count bumped with
-// an atomic increment. The reader would be unchanged.
+// NMI-safe. An NMI (a sample taken by NMI) may land while its CPU is between
+// ring_reserve and ring_commit of the same ring, and write a record itself.
+// nest counts the writers between their reserve and commit on the CPU; the
+// CPU's NMIs never nest (arch/x86/nmi.h), so it is 0, 1, or 2 for an NMI's
+// writer inside an interrupted one. A nested writer never touches off or
+// head: it writes its record into the side buffer (as big as the largest
+// record the ring takes), marks it pending in nest (RING_SIDE_PENDING), and
+// the interrupted writer's commit copies it into the ring after its own
+// record and publishes both. When the side buffer is taken (a second NMI
+// during the same interrupted write) the nested record is lost and counted.
+// So an interrupted writer's fast path costs three instructions in reserve
+// (test nest, set it) and four in commit (test it, decrement it and see no
+// record pending); Linux's perf ring buffer instead reserves atomically and
+// lets only the outermost writer publish head (kernel/events/ring_buffer.c),
+// which costs a cmpxchg in every reservation. The lost count is bumped with
+// one read-modify-write instruction, which an NMI cannot split.
 #pragma once
 #include "lib/abi.h"
 #include "lib/types.h"
 
-#define RING_PAD 0 // a pad record's type: fills a ring's end; never handed out
+#define RING_PAD          0      // a pad record's type: fills a ring's end; never handed out
+#define RING_SIDE_PENDING 0x100u // nest: a nested writer's record waits in the side buffer
 
 struct ring {
     uint8_t *buf;
@@ -43,15 +50,28 @@ struct ring {
     uint64_t tail;          // bytes ever consumed (reader; release-published)
     uint64_t lost;          // records that found no room (writer: ring_lose)
     uint64_t lost_reported; // of those, already in a PMCLOG_LOST record (reader)
+    uint32_t nest;          // writers between reserve and commit, | RING_SIDE_PENDING
+    uint32_t side_size;     // bytes at side: a nested writer's largest record
+    uint8_t *side;          // a nested writer's record until the interrupted commit
+    uint32_t side_bytes;    // the record waiting at side (0: none)
 };
 
 // Use size bytes at mem (8-byte aligned; size a multiple of 8, at least twice
 // the largest record, so that an empty ring always has room for one past a
-// pad) as an empty ring; mem NULL or size 0: a ring with no room. Only while
-// no writer or reader can touch r.
-void ring_init(struct ring *r, void *mem, uint32_t size);
+// pad) as an empty ring; mem NULL or size 0: a ring with no room. side
+// (side_size bytes, 8-byte aligned; may be NULL) holds the record of a writer
+// that interrupts another one (an NMI). Only while no writer or reader can
+// touch r.
+void ring_init(struct ring *r, void *mem, uint32_t size, void *side, uint32_t side_size);
 
-// --- the writer: the ring's own CPU, interrupts off -------------------------
+// --- the writer: the ring's own CPU, interrupts off (or in an NMI) -----------
+
+// The out-of-line halves (ring.c): a reservation that found no room, one by a
+// writer that interrupted another, and a commit that is not the plain one.
+void *ring_reserve_failed(struct ring *r);
+void *ring_reserve_nested(struct ring *r, uint32_t max);
+void ring_commit_slow(struct ring *r, uint32_t bytes);
+void ring_flush_pending(struct ring *r);
 
 // ring_reserve's way past the ring's end, out of line: a pad record to the
 // end, then max bytes from the start. It needs room for both, so that a
@@ -63,7 +83,7 @@ static __attribute__((noinline, unused)) void *ring_reserve_wrap(struct ring *r,
     uint64_t used = r->head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
     uint32_t to_end = r->size - r->off;
     if (r->size - used < (uint64_t)to_end + max)
-        return NULL;
+        return ring_reserve_failed(r);
     // A pad may be only 8 bytes, less than a header: its type and size alone.
     uint16_t type = RING_PAD;
     __builtin_memcpy(r->buf + r->off + offsetof(struct pmclog_header, type), &type, sizeof type);
@@ -75,30 +95,48 @@ static __attribute__((noinline, unused)) void *ring_reserve_wrap(struct ring *r,
 }
 
 // Room for max bytes in one piece at the head, or NULL: the common case
-// inline, the ring's end out of line.
+// inline, the ring's end out of line. Every reservation that is not NULL is
+// followed by one ring_commit on the same CPU.
 static inline void *ring_reserve(struct ring *r, uint32_t max)
 {
+    if (__builtin_expect(__atomic_load_n(&r->nest, __ATOMIC_RELAXED) != 0, 0))
+        return ring_reserve_nested(r, max);
+    __atomic_store_n(&r->nest, 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); // nest set before head and off are read
     uint64_t used = r->head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
     if (__builtin_expect(r->size - r->off < max, 0))
         return ring_reserve_wrap(r, max);
-    return r->size - used >= max ? r->buf + r->off : NULL;
+    if (__builtin_expect(r->size - used >= max, 1))
+        return r->buf + r->off;
+    return ring_reserve_failed(r);
 }
 
 // Publish the record reserved last: bytes (a multiple of 8, at most what was
-// reserved) starting with its header, whose size field must say bytes.
+// reserved) starting with its header, whose size field must say bytes. The
+// decrement of nest is one instruction, so an NMI either sees the writer
+// still busy (and leaves its record pending, seen here) or sees it done.
 static inline void ring_commit(struct ring *r, uint32_t bytes)
 {
+    if (__builtin_expect(__atomic_load_n(&r->nest, __ATOMIC_RELAXED) != 1, 0)) {
+        ring_commit_slow(r, bytes);
+        return;
+    }
     r->off += bytes;
     if (r->off == r->size)
         r->off = 0;
     __atomic_store_n(&r->head, r->head + bytes, __ATOMIC_RELEASE);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint32_t left;
+    __asm__ volatile("subl $1, %0" : "+m"(r->nest), "=@ccnz"(left));
+    if (__builtin_expect(left, 0))
+        ring_flush_pending(r);
 }
 
 // A record that found no room (ring_reserve said NULL), or that the caller
 // dropped for want of a ring: reported by the reader as PMCLOG_LOST.
 static inline void ring_lose(struct ring *r)
 {
-    r->lost++;
+    __asm__ volatile("addq $1, %0" : "+m"(r->lost)); // one instruction: NMI-safe
 }
 
 // --- the reader: under the caller's lock ------------------------------------

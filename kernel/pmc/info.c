@@ -152,6 +152,8 @@ int pmc_info(char *buf, size_t size)
     put_cpuid(&o, &pmc_caps);
     put_counters(&o);
     put_sources(&o);
+    pmc_text_put(&o, "ProfileTime delivery: %s: %s\n", timer_nmi ? "NMI" : "maskable interrupt",
+                 timer_nmi_why);
     put_pmi(&o);
     return o.len;
 }

@@ -33,11 +33,13 @@
 // The dispatcher sends the LAPIC EOI after we return.
 #include "pmc/pmi.h"
 #include "arch/x86/lapic.h"
+#include "arch/x86/nmi.h"
 #include "arch/x86/trapframe.h"
 #include "arch/x86/vectors.h"
 #include "arch/x86/clock.h"
 #include "lib/param.h"
 #include "arch/x86/percpu.h"
+#include "lib/cmdline.h"
 #include "lib/string.h"
 #include "pmc/hal_interface.h"
 #include "pmc/pmc.h"
@@ -207,6 +209,35 @@ void pmc_pmi_handler(struct trapframe *tf)
     if (pc->window_ns > pc->stats.max_window_ns)
         pc->stats.max_window_ns = pc->window_ns;
     pc->cost_ns = took > pc->cost_ns ? took : pc->cost_ns - pc->cost_ns / 8;
+}
+
+bool pmc_pmi_as_nmi;
+
+void pmc_pmi_choose(void)
+{
+    char v[8];
+    pmc_pmi_as_nmi = cmdline_get("pmi", v, sizeof v) && strcmp(v, "nmi") == 0;
+    if (pmc_pmi_as_nmi)
+        nmi_register(pmc_pmi_nmi_handler); // the same handler from the NMI dispatcher
+}
+
+// An NMI: a PMI only where a PMU is in use (an NMI also stops CPUs for a
+// panic, or is ProfileTime's timer); the handler itself tells an overflow
+// from nothing (spurious: a shared NMI with no overflow counts as one).
+bool pmc_pmi_nmi_handler(const struct intr_frame *f)
+{
+    const struct halp_profile_interface *pi = READ_ONCE(halp_profile_interface);
+    if (!pmc_pmi_as_nmi || pi->FreezeCounters == NULL)
+        return false;
+    struct trapframe tf = {.vector = 2,
+                           .rbp = f->rbp,
+                           .rip = f->rip,
+                           .cs = f->cs,
+                           .rflags = f->rflags,
+                           .rsp = f->rsp,
+                           .ss = f->ss};
+    pmc_pmi_handler(&tf);
+    return true;
 }
 
 void pmc_pmi_stats(unsigned cpu, struct pmc_pmi_stats *out)

@@ -16,6 +16,17 @@ struct pmc_pmi_stats {
     unsigned shift;         // adapted rate: periods are now 2^shift times the interval
 };
 
+// How the PMI is delivered, chosen at boot (pmi=nmi|vector; default vector):
+// as NMI the LVTPC's delivery mode is NMI (every LVTPC write goes through
+// pmc_lapic_write, which sets it), and pmc_pmi_nmi_handler, registered with
+// the NMI dispatcher, runs the same handler, so code with interrupts off is
+// sampled too. pmc_pmi_choose reads the option and registers the handler
+// (before pmc_init).
+extern bool pmc_pmi_as_nmi;
+void pmc_pmi_choose(void);
+struct intr_frame;
+bool pmc_pmi_nmi_handler(const struct intr_frame *f);
+
 void pmc_pmi_stats(unsigned cpu, struct pmc_pmi_stats *out);
 uint64_t pmc_pmi_throttled(KPROFILE_SOURCE source); // periods of source not sampled, all CPUs
 void pmc_pmi_reset(void);                           // zero everything (pmc_init)

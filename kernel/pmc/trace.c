@@ -74,14 +74,17 @@ NTSTATUS pmc_trace_enable(void)
         if (r == NULL)
             return STATUS_NO_MEMORY;
         for (unsigned i = 0; i < n; i++) {
-            void *mem = kmalloc(PMC_TRACE_RING_BYTES);
+            // The ring, then the side buffer of a record written by an NMI
+            // that interrupts a write (lib/ring.h).
+            void *mem = kmalloc(PMC_TRACE_RING_BYTES + sizeof(struct pmclog_trace));
             if (mem == NULL) {
                 while (i--)
                     kfree(r[i].buf);
                 kfree(r);
                 return STATUS_NO_MEMORY;
             }
-            ring_init(&r[i], mem, PMC_TRACE_RING_BYTES);
+            ring_init(&r[i], mem, PMC_TRACE_RING_BYTES, (uint8_t *)mem + PMC_TRACE_RING_BYTES,
+                      sizeof(struct pmclog_trace));
         }
         rings = r;
         __atomic_store_n(&nrings, n, __ATOMIC_RELEASE); // writers look at rings below nrings

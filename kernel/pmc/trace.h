@@ -44,8 +44,12 @@ static inline void pmc_wrmsr(uint32_t msr, uint64_t value)
     wrmsr(msr, value);
 }
 
+extern bool pmc_pmi_as_nmi; // pmi.h: the LVTPC's delivery mode is NMI
+
 static inline void pmc_lapic_write(uint32_t reg, uint32_t value)
 {
+    if (reg == LAPIC_LVT_PMC && pmc_pmi_as_nmi)
+        value = (value & ~(7u << 8)) | LVT_DELIVERY_NMI;
     if (__builtin_expect(pmc_trace_on, 0))
         pmc_trace_record(PMC_TRACE_LAPIC, reg, value, PMC_TRACE_NO_SOURCE);
     lapic_write(reg, value);

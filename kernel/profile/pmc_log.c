@@ -247,8 +247,11 @@ NTSTATUS pmc_log_configure(struct process *owner, const struct pmc_log_config *c
     } else {
         if (log_owner)
             free_rings();
+        // Each ring, then the side buffer of a sample an NMI takes while its
+        // CPU writes a record (lib/ring.h): as big as the largest sample.
         for (unsigned i = 0; i < ncpus && NT_SUCCESS(s); i++) {
-            ring_init(&logs[i].ring, kmalloc(bytes), bytes);
+            uint8_t *mem = kmalloc(bytes + max_record);
+            ring_init(&logs[i].ring, mem, bytes, mem ? mem + bytes : NULL, max_record);
             if (!logs[i].ring.buf)
                 s = STATUS_INSUFFICIENT_RESOURCES;
         }

@@ -277,9 +277,11 @@ static const struct {
 } selftests[] = {
     {"boot", selftest_boot},   // CPUs, timers, IPIs, locks, memory
     {"pmc", selftest_pmc},     // the HAL profile interface in this machine
+    {"nmi", selftest_nmi},     // the NMI entry: exceptions inside, no nesting, CR2
     {"probe", selftest_probe}, // does this accelerator run us at all?
     {"fault", selftest_deliberate_fault},
     {"panic", selftest_deliberate_panic},
+    {"nmipanic", selftest_panic_sampling}, // a panic while sampling (profile_nmi=1)
 };
 
 void selftest_run(const char *name)

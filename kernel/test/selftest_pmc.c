@@ -9,11 +9,14 @@
 //   - ProfileTime at 1,221, 10,000 and 78,125 (100 ns units) delivers the
 //     expected number of ticks on every CPU: within one tick with the kernel
 //     option icount (QEMU -icount shift=0,sleep=off), within 2% otherwise.
+#include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
+#include "core/spinlock.h"
 #include "arch/x86/vectors.h"
 #include "arch/x86/clock.h"
 #include "lib/cmdline.h"
 #include "lib/kprintf.h"
+#include "lib/panic.h"
 #include "arch/x86/percpu.h"
 #include "pmc/hal.h"
 #include "pmc/pmi.h"
@@ -22,6 +25,8 @@
 
 static volatile uint64_t ticks[MAX_CPUS];
 static volatile uint64_t per_source[ProfileSourceCount], bad_ips, kernel_ips;
+static volatile uint64_t irqoff_samples, irqoff_in_section; // samples taken with IF=0
+static volatile bool in_section;
 extern char __kernel_start[], __text_end[];
 
 static void count_sample(KPROFILE_SOURCE source, const struct intr_frame *f)
@@ -37,6 +42,10 @@ static void count_sample(KPROFILE_SOURCE source, const struct intr_frame *f)
         bad_ips++; // a kernel-mode sample outside the kernel's code: not a sane IP
     if (source == ProfileTime)
         ticks[cpu]++;
+    if (!(f->rflags & RFLAGS_IF)) {
+        irqoff_samples++;
+        irqoff_in_section += in_section;
+    }
 }
 
 static void spin_ms(uint64_t ms) // retire instructions: halted CPUs count nothing
@@ -44,6 +53,34 @@ static void spin_ms(uint64_t ms) // retire instructions: halted CPUs count nothi
     uint64_t end = clock_ns() + ms * 1000000;
     while (clock_ns() < end)
         __asm__ volatile("" ::: "memory");
+}
+
+// ProfileTime while CPU 0 spins inside a spin_lock_irqsave section: the
+// maskable timer can only sample after the unlock, never with IF=0; the
+// timer as NMI (profile_nmi=1) samples inside.
+static struct spinlock section_lock = SPINLOCK_INIT("selftest irqoff");
+static void irqoff_section(void)
+{
+    const char *reason = "";
+    HalSetProfileInterval(1221);
+    irqoff_samples = irqoff_in_section = 0;
+    NTSTATUS s = HalStartProfileInterrupt(ProfileTime, &reason);
+    for (int i = 0; i < 10; i++) {
+        uint64_t flags = spin_lock_irqsave(&section_lock);
+        in_section = true;
+        spin_ms(5);
+        in_section = false;
+        spin_unlock_irqrestore(&section_lock, flags);
+    }
+    HalStopProfileInterrupt(ProfileTime, &reason);
+    kprintf("# timer as NMI: %s; samples with IF=0 %lu, %lu of them in the section\n",
+            timer_nmi ? "yes" : "no", irqoff_samples, irqoff_in_section);
+    if (timer_nmi)
+        check(NT_SUCCESS(s) && irqoff_in_section >= 10,
+              "ProfileTime as NMI samples inside a spin_lock_irqsave section");
+    else
+        check(NT_SUCCESS(s) && irqoff_samples == 0,
+              "the maskable ProfileTime never samples with interrupts off");
 }
 
 // With a PMU: start each supported PMC source alone, then all that fit together.
@@ -126,7 +163,7 @@ static bool profile_time_at(uint64_t interval, uint64_t ms, bool strict)
 void selftest_pmc(void)
 {
     bool strict = cmdline_has("icount");
-    kprintf("KTAP version 1\n1..9\n");
+    kprintf("KTAP version 1\n1..10\n");
 
     HAL_PROFILE_INTERRUPT_HANDLER h = count_sample;
     check(NT_SUCCESS(HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof h, &h)),
@@ -171,4 +208,18 @@ void selftest_pmc(void)
     kprintf("# kernel-text samples %lu, kernel samples outside the text %lu\n", kernel_ips,
             bad_ips);
     check(bad_ips == 0, "every kernel-mode sample IP lies in the kernel's text");
+    irqoff_section();
+}
+
+// test=nmipanic (booted with profile_nmi=1): a panic while every CPU samples
+// by NMI must still stop the others (their next NMI is a stop) and print its
+// backtrace; the panicking CPU ignores its own sampling NMIs.
+void selftest_panic_sampling(void)
+{
+    const char *reason = "";
+    HalSetProfileInterval(1221);
+    NTSTATUS s = HalStartProfileInterrupt(ProfileTime, &reason);
+    spin_ms(20);
+    panic("selftest: deliberate panic while sampling (timer as NMI: %s, start 0x%x)",
+          timer_nmi ? "yes" : "no", (unsigned)s);
 }

@@ -278,6 +278,67 @@ static void check_lost(const struct model_config *m)
     finish(m->name);
 }
 
+// pmi=nmi: the LVTPC in NMI delivery mode after every write, PMIs taken while
+// the CPU runs with interrupts off (a section the vector PMI can only sample
+// after its end), late PMIs delivered with interrupts off, a PMI latched
+// during the handler taken after it, and the LVTPC unmasked after each one.
+static uint64_t irqoff_ip_samples;
+static void irqoff_section(void *arg)
+{
+    uint64_t before = samples.count[0][ProfileBranchInstructionRetired];
+    model_retire(0, EV_BRANCHES, 10 * 1000, IP_BASE + 0x40, false);
+    irqoff_ip_samples = samples.count[0][ProfileBranchInstructionRetired] - before;
+    (void)arg;
+}
+
+static void check_pmi_as_nmi(const struct model_config *m, bool nmi)
+{
+    pmc_pmi_as_nmi = nmi;
+    boot(m);
+    set_interval(ProfileBranchInstructionRetired, 1000);
+    start_ok(ProfileBranchInstructionRetired);
+    tap_ok((model_lvtpc(0) & (7u << 8)) == (nmi ? LVT_DELIVERY_NMI : 0u),
+           "%s, pmi=%s: the LVTPC's delivery mode is %s", m->name, nmi ? "nmi" : "vector",
+           nmi ? "NMI" : "fixed");
+    model_on_cpu(0, irqoff_section, NULL);
+    if (nmi)
+        tap_ok(irqoff_ip_samples == 10 && samples.last_ip == IP_BASE + 0x40 &&
+                   lvtpc_left_masked() == 0,
+               "%s, pmi=nmi: 10 periods with interrupts off: 10 samples inside, LVTPC unmasked",
+               m->name);
+    else
+        tap_ok(irqoff_ip_samples == 0 && samples.count[0][ProfileBranchInstructionRetired] == 1,
+               "%s, pmi=vector: nothing inside; one PMI after the section (the rest coalesced)",
+               m->name);
+    finish(m->name);
+    pmc_pmi_as_nmi = false;
+}
+
+static void late_section(void *arg)
+{
+    model_retire(0, EV_BRANCHES, 1000, IP_BASE + 0x80, false);
+    bool pending = model_pmi_pending(0);
+    model_deliver_pending(0, IP_BASE + 0x88); // the next VM entry, interrupts still off
+    *(bool *)arg = pending && !model_pmi_pending(0);
+}
+
+static void check_pmi_as_nmi_late(void)
+{
+    struct model_config m = MODEL_INTEL_KVM_V2;
+    m.late_pmi = true;
+    pmc_pmi_as_nmi = true;
+    boot(&m);
+    set_interval(ProfileBranchInstructionRetired, 1000);
+    start_ok(ProfileBranchInstructionRetired);
+    bool taken = false;
+    model_on_cpu(0, late_section, &taken);
+    tap_ok(taken && samples.count[0][ProfileBranchInstructionRetired] == 1 &&
+               samples.last_ip == IP_BASE + 0x88 && lvtpc_left_masked() == 0,
+           "%s, pmi=nmi, late PMIs: delivered at the next VM entry with interrupts off", m.name);
+    finish(m.name);
+    pmc_pmi_as_nmi = false;
+}
+
 void test_pmi(void)
 {
     check_exactness();
@@ -300,4 +361,9 @@ void test_pmi(void)
     check_lost(&MODEL_INTEL_KVM_V2);
     check_lost(&MODEL_INTEL_V1);
     check_lost(&MODEL_AMD_EXT);
+    tap_section("the PMI as NMI");
+    check_pmi_as_nmi(&MODEL_INTEL_KVM_V2, true);
+    check_pmi_as_nmi(&MODEL_INTEL_KVM_V2, false);
+    check_pmi_as_nmi(&MODEL_AMD_V2, true);
+    check_pmi_as_nmi_late();
 }

@@ -9,6 +9,7 @@
 // the .asm files %include. Linux derives its assembly offsets the same way
 // (Kbuild's asm-offsets: include/linux/kbuild.h, arch/x86/kernel/asm-offsets.c).
 #include "arch/x86/gdt.h"
+#include "arch/x86/msr.h"
 #include "arch/x86/percpu.h"
 #include "arch/x86/trampoline.h"
 #include "arch/x86/trapframe.h"
@@ -22,6 +23,7 @@
 // The widths the assembly's operands assume.
 _Static_assert(FIELD_SIZE(struct cpu, need_resched) == 1, "vectors.asm: cmp byte");
 _Static_assert(FIELD_SIZE(struct cpu, kill_pending) == 8, "vectors.asm: a pointer to a byte");
+_Static_assert(FIELD_SIZE(struct cpu, nmi_depth) == 4, "vectors.asm: cmp dword");
 _Static_assert(FIELD_SIZE(struct cpu, kernel_rsp) == 8, "syscall_entry.asm: mov rsp");
 _Static_assert(FIELD_SIZE(struct cpu, user_rsp_scratch) == 8, "syscall_entry.asm: mov rsp");
 _Static_assert(FIELD_SIZE(struct trampoline_params, cr3) == 8, "trampoline.asm");
@@ -33,6 +35,7 @@ void asm_offsets(void)
     // struct trapframe (trapframe.h): built and unwound by vectors.asm and
     // syscall_entry.asm, general registers first (frame.inc).
     ASM_CONST(TF_VECTOR, offsetof(struct trapframe, vector));
+    ASM_CONST(TF_ERROR, offsetof(struct trapframe, error));
     ASM_CONST(TF_RIP, offsetof(struct trapframe, rip));
     ASM_CONST(TF_CS, offsetof(struct trapframe, cs));
     ASM_CONST(TF_RFLAGS, offsetof(struct trapframe, rflags));
@@ -48,6 +51,10 @@ void asm_offsets(void)
     ASM_CONST(CPU_USER_RSP_SCRATCH, offsetof(struct cpu, user_rsp_scratch));
     ASM_CONST(CPU_NEED_RESCHED, offsetof(struct cpu, need_resched));
     ASM_CONST(CPU_KILL_PENDING, offsetof(struct cpu, kill_pending));
+    ASM_CONST(CPU_NMI_DEPTH, offsetof(struct cpu, nmi_depth));
+
+    // The MSR the NMI entry reads to know whose GS is loaded (nmi.h).
+    ASM_CONST(MSR_GS_BASE, (int32_t)MSR_GS_BASE); // as a signed 32-bit immediate for mov ecx
 
     // The user selectors (gdt.h) of a syscall's trap frame.
     ASM_CONST(SEL_UCODE, SEL_UCODE);

@@ -97,6 +97,10 @@ READ_CR(0)
 READ_CR(2)
 READ_CR(3)
 READ_CR(4)
+static inline void write_cr2(uint64_t v)
+{
+    __asm__ volatile("mov %0, %%cr2" ::"r"(v) : "memory");
+}
 static inline void write_cr3(uint64_t v)
 {
     __asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory");

@@ -19,6 +19,7 @@ extern const uint64_t isr_stubs[256];
 static struct gate idt[256] __attribute__((aligned(16)));
 
 extern void timer_entry(void); // vectors.asm: the lean entry of the LAPIC timer
+extern void nmi_entry(void);   // vectors.asm: the NMI's entry (nmi.h)
 
 static void set_gate_to(unsigned v, uint64_t a, unsigned ist, unsigned dpl)
 {
@@ -41,7 +42,7 @@ void idt_init(void)
 {
     for (unsigned v = 0; v < 256; v++)
         set_gate(v, 0, 0);
-    set_gate(2, IST_NMI, 0);
+    set_gate_to(2, (uint64_t)nmi_entry, IST_NMI, 0); // nmi.h
     set_gate(8, IST_DOUBLE_FAULT, 0);
     set_gate(18, IST_MACHINE_CHECK, 0);
     set_gate(3, 0, 3); // int3 from ring 3 is a breakpoint, not a #GP

@@ -110,6 +110,25 @@ void lapic_send_nmi_all_but_self(void)
     write_icr(0, ICR_OTHERS | ICR_NMI | ICR_ASSERT);
 }
 
+// From an NMI, which may have interrupted write_icr between its two writes:
+// only the low word (the self shorthand ignores the destination), or the
+// x2APIC SELF IPI register.
+void lapic_send_self_ipi_from_nmi(unsigned vector)
+{
+    if (lapic_x2) {
+        wrmsr(MSR_X2APIC_BASE + 0x3F, vector); // SELF IPI (Intel SDM vol. 3A §10.12.11)
+        return;
+    }
+    while (lapic_mmio[LAPIC_ICR / 4] & ICR_PENDING)
+        cpu_relax();
+    lapic_mmio[LAPIC_ICR / 4] = ICR_SELF | ICR_FIXED | ICR_ASSERT | vector;
+}
+
+void lapic_send_nmi_self(void)
+{
+    write_icr(0, ICR_SELF | ICR_NMI | ICR_ASSERT);
+}
+
 void lapic_send_init(uint32_t apic_id)
 {
     write_icr(apic_id, ICR_INIT | ICR_ASSERT);

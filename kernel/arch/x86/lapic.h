@@ -64,6 +64,8 @@ enum ipi_dest { IPI_SELF, IPI_ALL, IPI_ALL_BUT_SELF };
 void lapic_send_ipi(uint32_t apic_id, unsigned vector);
 void lapic_send_ipi_shorthand(enum ipi_dest dest, unsigned vector);
 void lapic_send_nmi_all_but_self(void);
+void lapic_send_nmi_self(void);
+void lapic_send_self_ipi_from_nmi(unsigned vector); // timer.c's NMI
 void lapic_send_init(uint32_t apic_id);
 void lapic_send_sipi(uint32_t apic_id, uint8_t page);
 #endif

@@ -40,6 +40,7 @@ struct cpu {
     struct timer_cpu *timer;         // this CPU's periodic timers (timer.c)
     void *layer_area;                // the per-CPU state of the layer that samples (set at boot)
     struct process *current_process; // current->proc, one load for the sample path
+    uint32_t nmi_depth;              // inside nmi_dispatch (nmi.h): exceptions return without IRET
 };
 
 _Static_assert(offsetof(struct cpu, self) == 0, "this_cpu() reads %gs:0");

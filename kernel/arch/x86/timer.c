@@ -9,6 +9,10 @@
 #include "lib/panic.h"
 #include "arch/x86/percpu.h"
 #include "arch/x86/trap.h"
+#include "arch/x86/irq.h"
+#include "arch/x86/nmi.h"
+#include "lib/cmdline.h"
+#include "lib/string.h"
 
 // A running slot's expiries since its start are (deadline - origin) / period - 1:
 // the deadline only ever moves by whole periods, so the interrupt keeps no count.
@@ -22,6 +26,8 @@ struct periodic {
 
 struct timer_cpu {
     struct periodic slot[TIMER_SLOTS];
+    volatile bool busy;         // a start or stop is changing the slots (NMI mode)
+    volatile uint32_t deferred; // slots the NMI found due, for timer_deferred
     struct timer_user {
         timer_fn fn;
         void *arg;
@@ -177,11 +183,15 @@ void timer_periodic_start(enum timer_slot slot, uint64_t period_ns, timer_fn fn,
     struct timer_cpu *t = &timers[cpu_id()];
     struct periodic *p = &t->slot[slot];
     uint64_t now = rdtsc();
+    t->busy = true; // an NMI now leaves the slots alone (and this call re-arms)
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    p->count = p->missed = 0;
+    t->user[slot] = (struct timer_user){fn, arg};
     p->period = MAX(ns_to_tsc(period_ns), 1ull);
     p->origin = now;
     p->deadline = now + p->period;
-    p->count = p->missed = 0;
-    t->user[slot] = (struct timer_user){fn, arg};
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = false;
     program(earliest(t), now);
 }
 
@@ -195,10 +205,14 @@ void timer_periodic_stop(enum timer_slot slot)
     uint64_t now = rdtsc();
     if (p->deadline == UINT64_MAX)
         return;
+    t->busy = true;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     uint64_t behind = p->deadline <= now ? (now - p->deadline) / p->period + 1 : 0;
     p->missed += behind;
     WRITE_ONCE(p->count, (p->deadline - p->origin) / p->period - 1 + behind);
     __atomic_store_n(&p->deadline, UINT64_MAX, __ATOMIC_RELEASE); // count first
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = false;
     program(earliest(t), now);
 }
 
@@ -225,6 +239,84 @@ void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, u
     *missed = READ_ONCE(timers[cpu].slot[slot].missed);
 }
 
+// --- the LAPIC timer delivered as NMI (timer.h) ------------------------------
+
+const char *timer_nmi_why = "not asked for (boot option profile_nmi=1)";
+bool timer_nmi;
+
+// The slots the NMI found due, other than ProfileTime, called here in an
+// ordinary interrupt (the scheduler tick may not run in an NMI).
+static void timer_deferred(struct trapframe *tf)
+{
+    struct timer_cpu *t = percpu_read(timer);
+    unsigned due = __atomic_exchange_n(&t->deferred, 0, __ATOMIC_RELAXED);
+    struct intr_frame f = tf_intr_frame(tf);
+    call_users(t, &f, due);
+}
+
+// The LAPIC timer's NMI: as timer_interrupt, without an EOI (an NMI has
+// none); ProfileTime's user is called here, with the interrupted frame, the
+// others through a self-IPI to VEC_NMI_WORK.
+static bool timer_nmi_handler(const struct intr_frame *f)
+{
+    struct timer_cpu *t = percpu_read(timer);
+    if (t->busy)
+        return true; // the start or stop it interrupted re-arms the timer
+    uint64_t now = rdtsc(), next = UINT64_MAX;
+    unsigned due = 0;
+    for (unsigned i = 0; i < TIMER_SLOTS; i++) {
+        if (t->slot[i].deadline <= now) {
+            expire(&t->slot[i], now);
+            due |= 1u << i;
+        }
+        next = MIN(next, t->slot[i].deadline);
+    }
+    program(next, now);
+    if (due & (1u << TIMER_SLOT_PROFILE))
+        t->user[TIMER_SLOT_PROFILE].fn(f, t->user[TIMER_SLOT_PROFILE].arg);
+    unsigned rest = due & ~(1u << TIMER_SLOT_PROFILE);
+    if (rest) {
+        __atomic_fetch_or(&t->deferred, rest, __ATOMIC_RELAXED);
+        lapic_send_self_ipi_from_nmi(VEC_NMI_WORK);
+    }
+    return due != 0;
+}
+
+// Whether this machine delivers the LAPIC timer as NMI. The timer's LVT has
+// no delivery-mode field on hardware (Intel SDM vol. 3A Figure 10-8: only
+// LINT0/1, performance, thermal and CMCI have one), but QEMU's LAPIC honours
+// the field on every LVT (hw/intc/apic.c), so under QEMU's TCG it works.
+static bool timer_nmi_possible(void)
+{
+    if (!(cpuid(1, 0).ecx & (1u << 31))) {
+        timer_nmi_why = "unavailable: not under a hypervisor (the LAPIC timer LVT has no NMI "
+                        "delivery mode on hardware)";
+        return false;
+    }
+    struct cpuid_regs h = cpuid(CPUID_LEAF_HYPERVISOR, 0);
+    char id[13];
+    memcpy(id, &h.ebx, 4);
+    memcpy(id + 4, &h.ecx, 4);
+    memcpy(id + 8, &h.edx, 4);
+    id[12] = 0;
+    if (strcmp(id, "TCGTCGTCGTCG") != 0) {
+        timer_nmi_why = "unavailable: only QEMU's TCG delivers the LAPIC timer LVT as NMI";
+        return false;
+    }
+    timer_nmi_why = "LAPIC timer LVT in NMI delivery mode (QEMU TCG honours it; profile_nmi=1)";
+    return true;
+}
+
+static void timer_nmi_choose(void)
+{
+    char v[8];
+    if (!cmdline_get("profile_nmi", v, sizeof v) || strcmp(v, "1") != 0 || !timer_nmi_possible())
+        return;
+    irq_register(VEC_NMI_WORK, timer_deferred);
+    nmi_register(timer_nmi_handler);
+    timer_nmi = true;
+}
+
 void timer_init_cpu(void)
 {
     struct timer_cpu *t = &timers[cpu_id()];
@@ -242,12 +334,14 @@ void timer_init_cpu(void)
         if (timer_mode != MODE_TSC_DEADLINE &&
             (((unsigned __int128)longest * lapic_per_tsc) >> 32) + 1 > UINT32_MAX)
             panic("timer: the longest period overflows the LAPIC count");
+        timer_nmi_choose();
     }
+    uint32_t dm = timer_nmi ? LVT_DELIVERY_NMI : 0;
     if (timer_mode == MODE_TSC_DEADLINE) {
-        lapic_write(LAPIC_LVT_TIMER, LVT_TIMER_TSC_DEADLINE | VEC_TIMER);
+        lapic_write(LAPIC_LVT_TIMER, LVT_TIMER_TSC_DEADLINE | dm | VEC_TIMER);
         __asm__ volatile("mfence" ::: "memory"); // LVT write before the first deadline
     } else {
         lapic_write(LAPIC_TIMER_DIV, 0xB); // divide by 1, as calibrated
-        lapic_write(LAPIC_LVT_TIMER, LVT_TIMER_ONESHOT | VEC_TIMER);
+        lapic_write(LAPIC_LVT_TIMER, LVT_TIMER_ONESHOT | dm | VEC_TIMER);
     }
 }

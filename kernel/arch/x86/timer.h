@@ -38,5 +38,13 @@ void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, u
 // The LAPIC timer's interrupt handler (entered from vectors.asm, timer_entry).
 void timer_interrupt(const struct intr_frame *f);
 
+// The LAPIC timer delivered as NMI, chosen at boot (profile_nmi=1, only where
+// the machine delivers it: QEMU's TCG): ProfileTime's user then runs in the
+// NMI and samples code that runs with interrupts off; the other slots' users
+// run in an ordinary interrupt the NMI sends to its own CPU
+// (VEC_NMI_WORK). timer_nmi_why says what was chosen and why.
+extern bool timer_nmi;
+extern const char *timer_nmi_why;
+
 void timer_init_cpu(
     void); // per CPU: the LAPIC timer in one-shot or TSC-deadline mode, every slot stopped

@@ -1,7 +1,7 @@
 // trap(): every interrupt and exception arrives here from vectors.asm.
 //
 // Exceptions (0-31) in the kernel are fatal unless a fault fixup covers the
-// faulting instruction; NMIs stop this CPU when another one panicked.
+// faulting instruction (NMIs have their own entry: nmi.h).
 // Everything else goes through the dispatch table to its handler, then EOI.
 #include "arch/x86/cpu.h"
 #include "arch/x86/irq.h"
@@ -52,11 +52,6 @@ void irq_register(unsigned vector, irq_handler_t handler)
 
 void trap(struct trapframe *tf)
 {
-    if (tf->vector == 2) { // NMI: the panic stop signal; touch no per-CPU state
-        if (panicked)
-            halt_forever();
-        return;
-    }
     if (tf->vector < 32) {
         if (tf_from_user(tf) && trap_user_exception_hook) {
             trap_user_exception_hook(tf);

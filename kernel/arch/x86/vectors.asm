@@ -44,10 +44,64 @@ global trap_return
 trap_return:
     POP_GPRS
     test qword [rsp + TF_CS - TF_VECTOR], 3
-    jz .from_kernel_out
-    swapgs
-.from_kernel_out:
+    jnz .to_user
+    cmp dword [gs:CPU_NMI_DEPTH], 0     ; the kernel's GS: read before any swapgs
+    jne .in_nmi
     add rsp, TF_RIP - TF_VECTOR         ; vector and error code
+    iretq
+.to_user:
+    swapgs
+    add rsp, TF_RIP - TF_VECTOR
+    iretq
+
+; An exception taken inside an NMI handler (a fault a fixup covers): back to
+; the handler without IRET, which would unblock NMIs while the NMI's frame is
+; still in use on its IST stack (nmi.h; Intel SDM vol. 3A §6.7.1). Same ring,
+; same stack, interrupts off: the interrupted rip goes just below the
+; interrupted rsp, rax below it; then rflags, that rsp, and ret. Those two
+; words may only overlap the frame's ss and rsp, read before they are written.
+.in_nmi:
+    mov [rsp], rax                      ; scratch: the vector's word
+    mov [rsp + TF_ERROR - TF_VECTOR], rcx
+    mov rax, [rsp + TF_RSP - TF_VECTOR]
+    mov rcx, [rsp + TF_RIP - TF_VECTOR]
+    mov [rax - 8], rcx                  ; the return address
+    mov rcx, [rsp]
+    mov [rax - 16], rcx                 ; the interrupted rax
+    push qword [rsp + TF_RFLAGS - TF_VECTOR]
+    popfq
+    mov rcx, [rsp + TF_ERROR - TF_VECTOR]
+    lea rsp, [rax - 16]
+    pop rax
+    ret
+
+; nmi_entry: the NMI's gate (IST_NMI), never through trap(): see nmi.h. GS
+; is the kernel's when MSR_GS_BASE holds a kernel (upper-half) address;
+; otherwise swapgs now and again before the iretq (rbx, callee-saved, says so).
+global nmi_entry
+extern nmi_dispatch
+align 16
+nmi_entry:
+    push 0                              ; no error code
+    push 2                              ; the vector
+    PUSH_GPRS
+    mov ecx, MSR_GS_BASE
+    rdmsr
+    xor ebx, ebx
+    test edx, edx
+    js .kernel_gs
+    swapgs
+    inc ebx
+.kernel_gs:
+    mov rdi, rsp
+    cld
+    call nmi_dispatch
+    test ebx, ebx
+    jz .no_swapgs
+    swapgs
+.no_swapgs:
+    POP_GPRS
+    add rsp, TF_RIP - TF_VECTOR
     iretq
 
 ; timer_entry: the LAPIC timer's vector (VEC_TIMER; idt.c installs it), the

@@ -9,6 +9,7 @@
 #define VEC_RESCHED  0xD1 // IPI: reschedule
 #define VEC_TIMER    0xE0 // LAPIC timer: the per-CPU multiplexed timer (timer.c)
 #define VEC_PMI      0xE1 // LVTPC: performance-monitoring interrupt (pmc)
+#define VEC_NMI_WORK 0xE2 // self-IPI: timer slots an NMI found due, run here (timer.c)
 #define VEC_LINT0    0xF8 // LAPIC LVT LINT0 (masked)
 #define VEC_LINT1    0xF9 // LAPIC LVT LINT1 (masked)
 #define VEC_ERROR    0xFE // LAPIC error

@@ -10,8 +10,11 @@
 //
 // What they share is in cli.c; run and kernel also share histogram.c (profile
 // objects) and kernrate.c (their report).
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <syscall.h>
 #include "cli.h"
 
 static int cmd_help(int argc, char **argv)
@@ -51,12 +54,53 @@ static const struct command {
     {"report", profile_report_main},
 };
 
+// --nmi (run, record, kernel): ProfileTime must be delivered as NMI, which the
+// kernel chooses at boot (profile_nmi=1; docs/nmi.md). pmc info says which
+// delivery is in use and why; without the NMI, say so and fail (status 3).
+#define EXIT_NO_NMI 3
+static int take_nmi_option(int *argc, char **argv)
+{
+    int j = 0;
+    bool nmi = false;
+    for (int i = 0; i < *argc; i++) {
+        if (i >= 2 && strcmp(argv[i], "--nmi") == 0)
+            nmi = true;
+        else
+            argv[j++] = argv[i];
+    }
+    *argc = j;
+    argv[j] = NULL;
+    if (!nmi)
+        return 0;
+    size_t cap = 64 * 1024, got = 0;
+    char *buf = malloc(cap);
+    const char *line = NULL;
+    if (buf && NT_SUCCESS(SysPmcInfo(buf, cap - 1, &got))) {
+        buf[got < cap ? got : cap - 1] = '\0';
+        line = strstr(buf, "ProfileTime delivery: ");
+    }
+    int r = 0;
+    if (!line || strncmp(line, "ProfileTime delivery: NMI", 25) != 0) {
+        char *end = line ? strchr(line, '\n') : NULL;
+        if (end)
+            *end = '\0';
+        fprintf(stderr, "profile: --nmi: no NMI timer here (%s)\n",
+                line ? line + 22 : "pmc info says nothing");
+        r = EXIT_NO_NMI;
+    }
+    free(buf);
+    return r;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "profile: which command?\n%s\n", usage_all);
         return EXIT_USAGE;
     }
+    int nmi = take_nmi_option(&argc, argv);
+    if (nmi)
+        return nmi;
     if (prof_load_sources() < 0)
         return EXIT_FAIL;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
