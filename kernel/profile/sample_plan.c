@@ -14,6 +14,8 @@
 #include "arch/x86/percpu.h"
 #include "pmc/hal.h"
 #include "pmc/trace.h"
+#include "core/process.h"
+#include "profile/cswitch_counters.h"
 #include "profile/ke_profile.h"
 #include "profile/pmc_sampling.h"
 #include "profile/profile_index.h"
@@ -147,6 +149,8 @@ void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_fram
     struct profile_cpu *pc = percpu_read(layer_area);
     struct sample_plan *plan = &pc->plans[source]; // the HAL's sources only
     uint64_t ip = f->rip;
+    const struct process *pr = percpu_read(current_process);
+    pmc_hook(HOOK_PROFILE, pr ? pr->pid : 0, source); // the trace loggers' hook
     if (plan->generation != READ_ONCE(plan_generation) ||
         plan->proc != percpu_read(current_process) || ip - plan->lo > plan->span) {
         sample_and_plan(source, f, cpu_id()); // a tail call: the fast path saves no register
