@@ -22,7 +22,8 @@ const char usage_report[] =
 const char usage_stat[] =
     "usage: profile stat [-e EVENT,...] [-a] [-r N] [--per-cpu] (PROG [ARGS...] | -p PID [-d "
     "SECONDS])";
-const char usage_cswitch_record[] = "usage: profile record --cswitch [-e EVENT,...] PROG [ARGS...]";
+const char usage_cswitch_record[] = "usage: profile record (--cswitch | --pmc-events HOOK,...) [-e "
+                                    "EVENT,...] PROG [ARGS...]";
 const char usage_cswitch_report[] = "usage: profile report --cswitch [--json] [-n LINES]";
 
 static void say(const char *fmt, va_list ap)

@@ -20,7 +20,52 @@
 #define DRAIN_BUF (128u << 10)
 
 // ---------------------------------------------------------------------------
-// profile record --cswitch
+// profile record --cswitch, and --pmc-events HOOK,...: a client of NT's
+// per-logger PMC counters (a trace logger from NtPmcTraceLogger, its counter
+// and event lists set with NtSetSystemInformation), PMCLOG_HOOK records.
+
+static uint32_t hooks[ETW_MAX_PMC_EVENTS]; // --pmc-events: the HookIds
+static unsigned nhooks;                    // 0: --cswitch alone (NtPmcCswitchLog)
+static TRACEHANDLE logger;
+
+static const struct {
+    const char *name;
+    uint32_t id[2];
+} hook_names[] = {
+    {"cswitch", {ETW_HOOK_CSWITCH, 0}},
+    {"syscall", {ETW_HOOK_SYSCALL_ENTER, ETW_HOOK_SYSCALL_EXIT}},
+    {"syscall-enter", {ETW_HOOK_SYSCALL_ENTER, 0}},
+    {"syscall-exit", {ETW_HOOK_SYSCALL_EXIT, 0}},
+    {"pagefault", {ETW_HOOK_PAGE_FAULT_DZ, 0}},
+    {"pagefault-av", {ETW_HOOK_PAGE_FAULT_AV, 0}},
+    {"exit", {ETW_HOOK_PROCESS_DELETE, 0}},
+    {"profile", {ETW_HOOK_SAMPLED_PROFILE, 0}},
+};
+
+// --pmc-events cswitch,syscall,...: 0 or EXIT_USAGE.
+static int parse_hooks(char *list)
+{
+    for (char *w = list, *next; w && *w; w = next) {
+        next = strchr(w, ',');
+        if (next)
+            *next++ = '\0';
+        size_t k = 0;
+        while (k < sizeof hook_names / sizeof hook_names[0] && strcmp(hook_names[k].name, w))
+            k++;
+        if (k == sizeof hook_names / sizeof hook_names[0])
+            return usage_short(usage_cswitch_record,
+                               "unknown hook event '%s' (cswitch, syscall, syscall-enter, "
+                               "syscall-exit, pagefault, pagefault-av, exit, profile)",
+                               w);
+        for (unsigned j = 0; j < 2 && hook_names[k].id[j]; j++) {
+            if (nhooks == ETW_MAX_PMC_EVENTS)
+                return usage_short(usage_cswitch_record, "more than %d hook events",
+                                   ETW_MAX_PMC_EVENTS);
+            hooks[nhooks++] = hook_names[k].id[j];
+        }
+    }
+    return nhooks ? 0 : usage_short(usage_cswitch_record, "--pmc-events wants a list");
+}
 
 // Options, the events (default: task-clock, system-calls, page-faults) and
 // the program: the argv index of PROG, or minus an exit status.
@@ -30,6 +75,10 @@ static int parse_cswitch_record(int argc, char **argv, uint32_t *ev, unsigned *n
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--cswitch") == 0) {
             cswitch = 1;
+        } else if (strcmp(argv[i], "--pmc-events") == 0 && i + 1 < argc) {
+            cswitch = 1;
+            if (parse_hooks(argv[++i]))
+                return -EXIT_USAGE;
         } else if (strcmp(argv[i], "-e") == 0 && i + 1 < argc) {
             if (parse_event_list(argv[++i], ev, n, PMC_CSWITCH_MAX_EVENTS, usage_cswitch_record) <
                 0)
@@ -44,12 +93,45 @@ static int parse_cswitch_record(int argc, char **argv, uint32_t *ev, unsigned *n
         return -usage_short(usage_cswitch_record, "%s '%s'",
                             i >= argc ? "no program to run" : "no program",
                             i >= argc ? "" : argv[i]);
+    if (nhooks && *n > ETW_MAX_PMC_COUNTERS)
+        return -usage_short(usage_cswitch_record, "--pmc-events: %d counters at most",
+                            ETW_MAX_PMC_COUNTERS);
     if (*n == 0) {
         ev[(*n)++] = PMC_EVENT_SW(PMC_SW_TASK_CLOCK);
         ev[(*n)++] = PMC_EVENT_SW(PMC_SW_SYSCALLS);
         ev[(*n)++] = PMC_EVENT_SW(PMC_SW_PAGE_FAULTS);
     }
     return i;
+}
+
+// A trace logger with counters ev (in order) and the hooks, as a Windows
+// program sets them: the counter list, then the event list.
+static NTSTATUS logger_start(const uint32_t *ev, unsigned n)
+{
+    NTSTATUS s = NtPmcTraceLogger(PMC_LOGGER_CREATE, &logger);
+    struct {
+        uint32_t cls, pad;
+        TRACEHANDLE handle;
+        uint32_t list[ETW_MAX_PMC_COUNTERS];
+    } in = {EventTraceProfileCounterListInformation, 0, logger, {0}};
+    memcpy(in.list, ev, n * sizeof *ev);
+    if (NT_SUCCESS(s))
+        s = NtSetSystemInformation(SystemPerformanceTraceInformation, &in, 16 + 4 * n);
+    in.cls = EventTraceProfileEventListInformation;
+    memcpy(in.list, hooks, nhooks * sizeof *hooks);
+    if (NT_SUCCESS(s))
+        s = NtSetSystemInformation(SystemPerformanceTraceInformation, &in, 16 + 4 * nhooks);
+    if (!NT_SUCCESS(s) && logger)
+        NtPmcTraceLogger(PMC_LOGGER_CLOSE, &logger);
+    return s;
+}
+
+static void record_stop(void)
+{
+    if (nhooks)
+        NtPmcTraceLogger(PMC_LOGGER_CLOSE, &logger);
+    else
+        NtPmcCswitchLog(PMC_CSWITCH_STOP, NULL, 0);
 }
 
 // The log configured, the file emptied and the counters started for these
@@ -60,14 +142,17 @@ static int cswitch_start(uint32_t *ev, unsigned n)
     NTSTATUS s = NtPmcConfigureLog(&cfg);
     if (NT_SUCCESS(s))
         s = SysTmpWrite(SAMPLELOG_DEFAULT_FILE, "", 0, TMP_TRUNCATE);
-    if (NT_SUCCESS(s))
+    if (NT_SUCCESS(s) && !nhooks)
         s = NtPmcCswitchLog(PMC_CSWITCH_START, ev, n * sizeof ev[0]);
+    else if (NT_SUCCESS(s))
+        s = logger_start(ev, n);
     if (NT_SUCCESS(s))
         return 0;
     for (unsigned k = 0; k < n && s == STATUS_NOT_SUPPORTED; k++)
         if (*event_reason(ev[k]))
             fprintf(stderr, "profile: %s: %s\n", event_name(ev[k]), event_reason(ev[k]));
-    fprintf(stderr, "profile: cannot record context switches: %s%s\n", nt_status_name(s),
+    fprintf(stderr, "profile: cannot record %s: %s%s\n",
+            nhooks ? "hook events" : "context switches", nt_status_name(s),
             s == STATUS_PRIVILEGE_NOT_HELD ? " (every CPU's switches: sudo)" : "");
     NtPmcConfigureLog(NULL);
     return EXIT_FAIL;
@@ -89,7 +174,7 @@ static long cswitch_run(HANDLE child, uint32_t pid, int *status)
             break;
     }
     SysWait(child, status);
-    NtPmcCswitchLog(PMC_CSWITCH_STOP, NULL, 0);
+    record_stop();
     NtPmcFlushLog();
     long got = buf ? samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF) : -1;
     NtPmcConfigureLog(NULL);
@@ -106,7 +191,7 @@ static unsigned count_switches(void)
     unsigned n = 0;
     size_t pos = 0;
     for (const struct pmclog_header *h; (h = samplelog_next(&log, &pos));)
-        n += h->type == PMCLOG_CSWITCH;
+        n += h->type == (nhooks ? PMCLOG_HOOK : PMCLOG_CSWITCH);
     samplelog_free(&log);
     return n;
 }
@@ -130,7 +215,7 @@ int profile_cswitch_record_main(int argc, char **argv)
         bytes = cswitch_run(child, pid, &status);
         NtClose(child);
     } else {
-        NtPmcCswitchLog(PMC_CSWITCH_STOP, NULL, 0);
+        record_stop();
         NtPmcConfigureLog(NULL);
         fprintf(stderr, "profile: cannot run %s: %s\n", argv[i], nt_status_name(s));
         return EXIT_FAIL;
@@ -139,9 +224,14 @@ int profile_cswitch_record_main(int argc, char **argv)
         fprintf(stderr, "profile: cannot save the log to %s\n", SAMPLELOG_DEFAULT_FILE);
         return EXIT_FAIL;
     }
-    printf("profile: recorded %u context switches of %s (pid %u, exit status %d) in %s; "
-           "'profile report --cswitch' shows them\n",
-           count_switches(), argv[i], (unsigned)pid, status, SAMPLELOG_DEFAULT_FILE);
+    if (nhooks)
+        printf("profile: recorded %u hook events (PMCLOG_HOOK, %u counters each) while %s ran "
+               "(pid %u, exit status %d) in %s\n",
+               count_switches(), n, argv[i], (unsigned)pid, status, SAMPLELOG_DEFAULT_FILE);
+    else
+        printf("profile: recorded %u context switches of %s (pid %u, exit status %d) in %s; "
+               "'profile report --cswitch' shows them\n",
+               count_switches(), argv[i], (unsigned)pid, status, SAMPLELOG_DEFAULT_FILE);
     return 0;
 }
 

@@ -281,7 +281,7 @@ static void record_close(struct record *r)
 
 int profile_record_main(int argc, char **argv)
 {
-    if (argv_has(argc, argv, "--cswitch")) // counter values at context switches (cswitch.c)
+    if (argv_has(argc, argv, "--cswitch") || argv_has(argc, argv, "--pmc-events")) // cswitch.c
         return profile_cswitch_record_main(argc, argv);
     static struct record r;
     memset(&r, 0, sizeof r);
