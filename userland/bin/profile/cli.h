@@ -103,3 +103,4 @@ int profile_record_main(int argc, char **argv);         // record.c
 int profile_report_main(int argc, char **argv);         // report.c
 int profile_cswitch_record_main(int argc, char **argv); // cswitch.c: record --cswitch
 int profile_cswitch_report_main(int argc, char **argv); // cswitch.c: report --cswitch
+int profile_hook_report_main(int argc, char **argv);    // cswitch.c: report --pmc-events

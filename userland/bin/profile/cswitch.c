@@ -403,3 +403,79 @@ int profile_cswitch_report_main(int argc, char **argv)
     samplelog_free(&log);
     return 0;
 }
+
+// ---------------------------------------------------------------------------
+// profile report --pmc-events: the PMCLOG_HOOK records of the file, by
+// hook, and each system call's counter changes from its entry to its exit
+// (pmctrace's per-region counts) for the calls that stayed on their CPU.
+
+static const char *const syscall_names[SYSCALL_COUNT] = {
+#define SYSCALL_NAME(num, name, nargs) [num] = #name,
+    SYSCALL_LIST(SYSCALL_NAME)
+#undef SYSCALL_NAME
+};
+
+struct hook_report {
+    unsigned long by_hook[sizeof hook_names / sizeof hook_names[0]];
+    unsigned long records, calls[SYSCALL_COUNT];
+    uint64_t delta[SYSCALL_COUNT][ETW_MAX_PMC_COUNTERS];
+    const struct pmclog_hook *enter[MAX_CPUS]; // each CPU's open system call
+    unsigned ncounters;
+};
+
+static void hook_account(struct hook_report *hr, const struct pmclog_hook *r)
+{
+    hr->records++;
+    hr->ncounters = r->ncounters < ETW_MAX_PMC_COUNTERS ? r->ncounters : ETW_MAX_PMC_COUNTERS;
+    for (size_t k = 0; k < sizeof hook_names / sizeof hook_names[0]; k++)
+        hr->by_hook[k] += hook_names[k].id[0] == r->hook_id && !hook_names[k].id[1];
+    unsigned cpu = r->h.cpu < MAX_CPUS ? r->h.cpu : 0;
+    const struct pmclog_hook *e = hr->enter[cpu];
+    hr->enter[cpu] = r->hook_id == ETW_HOOK_SYSCALL_ENTER ? r : NULL; // anything else ends it
+    if (r->hook_id != ETW_HOOK_SYSCALL_EXIT || !e || e->pid != r->pid || e->arg != r->arg ||
+        r->arg >= SYSCALL_COUNT)
+        return;
+    hr->calls[r->arg]++;
+    for (unsigned i = 0; i < hr->ncounters; i++)
+        hr->delta[r->arg][i] += r->value[i] - e->value[i];
+}
+
+static void hook_print(const struct hook_report *hr)
+{
+    printf("%lu hook events, %u counters each (in the order of -e)\n", hr->records, hr->ncounters);
+    printf("  HookId  event           records\n");
+    for (size_t k = 0; k < sizeof hook_names / sizeof hook_names[0]; k++)
+        if (!hook_names[k].id[1])
+            printf("  0x%04x  %-14s %8lu\n", hook_names[k].id[0], hook_names[k].name,
+                   hr->by_hook[k]);
+    printf("system calls, entry to exit on one CPU: calls, then each counter's change\n");
+    for (unsigned n = 0; n < SYSCALL_COUNT; n++) {
+        if (!hr->calls[n])
+            continue;
+        printf("  %-24s %6lu", syscall_names[n] ? syscall_names[n] : "?", hr->calls[n]);
+        for (unsigned i = 0; i < hr->ncounters; i++)
+            printf(" %12llu", (unsigned long long)hr->delta[n][i]);
+        printf("\n");
+    }
+}
+
+int profile_hook_report_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    struct samplelog log;
+    NTSTATUS s = samplelog_load(SAMPLELOG_DEFAULT_FILE, &log);
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "profile: cannot read %s: %s (run 'profile record --pmc-events' first)\n",
+                SAMPLELOG_DEFAULT_FILE, nt_status_name(s));
+        return EXIT_FAIL;
+    }
+    static struct hook_report hr;
+    memset(&hr, 0, sizeof hr);
+    size_t pos = 0;
+    for (const struct pmclog_header *h; (h = samplelog_next(&log, &pos));)
+        if (h->type == PMCLOG_HOOK && h->size >= sizeof(struct pmclog_hook))
+            hook_account(&hr, (const struct pmclog_hook *)h);
+    hook_print(&hr);
+    samplelog_free(&log);
+    return 0;
+}
