@@ -247,12 +247,18 @@ void process_thread_gone(struct process *p)
     object_unref(&p->obj); // the thread's reference; p may be gone now
 }
 
+void (*process_fault_hook)(bool demand_zero);
+
 void process_fault(struct trapframe *tf)
 {
     struct process *p = process_current();
+    void (*hook)(bool) = READ_ONCE(process_fault_hook);
     if (tf->vector == 14) {
         swevent_count(PMC_SW_PAGE_FAULTS);
-        if (!(tf->error & 1) && as_demand_fault(&p->as, read_cr2()))
+        bool demand_zero = !(tf->error & 1) && as_demand_fault(&p->as, read_cr2());
+        if (hook)
+            hook(demand_zero);
+        if (demand_zero)
             return; // a demand-zero page, now present: retry the access
     }
     if (tf->vector == 14)

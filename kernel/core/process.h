@@ -51,6 +51,10 @@ enum process_event { PROCESS_SPAWNED, PROCESS_EXITING, PROCESS_EXITED, PROCESS_D
 typedef void (*process_watcher)(struct process *p, enum process_event event);
 #define PROCESS_WATCHERS 4
 void process_watch(process_watcher fn); // at boot, before the first process
+// Called on each ring-3 page fault while set (the profile layer's trace
+// loggers): demand_zero for a demand-zero page now present, false for a
+// fault that kills the process. In the fault's context, interrupts as they are.
+extern void (*process_fault_hook)(bool demand_zero);
 
 // Create a process running the ramdisk program path with argv; suspended if
 // flags has SPAWN_SUSPENDED. On success *out holds a reference for the caller.

@@ -151,7 +151,10 @@ typedef uint64_t KAFFINITY;
     X(48, NtPmcQuery, 2)           /* (HANDLE pmc, struct pmc_value *out): counting, with time enabled/running */ \
     X(49, NtPmcCswitchLog, 3)      /* (uint32_t op, const uint32_t *events, size_t len): PMC_CSWITCH_*, into the caller's log */ \
     X(50, NtPmcGetMsr, 2)          /* (HANDLE pmc, uint32_t *rdpmc_index): self-monitoring read */ \
-    X(51, NtPmcCpuCounts, 3)       /* (uint64_t *buf, uint32_t max, uint32_t *count): [cpu][PMC_SW_COUNT] */
+    X(51, NtPmcCpuCounts, 3)       /* (uint64_t *buf, uint32_t max, uint32_t *count): [cpu][PMC_SW_COUNT] */ \
+    X(52, NtSetSystemInformation, 3)   /* (ULONG class, void *buf, ULONG len): SystemPerformanceTraceInformation */ \
+    X(53, NtQuerySystemInformation, 4) /* (ULONG class, void *buf, ULONG len, ULONG *returned) */ \
+    X(54, NtPmcTraceLogger, 2)     /* (uint32_t op, TRACEHANDLE *handle): PMC_LOGGER_CREATE / CLOSE */
 
 enum {
 #define SYSCALL_ENUM(num, name, nargs) SYS_##name = num,
@@ -368,6 +371,7 @@ enum pmclog_type {
     PMCLOG_TRACE = 7,      // struct pmclog_trace: a `pmc trace` record (SysPmcTrace only)
     PMCLOG_INITIALIZE = 8, // struct pmclog_initialize: the log's time base, first
     PMCLOG_CSWITCH = 9,    // struct pmclog_cswitch: counter values at a context switch
+    PMCLOG_HOOK = 10,      // struct pmclog_hook: a trace logger's counter values at a hook event
 };
 
 struct pmclog_header {
@@ -436,6 +440,19 @@ struct pmclog_cswitch {
     uint32_t nevents, reserved;
     uint16_t event[PMC_CSWITCH_MAX_EVENTS]; // what each value counts (pmc_alloc.source)
     uint64_t value[PMC_CSWITCH_MAX_EVENTS]; // the CPU's running totals of each event
+};
+
+// A trace logger's hook event (ETW's PMC extended item): the raw values of
+// the logger's counters, in the order of its counter list, on h.cpu.
+struct pmclog_hook {
+    struct pmclog_header h;
+    uint16_t hook_id;   // ETW_HOOK_* (the HookId of the event)
+    uint16_t ncounters; // values in value[]
+    uint32_t pid, tid;  // the thread the event happened on (CSwitch: the one switched to)
+    uint32_t arg;       // CSwitch: the old pid; syscalls: the number; page faults: 0;
+                        // process exit: the status; profile interrupt: the source
+    uint64_t logger;    // the TRACEHANDLE
+    uint64_t value[4];  // ETW_MAX_PMC_COUNTERS
 };
 
 struct pmclog_lost {
@@ -552,6 +569,81 @@ struct pmc_driver_stats {
 #define STATUS_PMC_NOT_SAMPLING         ((NTSTATUS)0xE0500022)
 #define STATUS_PMC_ROW_SHARED           ((NTSTATUS)0xE0500023)
 #define STATUS_PMC_READ_IN_RING3        ((NTSTATUS)0xE0500024)
+
+// ---------------------------------------------------------------------------
+// NT's per-logger PMC counters (ETW): a trace logger names up to 4 profile
+// sources (its counter list) and up to 4 hook events; at each of those events
+// every counter's raw value on that processor is recorded, in list order, as
+// a PMCLOG_HOOK record in the logger creator's PMC log. Reached as Windows
+// programs reach it: NtSetSystemInformation(SystemPerformanceTraceInformation)
+// with EventTraceProfileCounterListInformation and
+// EventTraceProfileEventListInformation, NtQuerySystemInformation with
+// EventTraceProfileSourceListInformation. The structures are laid out as
+// phnt's ntexapi.h gives them; the logger is this kernel's (NtPmcTraceLogger,
+// below) since it has no ETW sessions. docs/counting.md has the statuses.
+// ---------------------------------------------------------------------------
+typedef uint64_t TRACEHANDLE;
+
+#define SystemPerformanceTraceInformation 0x1F // SYSTEM_INFORMATION_CLASS
+
+// EVENT_TRACE_INFORMATION_CLASS (the first ULONG of the buffer)
+#define EventTraceProfileSourceListInformation  0x0D // query: PROFILE_SOURCE_INFO chain
+#define EventTraceProfileEventListInformation   0x0E // set: the hook IDs
+#define EventTraceProfileCounterListInformation 0x0F // set: the profile sources
+
+#define ETW_MAX_PMC_COUNTERS 4
+#define ETW_MAX_PMC_EVENTS   4
+
+// HookIds (phnt's ntwmi.h: the event's group << 8 | its type).
+#define ETW_HOOK_CSWITCH         0x0524 // WMI_LOG_TYPE_CONTEXTSWAP
+#define ETW_HOOK_SYSCALL_ENTER   0x0F33 // PERFINFO_LOG_TYPE_SYSCALL_ENTER
+#define ETW_HOOK_SYSCALL_EXIT    0x0F34 // PERFINFO_LOG_TYPE_SYSCALL_EXIT
+#define ETW_HOOK_SAMPLED_PROFILE 0x0F2E // PERFINFO_LOG_TYPE_SAMPLED_PROFILE
+#define ETW_HOOK_PAGE_FAULT_DZ   0x020B // WMI_LOG_TYPE_PAGE_FAULT_DEMAND_ZERO
+#define ETW_HOOK_PAGE_FAULT_AV   0x020F // WMI_LOG_TYPE_PAGE_FAULT_ACCESS_VIOLATION
+#define ETW_HOOK_PROCESS_DELETE  0x0302 // WMI_LOG_TYPE_PROCESS_DELETE (process end)
+
+// Sets 0x0E and 0x0F: {class; TraceHandle; ULONG list[]}; the buffer's length
+// gives the count: (len - offsetof(list)) / 4, 1 to 4.
+typedef struct _EVENT_TRACE_PROFILE_COUNTER_INFORMATION {
+    uint32_t EventTraceInformationClass;
+    TRACEHANDLE TraceHandle;
+    uint32_t ProfileSource[1];
+} EVENT_TRACE_PROFILE_COUNTER_INFORMATION;
+
+typedef struct _EVENT_TRACE_SYSTEM_EVENT_INFORMATION {
+    uint32_t EventTraceInformationClass;
+    TRACEHANDLE TraceHandle;
+    uint32_t HookId[1];
+} EVENT_TRACE_SYSTEM_EVENT_INFORMATION, EVENT_TRACE_PROFILE_EVENT_INFORMATION;
+
+// Query 0x0D: the caller sets the class; the kernel writes the
+// PROFILE_SOURCE_INFO entries from Profile's offset (8) on, each 8-aligned and
+// chained by NextEntryOffset (0 on the last).
+typedef struct _EVENT_TRACE_PROFILE_LIST_INFORMATION {
+    uint32_t EventTraceInformationClass;
+    uint32_t Spare;
+    uint64_t Profile[1]; // phnt: PPROFILE_SOURCE_INFO Profile[1]; here the first entry
+} EVENT_TRACE_PROFILE_LIST_INFORMATION;
+
+typedef struct _PROFILE_SOURCE_INFO {
+    uint32_t NextEntryOffset; // bytes to the next entry, 0 on the last
+    uint32_t Source;          // KPROFILE_SOURCE, or PMC_EVENT_SW(e)
+    uint32_t MinInterval, MaxInterval;
+    uint64_t Reserved;
+    uint16_t Description[1]; // UTF-16, NUL-terminated: "TotalCycles", "task-clock"
+} PROFILE_SOURCE_INFO;
+
+_Static_assert(sizeof(EVENT_TRACE_PROFILE_COUNTER_INFORMATION) == 0x18, "phnt's layout");
+_Static_assert(sizeof(struct pmclog_hook) % 8 == 0, "records are multiples of 8 bytes");
+
+// NtPmcTraceLogger operations (privileged). CREATE: a logger writing into the
+// caller's log (which must exist), *handle set; it records nothing until it
+// has both a counter list and an event list. CLOSE: *handle read; stopped
+// and freed. A logger also ends when its creator exits.
+#define PMC_LOGGER_CREATE 1
+#define PMC_LOGGER_CLOSE  2
+#define PMC_LOGGERS_MAX   4 // loggers at once (STATUS_INSUFFICIENT_RESOURCES beyond)
 
 // SysTmpWrite flags: the RAM file system under /tmp/ (names "/tmp/..." only).
 #define TMP_TRUNCATE  0x1 // start the file empty (create it); otherwise append

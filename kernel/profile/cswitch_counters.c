@@ -1,12 +1,19 @@
-// Counter values at every context switch, into the log (see
-// cswitch_counters.h).
+// Counter values at hook events, into the log: the trace loggers (see
+// cswitch_counters.h). One concept written once: the context-switch session
+// of NtPmcCswitchLog is a logger whose one hook is the context switch and
+// whose records keep their old form (PMCLOG_CSWITCH); an ETW-style logger
+// names up to 4 counters and 4 hook events and writes PMCLOG_HOOK records.
 //
-// A record is written by switch_to's watcher on its own CPU with interrupts
-// off, into that CPU's ring of the log, like a sample. A hardware event gets a
-// counter row of its own (never shared: a record holds raw counter totals)
-// and a count loaded on every CPU from start to stop (pmc/counting.h).
+// A record is written on the CPU where its event happens with interrupts
+// off, into that CPU's ring of the log, like a sample. A hardware event gets
+// a counter row of its own (never shared: a record holds raw counter totals)
+// and a count loaded on every CPU while its logger has it (pmc/counting.h).
+// Arming and disarming run under a mutex and end with an IPI to every CPU,
+// which no CPU takes inside a hook: after it, no record of the old state is
+// still being written.
 #include "profile/cswitch_counters.h"
 #include "arch/x86/clock.h"
+#include "arch/x86/cpu.h"
 #include "core/heap.h"
 #include "core/mutex.h"
 #include "core/process.h"
@@ -15,48 +22,124 @@
 #include "lib/string.h"
 #include "pmc/counting.h"
 #include "profile/pmc_log.h"
+#include "profile/sample_plan.h"
 
-static struct {
-    volatile uint32_t on; // a session records switches
-    uint32_t owner;       // its log's owner, by pid
-    uint32_t events[PMC_CSWITCH_MAX_EVENTS];
+#define LOGGER_EVENTS PMC_CSWITCH_MAX_EVENTS // the larger of the two lists' limits
+
+struct logger {
+    bool used, legacy; // legacy: NtPmcCswitchLog's session (PMCLOG_CSWITCH records)
+    volatile bool armed;
+    bool loaded;     // hardware counts loaded on every CPU
+    uint32_t owner;  // its log's owner, by pid
+    uint32_t serial; // in the handle: a closed logger's handle stays invalid
+    uint32_t events[LOGGER_EVENTS];
     unsigned nevents;
-    struct pmc_count *hw[PMC_CSWITCH_MAX_EVENTS]; // hardware events: [ncpus], a row each
-    unsigned row[PMC_CSWITCH_MAX_EVENTS];
-} cs;
+    uint32_t hooks;                      // HOOK_* bits
+    struct pmc_count *hw[LOGGER_EVENTS]; // hardware events: [ncpus], a row each
+    unsigned row[LOGGER_EVENTS];
+};
 
-static struct mutex cs_mutex = MUTEX_INIT("cswitch counters"); // start and stop
+static struct logger loggers[PMC_LOGGERS_MAX];
+static uint32_t next_serial = 1;
+volatile uint32_t pmc_hook_mask; // the armed loggers' hooks together
+static struct mutex lg_mutex = MUTEX_INIT("trace loggers");
+static struct logger *on_cpu_logger; // the logger smp_call_all's function works on
 
-// Event i's running total on CPU c: software events as swevent_switch just
-// brought them up to date, hardware ones read from the counter now.
-static uint64_t cswitch_value(struct cpu *c, unsigned i)
+static const struct {
+    uint16_t id;
+    uint32_t bit;
+} hook_ids[] = {
+    {ETW_HOOK_CSWITCH, HOOK_CSWITCH},
+    {ETW_HOOK_SYSCALL_ENTER, HOOK_SYSCALL_ENTER},
+    {ETW_HOOK_SYSCALL_EXIT, HOOK_SYSCALL_EXIT},
+    {ETW_HOOK_SAMPLED_PROFILE, HOOK_PROFILE},
+    {ETW_HOOK_PAGE_FAULT_DZ, HOOK_PAGE_FAULT_DZ},
+    {ETW_HOOK_PAGE_FAULT_AV, HOOK_PAGE_FAULT_AV},
+    {ETW_HOOK_PROCESS_DELETE, HOOK_PROCESS_DELETE},
+};
+
+static uint32_t hook_bit(uint32_t id)
 {
-    uint32_t ev = cs.events[i];
-    if (cs.hw[i])
-        return pmc_count_read(&cs.hw[i][c->id]);
-    return c->sw[ev - PMC_EVENT_SW(0)];
+    for (unsigned i = 0; i < ARRAY_SIZE(hook_ids); i++)
+        if (hook_ids[i].id == id)
+            return hook_ids[i].bit;
+    return 0;
 }
 
-// The switch watcher (core/sched.h): a record while a session runs.
-static void cswitch_record(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now)
+static uint16_t hook_id(uint32_t bit)
 {
-    UNUSED(now);
-    struct pmclog_cswitch r = {.h.type = PMCLOG_CSWITCH, .nevents = cs.nevents};
-    r.old_pid = cur->proc ? cur->proc->pid : 0;
-    r.new_pid = next->proc ? next->proc->pid : 0;
-    for (unsigned i = 0; i < cs.nevents; i++) {
-        r.event[i] = (uint16_t)cs.events[i];
-        r.value[i] = cswitch_value(c, i);
+    for (unsigned i = 0; i < ARRAY_SIZE(hook_ids); i++)
+        if (hook_ids[i].bit == bit)
+            return hook_ids[i].id;
+    return 0;
+}
+
+// Event i's running total on CPU c: software events as the CPU has counted
+// them (task-clock as of the last switch), hardware ones read from the counter now.
+static uint64_t logger_value(const struct logger *l, struct cpu *c, unsigned i)
+{
+    if (l->hw[i])
+        return pmc_count_read(&l->hw[i][c->id]);
+    return c->sw[l->events[i] - PMC_EVENT_SW(0)];
+}
+
+static void write_legacy(const struct logger *l, struct cpu *c, uint32_t pid, uint32_t old_pid)
+{
+    struct pmclog_cswitch r = {.h.type = PMCLOG_CSWITCH, .nevents = l->nevents};
+    r.old_pid = old_pid;
+    r.new_pid = pid;
+    for (unsigned i = 0; i < l->nevents; i++) {
+        r.event[i] = (uint16_t)l->events[i];
+        r.value[i] = logger_value(l, c, i);
     }
     pmc_log_write_irqoff(&r.h, sizeof r);
 }
 
-// Load (arg non-NULL) or save this CPU's count of every hardware event.
-static void cswitch_hw_on_cpu(void *arg)
+static void write_hook(const struct logger *l, struct cpu *c, uint32_t bit, uint32_t pid,
+                       uint32_t arg)
 {
+    struct pmclog_hook r = {.h.type = PMCLOG_HOOK, .hook_id = hook_id(bit)};
+    r.ncounters = (uint16_t)l->nevents;
+    r.pid = r.tid = pid; // one thread per process
+    r.arg = arg;
+    r.logger = (uint64_t)l->serial << 16 | (uint64_t)(l - loggers + 1);
+    for (unsigned i = 0; i < l->nevents && i < ETW_MAX_PMC_COUNTERS; i++)
+        r.value[i] = logger_value(l, c, i);
+    pmc_log_write_irqoff(&r.h, sizeof r);
+}
+
+void pmc_hook_fire(uint32_t bit, uint32_t pid, uint32_t arg)
+{
+    uint64_t f = irq_save();
+    struct cpu *c = this_cpu();
+    for (unsigned k = 0; k < PMC_LOGGERS_MAX; k++) {
+        const struct logger *l = &loggers[k];
+        if (!READ_ONCE(l->armed) || !(l->hooks & bit))
+            continue;
+        if (l->legacy)
+            write_legacy(l, c, pid, arg);
+        else
+            write_hook(l, c, bit, pid, arg);
+    }
+    irq_restore(f);
+}
+
+// The switch watcher (core/sched.h).
+static void hook_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now)
+{
+    UNUSED(c), UNUSED(now);
+    if (READ_ONCE(pmc_hook_mask) & HOOK_CSWITCH)
+        pmc_hook_fire(HOOK_CSWITCH, next->proc ? next->proc->pid : 0,
+                      cur->proc ? cur->proc->pid : 0);
+}
+
+// Load (arg non-NULL) or save this CPU's count of every hardware event of on_cpu_logger.
+static void logger_hw_on_cpu(void *arg)
+{
+    struct logger *l = on_cpu_logger;
     uint64_t now = clock_ns();
-    for (unsigned i = 0; i < cs.nevents; i++) {
-        struct pmc_count *c = cs.hw[i] ? &cs.hw[i][cpu_id()] : NULL;
+    for (unsigned i = 0; i < l->nevents; i++) {
+        struct pmc_count *c = l->hw[i] ? &l->hw[i][cpu_id()] : NULL;
         if (c && arg)
             pmc_count_in(c, now);
         else if (c && c->cpu >= 0)
@@ -64,114 +147,294 @@ static void cswitch_hw_on_cpu(void *arg)
     }
 }
 
-static void cswitch_hw_free(void)
+static void nothing_on_cpu(void *arg)
 {
-    for (unsigned i = 0; i < PMC_CSWITCH_MAX_EVENTS; i++) {
-        if (cs.hw[i])
-            pmc_row_release(cs.row[i]);
-        kfree(cs.hw[i]);
-        cs.hw[i] = NULL;
+    UNUSED(arg);
+}
+
+static void recompute_mask(void)
+{
+    uint32_t m = 0;
+    for (unsigned k = 0; k < PMC_LOGGERS_MAX; k++)
+        if (loggers[k].armed)
+            m |= loggers[k].hooks;
+    // The profile-interrupt hook is fired by the fan-out's general way, which
+    // every sample takes while it is armed: the plans go when it changes.
+    sample_publish(&pmc_hook_mask, m);
+}
+
+// No more records from l; with free_hw its hardware counts saved and released.
+static void logger_disarm(struct logger *l, bool free_hw)
+{
+    if (l->armed) {
+        __atomic_store_n(&l->armed, false, __ATOMIC_RELEASE);
+        recompute_mask();
+        smp_call_all(nothing_on_cpu, NULL); // no hook is still writing l's record
+    }
+    if (!free_hw)
+        return;
+    if (l->loaded) {
+        on_cpu_logger = l;
+        smp_call_all(logger_hw_on_cpu, NULL);
+        l->loaded = false;
+    }
+    for (unsigned i = 0; i < LOGGER_EVENTS; i++) {
+        if (l->hw[i])
+            pmc_row_release(l->row[i]);
+        kfree(l->hw[i]);
+        l->hw[i] = NULL;
     }
 }
 
-// A row of its own for each hardware event: the values at a switch must be
-// whole counts, so these are never multiplexed (ETW records raw counters).
-static NTSTATUS cswitch_hw_reserve(const uint32_t *events, unsigned n)
+// Records from l once it has both lists; its counts running first.
+static void logger_arm(struct logger *l)
 {
-    for (unsigned i = 0; i < n; i++) {
-        if (PMC_EVENT_IS_SW(events[i]))
+    if (!l->nevents || !l->hooks)
+        return;
+    if (!l->loaded) {
+        on_cpu_logger = l;
+        smp_call_all(logger_hw_on_cpu, (void *)1);
+        l->loaded = true;
+    }
+    __atomic_store_n(&l->armed, true, __ATOMIC_RELEASE);
+    recompute_mask();
+}
+
+// A row of its own for each hardware event: the values at an event must be
+// whole counts, so these are never multiplexed (ETW records raw counters).
+static NTSTATUS logger_hw_reserve(struct logger *l)
+{
+    for (unsigned i = 0; i < l->nevents; i++) {
+        if (PMC_EVENT_IS_SW(l->events[i]))
             continue;
         const char *why;
         unsigned users;
-        NTSTATUS s = pmc_row_reserve((KPROFILE_SOURCE)events[i], PMC_ROW_SYSTEM, &cs.row[i], &why);
+        KPROFILE_SOURCE src = (KPROFILE_SOURCE)l->events[i];
+        NTSTATUS s = pmc_row_reserve(src, PMC_ROW_SYSTEM, &l->row[i], &why);
         if (!NT_SUCCESS(s))
             return s; // STATUS_NOT_SUPPORTED: SysProfileSources says why
-        cs.hw[i] = kzalloc(ncpus * sizeof *cs.hw[i]);
-        if (!cs.hw[i]) {
-            pmc_row_release(cs.row[i]);
+        l->hw[i] = kzalloc(ncpus * sizeof *l->hw[i]);
+        if (!l->hw[i]) {
+            pmc_row_release(l->row[i]);
             return STATUS_NO_MEMORY;
         }
-        if (pmc_row_scope(cs.row[i], &users) && users > 1)
+        if (pmc_row_scope(l->row[i], &users) && users > 1)
             return STATUS_INSUFFICIENT_RESOURCES; // more events than counters
         for (unsigned c = 0; c < ncpus; c++)
-            pmc_count_init(&cs.hw[i][c], (KPROFILE_SOURCE)events[i], cs.row[i], false);
+            pmc_count_init(&l->hw[i][c], src, l->row[i], false);
     }
     return STATUS_SUCCESS;
 }
 
-static NTSTATUS check_events(const uint32_t *events, unsigned n)
+static NTSTATUS check_events(const uint32_t *events, unsigned n, unsigned max)
 {
-    if (n == 0 || n > PMC_CSWITCH_MAX_EVENTS)
+    if (n == 0 || n > max)
         return STATUS_INVALID_PARAMETER;
     for (unsigned i = 0; i < n; i++)
         if (!PMC_EVENT_IS_SW(events[i]) && events[i] >= ProfileSourceCount)
             return STATUS_INVALID_PARAMETER;
-    return cs.on ? STATUS_PROFILING_NOT_STOPPED : STATUS_SUCCESS;
+    return STATUS_SUCCESS;
 }
 
-static NTSTATUS start_locked(struct process *owner, const uint32_t *events, unsigned n)
+// The counter list of l replaced: its old counts released, the new reserved.
+static NTSTATUS logger_set_events(struct logger *l, const uint32_t *events, unsigned n)
 {
-    NTSTATUS s = check_events(events, n);
-    if (NT_SUCCESS(s))
-        s = pmc_log_use(owner);
-    if (!NT_SUCCESS(s))
-        return s;
-    memcpy(cs.events, events, n * sizeof *events);
-    cs.nevents = n;
-    s = cswitch_hw_reserve(events, n);
+    logger_disarm(l, true);
+    memcpy(l->events, events, n * sizeof *events);
+    l->nevents = n;
+    NTSTATUS s = logger_hw_reserve(l);
     if (!NT_SUCCESS(s)) {
-        cswitch_hw_free();
-        cs.nevents = 0;
-        pmc_log_unuse();
+        logger_disarm(l, true);
+        l->nevents = 0;
         return s;
     }
-    smp_call_all(cswitch_hw_on_cpu, (void *)1); // the counters run before the first record
-    cs.owner = owner->pid;
-    __atomic_store_n(&cs.on, 1, __ATOMIC_RELEASE);
+    logger_arm(l);
     return STATUS_SUCCESS;
 }
 
-static NTSTATUS stop_locked(void)
+static struct logger *logger_alloc(struct process *owner, bool legacy)
 {
-    if (!cs.on)
-        return STATUS_PROFILING_NOT_STARTED;
-    __atomic_store_n(&cs.on, 0, __ATOMIC_RELEASE);
-    smp_call_all(cswitch_hw_on_cpu, NULL); // also: no switch is still writing a record
-    cswitch_hw_free();
-    cs.nevents = 0;
+    for (unsigned k = 0; k < PMC_LOGGERS_MAX; k++) {
+        struct logger *l = &loggers[k];
+        if (l->used)
+            continue;
+        memset(l, 0, sizeof *l);
+        l->used = true;
+        l->legacy = legacy;
+        l->owner = owner->pid;
+        l->serial = next_serial++ & 0xFFFFFFu;
+        return l;
+    }
+    return NULL;
+}
+
+static void logger_free(struct logger *l)
+{
+    logger_disarm(l, true);
+    l->used = false;
+    l->nevents = 0;
+    l->hooks = 0;
     pmc_log_unuse();
-    return STATUS_SUCCESS;
+}
+
+// A new logger of owner's writing into its log (pmc_log_use).
+static NTSTATUS logger_new(struct process *owner, bool legacy, struct logger **out)
+{
+    NTSTATUS s = pmc_log_use(owner);
+    if (!NT_SUCCESS(s))
+        return s;
+    *out = logger_alloc(owner, legacy);
+    if (*out)
+        return STATUS_SUCCESS;
+    pmc_log_unuse();
+    return STATUS_INSUFFICIENT_RESOURCES;
+}
+
+static struct logger *legacy_logger(void)
+{
+    for (unsigned k = 0; k < PMC_LOGGERS_MAX; k++)
+        if (loggers[k].used && loggers[k].legacy)
+            return &loggers[k];
+    return NULL;
+}
+
+static NTSTATUS legacy_start(struct process *owner, const uint32_t *events, unsigned n)
+{
+    NTSTATUS s = check_events(events, n, PMC_CSWITCH_MAX_EVENTS);
+    if (NT_SUCCESS(s) && legacy_logger())
+        s = STATUS_PROFILING_NOT_STOPPED;
+    struct logger *l = NULL;
+    if (NT_SUCCESS(s))
+        s = logger_new(owner, true, &l);
+    if (!NT_SUCCESS(s))
+        return s;
+    l->hooks = HOOK_CSWITCH;
+    s = logger_set_events(l, events, n);
+    if (!NT_SUCCESS(s))
+        logger_free(l);
+    return s;
 }
 
 NTSTATUS cswitch_counters_start(struct process *owner, const uint32_t *events, unsigned n)
 {
-    mutex_lock(&cs_mutex);
-    NTSTATUS s = start_locked(owner, events, n);
-    mutex_unlock(&cs_mutex);
+    mutex_lock(&lg_mutex);
+    NTSTATUS s = legacy_start(owner, events, n);
+    mutex_unlock(&lg_mutex);
     return s;
 }
 
 NTSTATUS cswitch_counters_stop(void)
 {
-    mutex_lock(&cs_mutex);
-    NTSTATUS s = stop_locked();
-    mutex_unlock(&cs_mutex);
+    mutex_lock(&lg_mutex);
+    struct logger *l = legacy_logger();
+    if (l)
+        logger_free(l);
+    mutex_unlock(&lg_mutex);
+    return l ? STATUS_SUCCESS : STATUS_PROFILING_NOT_STARTED;
+}
+
+// ---------------------------------------------------------------------------
+// The ETW-style loggers, by TRACEHANDLE: serial << 16 | slot + 1.
+
+NTSTATUS pmc_logger_create(struct process *owner, TRACEHANDLE *out)
+{
+    mutex_lock(&lg_mutex);
+    struct logger *l = NULL;
+    NTSTATUS s = logger_new(owner, false, &l);
+    if (NT_SUCCESS(s))
+        *out = (uint64_t)l->serial << 16 | (uint64_t)(l - loggers + 1);
+    mutex_unlock(&lg_mutex);
     return s;
 }
 
-// The session's owner exits: its log goes, and the session with it.
-static void cswitch_owner_exit(struct process *p, enum process_event event)
+// The caller's logger h (lg_mutex held), or NULL: not a logger, closed, or another process's.
+static struct logger *logger_find(const struct process *caller, TRACEHANDLE h)
 {
-    if (event != PROCESS_EXITING || !READ_ONCE(cs.on) || READ_ONCE(cs.owner) != p->pid)
+    uint64_t slot = h & 0xFFFF;
+    if (slot == 0 || slot > PMC_LOGGERS_MAX)
+        return NULL;
+    struct logger *l = &loggers[slot - 1];
+    if (!l->used || l->legacy || l->serial != h >> 16 || l->owner != caller->pid)
+        return NULL;
+    return l;
+}
+
+NTSTATUS pmc_logger_close(struct process *caller, TRACEHANDLE h)
+{
+    mutex_lock(&lg_mutex);
+    struct logger *l = logger_find(caller, h);
+    if (l)
+        logger_free(l);
+    mutex_unlock(&lg_mutex);
+    return l ? STATUS_SUCCESS : STATUS_INVALID_HANDLE;
+}
+
+NTSTATUS pmc_logger_set_counters(struct process *caller, TRACEHANDLE h, const uint32_t *sources,
+                                 unsigned n)
+{
+    NTSTATUS s = check_events(sources, n, ETW_MAX_PMC_COUNTERS);
+    if (!NT_SUCCESS(s))
+        return s;
+    mutex_lock(&lg_mutex);
+    struct logger *l = logger_find(caller, h);
+    s = l ? logger_set_events(l, sources, n) : STATUS_INVALID_HANDLE;
+    mutex_unlock(&lg_mutex);
+    return s;
+}
+
+NTSTATUS pmc_logger_set_hooks(struct process *caller, TRACEHANDLE h, const uint32_t *ids,
+                              unsigned n)
+{
+    uint32_t bits = 0;
+    if (n == 0 || n > ETW_MAX_PMC_EVENTS)
+        return STATUS_INVALID_PARAMETER;
+    for (unsigned i = 0; i < n; i++) {
+        if (!hook_bit(ids[i]))
+            return STATUS_INVALID_PARAMETER; // no such hook here
+        bits |= hook_bit(ids[i]);
+    }
+    mutex_lock(&lg_mutex);
+    struct logger *l = logger_find(caller, h);
+    if (l) {
+        logger_disarm(l, false);
+        l->hooks = bits;
+        logger_arm(l);
+    }
+    mutex_unlock(&lg_mutex);
+    return l ? STATUS_SUCCESS : STATUS_INVALID_HANDLE;
+}
+
+// A process exits: the process-delete hook, then its loggers go (its log goes too).
+static void logger_owner_exit(struct process *p, enum process_event event)
+{
+    if (event != PROCESS_EXITING)
         return;
-    mutex_lock(&cs_mutex);
-    if (cs.on && cs.owner == p->pid)
-        stop_locked();
-    mutex_unlock(&cs_mutex);
+    if (READ_ONCE(pmc_hook_mask) & HOOK_PROCESS_DELETE)
+        pmc_hook_fire(HOOK_PROCESS_DELETE, p->pid, (uint32_t)p->exit_status);
+    bool owns = false;
+    for (unsigned k = 0; k < PMC_LOGGERS_MAX; k++)
+        owns |= READ_ONCE(loggers[k].used) && READ_ONCE(loggers[k].owner) == p->pid;
+    if (!owns)
+        return;
+    mutex_lock(&lg_mutex);
+    for (unsigned k = 0; k < PMC_LOGGERS_MAX; k++)
+        if (loggers[k].used && loggers[k].owner == p->pid)
+            logger_free(&loggers[k]);
+    mutex_unlock(&lg_mutex);
+}
+
+// Ring-3 page faults (core/process.c's hook): demand-zero ones and fatal ones.
+static void hook_fault(bool demand_zero)
+{
+    if (!(READ_ONCE(pmc_hook_mask) & (demand_zero ? HOOK_PAGE_FAULT_DZ : HOOK_PAGE_FAULT_AV)))
+        return;
+    const struct process *p = process_current();
+    pmc_hook_fire(demand_zero ? HOOK_PAGE_FAULT_DZ : HOOK_PAGE_FAULT_AV, p ? p->pid : 0, 0);
 }
 
 void cswitch_counters_init(void)
 {
-    sched_watch_switches(cswitch_record, &cs.on);
-    process_watch(cswitch_owner_exit);
+    sched_watch_switches(hook_switch, &pmc_hook_mask); // called while any hook is armed
+    process_watch(logger_owner_exit);
+    process_fault_hook = hook_fault;
 }

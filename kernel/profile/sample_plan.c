@@ -14,6 +14,8 @@
 #include "arch/x86/percpu.h"
 #include "pmc/hal.h"
 #include "pmc/trace.h"
+#include "core/process.h"
+#include "profile/cswitch_counters.h"
 #include "profile/ke_profile.h"
 #include "profile/pmc_sampling.h"
 #include "profile/profile_index.h"
@@ -128,9 +130,12 @@ static __attribute__((noinline)) void sample_and_plan(KPROFILE_SOURCE source,
         plan_scope(plan, 1, own ? __atomic_load_n(&own->set, __ATOMIC_ACQUIRE) : NULL, ip, bit);
     bool pmc_ok;
     plan->pmc = plan_pmcs(source, pr, cpu, &pmc_ok);
-    // While `pmc trace` is on no plan is kept: every sample comes here, where
-    // count_entry traces its buckets.
-    if (sys_ok && own_ok && pmc_ok && !pmc_trace_on)
+    // While `pmc trace` or a trace logger's profile-interrupt hook is on, no
+    // plan is kept: every sample comes here, where count_entry traces its
+    // buckets and the hook fires.
+    pmc_hook(HOOK_PROFILE, pr ? pr->pid : 0, source);
+    bool watched = pmc_trace_on || (READ_ONCE(pmc_hook_mask) & HOOK_PROFILE);
+    if (sys_ok && own_ok && pmc_ok && !watched)
         plan->generation = generation;
     if (!pmc_ok)
         pmc_sample_interrupt(source, f);

@@ -10,6 +10,7 @@
 #include "core/sched.h"
 #include "core/uaccess.h"
 #include "core/swevent.h"
+#include "profile/cswitch_counters.h"
 
 struct syscall_entry_info {
     syscall_fn fn;
@@ -58,6 +59,8 @@ void syscall_dispatch(struct trapframe *tf)
 {
     swevent_count(PMC_SW_SYSCALLS);
     uint64_t n = tf->rax;
+    uint32_t pid = process_current()->pid;
+    pmc_hook(HOOK_SYSCALL_ENTER, pid, (uint32_t)n); // the trace loggers' hooks
     if (n < SYSCALL_COUNT)
         counts[cpu_id()][n].calls++;
     sti();
@@ -75,6 +78,7 @@ void syscall_dispatch(struct trapframe *tf)
     cli();
     if (n < SYSCALL_COUNT && !NT_SUCCESS((NTSTATUS)result))
         counts[cpu_id()][n].failed++; // a status: the calls that return one give 32 bits
+    pmc_hook(HOOK_SYSCALL_EXIT, pid, (uint32_t)n);
     trap_return_to_user();
 }
 

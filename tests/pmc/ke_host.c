@@ -20,7 +20,8 @@
 #include "pmu_model.h"
 #include "tap.h"
 
-void (*sched_tick_hook)(void); // cpus[] and ncpus are the model's
+void (*sched_tick_hook)(void);                // cpus[] and ncpus are the model's
+void (*process_fault_hook)(bool demand_zero); // core/process.c's; set, never called here
 
 static struct thread idle[MAX_CPUS];
 static unsigned objects_live;
@@ -56,6 +57,7 @@ void ke_host_reset(unsigned n)
         cpus[c].current = &idle[c];
     }
     sched_tick_hook = NULL;
+    process_fault_hook = NULL;
     nprocess_watchers = nswitch_watchers = 0;
     memset(&ke_host_log, 0, sizeof ke_host_log);
 }

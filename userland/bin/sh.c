@@ -186,15 +186,169 @@ static int cmd_sudo(int argc, char **argv, uint32_t flags)
     return run_command(argc - 1, argv + 1, flags | SPAWN_PRIVILEGED);
 }
 
+// ---------------------------------------------------------------------------
+// Background jobs: `CMD &` starts a program without waiting and prints
+// "[N] PID" (N: the job's number, the lowest free one); the shell keeps its
+// process handle, so the process stays listed (a zombie once it has ended)
+// until the shell reaps it. Before each prompt the shell reaps the jobs that
+// ended and prints "[N] Done CMD" or "[N] Exit S CMD". `jobs` lists them,
+// `wait [PID|%N]` waits for one or all, `kill %N` kills one, and the word
+// `$!` is the PID of the last job started (as in sh(1)).
+
+#define MAX_JOBS 8
+
+struct job {
+    HANDLE process; // 0: a free slot
+    uint32_t pid;
+    char command[64];
+};
+
+static struct job jobs[MAX_JOBS];
+static uint32_t last_job_pid;
+
+static int job_state(const struct job *j)
+{
+    struct sys_process_info list[64];
+    uint32_t count = 0;
+    if (!NT_SUCCESS(SysProcessList(list, 64, &count)))
+        return PROC_RUNNABLE;
+    for (uint32_t i = 0; i < count && i < 64; i++)
+        if (list[i].pid == j->pid)
+            return (int)list[i].state;
+    return PROC_ZOMBIE;
+}
+
+// Waits for job n (it may have ended already), says how it ended, frees the slot.
+static int job_reap(int n)
+{
+    struct job *j = &jobs[n];
+    int status = 0;
+    NTSTATUS s = SysWait(j->process, &status);
+    if (!NT_SUCCESS(s))
+        status = EXIT_STATUS_KILLED;
+    if (status == 0)
+        printf("[%d] Done       %s\n", n + 1, j->command);
+    else if (status == EXIT_STATUS_KILLED)
+        printf("[%d] Killed     %s\n", n + 1, j->command);
+    else
+        printf("[%d] Exit %-5d %s\n", n + 1, status, j->command);
+    NtClose(j->process);
+    j->process = 0;
+    return status;
+}
+
+static void jobs_reap_ended(void)
+{
+    for (int n = 0; n < MAX_JOBS; n++)
+        if (jobs[n].process && job_state(&jobs[n]) == PROC_ZOMBIE)
+            job_reap(n);
+}
+
+// CMD & (argv without the "&"): a program, or `sudo PROG`, started and not waited for.
+static int job_start(int argc, char **argv, uint32_t flags)
+{
+    while (argc > 1 && strcmp(argv[0], "sudo") == 0)
+        argc--, argv++, flags |= SPAWN_PRIVILEGED;
+    if (find_builtin(argv[0])) {
+        fprintf(stderr, "sh: %s: a builtin cannot run in the background\n", argv[0]);
+        return 2;
+    }
+    int n = 0;
+    while (n < MAX_JOBS && jobs[n].process)
+        n++;
+    if (n == MAX_JOBS) {
+        fprintf(stderr, "sh: %d jobs already: wait for one first\n", MAX_JOBS);
+        return 1;
+    }
+    struct job *j = &jobs[n];
+    NTSTATUS s = SysSpawn(argv[0], (const char *const *)argv, flags, &j->process);
+    if (!NT_SUCCESS(s)) {
+        j->process = 0;
+        fprintf(stderr, "sh: %s: %s\n", argv[0],
+                program_exists(argv[0]) ? nt_status_name(s) : "command not found");
+        return 127;
+    }
+    SysProcessId(j->process, &j->pid);
+    j->command[0] = '\0';
+    for (int i = 0; i < argc; i++) {
+        size_t len = strlen(j->command);
+        snprintf(j->command + len, sizeof j->command - len, "%s%s", i ? " " : "", argv[i]);
+    }
+    last_job_pid = j->pid;
+    printf("[%d] %u\n", n + 1, j->pid);
+    return 0;
+}
+
+// "%N" or a PID: the job's slot, or -1 having said why.
+static int job_find(const char *cmd, const char *text)
+{
+    char *end;
+    int by_number = text[0] == '%';
+    unsigned long v = strtoul(text + by_number, &end, 10);
+    if (*end || end == text + by_number) {
+        fprintf(stderr, "%s: %s: not a pid or %%N\n", cmd, text);
+        return -1;
+    }
+    for (int n = 0; n < MAX_JOBS; n++)
+        if (jobs[n].process && (by_number ? (unsigned long)n + 1 == v : jobs[n].pid == v))
+            return n;
+    fprintf(stderr, "%s: %s: no such job\n", cmd, text);
+    return -1;
+}
+
+static int cmd_jobs(int argc, char **argv, uint32_t flags)
+{
+    (void)argc, (void)argv, (void)flags;
+    for (int n = 0; n < MAX_JOBS; n++)
+        if (jobs[n].process)
+            printf("[%d] %-5u %-10s %s\n", n + 1, jobs[n].pid,
+                   job_state(&jobs[n]) == PROC_ZOMBIE ? "Done" : "Running", jobs[n].command);
+    return 0;
+}
+
+// wait: every job; wait PID or %N: that one, its exit status (127 for no such job).
+static int cmd_wait(int argc, char **argv, uint32_t flags)
+{
+    (void)flags;
+    if (argc > 2) {
+        fprintf(stderr, "usage: wait [PID|%%N]\n");
+        return 2;
+    }
+    if (argc == 2) {
+        int n = job_find("wait", argv[1]);
+        return n < 0 ? 127 : job_reap(n);
+    }
+    for (int n = 0; n < MAX_JOBS; n++)
+        if (jobs[n].process)
+            job_reap(n);
+    return 0;
+}
+
+// `$!` anywhere as a whole word: the last background job's PID.
+static void expand_last_pid(int argc, char **argv)
+{
+    static char text[12];
+    snprintf(text, sizeof text, "%u", last_job_pid);
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "$!") == 0)
+            argv[i] = text;
+}
+
 static int cmd_kill(int argc, char **argv, uint32_t flags)
 {
     (void)flags;
     if (argc != 2) {
-        fprintf(stderr, "usage: kill PID\n");
+        fprintf(stderr, "usage: kill PID|%%N\n");
         return 2;
     }
     char *end;
     unsigned long pid = strtoul(argv[1], &end, 10);
+    if (argv[1][0] == '%') {
+        int n = job_find("kill", argv[1]);
+        if (n < 0)
+            return 1;
+        pid = jobs[n].pid, end = "";
+    }
     if (*end || end == argv[1] || pid > UINT32_MAX) {
         fprintf(stderr, "kill: %s: not a pid\n", argv[1]);
         return 2;
@@ -229,7 +383,9 @@ static const struct builtin builtins[] = {
     {"mem", "mem                  free and total pages, kernel heap", cmd_mem},
     {"time", "time CMD [ARGS]      run CMD, then print elapsed ms and TSC cycles", cmd_time},
     {"sudo", "sudo CMD [ARGS]      run CMD with the system-profile privilege", cmd_sudo},
-    {"kill", "kill PID             kill a process", cmd_kill},
+    {"kill", "kill PID|%N          kill a process (%N: background job N)", cmd_kill},
+    {"jobs", "jobs                 background jobs (CMD &): number, pid, state", cmd_jobs},
+    {"wait", "wait [PID|%N]        wait for a background job, or for all", cmd_wait},
     {"poweroff", "poweroff             switch the machine off (ACPI)", cmd_poweroff},
     {"exit", "exit [STATUS]        leave the shell", cmd_exit},
 };
@@ -308,12 +464,18 @@ int main(void)
     fine_profile_interval();
     printf("sh: type help for the commands\n");
     for (;;) {
+        jobs_reap_ended();
         if (readline("sh$ ", line, sizeof line) < 0) {
             fprintf(stderr, "sh: cannot read the console\n");
             return 1;
         }
         int argc = tokenize(line, argv, MAX_ARGS + 1);
-        if (argc > 0)
+        if (argc <= 0)
+            continue;
+        expand_last_pid(argc, argv);
+        if (strcmp(argv[argc - 1], "&") == 0 && argc > 1)
+            job_start(argc - 1, argv, 0);
+        else
             run_command(argc, argv, 0);
     }
 }

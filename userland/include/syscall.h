@@ -86,3 +86,7 @@ NTSTATUS NtPmcQuery(HANDLE pmc, struct pmc_value *out);
 NTSTATUS NtPmcCswitchLog(uint32_t op, const uint32_t *events, size_t len);
 NTSTATUS NtPmcGetMsr(HANDLE pmc, uint32_t *rdpmc_index);
 NTSTATUS NtPmcCpuCounts(uint64_t *buf, uint32_t max, uint32_t *count);
+// NT's per-logger PMC counters (abi.h; docs/counting.md).
+NTSTATUS NtSetSystemInformation(uint32_t cls, void *buf, uint32_t len);
+NTSTATUS NtQuerySystemInformation(uint32_t cls, void *buf, uint32_t len, uint32_t *returned);
+NTSTATUS NtPmcTraceLogger(uint32_t op, TRACEHANDLE *handle);

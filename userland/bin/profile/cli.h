@@ -72,6 +72,30 @@ uint32_t prof_process_list(const struct sys_process_info **rows);
 // Whether process pid has ended (a zombie, or gone).
 int prof_exited(uint32_t pid);
 
+// -p PID [-d SECONDS] (attach.c): a running process measured for SECONDS or
+// until it exits (without -d: until it exits).
+struct attach {
+    uint32_t pid; // 0: no -p
+    uint64_t ms;  // -d, in ms; 0: until the process exits
+    HANDLE process;
+    char name[PROCESS_NAME_MAX + 1];
+    uint64_t start_ns;
+    int exited, exit_status; // set by attach_wait / attach_finish
+};
+// Takes -p and -d (and their values) out of argv's options from argv[first]
+// on; valued: the letters of the command's options that take a value.
+// depth_d: -d without -p is the command's own (record's DEPTH). 0 or EXIT_USAGE.
+int attach_extract(int *argc, char **argv, int first, const char *valued, int depth_d,
+                   const char *usage, struct attach *a);
+// Opens the process: 0; EXIT_USAGE after one line for a PID that names no
+// live process; EXIT_FAIL after one line when it may not be opened.
+int attach_open(struct attach *a);
+int attach_done(const struct attach *a); // SECONDS passed, or the process ended
+void attach_wait(struct attach *a);      // until attach_done, then attach_finish
+void attach_finish(struct attach *a);    // exited and exit_status
+void attach_say_end(const struct attach *a, const char *who); // how the attachment ended
+void attach_close(struct attach *a);
+
 // The subcommands: argv[1] is the subcommand's name; each returns the exit status.
 int cmd_sources(int argc, char **argv);                 // sources.c
 int cmd_run(int argc, char **argv);                     // run.c
@@ -81,3 +105,4 @@ int profile_record_main(int argc, char **argv);         // record.c
 int profile_report_main(int argc, char **argv);         // report.c
 int profile_cswitch_record_main(int argc, char **argv); // cswitch.c: record --cswitch
 int profile_cswitch_report_main(int argc, char **argv); // cswitch.c: report --cswitch
+int profile_hook_report_main(int argc, char **argv);    // cswitch.c: report --pmc-events

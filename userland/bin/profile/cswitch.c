@@ -20,7 +20,52 @@
 #define DRAIN_BUF (128u << 10)
 
 // ---------------------------------------------------------------------------
-// profile record --cswitch
+// profile record --cswitch, and --pmc-events HOOK,...: a client of NT's
+// per-logger PMC counters (a trace logger from NtPmcTraceLogger, its counter
+// and event lists set with NtSetSystemInformation), PMCLOG_HOOK records.
+
+static uint32_t hooks[ETW_MAX_PMC_EVENTS]; // --pmc-events: the HookIds
+static unsigned nhooks;                    // 0: --cswitch alone (NtPmcCswitchLog)
+static TRACEHANDLE logger;
+
+static const struct {
+    const char *name;
+    uint32_t id[2];
+} hook_names[] = {
+    {"cswitch", {ETW_HOOK_CSWITCH, 0}},
+    {"syscall", {ETW_HOOK_SYSCALL_ENTER, ETW_HOOK_SYSCALL_EXIT}},
+    {"syscall-enter", {ETW_HOOK_SYSCALL_ENTER, 0}},
+    {"syscall-exit", {ETW_HOOK_SYSCALL_EXIT, 0}},
+    {"pagefault", {ETW_HOOK_PAGE_FAULT_DZ, 0}},
+    {"pagefault-av", {ETW_HOOK_PAGE_FAULT_AV, 0}},
+    {"exit", {ETW_HOOK_PROCESS_DELETE, 0}},
+    {"profile", {ETW_HOOK_SAMPLED_PROFILE, 0}},
+};
+
+// --pmc-events cswitch,syscall,...: 0 or EXIT_USAGE.
+static int parse_hooks(char *list)
+{
+    for (char *w = list, *next; w && *w; w = next) {
+        next = strchr(w, ',');
+        if (next)
+            *next++ = '\0';
+        size_t k = 0;
+        while (k < sizeof hook_names / sizeof hook_names[0] && strcmp(hook_names[k].name, w))
+            k++;
+        if (k == sizeof hook_names / sizeof hook_names[0])
+            return usage_short(usage_cswitch_record,
+                               "unknown hook event '%s' (cswitch, syscall, syscall-enter, "
+                               "syscall-exit, pagefault, pagefault-av, exit, profile)",
+                               w);
+        for (unsigned j = 0; j < 2 && hook_names[k].id[j]; j++) {
+            if (nhooks == ETW_MAX_PMC_EVENTS)
+                return usage_short(usage_cswitch_record, "more than %d hook events",
+                                   ETW_MAX_PMC_EVENTS);
+            hooks[nhooks++] = hook_names[k].id[j];
+        }
+    }
+    return nhooks ? 0 : usage_short(usage_cswitch_record, "--pmc-events wants a list");
+}
 
 // Options, the events (default: task-clock, system-calls, page-faults) and
 // the program: the argv index of PROG, or minus an exit status.
@@ -30,6 +75,10 @@ static int parse_cswitch_record(int argc, char **argv, uint32_t *ev, unsigned *n
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--cswitch") == 0) {
             cswitch = 1;
+        } else if (strcmp(argv[i], "--pmc-events") == 0 && i + 1 < argc) {
+            cswitch = 1;
+            if (parse_hooks(argv[++i]))
+                return -EXIT_USAGE;
         } else if (strcmp(argv[i], "-e") == 0 && i + 1 < argc) {
             if (parse_event_list(argv[++i], ev, n, PMC_CSWITCH_MAX_EVENTS, usage_cswitch_record) <
                 0)
@@ -44,12 +93,45 @@ static int parse_cswitch_record(int argc, char **argv, uint32_t *ev, unsigned *n
         return -usage_short(usage_cswitch_record, "%s '%s'",
                             i >= argc ? "no program to run" : "no program",
                             i >= argc ? "" : argv[i]);
+    if (nhooks && *n > ETW_MAX_PMC_COUNTERS)
+        return -usage_short(usage_cswitch_record, "--pmc-events: %d counters at most",
+                            ETW_MAX_PMC_COUNTERS);
     if (*n == 0) {
         ev[(*n)++] = PMC_EVENT_SW(PMC_SW_TASK_CLOCK);
         ev[(*n)++] = PMC_EVENT_SW(PMC_SW_SYSCALLS);
         ev[(*n)++] = PMC_EVENT_SW(PMC_SW_PAGE_FAULTS);
     }
     return i;
+}
+
+// A trace logger with counters ev (in order) and the hooks, as a Windows
+// program sets them: the counter list, then the event list.
+static NTSTATUS logger_start(const uint32_t *ev, unsigned n)
+{
+    NTSTATUS s = NtPmcTraceLogger(PMC_LOGGER_CREATE, &logger);
+    struct {
+        uint32_t cls, pad;
+        TRACEHANDLE handle;
+        uint32_t list[ETW_MAX_PMC_COUNTERS];
+    } in = {EventTraceProfileCounterListInformation, 0, logger, {0}};
+    memcpy(in.list, ev, n * sizeof *ev);
+    if (NT_SUCCESS(s))
+        s = NtSetSystemInformation(SystemPerformanceTraceInformation, &in, 16 + 4 * n);
+    in.cls = EventTraceProfileEventListInformation;
+    memcpy(in.list, hooks, nhooks * sizeof *hooks);
+    if (NT_SUCCESS(s))
+        s = NtSetSystemInformation(SystemPerformanceTraceInformation, &in, 16 + 4 * nhooks);
+    if (!NT_SUCCESS(s) && logger)
+        NtPmcTraceLogger(PMC_LOGGER_CLOSE, &logger);
+    return s;
+}
+
+static void record_stop(void)
+{
+    if (nhooks)
+        NtPmcTraceLogger(PMC_LOGGER_CLOSE, &logger);
+    else
+        NtPmcCswitchLog(PMC_CSWITCH_STOP, NULL, 0);
 }
 
 // The log configured, the file emptied and the counters started for these
@@ -60,14 +142,17 @@ static int cswitch_start(uint32_t *ev, unsigned n)
     NTSTATUS s = NtPmcConfigureLog(&cfg);
     if (NT_SUCCESS(s))
         s = SysTmpWrite(SAMPLELOG_DEFAULT_FILE, "", 0, TMP_TRUNCATE);
-    if (NT_SUCCESS(s))
+    if (NT_SUCCESS(s) && !nhooks)
         s = NtPmcCswitchLog(PMC_CSWITCH_START, ev, n * sizeof ev[0]);
+    else if (NT_SUCCESS(s))
+        s = logger_start(ev, n);
     if (NT_SUCCESS(s))
         return 0;
     for (unsigned k = 0; k < n && s == STATUS_NOT_SUPPORTED; k++)
         if (*event_reason(ev[k]))
             fprintf(stderr, "profile: %s: %s\n", event_name(ev[k]), event_reason(ev[k]));
-    fprintf(stderr, "profile: cannot record context switches: %s%s\n", nt_status_name(s),
+    fprintf(stderr, "profile: cannot record %s: %s%s\n",
+            nhooks ? "hook events" : "context switches", nt_status_name(s),
             s == STATUS_PRIVILEGE_NOT_HELD ? " (every CPU's switches: sudo)" : "");
     NtPmcConfigureLog(NULL);
     return EXIT_FAIL;
@@ -89,7 +174,7 @@ static long cswitch_run(HANDLE child, uint32_t pid, int *status)
             break;
     }
     SysWait(child, status);
-    NtPmcCswitchLog(PMC_CSWITCH_STOP, NULL, 0);
+    record_stop();
     NtPmcFlushLog();
     long got = buf ? samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF) : -1;
     NtPmcConfigureLog(NULL);
@@ -106,7 +191,7 @@ static unsigned count_switches(void)
     unsigned n = 0;
     size_t pos = 0;
     for (const struct pmclog_header *h; (h = samplelog_next(&log, &pos));)
-        n += h->type == PMCLOG_CSWITCH;
+        n += h->type == (nhooks ? PMCLOG_HOOK : PMCLOG_CSWITCH);
     samplelog_free(&log);
     return n;
 }
@@ -130,7 +215,7 @@ int profile_cswitch_record_main(int argc, char **argv)
         bytes = cswitch_run(child, pid, &status);
         NtClose(child);
     } else {
-        NtPmcCswitchLog(PMC_CSWITCH_STOP, NULL, 0);
+        record_stop();
         NtPmcConfigureLog(NULL);
         fprintf(stderr, "profile: cannot run %s: %s\n", argv[i], nt_status_name(s));
         return EXIT_FAIL;
@@ -139,9 +224,14 @@ int profile_cswitch_record_main(int argc, char **argv)
         fprintf(stderr, "profile: cannot save the log to %s\n", SAMPLELOG_DEFAULT_FILE);
         return EXIT_FAIL;
     }
-    printf("profile: recorded %u context switches of %s (pid %u, exit status %d) in %s; "
-           "'profile report --cswitch' shows them\n",
-           count_switches(), argv[i], (unsigned)pid, status, SAMPLELOG_DEFAULT_FILE);
+    if (nhooks)
+        printf("profile: recorded %u hook events (PMCLOG_HOOK, %u counters each) while %s ran "
+               "(pid %u, exit status %d) in %s\n",
+               count_switches(), n, argv[i], (unsigned)pid, status, SAMPLELOG_DEFAULT_FILE);
+    else
+        printf("profile: recorded %u context switches of %s (pid %u, exit status %d) in %s; "
+               "'profile report --cswitch' shows them\n",
+               count_switches(), argv[i], (unsigned)pid, status, SAMPLELOG_DEFAULT_FILE);
     return 0;
 }
 
@@ -310,6 +400,82 @@ int profile_cswitch_report_main(int argc, char **argv)
         printf("\n]}\ncswitch-json: end\n");
     else
         print_threads(&st);
+    samplelog_free(&log);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// profile report --pmc-events: the PMCLOG_HOOK records of the file, by
+// hook, and each system call's counter changes from its entry to its exit
+// (pmctrace's per-region counts) for the calls that stayed on their CPU.
+
+static const char *const syscall_names[SYSCALL_COUNT] = {
+#define SYSCALL_NAME(num, name, nargs) [num] = #name,
+    SYSCALL_LIST(SYSCALL_NAME)
+#undef SYSCALL_NAME
+};
+
+struct hook_report {
+    unsigned long by_hook[sizeof hook_names / sizeof hook_names[0]];
+    unsigned long records, calls[SYSCALL_COUNT];
+    uint64_t delta[SYSCALL_COUNT][ETW_MAX_PMC_COUNTERS];
+    const struct pmclog_hook *enter[MAX_CPUS]; // each CPU's open system call
+    unsigned ncounters;
+};
+
+static void hook_account(struct hook_report *hr, const struct pmclog_hook *r)
+{
+    hr->records++;
+    hr->ncounters = r->ncounters < ETW_MAX_PMC_COUNTERS ? r->ncounters : ETW_MAX_PMC_COUNTERS;
+    for (size_t k = 0; k < sizeof hook_names / sizeof hook_names[0]; k++)
+        hr->by_hook[k] += hook_names[k].id[0] == r->hook_id && !hook_names[k].id[1];
+    unsigned cpu = r->h.cpu < MAX_CPUS ? r->h.cpu : 0;
+    const struct pmclog_hook *e = hr->enter[cpu];
+    hr->enter[cpu] = r->hook_id == ETW_HOOK_SYSCALL_ENTER ? r : NULL; // anything else ends it
+    if (r->hook_id != ETW_HOOK_SYSCALL_EXIT || !e || e->pid != r->pid || e->arg != r->arg ||
+        r->arg >= SYSCALL_COUNT)
+        return;
+    hr->calls[r->arg]++;
+    for (unsigned i = 0; i < hr->ncounters; i++)
+        hr->delta[r->arg][i] += r->value[i] - e->value[i];
+}
+
+static void hook_print(const struct hook_report *hr)
+{
+    printf("%lu hook events, %u counters each (in the order of -e)\n", hr->records, hr->ncounters);
+    printf("  HookId  event           records\n");
+    for (size_t k = 0; k < sizeof hook_names / sizeof hook_names[0]; k++)
+        if (!hook_names[k].id[1])
+            printf("  0x%04x  %-14s %8lu\n", hook_names[k].id[0], hook_names[k].name,
+                   hr->by_hook[k]);
+    printf("system calls, entry to exit on one CPU: calls, then each counter's change\n");
+    for (unsigned n = 0; n < SYSCALL_COUNT; n++) {
+        if (!hr->calls[n])
+            continue;
+        printf("  %-24s %6lu", syscall_names[n] ? syscall_names[n] : "?", hr->calls[n]);
+        for (unsigned i = 0; i < hr->ncounters; i++)
+            printf(" %12llu", (unsigned long long)hr->delta[n][i]);
+        printf("\n");
+    }
+}
+
+int profile_hook_report_main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    struct samplelog log;
+    NTSTATUS s = samplelog_load(SAMPLELOG_DEFAULT_FILE, &log);
+    if (!NT_SUCCESS(s)) {
+        fprintf(stderr, "profile: cannot read %s: %s (run 'profile record --pmc-events' first)\n",
+                SAMPLELOG_DEFAULT_FILE, nt_status_name(s));
+        return EXIT_FAIL;
+    }
+    static struct hook_report hr;
+    memset(&hr, 0, sizeof hr);
+    size_t pos = 0;
+    for (const struct pmclog_header *h; (h = samplelog_next(&log, &pos));)
+        if (h->type == PMCLOG_HOOK && h->size >= sizeof(struct pmclog_hook))
+            hook_account(&hr, (const struct pmclog_hook *)h);
+    hook_print(&hr);
     samplelog_free(&log);
     return 0;
 }

@@ -34,6 +34,8 @@ static int cmd_help(int argc, char **argv)
            "  -b SHIFT       bucket size 2^SHIFT bytes, 2..31 (default 2: 4-byte buckets)\n"
            "  -k             also the kernel's text, system scope, every CPU (needs sudo)\n"
            "  -n TOP         functions listed per module (default 20)\n"
+           "  -p PID         attach to running process PID instead of PROG (its own process,\n"
+           "                 a child, or sudo), until it exits or -d SECONDS have passed\n"
            "  -g             also send each histogram as gmon.out on the console (between\n"
            "                 'gmon: begin' and 'gmon: end'; scripts/gmon-extract.py saves it;\n"
            "                 gprof reads it with the program's ELF, or build/kernel.elf)\n\n"

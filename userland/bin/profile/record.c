@@ -41,6 +41,7 @@ struct record {
     struct pmc_alloc alloc;
     long bytes; // in the file, trailer aside
     int exit_status;
+    struct attach at; // -p PID [-d SECONDS]: r->child is at.process, not ours
 };
 
 // -s, -o, -i, -r or -d with its value arg: 0 or EXIT_USAGE.
@@ -64,7 +65,7 @@ static int value_option(struct record_opts *o, const char *a, const char *arg)
     return 0;
 }
 
-static int parse_record(int argc, char **argv, struct record_opts *o)
+static int parse_record(int argc, char **argv, struct record_opts *o, int attached)
 {
     memset(o, 0, sizeof *o);
     o->file = SAMPLELOG_DEFAULT_FILE;
@@ -89,10 +90,12 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
             return usage_error(usage_record, "unknown option '%s'", a);
         }
     }
+    o->first = i;
+    if (i >= argc && attached)
+        return 0; // -p PID: no PROG
     if (i >= argc)
         return usage_error(usage_record,
                            o->system ? "-a wants SECONDS or a program" : "no program");
-    o->first = i;
     return 0;
 }
 
@@ -101,7 +104,11 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 // count) and the words the trailer keeps. 0 or an exit status.
 static int record_prepare(struct record *r, int argc, char **argv)
 {
-    int st = parse_record(argc, argv, &r->o);
+    int st = attach_extract(&argc, argv, 2, "soird", 1, usage_record, &r->at);
+    if (!st)
+        st = parse_record(argc, argv, &r->o, r->at.pid != 0);
+    if (!st && r->at.pid && (r->o.first < argc || r->o.system))
+        st = usage_error(usage_record, "-p PID goes without PROG and -a");
     if (st)
         return st;
     const struct sys_profile_source *src = r->o.src;
@@ -116,13 +123,19 @@ static int record_prepare(struct record *r, int argc, char **argv)
                 r->o.system ? "-a" : "-k");
         return EXIT_FAIL;
     }
+    if (r->at.pid && (st = attach_open(&r->at)) != 0)
+        return st;
     r->iv =
         (struct interval){.src = src, .want = r->o.interval ? r->o.interval : src->min_interval};
     if ((st = interval_set(&r->iv, privileged, 1, NULL, 0)) != 0)
         return st;
     r->count = r->iv.want == r->iv.in_force ? 0 : r->iv.want;
-    r->joined = join_words(argc - r->o.first, argv + r->o.first);
+    r->joined = r->at.pid ? NULL : join_words(argc - r->o.first, argv + r->o.first);
     r->command = r->joined ? r->joined : argv[r->o.first];
+    if (r->at.pid) {
+        snprintf(r->timed_command, sizeof r->timed_command, "-p %u (%s)", r->at.pid, r->at.name);
+        r->command = r->timed_command;
+    }
     if (r->timed) {
         snprintf(r->timed_command, sizeof r->timed_command, "-a %lu (the whole machine for %lu s)",
                  r->seconds, r->seconds);
@@ -144,6 +157,10 @@ static int record_open(struct record *r, char **argv)
     r->log_on = 1;
     if (r->timed)
         return 0;
+    if (r->at.pid) {
+        r->child = r->at.process, r->pid = r->at.pid;
+        return 0;
+    }
     const char *prog = argv[r->o.first];
     s = SysSpawn(prog, (const char *const *)&argv[r->o.first], SPAWN_SUSPENDED, &r->child);
     if (!NT_SUCCESS(s)) {
@@ -175,7 +192,7 @@ static int record_start(struct record *r)
         s = NtPmcStart(r->pmc);
     if (!NT_SUCCESS(s)) {
         fprintf(stderr, "profile: cannot start sampling: %s\n", nt_status_name(s));
-        if (r->child)
+        if (r->child && !r->at.pid)
             SysKill(r->pid);
         return -1;
     }
@@ -187,7 +204,7 @@ static int record_start(struct record *r)
 static void record_drain(struct record *r)
 {
     uint64_t start = clock_ns();
-    if (r->child)
+    if (r->child && !r->at.pid)
         SysResume(r->child);
     for (;;) {
         SysSleep(DRAIN_MS);
@@ -197,14 +214,18 @@ static void record_drain(struct record *r)
             break;
         }
         r->bytes += got;
-        if (r->timed ? clock_ns() - start >= r->seconds * 1000000000ull : prof_exited(r->pid))
+        if (r->at.pid  ? attach_done(&r->at)
+            : r->timed ? clock_ns() - start >= r->seconds * 1000000000ull
+                       : prof_exited(r->pid))
             break;
     }
     NtPmcStop(r->pmc);
     NtPmcFlushLog();
     long got = samplelog_drain(r->o.file, r->buf, DRAIN_BUF);
     r->bytes += got > 0 ? got : 0;
-    if (r->child)
+    if (r->at.pid)
+        attach_finish(&r->at);
+    else if (r->child)
         SysWait(r->child, &r->exit_status);
 }
 
@@ -237,7 +258,9 @@ static int record_summary(const struct record *r, const struct samplelog_trailer
     printf("record: %s: %lu samples logged, %lu lost, %lu truncated chains, %lu bytes in %s\n",
            r->command, logged, lost, t->stats.chains_truncated, (unsigned long)r->bytes + sizeof *t,
            r->o.file);
-    if (r->child)
+    if (r->at.pid)
+        attach_say_end(&r->at, "record");
+    else if (r->child)
         printf("record: %s exited with status %d\n", prog, r->exit_status);
     return delivered == logged + lost ? 0 : EXIT_FAIL;
 }
@@ -246,8 +269,9 @@ static void record_close(struct record *r)
 {
     if (r->pmc)
         NtClose(r->pmc);
-    if (r->child)
+    if (r->child && !r->at.pid)
         NtClose(r->child);
+    attach_close(&r->at);
     if (r->log_on)
         NtPmcConfigureLog(NULL);
     interval_restore(&r->iv);
@@ -257,7 +281,7 @@ static void record_close(struct record *r)
 
 int profile_record_main(int argc, char **argv)
 {
-    if (argv_has(argc, argv, "--cswitch")) // counter values at context switches (cswitch.c)
+    if (argv_has(argc, argv, "--cswitch") || argv_has(argc, argv, "--pmc-events")) // cswitch.c
         return profile_cswitch_record_main(argc, argv);
     static struct record r;
     memset(&r, 0, sizeof r);

@@ -102,6 +102,8 @@ int profile_report_main(int argc, char **argv)
 {
     if (argv_has(argc, argv, "--cswitch")) // counter values at context switches (cswitch.c)
         return profile_cswitch_report_main(argc, argv);
+    if (argv_has(argc, argv, "--pmc-events")) // hook events (cswitch.c)
+        return profile_hook_report_main(argc, argv);
     struct report_opts o;
     int st = parse_report(argc, argv, &o);
     if (st)

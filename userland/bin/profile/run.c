@@ -23,6 +23,7 @@ struct run {
     struct profile ps[MAX_SOURCES * 2];
     int nprof;
     uint64_t elapsed_ns;
+    struct attach at; // -p PID [-d SECONDS]: child is at.process, not ours
 };
 
 // A process left suspended by a failed run is killed: it is our child, not
@@ -40,12 +41,18 @@ static void kill_suspended_child(const char *name)
 // The command line: options, a program that exists, the privilege -k needs.
 static int run_parse(struct run *r, int argc, char **argv)
 {
-    int st = parse_options(argc, argv, 2, usage_run, "kg", &r->o);
+    int st = attach_extract(&argc, argv, 2, "sibn", 0, usage_run, &r->at);
+    if (!st)
+        st = parse_options(argc, argv, 2, usage_run, "kg", &r->o);
     if (st)
         return st;
-    if (r->o.first_arg >= argc)
+    if (r->at.pid && r->o.first_arg < argc)
+        return usage_error(usage_run, "-p PID attaches to a running process: no PROG with it");
+    if (r->at.pid && (st = attach_open(&r->at)) != 0)
+        return st;
+    if (!r->at.pid && r->o.first_arg >= argc)
         return usage_error(usage_run, "%s", "no program to run");
-    r->prog = argv[r->o.first_arg];
+    r->prog = r->at.pid ? r->at.name : argv[r->o.first_arg];
     if (!program_exists(r->prog))
         return usage_error(usage_run, "no program '%s' in the ramdisk", r->prog);
     r->privileged = prof_holds_privilege();
@@ -77,8 +84,10 @@ static int run_load_images(struct run *r)
 // and with -k one over the kernel's. 0 or -1 having said why.
 static int run_create(struct run *r, char **argv)
 {
-    NTSTATUS s =
-        SysSpawn(r->prog, (const char *const *)&argv[r->o.first_arg], SPAWN_SUSPENDED, &r->child);
+    r->child = r->at.process;
+    NTSTATUS s = r->child ? STATUS_SUCCESS
+                          : SysSpawn(r->prog, (const char *const *)&argv[r->o.first_arg],
+                                     SPAWN_SUSPENDED, &r->child);
     if (!NT_SUCCESS(s)) {
         fprintf(stderr, "profile: cannot start %s: %s\n", r->prog, nt_status_name(s));
         r->child = NULL;
@@ -105,11 +114,20 @@ static int run_measure(struct run *r)
         return -1;
     int exit_status = 0;
     uint64_t t0 = clock_ns();
-    NTSTATUS s = SysResume(r->child);
-    if (NT_SUCCESS(s))
-        s = SysWait(r->child, &exit_status);
+    NTSTATUS s = STATUS_SUCCESS;
+    if (r->at.pid) {
+        attach_wait(&r->at);
+    } else {
+        s = SysResume(r->child);
+        if (NT_SUCCESS(s))
+            s = SysWait(r->child, &exit_status);
+    }
     r->elapsed_ns = clock_ns() - t0;
     stop_all(r->ps, r->nprof);
+    if (r->at.pid) {
+        attach_say_end(&r->at, "profile");
+        return 0;
+    }
     if (!NT_SUCCESS(s)) {
         fprintf(stderr, "profile: running %s: %s\n", r->prog, nt_status_name(s));
         return -1;
@@ -125,11 +143,12 @@ static void run_close(struct run *r, int status)
 {
     for (int i = 0; i < r->nprof; i++)
         close_profile(&r->ps[i]);
-    if (r->child) {
+    if (r->child && !r->at.pid) {
         if (status)
             kill_suspended_child(r->prog);
         NtClose(r->child);
     }
+    attach_close(&r->at);
     restore_intervals(&r->o);
     elf_image_free(&r->prog_img);
     elf_image_free(&r->kernel_img);
@@ -148,7 +167,7 @@ int cmd_run(int argc, char **argv)
     if (!st && (run_create(&r, argv) < 0 || run_measure(&r) < 0))
         st = EXIT_FAIL;
     if (!st) {
-        char *title = join_words(argc - r.o.first_arg, argv + r.o.first_arg);
+        char *title = r.at.pid ? NULL : join_words(argc - r.o.first_arg, argv + r.o.first_arg);
         report_all(&r.o, r.ps, r.o.kernel ? 2 : 1, title ? title : r.prog, r.elapsed_ns, r.note);
         free(title);
     }

@@ -30,6 +30,7 @@ struct stat_opts {
     int system, per_cpu;
     unsigned runs;
     int first_arg;
+    struct attach at; // -p PID [-d SECONDS]
 };
 
 // The counters of one run: one per event, or with --per-cpu one per event and CPU.
@@ -124,8 +125,9 @@ static int stat_once(const struct stat_opts *o, char **argv, struct row *rows, u
         ncpu = info.ncpus < MAX_CPUS ? info.ncpus : MAX_CPUS;
     static counters h;
     memset(h, 0, sizeof h);
-    HANDLE child = 0;
-    NTSTATUS s = SysSpawn(argv[0], (const char *const *)argv, SPAWN_SUSPENDED, &child);
+    HANDLE child = o->at.process;
+    NTSTATUS s = child ? STATUS_SUCCESS
+                       : SysSpawn(argv[0], (const char *const *)argv, SPAWN_SUSPENDED, &child);
     if (!NT_SUCCESS(s)) {
         fprintf(stderr, "profile: cannot start %s: %s\n", argv[0], nt_status_name(s));
         return -1;
@@ -133,13 +135,19 @@ static int stat_once(const struct stat_opts *o, char **argv, struct row *rows, u
     if (stat_open(o, rows, h, ncpu, child) < 0)
         return -1;
     uint64_t t0 = clock_ns();
-    SysResume(child);
     int status = 0;
-    SysWait(child, &status);
+    if (o->at.process) { // attached: until -d SECONDS pass or it exits
+        attach_wait((struct attach *)&o->at);
+        status = o->at.exit_status;
+    } else {
+        SysResume(child);
+        SysWait(child, &status);
+    }
     *wall_ns = clock_ns() - t0;
     *exit_status = status;
     stat_collect(o, rows, h, ncpu, r);
-    NtClose(child);
+    if (!o->at.process)
+        NtClose(child);
     return 0;
 }
 
@@ -234,6 +242,10 @@ static void print_row(const struct row *rows, unsigned n, unsigned i, unsigned r
 static void print_title(const struct stat_opts *o, int argc, char **argv)
 {
     int i = o->first_arg;
+    if (o->at.pid) {
+        printf("\n Performance counter stats for process id '%u' (%s):\n\n", o->at.pid, o->at.name);
+        return;
+    }
     printf("\n Performance counter stats for '");
     for (int k = i; k < argc; k++)
         printf("%s%s", k > i ? " " : "", argv[k]);
@@ -312,6 +324,9 @@ static void default_events(struct stat_opts *o)
 static int parse_stat(int argc, char **argv, struct stat_opts *o)
 {
     *o = (struct stat_opts){.runs = 1};
+    int st = attach_extract(&argc, argv, 2, "er", 0, usage_stat, &o->at);
+    if (st)
+        return st;
     int i = 2;
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *f = argv[i];
@@ -329,6 +344,14 @@ static int parse_stat(int argc, char **argv, struct stat_opts *o)
             return usage_short(usage_stat, "unknown option %s", f);
         }
     }
+    if (o->at.pid && (i < argc || o->system || o->runs > 1))
+        return usage_short(usage_stat, "-p PID goes without PROG, -a, --per-cpu and -r");
+    if (o->at.pid)
+        o->first_arg = i;
+    if (o->at.pid && !o->nevents)
+        default_events(o);
+    if (o->at.pid)
+        return 0;
     if (i >= argc)
         return usage_short(usage_stat, "no program to run");
     if (!program_exists(argv[i]))
@@ -351,6 +374,8 @@ int profile_stat_main(int argc, char **argv)
         rows[e].event = o.events[e];
     uint64_t wall[MAX_RUNS];
     int status = 0;
+    if (o.at.pid && (st = attach_open(&o.at)) != 0)
+        return st;
     for (unsigned r = 0; r < o.runs; r++)
         if (stat_once(&o, &argv[o.first_arg], rows, r, &wall[r], &status) < 0)
             return EXIT_FAIL;
@@ -361,7 +386,10 @@ int profile_stat_main(int argc, char **argv)
     if (o.per_cpu)
         print_per_cpu(&o, rows);
     print_times(&o, rows, wall);
-    if (status != 0)
+    if (o.at.pid)
+        attach_say_end(&o.at, "profile");
+    else if (status != 0)
         printf(" (%s exited with status %d)\n", argv[o.first_arg], status);
+    attach_close(&o.at);
     return 0;
 }
