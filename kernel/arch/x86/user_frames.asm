@@ -15,50 +15,53 @@
 ; Returns in rax out past the last frame stored, and in rdx how the walk
 ; ended: 0 at main's frame (whose return address, into crt0, is taken back),
 ; 1 cut (depth, loop, garbage), 3 cut because a read faulted (user_peek.h:
-; USER_FRAMES_CUT, USER_FRAMES_UNREADABLE). rcx is clobbered; no other
-; register is touched. Eight instructions a frame.
+; USER_FRAMES_CUT, USER_FRAMES_UNREADABLE). rcx and rsi are clobbered; no other
+; register is touched. Seven instructions a frame: out is kept as its distance
+; to end, counting up to 0, so one add both moves it and finds the end.
 
 section .text
 global user_frames_walk:function (user_frames_walk.end - user_frames_walk)
 
 user_frames_walk:
-    cmp rsi, rdx
-    je .cut
+    sub rsi, rdx                        ; rsi counts up to 0: out - end, negative while room
+    jz .cut
 .frame:                                 ; two frames a turn: fp in rdi, then in rax
 .read_next:
     mov rax, [rdi]                      ; next
 .read_ret:
     mov rcx, [rdi + 8]                  ; return address
-    mov [rsi], rcx
-    add rsi, 8
+    mov [rdx + rsi], rcx
     cmp rax, rdi
     jle .stop                           ; signed: not further up the user stack
-    cmp rsi, rdx
-    je .cut
+    add rsi, 8
+    jz .cut                             ; out reached end
 .read_next2:
     mov rdi, [rax]
 .read_ret2:
     mov rcx, [rax + 8]
-    mov [rsi], rcx
-    add rsi, 8
+    mov [rdx + rsi], rcx
     cmp rdi, rax
     jle .stop2
-    cmp rsi, rdx
-    jne .frame
+    add rsi, 8
+    jnz .frame
 .cut:
-    mov rax, rsi
+    lea rax, [rdx + rsi]
     mov edx, 1
     ret
 .stop2:
     mov rax, rdi
-.stop:
+.stop:                                  ; the frame just stored is the last one
     test rax, rax
-    jnz .cut
-    lea rax, [rsi - 8]                  ; main's frame: drop its return into crt0
+    jnz .cut_stored
+    lea rax, [rdx + rsi]                ; main's frame: drop its return into crt0
     xor edx, edx
     ret
-.fault:
-    mov rax, rsi
+.cut_stored:
+    lea rax, [rdx + rsi + 8]
+    mov edx, 1
+    ret
+.fault:                                 ; nothing stored for the frame being read
+    lea rax, [rdx + rsi]
     mov edx, 3
     ret
 .end:
