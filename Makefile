@@ -12,6 +12,7 @@
 #   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC
 #   make profile-diff PROG=calib A="run -b 2" B="run -b 8"   two profiles compared per function
 #   make fuzz       1,000,000 random system calls on 4 CPUs, then a leak check
+#   make fuzz-state 1,000,000 calls in sequences over live profiles, PMCs, the log, children
 #   make stress     profile storms, kills while sampled, 10 s of ticks on every CPU
 #   make debug      QEMU waiting for gdb
 #   make CC=clang   the same with clang (gcc is the default)
@@ -74,7 +75,7 @@ KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 include tests/host/host.mk
 -include tests/pmc/pmc.mk
 
-.PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz stress profile-demo debug clean deps help compile_commands.json \
+.PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz fuzz-state stress profile-demo debug clean deps help compile_commands.json \
 	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
 	perf-data speedscope deps-perf
 all: $(KERNEL) $(USER_PROGS)
@@ -243,6 +244,20 @@ fuzz: deps
 	@timeout 1800 $(QEMU) $(QEMU_COMMON) -cpu max -smp 4 -m 512M -display none -serial stdio \
 		-cdrom $(BUILD)/tests/init+init~fuzz,1000000,$(FUZZ_SEED),4.iso | tee $(BUILD)/fuzz.log | grep -E '^fuzz|panic|^init'; \
 	 status=$${PIPESTATUS[0]}; [ $$status -eq 33 ] && echo "fuzz: passed" || { echo "fuzz: FAILED (QEMU status $$status, log in $(BUILD)/fuzz.log)"; exit 1; }
+
+# The stateful fuzzer (userland/bin/fuzz_state/): 1,000,000 calls in
+# sequences over live profiles, PMCs, the log and children, from 4 processes on
+# 4 CPUs; invariants after every sequence, then a leak check. NARROW=N sets
+# the flags that keep it off the kernel bugs it found (fuzz_state.h; 0: none);
+# REPLAY=SEED,LEN[,I...] runs one sequence again, each call printed.
+comma := ,
+FUZZ_STATE_ARGS = $(if $(REPLAY),--replay$(comma)$(REPLAY),1000000$(comma)$(FUZZ_SEED)$(comma)4$(if $(NARROW),$(comma)$(NARROW)))
+fuzz-state: deps
+	@$(MAKE) -s '$(BUILD)/tests/init+init~fuzz_state,$(FUZZ_STATE_ARGS).iso'
+	@start=$$(date +%s); timeout 3600 $(QEMU) $(QEMU_COMMON) -cpu max -smp 4 -m 512M -display none -serial stdio \
+		-cdrom '$(BUILD)/tests/init+init~fuzz_state,$(FUZZ_STATE_ARGS).iso' | tee $(BUILD)/fuzz-state.log | grep -E '^fuzz-state|panic|^init'; \
+	 status=$${PIPESTATUS[0]}; echo "fuzz-state: $$(( $$(date +%s) - start )) s"; \
+	 [ $$status -eq 33 ] && echo "fuzz-state: passed" || { echo "fuzz-state: FAILED (QEMU status $$status, log in $(BUILD)/fuzz-state.log)"; exit 1; }
 
 # Start/stop/close storms, kills while sampled, and 10 s of ProfileTime at
 # 1,221 on every CPU with every tick accounted; each ends with a leak check.
