@@ -72,13 +72,16 @@ static uint64_t target_value(const struct pmc_target *t)
     return v;
 }
 
-// What the targets of a process-scope PMC have counted, those gone included.
+// What the targets of a process-scope PMC have counted: those attached, those
+// leaving (not yet in the totals) and those gone.
 static uint64_t targets_value(const struct pmc *m)
 {
     uint64_t v = m->c.value;
     for (unsigned k = 0; k < m->slots; k++)
         if (m->targets[k])
             v += target_value(m->targets[k]);
+    for (const struct pmc_target *t = m->leaving; t; t = t->leave_next)
+        v += target_value(t);
     return v;
 }
 
@@ -217,11 +220,15 @@ static NTSTATUS give_log_and_source(struct pmc *m)
 
 static NTSTATUS counting_start(struct pmc *m, struct process *caller)
 {
-    NTSTATUS s = counting_targets_ready(m, caller);
-    if (NT_SUCCESS(s))
-        s = take_log_and_source(m, caller);
+    // The log and the source first: a start that fails attaches nobody.
+    NTSTATUS s = take_log_and_source(m, caller);
     if (!NT_SUCCESS(s))
         return s;
+    s = counting_targets_ready(m, caller);
+    if (!NT_SUCCESS(s)) {
+        give_log_and_source(m);
+        return s;
+    }
     uint64_t f = spin_lock_irqsave(&pmc_lock);
     m->running = true;
     m->c.started_ns = clock_ns();
@@ -340,6 +347,10 @@ static NTSTATUS hw_read(struct pmc *m, struct pmc_value *out)
         const struct pmc_target *t = m->targets[k];
         out->time_enabled += t ? READ_ONCE(t->hw.enabled_ns) : 0;
         out->time_running += t ? READ_ONCE(t->hw.running_ns) : 0;
+    }
+    for (const struct pmc_target *t = m->leaving; t; t = t->leave_next) {
+        out->time_enabled += READ_ONCE(t->hw.enabled_ns);
+        out->time_running += READ_ONCE(t->hw.running_ns);
     }
     for (unsigned c = 0; m->c.cpu_hw && c < ncpus; c++) {
         out->time_enabled += READ_ONCE(m->c.cpu_hw[c].enabled_ns);

@@ -263,6 +263,18 @@ static void unlink_locked(struct pmc_target *t)
         }
     m->ntargets--;
     switch_work_set(t, false);
+    t->leave_next = m->leaving;
+    m->leaving = t;
+}
+
+// Step 3's end (pmc_lock held): t's count is in its PMC's totals now.
+static void left_locked(struct pmc_target *t)
+{
+    for (struct pmc_target **pp = &t->pmc->leaving; *pp; pp = &(*pp)->leave_next)
+        if (*pp == t) {
+            *pp = t->leave_next;
+            break;
+        }
 }
 
 // Step 2, on every CPU with interrupts off: a hardware count still loaded
@@ -285,8 +297,10 @@ static void release_targets(struct pmc_target *list, bool exiting)
         return;
     smp_call_all(forget_on_cpu, list);
     uint64_t f = spin_lock_irqsave(&pmc_lock);
-    for (struct pmc_target *t = list; t; t = t->proc_next)
+    for (struct pmc_target *t = list; t; t = t->proc_next) {
         t->pmc->ops->detach(t, exiting);
+        left_locked(t);
+    }
     spin_unlock_irqrestore(&pmc_lock, f);
     while (list) {
         struct pmc_target *t = list;

@@ -45,14 +45,15 @@ struct thread;
 // One attachment of a process-scope PMC to a process.
 struct pmc_target {
     struct pmc *pmc;
-    struct process *proc;         // a reference, dropped when the target is freed
-    struct pmc_target *proc_next; // the process's attachments (pmc_lock)
-    bool switch_work;             // counted in the process's pmc_switch_work
-    uint64_t samples;             // sampling: samples of the process
-    uint64_t base;                // software counting: the process's total when this count began
-    uint64_t counted;             // counting: what earlier start/stop periods counted
-    uint64_t csw_base;            // PMC_F_LOG_PROCCSW: the total at the last switch-in
-    struct pmc_count hw;          // hardware counting: the process's virtual counter
+    struct process *proc;          // a reference, dropped when the target is freed
+    struct pmc_target *proc_next;  // the process's attachments (pmc_lock)
+    struct pmc_target *leave_next; // the PMC's targets leaving (pmc_lock)
+    bool switch_work;              // counted in the process's pmc_switch_work
+    uint64_t samples;              // sampling: samples of the process
+    uint64_t base;                 // software counting: the process's total when this count began
+    uint64_t counted;              // counting: what earlier start/stop periods counted
+    uint64_t csw_base;             // PMC_F_LOG_PROCCSW: the total at the last switch-in
+    struct pmc_count hw;           // hardware counting: the process's virtual counter
 };
 
 struct pmc {
@@ -67,6 +68,9 @@ struct pmc {
     unsigned ntargets;
     struct pmc_target *targets[PMC_MAX_TARGETS];
     struct pmc *all_next; // every PMC (pmc_lock)
+    // Targets unlinked and not yet released: what they counted is not in the
+    // PMC's totals yet, so a read still adds them (pmc_lock).
+    struct pmc_target *leaving;
     union {
         struct {                      // the sampling kinds
             uint64_t period;          // ticks of the source per sample, fixed at start

@@ -32,18 +32,12 @@
 // Flags that narrow a call pattern the kernel gets wrong, so that a run
 // finds what else is wrong (userland/README.md describes each bug).
 //
-// NARROW_HAL_LOCK: the HAL's profile lock is a try-lock, taken by the
-// interval setters (HalSetProfileInterval reprogramming a running ProfileTime,
-// HalSetSystemInformation) and by HalStartProfileInterrupt and
-// HalStopProfileInterrupt. An NtSetIntervalProfile concurrent with the first
-// start of a source makes that start fail with STATUS_DEVICE_BUSY (not a
-// documented status); concurrent with its last stop, the stop is dropped: the
-// HAL keeps the source started with no reference, and from then on every first
-// start of it (NtStartProfile, NtPmcStart) fails with
-// STATUS_PROFILING_NOT_STOPPED. With the flag the driver keeps ProfileTime
-// started for the whole run (no first start or last stop of it happens while
-// the fuzzing processes run) and NtSetIntervalProfile is not called for the
-// other valid sources.
+// NARROW_HAL_LOCK (fixed: off by default): when the HAL's profile lock was a
+// try-lock, an NtSetIntervalProfile concurrent with the first start of a
+// source made that start fail with STATUS_DEVICE_BUSY, and concurrent with its
+// last stop left the source started with no reference. With the flag the
+// driver keeps ProfileTime started for the whole run and NtSetIntervalProfile
+// is not called for the other valid sources.
 #define NARROW_HAL_LOCK    0x1
 //
 // NARROW_TICK_COUNT: the software events of ProfileTime's ticks and of
@@ -56,15 +50,13 @@
 // counting PMCs count the other software events only.
 #define NARROW_TICK_COUNT  0x2
 //
-// NARROW_TARGET_EXIT: when a target of a process-scope counting PMC exits
-// (or is detached), it leaves the PMC's slots first and its count is folded
-// into the PMC's total only after a call on every CPU: an NtPmcRead or
-// NtPmcQuery in between misses that count, and reads lower than before.
-// With the flag, counting PMCs count this process only (no
-// PMC_F_DESCENDANTS, no attach to a child): no target of theirs can exit
-// while they are read.
+// NARROW_TARGET_EXIT (fixed: off by default): a target of a process-scope
+// counting PMC that exited or was detached used to leave the PMC's slots
+// before its count was folded into the PMC's total, so a read in between read
+// lower; a leaving target is now counted until it is folded. With the flag,
+// counting PMCs count this process only.
 #define NARROW_TARGET_EXIT 0x4
-#define NARROW_DEFAULT     (NARROW_HAL_LOCK | NARROW_TICK_COUNT | NARROW_TARGET_EXIT)
+#define NARROW_DEFAULT     NARROW_TICK_COUNT
 
 enum op {
     OP_PROF_CREATE,

@@ -9,11 +9,16 @@
 static struct pmc_log_config config;
 static struct pmc_driver_stats dstats;
 
+// A running sampling PMC holds the log, and so does a running counting one
+// that writes switch or exit records into it.
 bool log_sampling_running(const struct fuzzer *f)
 {
-    for (unsigned k = 0; k < NPMC; k++)
-        if (f->pmc[k].live && f->pmc[k].running && !f->pmc[k].counting)
+    for (unsigned k = 0; k < NPMC; k++) {
+        const struct pmc *m = &f->pmc[k];
+        bool logs = !m->counting || (m->flags & (PMC_F_LOG_PROCCSW | PMC_F_LOG_PROCEXIT));
+        if (m->live && m->running && logs)
             return true;
+    }
     return false;
 }
 
