@@ -28,6 +28,8 @@ static struct {
     bool has_fixed;                      // IA32_FIXED_CTR_CTRL exists
     uint64_t status_bits;                // GLOBAL_STATUS bits of the counters in pmc_hw
     char reason[ProfileSourceCount][64]; // why each source is unsupported; "" = supported
+    uint32_t gp[ProfileSourceCount];     // GP counters that may count each source (0: none)
+    int8_t fixed[ProfileSourceCount];    // the fixed counter that counts it, or PMC_NO_FIXED
 } emon;
 
 static uint64_t width_mask(unsigned width)
@@ -35,12 +37,21 @@ static uint64_t width_mask(unsigned width)
     return width >= 64 ? ~0ull : (1ull << width) - 1;
 }
 
-// Why the Emon rule (EBX bit meaningful and clear) rejects source, or "" when it is supported.
+static bool fixed_exists(const struct pmc_caps *c, int f)
+{
+    return emon.has_fixed && f >= 0 && f < 3 && (c->fixed_present >> f) & 1;
+}
+
+// Which counters may count source, and why none may (or "" when some can):
+// the Emon rule (EBX bit meaningful and clear), and a fixed-only event's
+// fixed counter.
 static void gate_source(const struct pmc_caps *c, KPROFILE_SOURCE s)
 {
     const struct profile_source_desc *d = &profile_sources[s];
     char *why = emon.reason[s];
     size_t n = sizeof(emon.reason[s]);
+    emon.gp[s] = 0;
+    emon.fixed[s] = PMC_NO_FIXED;
     if (s == ProfileTime)
         snprintf(why, n, "counted by the timer, not a PMC");
     else if (d->ebx_bit == PMC_NO_EBX_BIT || d->intel_select == 0)
@@ -49,8 +60,14 @@ static void gate_source(const struct pmc_caps *c, KPROFILE_SOURCE s)
         snprintf(why, n, "CPUID.0AH:EBX bit %d beyond EAX[31:24] = %u", d->ebx_bit, c->ebx_length);
     else if (!pmc_ebx_event_available(c, d->ebx_bit))
         snprintf(why, n, "CPUID.0AH:EBX bit %d set: event unavailable", d->ebx_bit);
+    else if (d->intel_fixed_only && !fixed_exists(c, d->intel_fixed))
+        snprintf(why, n, "counted only by IA32_FIXED_CTR%d, which this CPU lacks", d->intel_fixed);
     else
         why[0] = '\0';
+    if (why[0])
+        return;
+    emon.gp[s] = d->intel_fixed_only ? 0 : ALL_GP;
+    emon.fixed[s] = fixed_exists(c, d->intel_fixed) ? d->intel_fixed : PMC_NO_FIXED;
 }
 
 static void emon_setup(const struct pmc_caps *c)
@@ -162,7 +179,7 @@ static NTSTATUS emon_enable(KPROFILE_SOURCE source)
         return STATUS_NOT_SUPPORTED;
     if (pmc_counter_find(cpu, source) >= 0)
         return STATUS_PROFILING_NOT_STOPPED;
-    int i = pmc_counter_claim(cpu, source, profile_sources[source].intel_fixed, ALL_GP,
+    int i = pmc_counter_claim(cpu, source, emon.fixed[source], emon.gp[source],
                               pmc_source_interval[source]);
     if (i < 0) {
         PMC_TRACE_STEP(PMC_STEP_NO_COUNTER, source, 0);
@@ -203,7 +220,7 @@ static NTSTATUS emon_set_interval(KPROFILE_SOURCE source, uint64_t *interval)
 {
     if (emon.reason[source][0])
         return STATUS_NOT_SUPPORTED;
-    int i = pmc_counter_preferred(profile_sources[source].intel_fixed, ALL_GP);
+    int i = pmc_counter_preferred(emon.fixed[source], emon.gp[source]);
     if (i < 0)
         return STATUS_NOT_SUPPORTED;
     *interval = pmc_period_clamp(*interval, pmc_hw[i].max_period);
@@ -244,7 +261,7 @@ static void emon_check_overflow(struct overflow_status *o)
 
 static void emon_query(KPROFILE_SOURCE source, struct pmc_source_query *q)
 {
-    int i = pmc_counter_preferred(profile_sources[source].intel_fixed, ALL_GP);
+    int i = pmc_counter_preferred(emon.fixed[source], emon.gp[source]);
     q->supported = emon.reason[source][0] == '\0' && i >= 0;
     q->reason = emon.reason[source][0] ? emon.reason[source] : i < 0 ? "no counter" : "";
     q->kind = i >= 0 ? pmc_hw[i].kind : PMC_COUNTER_NONE;
@@ -298,16 +315,17 @@ static void emon_thaw(void)
 }
 
 // A fixed counter counts its one event; every GP counter counts every
-// architectural event (Intel SDM vol. 3B, 21.2.1).
+// architectural event (Intel SDM vol. 3B, 21.2.1) but reference cycles'.
 static uint32_t emon_counters_for(KPROFILE_SOURCE source)
 {
     if (emon.reason[source][0])
         return 0;
     uint32_t m = 0;
-    for (unsigned i = 0; i < pmc_ncounters; i++)
-        if (pmc_hw[i].kind == PMC_COUNTER_GENERAL ||
-            pmc_hw[i].number == profile_sources[source].intel_fixed)
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        bool fixed = pmc_hw[i].kind == PMC_COUNTER_FIXED;
+        if ((!fixed && emon.gp[source]) || (fixed && pmc_hw[i].number == emon.fixed[source]))
             m |= 1u << i;
+    }
     return m;
 }
 

@@ -150,6 +150,7 @@ struct mcpu {
     bool pmi_user;
     uint64_t pmis, lost, coalesced, masked_after;
     uint64_t counted[EV_COUNT];
+    uint64_t xclk_carry; // reference cycles not yet making a whole crystal tick
     uint64_t handler_ns;
     unsigned enable_while_masked;
     struct model_timer timers[TIMER_SLOTS];
@@ -242,6 +243,8 @@ void model_reset(const struct model_config *c)
     }
     if (cfg.family == 0)
         cfg.family = cfg.vendor == MODEL_AMD ? 0x10 : 6;
+    if (cfg.xclk_ratio == 0)
+        cfg.xclk_ratio = 108;
     // Firmware that left counters running: cycles in both rings, enabled.
     for (unsigned i = 0; i < MODEL_MAX_CPUS; i++) {
         for (unsigned n = 0; n < NGP_MAX; n++)
@@ -559,14 +562,16 @@ bool wrmsr_safe(uint32_t msr, uint64_t value)
 // ---- Counting and PMIs ----
 
 // Intel architectural events (SDM vol. 3B, "Pre-defined Architectural
-// Performance Events": event select and unit mask of each).
+// Performance Events": event select and unit mask of each). 3CH/01H on a GP
+// counter is the core crystal clock, REF_XCLK in intel/perfmon's tables
+// (SKL/events/skylake_core.json), not FIXED_CTR2's TSC-rate reference cycles.
 static enum model_event intel_event(unsigned ev, unsigned um)
 {
     static const struct {
         unsigned ev, um;
         enum model_event what;
     } arch[] = {
-        {0x3C, 0x00, EV_CORE_CYCLES},   {0xC0, 0x00, EV_INSTRUCTIONS}, {0x3C, 0x01, EV_REF_CYCLES},
+        {0x3C, 0x00, EV_CORE_CYCLES},   {0xC0, 0x00, EV_INSTRUCTIONS}, {0x3C, 0x01, EV_REF_XCLK},
         {0x2E, 0x4F, EV_LLC_REFS},      {0x2E, 0x41, EV_LLC_MISSES},   {0xC4, 0x00, EV_BRANCHES},
         {0xC5, 0x00, EV_BRANCH_MISSES}, {0xA4, 0x01, EV_SLOTS},
     };
@@ -792,9 +797,18 @@ static void retire_in_handler(void)
     retire(current, EV_CORE_CYCLES, cfg.handler_insns, MODEL_HANDLER_IP, false);
 }
 
+// Reference cycles tick the crystal clock too, xclk_ratio times slower.
 void model_retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bool user)
 {
     retire(cpu, ev, n, ip, user);
+    if (ev != EV_REF_CYCLES)
+        return;
+    struct mcpu *c = &mcpus[cpu];
+    c->xclk_carry += n;
+    uint64_t ticks = c->xclk_carry / cfg.xclk_ratio;
+    c->xclk_carry %= cfg.xclk_ratio;
+    if (ticks)
+        retire(cpu, EV_REF_XCLK, ticks, ip, user);
 }
 
 // ---- Register views for tests ----

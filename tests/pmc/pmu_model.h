@@ -26,6 +26,11 @@ enum model_event {
     EV_BRANCHES,
     EV_BRANCH_MISSES,
     EV_SLOTS,
+    // The core crystal clock (intel/perfmon's REF_XCLK, event 3CH umask 01H on
+    // a GP counter: SKL/events/skylake_core.json): not the TSC rate at which
+    // FIXED_CTR2 counts EV_REF_CYCLES. The model retires one for every
+    // xclk_ratio reference cycles; tests never retire it directly.
+    EV_REF_XCLK,
     EV_COUNT
 };
 
@@ -44,7 +49,9 @@ struct model_config {
     // AMD
     bool perfctr_core, perfmon_v2;
     unsigned v2_counters;
-    unsigned family; // CPUID.1 family (AMD: selects the event table); 0 = 0x10 AMD, 6 Intel
+    unsigned family;     // CPUID.1 family (AMD: selects the event table); 0 = 0x10 AMD, 6 Intel
+    unsigned xclk_ratio; // TSC (FIXED_CTR2) ticks per crystal (3CH/01H) tick; 0 = 108, Skylake's
+                         // CPUID.15H EBX/EAX
     // Behaviour
     bool pmu_ignored;   // TCG: PMU MSRs read 0 and ignore writes
     unsigned skid;      // events retired between an overflow and its PMI
