@@ -197,7 +197,7 @@ static void detect_intel(struct pmc_caps *c)
                        MSR_IA32_PMC0,
                        1,
                        ngp,
-                       c->version >= 2 && c->fixed_counters && c->fixed_width,
+                       c->version >= 2 && c->fixed_present && c->fixed_width,
                        c->version >= 2 ? MSR_IA32_PERF_GLOBAL_CTRL : 0};
     if (!probe(c, &pr))
         return;

@@ -42,32 +42,46 @@ static bool fixed_exists(const struct pmc_caps *c, int f)
     return emon.has_fixed && f >= 0 && f < 3 && (c->fixed_present >> f) & 1;
 }
 
-// Which counters may count source, and why none may (or "" when some can):
-// the Emon rule (EBX bit meaningful and clear), and a fixed-only event's
-// fixed counter.
+// Why the GP counters may not count source's event, or NULL when they may:
+// the Emon rule, its CPUID.0AH:EBX bit meaningful (below EAX[31:24]) and clear.
+static const char *gp_refusal(const struct pmc_caps *c, const struct profile_source_desc *d,
+                              char *buf, size_t n)
+{
+    if (d->ebx_bit == PMC_NO_EBX_BIT || d->intel_select == 0)
+        return "no architectural event";
+    if (d->intel_fixed_only)
+        snprintf(buf, n, "counted only by IA32_FIXED_CTR%d, which this CPU lacks", d->intel_fixed);
+    else if ((unsigned)d->ebx_bit >= c->ebx_length)
+        snprintf(buf, n, "CPUID.0AH:EBX bit %d beyond EAX[31:24] = %u", d->ebx_bit, c->ebx_length);
+    else if (!pmc_ebx_event_available(c, d->ebx_bit))
+        snprintf(buf, n, "CPUID.0AH:EBX bit %d set: event unavailable", d->ebx_bit);
+    else
+        return NULL;
+    return buf;
+}
+
+// Which counters may count source, and why none may ("" when some can). The
+// EBX bits enumerate the GP events only; a fixed counter counts its event
+// whenever it exists (Intel SDM vol. 2A, CPUID leaf 0AH).
 static void gate_source(const struct pmc_caps *c, KPROFILE_SOURCE s)
 {
     const struct profile_source_desc *d = &profile_sources[s];
     char *why = emon.reason[s];
     size_t n = sizeof(emon.reason[s]);
+    why[0] = '\0';
     emon.gp[s] = 0;
     emon.fixed[s] = PMC_NO_FIXED;
-    if (s == ProfileTime)
+    if (s == ProfileTime) {
         snprintf(why, n, "counted by the timer, not a PMC");
-    else if (d->ebx_bit == PMC_NO_EBX_BIT || d->intel_select == 0)
-        snprintf(why, n, "no architectural event");
-    else if ((unsigned)d->ebx_bit >= c->ebx_length)
-        snprintf(why, n, "CPUID.0AH:EBX bit %d beyond EAX[31:24] = %u", d->ebx_bit, c->ebx_length);
-    else if (!pmc_ebx_event_available(c, d->ebx_bit))
-        snprintf(why, n, "CPUID.0AH:EBX bit %d set: event unavailable", d->ebx_bit);
-    else if (d->intel_fixed_only && !fixed_exists(c, d->intel_fixed))
-        snprintf(why, n, "counted only by IA32_FIXED_CTR%d, which this CPU lacks", d->intel_fixed);
-    else
-        why[0] = '\0';
-    if (why[0])
         return;
-    emon.gp[s] = d->intel_fixed_only ? 0 : ALL_GP;
+    }
+    const char *gp_no = gp_refusal(c, d, why, n);
+    emon.gp[s] = gp_no ? 0 : ALL_GP;
     emon.fixed[s] = fixed_exists(c, d->intel_fixed) ? d->intel_fixed : PMC_NO_FIXED;
+    if (emon.gp[s] || emon.fixed[s] != PMC_NO_FIXED)
+        why[0] = '\0';
+    else if (gp_no != why)
+        snprintf(why, n, "%s", gp_no);
 }
 
 static void emon_setup(const struct pmc_caps *c)
@@ -88,7 +102,7 @@ static void emon_setup(const struct pmc_caps *c)
         };
         pmc_counter_add(&hw);
     }
-    emon.has_fixed = c->version >= 2 && c->fixed_counters > 0 && c->fixed_width > 0;
+    emon.has_fixed = c->version >= 2 && c->fixed_present != 0 && c->fixed_width > 0;
     uint64_t fmask = width_mask(c->fixed_width);
     for (unsigned f = 0; emon.has_fixed && f < 3; f++) { // CTR3 (topdown slots) unused
         if (!(c->fixed_present & (1u << f)))

@@ -115,9 +115,87 @@ static void defect1_sampling(void)
     finish("defect 1 v1");
 }
 
+// ---- defect 7: fixed-counter enumeration ----
+
+// The fixed counters a boot described, as a bitmap of their numbers.
+static unsigned fixed_described(void)
+{
+    unsigned m = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if (pmc_hw[i].kind == PMC_COUNTER_FIXED)
+            m |= 1u << pmc_hw[i].number;
+    return m;
+}
+
+static void defect7_bitmap_only(void)
+{
+    // Version 5 (SDM vol. 2A, CPUID leaf 0AH): fixed counter i exists when
+    // ECX[i] is set or EDX[4:0] > i. Here EDX[4:0] = 0 and ECX = 0x7.
+    struct model_config m = MODEL_INTEL_V5;
+    m.name = "intel-v5-ecx-only";
+    m.fixed = 0;
+    m.fixed_ecx = 0x7;
+    boot(&m);
+    tap_eq(fixed_described(), 0x7,
+           "defect 7: v5, EDX[4:0] = 0, ECX = 0x7: fixed counters 0-2 described");
+    tap_ok(supported(ProfileUnhaltedReferenceCycles),
+           "defect 7: v5, EDX[4:0] = 0, ECX = 0x7: reference cycles supported (FIXED_CTR2)");
+    finish(m.name);
+
+    // ECX = 0x5 with EDX[4:0] = 0: counters 0 and 2, not 1.
+    m.name = "intel-v5-ecx-gap";
+    m.fixed_ecx = 0x5;
+    boot(&m);
+    tap_eq(fixed_described(), 0x5, "defect 7: v5, ECX = 0x5: fixed counters 0 and 2, not 1");
+    start_ok(ProfileUnhaltedCoreCycles);
+    int i = pmc_counter_find(0, ProfileUnhaltedCoreCycles);
+    tap_ok(i >= 0 && pmc_hw[i].kind == PMC_COUNTER_GENERAL,
+           "defect 7: no FIXED_CTR1: core cycles sample on a GP counter");
+    stop_ok(ProfileUnhaltedCoreCycles);
+    finish(m.name);
+}
+
+static void defect7_ebx_gates_gp_only(void)
+{
+    // Lakefield's leaf 0AH (InstLatx64 GenuineIntel00806A1_Lakefield_CPUID.txt:
+    // 07300405-00000004-00000007-00008603): EBX bit 2, the GP event 3CH/01H,
+    // is unavailable; FIXED_CTR2 exists.
+    struct model_config m = MODEL_INTEL_V5;
+    m.name = "intel-v5-ebx-bit2";
+    m.gp = 4;
+    m.ebx_length = 7;
+    m.ebx = 0x4;
+    m.fixed = 3;
+    m.fixed_ecx = 0x7;
+    boot(&m);
+    tap_ok(supported(ProfileUnhaltedReferenceCycles),
+           "defect 7: EBX bit 2 set, FIXED_CTR2 present: reference cycles supported");
+    finish(m.name);
+
+    // EBX bit 1 (instructions retired as a GP event) set: FIXED_CTR0 still counts.
+    m.name = "intel-v5-ebx-bit1";
+    m.ebx = 0x2;
+    boot(&m);
+    tap_ok(supported(ProfileInstructionRetired),
+           "defect 7: EBX bit 1 set, FIXED_CTR0 present: instructions supported");
+    NTSTATUS s1, s2;
+    int r1 = reserve_row(ProfileInstructionRetired, PMC_ROW_THREAD, &s1);
+    int r2 = reserve_row(ProfileInstructionRetired, PMC_ROW_THREAD, &s2);
+    tap_ok(is_fixed(r1, 0) && r2 == r1,
+           "defect 7: EBX bit 1 set: instructions count only on FIXED_CTR0 (rows %d, %d)", r1, r2);
+    if (r1 >= 0)
+        pmc_row_release((unsigned)r1);
+    if (r2 >= 0)
+        pmc_row_release((unsigned)r2);
+    finish(m.name);
+}
+
 void test_review(void)
 {
     tap_section("defect 1: reference cycles only on FIXED_CTR2 (the TSC rate)");
     defect1_counting();
     defect1_sampling();
+    tap_section("defect 7: fixed counters by the version's rule; EBX gates GP events only");
+    defect7_bitmap_only();
+    defect7_ebx_gates_gp_only();
 }
