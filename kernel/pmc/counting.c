@@ -16,6 +16,10 @@ static struct row {
 } rows[PMC_MAX_COUNTERS];
 
 static unsigned reserved_in[3]; // reservations per scope
+// Counts may be loaded: from pmc_init's choice to pmc_shutdown's
+// pmc_count_unload_all, which saves them first (the no-PMU interface that
+// follows has no counting operations).
+static volatile bool counting_live;
 volatile uint32_t pmc_rows_reserved;
 static struct spinlock rows_lock = SPINLOCK_INIT("pmc rows");
 
@@ -101,6 +105,10 @@ void pmc_row_release(unsigned row)
 {
     uint64_t f = spin_lock_irqsave(&rows_lock);
     struct row *r = &rows[row];
+    if (r->users == 0) { // released by pmc_shutdown's reset already
+        spin_unlock_irqrestore(&rows_lock, f);
+        return;
+    }
     reserved_in[r->scope]--;
     if (--r->users == 0) {
         r->scope = PMC_ROW_FREE;
@@ -250,8 +258,10 @@ static void fill_scope(struct count_cpu *cc, enum pmc_row_scope scope, uint64_t 
 
 static void fill(struct count_cpu *cc, uint64_t now)
 {
-    fill_scope(cc, PMC_ROW_THREAD, now);
-    fill_scope(cc, PMC_ROW_SYSTEM, now);
+    if (READ_ONCE(counting_live)) {
+        fill_scope(cc, PMC_ROW_THREAD, now);
+        fill_scope(cc, PMC_ROW_SYSTEM, now);
+    }
     update_pce(cc);
 }
 
@@ -277,9 +287,11 @@ void pmc_count_out(struct pmc_count *c, uint64_t now)
     unsigned k = 0;
     while (k < cc->nwant && cc->want[k] != c)
         k++;
+    c->cpu = -1;
+    if (k == cc->nwant)
+        return; // forgotten by pmc_shutdown's reset
     memmove(&cc->want[k], &cc->want[k + 1], (cc->nwant - k - 1) * sizeof cc->want[0]);
     cc->nwant--;
-    c->cpu = -1;
     fill(cc, now);
 }
 
@@ -320,6 +332,27 @@ void pmc_count_tick(uint64_t now)
     for (unsigned s = PMC_ROW_THREAD; s <= PMC_ROW_SYSTEM; s++)
         cc->turn[s] += cc->waiting[s] != 0;
     fill(cc, now);
+}
+
+void pmc_count_go_live(void)
+{
+    WRITE_ONCE(counting_live, true);
+}
+
+void pmc_count_stop_loading(void)
+{
+    WRITE_ONCE(counting_live, false);
+}
+
+void pmc_count_unload_all(uint64_t now)
+{
+    struct count_cpu *cc = &percount[cpu_id()];
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if (cc->on[i])
+            unload(cc, cc->on[i], now);
+    for (unsigned s = PMC_ROW_THREAD; s <= PMC_ROW_SYSTEM; s++)
+        cc->waiting[s] = 0;
+    update_pce(cc);
 }
 
 void pmc_count_reset(void)

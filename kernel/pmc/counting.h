@@ -90,5 +90,17 @@ bool pmc_count_multiplexing(void);
 // Intel SDM vol. 2B, RDPMC). Only meaningful for a row held exclusively.
 uint32_t pmc_count_rdpmc_index(unsigned row);
 
-// Forget reservations and loaded counts (pmc_init, pmc_shutdown).
+// pmc_init, once the interface is chosen: counts may be loaded.
+void pmc_count_go_live(void);
+// pmc_shutdown, before the no-PMU interface replaces the live one: no count is
+// loaded from now on (pmc_count_stop_loading, once), and each CPU unloads
+// every count it has, their values saved (pmc_count_unload_all, on every CPU
+// with interrupts off). A count switched in or out afterwards touches no
+// counter: its value stays what the unload saved.
+void pmc_count_stop_loading(void);
+void pmc_count_unload_all(uint64_t now);
+
+// Forget reservations and loaded counts (pmc_init, pmc_shutdown). A count
+// still wanted somewhere then leaves on its next pmc_count_out, and a
+// reservation released afterwards releases nothing.
 void pmc_count_reset(void);

@@ -190,6 +190,43 @@ static void defect7_ebx_gates_gp_only(void)
     finish(m.name);
 }
 
+// ---- defect 9: shutdown with live counting PMCs ----
+
+// A count loaded when pmc_shutdown runs: its value is saved then, and the
+// switch-out that comes later (the profile layer's, after the interface is
+// the no-PMU one) neither calls the no-PMU interface's missing StopCounting
+// nor touches the counter.
+static void defect9_shutdown(const struct model_config *cfg)
+{
+    boot(cfg);
+    NTSTATUS st;
+    int r = reserve_row(ProfileInstructionRetired, PMC_ROW_THREAD, &st);
+    STATUS_EQ(st, STATUS_SUCCESS, "defect 9: %s: reserve a THREAD row", cfg->name);
+    if (r < 0) {
+        finish(cfg->name);
+        return;
+    }
+    struct pmc_count c;
+    pmc_count_init(&c, ProfileInstructionRetired, (unsigned)r, false);
+    count_in(1, &c, 0);
+    model_retire(1, EV_INSTRUCTIONS, 5000, UIP, true);
+    unsigned writes = model_msr_writes();
+    pmc_shutdown();
+    tap_ok(c.counter < 0 && c.value == 5000,
+           "defect 9: %s: pmc_shutdown unloads the live count and saves its 5,000 (counter %d, "
+           "value %llu)",
+           cfg->name, c.counter, (unsigned long long)c.value);
+    writes = model_msr_writes();
+    count_out(1, &c, 1000); // the target's switch-out after the shutdown
+    count_in(1, &c, 2000);  // and a switch-in: nothing to load onto
+    count_out(1, &c, 3000);
+    tap_ok(c.cpu < 0 && c.counter < 0 && c.value == 5000 && model_msr_writes() == writes,
+           "defect 9: %s: switches after the shutdown touch no MSR and keep the value", cfg->name);
+    pmc_row_release((unsigned)r); // the PMC's release, after the shutdown: nothing to free
+    tap_eq(model_heap_in_use(), 0, "defect 9: %s: no heap left", cfg->name);
+    tap_eq(model_gp_faults(), 0, "defect 9: %s: no #GP", cfg->name);
+}
+
 void test_review(void)
 {
     tap_section("defect 1: reference cycles only on FIXED_CTR2 (the TSC rate)");
@@ -198,4 +235,7 @@ void test_review(void)
     tap_section("defect 7: fixed counters by the version's rule; EBX gates GP events only");
     defect7_bitmap_only();
     defect7_ebx_gates_gp_only();
+    tap_section("defect 9: pmc_shutdown with counts loaded");
+    defect9_shutdown(&MODEL_INTEL_V4);
+    defect9_shutdown(&MODEL_AMD_LEGACY);
 }
