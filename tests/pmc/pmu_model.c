@@ -446,6 +446,14 @@ static const char *write_fault(enum reg r, uint64_t v)
 static bool pmu_present(uint32_t msr, const char **why)
 {
     *why = "no such MSR";
+    for (unsigned k = 0; k < sizeof(cfg.fault_msrs) / sizeof(cfg.fault_msrs[0]); k++) {
+        if (cfg.fault_msrs[k] == 0)
+            break;
+        if (cfg.fault_msrs[k] == msr) {
+            *why = "advertised, but this one MSR faults";
+            return false;
+        }
+    }
     if (!pmu_msr(msr) || !(cfg.pmu_faults || cfg.pmu_ignored))
         return true;
     if (cfg.pmu_faults)
@@ -460,7 +468,7 @@ static bool msr_read(uint32_t msr, uint64_t *out, const char **why)
     unsigned i;
     *out = 0;
     if (!pmu_present(msr, why))
-        return cfg.pmu_ignored;
+        return cfg.pmu_ignored && pmu_msr(msr);
     switch (decode(msr, &i)) {
     case R_CTL: *out = c->ctl[i]; return true;
     case R_CTR:
@@ -494,7 +502,7 @@ static bool msr_write(uint32_t msr, uint64_t v, const char **why)
     struct mcpu *c = &mcpus[current];
     unsigned i;
     if (!pmu_present(msr, why))
-        return cfg.pmu_ignored;
+        return cfg.pmu_ignored && pmu_msr(msr);
     enum reg r = decode(msr, &i);
     if (r == R_NONE)
         return false;

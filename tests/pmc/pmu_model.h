@@ -62,6 +62,7 @@ struct model_config {
                              // after each of its MSR/LAPIC accesses, counted by running counters
     bool late_pmi;           // PMIs wait for the next model_advance_time (a VM entry) and coalesce
     bool pmu_faults;         // every PMU MSR raises #GP although CPUID advertises the PMU
+    uint32_t fault_msrs[8];  // these MSRs alone raise #GP on any access (0 ends the list)
     uint32_t firmware_gp;    // GP counters whose event select firmware left enabled (bit n)
     uint32_t firmware_fixed; // fixed counters firmware left enabled (bit n)
 };

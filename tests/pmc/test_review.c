@@ -190,6 +190,91 @@ static void defect7_ebx_gates_gp_only(void)
     finish(m.name);
 }
 
+// ---- defect 4: every PMU MSR probed fault-safe ----
+
+// What a boot with one faulting MSR must end in.
+struct one_fault {
+    const struct model_config *base;
+    uint32_t msr;
+    const char *line; // the boot line's reason, after "pmc: interface "
+};
+
+// Sample every supported source through PMIs on two CPUs and count one
+// event across a switch: every register the interface uses is touched.
+static void workout(void)
+{
+    static const enum model_event evs[] = {EV_INSTRUCTIONS, EV_CORE_CYCLES, EV_REF_CYCLES,
+                                           EV_LLC_REFS,     EV_LLC_MISSES,  EV_BRANCHES,
+                                           EV_BRANCH_MISSES};
+    bool started[ProfileSourceCount] = {false};
+    for (unsigned s = 1; s < ProfileSourceCount; s++)
+        if (supported((KPROFILE_SOURCE)s)) {
+            set_interval((KPROFILE_SOURCE)s, 1000);
+            started[s] = HalStartProfileInterrupt((KPROFILE_SOURCE)s, NULL) == STATUS_SUCCESS;
+        }
+    for (unsigned cpu = 0; cpu < 2; cpu++)
+        for (size_t e = 0; e < sizeof(evs) / sizeof(evs[0]); e++)
+            model_retire(cpu, evs[e], 5500, UIP, true);
+    for (unsigned s = 1; s < ProfileSourceCount; s++)
+        if (started[s])
+            HalStopProfileInterrupt((KPROFILE_SOURCE)s, NULL);
+    NTSTATUS st;
+    int r = reserve_row(ProfileBranchInstructionRetired, PMC_ROW_THREAD, &st);
+    if (r >= 0) {
+        struct pmc_count c;
+        pmc_count_init(&c, ProfileBranchInstructionRetired, (unsigned)r, false);
+        count_in(0, &c, 0);
+        model_retire(0, EV_BRANCHES, 777, UIP, true);
+        count_out(0, &c, 10);
+        pmc_row_release((unsigned)r);
+    }
+}
+
+static void defect4_probe(void)
+{
+    static struct model_config v2_fw, amd_v2, amd_leg;
+    v2_fw = MODEL_INTEL_KVM_V2;
+    amd_v2 = MODEL_AMD_V2;
+    amd_leg = MODEL_AMD_LEGACY;
+    static const struct one_fault cases[] = {
+        {&v2_fw, MSR_IA32_A_PMC0,
+         "emon: version 2, 8 GP counters x 48 bits (IA32_A_PMC0 raises #GP: legacy writes), "
+         "3 fixed x 48 bits"},
+        {&v2_fw, MSR_IA32_A_PMC0 + 7,
+         "emon: version 2, 8 GP counters x 48 bits (IA32_A_PMC7 raises #GP: legacy writes), "
+         "3 fixed x 48 bits"},
+        {&v2_fw, MSR_IA32_PMC0 + 7, "none: IA32_PMC7 raises #GP on wrmsr"},
+        {&v2_fw, MSR_IA32_PERFEVTSEL0 + 7, "none: IA32_PERFEVTSEL7 raises #GP on rdmsr"},
+        {&v2_fw, MSR_IA32_FIXED_CTR0, "none: IA32_FIXED_CTR0 raises #GP on wrmsr"},
+        {&v2_fw, MSR_IA32_FIXED_CTR0 + 2, "none: IA32_FIXED_CTR2 raises #GP on wrmsr"},
+        {&v2_fw, MSR_IA32_FIXED_CTR_CTRL, "none: IA32_FIXED_CTR_CTRL raises #GP on rdmsr"},
+        {&v2_fw, MSR_IA32_PERF_GLOBAL_CTRL, "none: IA32_PERF_GLOBAL_CTRL raises #GP on rdmsr"},
+        {&v2_fw, MSR_IA32_PERF_GLOBAL_STATUS, "none: IA32_PERF_GLOBAL_STATUS raises #GP on rdmsr"},
+        {&v2_fw, MSR_IA32_PERF_GLOBAL_OVF_CTRL,
+         "none: IA32_PERF_GLOBAL_OVF_CTRL raises #GP on wrmsr"},
+        {&amd_v2, MSR_F15H_PERF_CTL0 + 10, "none: F15H_PERF_CTL5 raises #GP on rdmsr"},
+        {&amd_v2, MSR_F15H_PERF_CTR0 + 10, "none: F15H_PERF_CTR5 raises #GP on wrmsr"},
+        {&amd_v2, MSR_AMD_PERF_GLOBAL_CTL, "none: AMD_PERF_GLOBAL_CTL raises #GP on rdmsr"},
+        {&amd_v2, MSR_AMD_PERF_GLOBAL_STATUS, "none: AMD_PERF_GLOBAL_STATUS raises #GP on rdmsr"},
+        {&amd_v2, MSR_AMD_PERF_GLOBAL_STATUS_CLR,
+         "none: AMD_PERF_GLOBAL_STATUS_CLR raises #GP on wrmsr"},
+        {&amd_leg, MSR_K7_PERF_CTR0 + 3, "none: K7_PERF_CTR3 raises #GP on wrmsr"},
+    };
+    amd_v2.hypervisor = v2_fw.hypervisor = NULL; // keep the boot lines short
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct model_config m = *cases[k].base;
+        char name[64], want[200];
+        snprintf(name, sizeof(name), "%s, MSR 0x%x faults", m.name, cases[k].msr);
+        m.name = name;
+        m.fault_msrs[0] = cases[k].msr;
+        boot(&m);
+        snprintf(want, sizeof(want), "pmc: interface %s", cases[k].line);
+        tap_streq(console_last_line(), want, "defect 4: %s: boot line", name);
+        workout();
+        finish(name); // a plain rdmsr/wrmsr of the faulting MSR: "#GP", a failed check
+    }
+}
+
 // ---- defect 9: shutdown with live counting PMCs ----
 
 // A count loaded when pmc_shutdown runs: its value is saved then, and the
@@ -235,6 +320,8 @@ void test_review(void)
     tap_section("defect 7: fixed counters by the version's rule; EBX gates GP events only");
     defect7_bitmap_only();
     defect7_ebx_gates_gp_only();
+    tap_section("defect 4: one faulting PMU MSR at a time");
+    defect4_probe();
     tap_section("defect 9: pmc_shutdown with counts loaded");
     defect9_shutdown(&MODEL_INTEL_V4);
     defect9_shutdown(&MODEL_AMD_LEGACY);
