@@ -130,6 +130,10 @@ static void choose(struct pmc_caps *c, const struct halp_profile_interface *pi,
             snprintf(c->reason + len, sizeof(c->reason) - len, " = 0x%lx enabled (taken over)",
                      (unsigned long)c->firmware_value);
     }
+    size_t len = strlen(c->reason);
+    if (pi == &emon_profile_interface && c->firmware_freeze && len < sizeof(c->reason))
+        snprintf(c->reason + len, sizeof(c->reason) - len,
+                 ", firmware left IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI set (cleared)");
     if (pi == &nopmu_profile_interface)
         snprintf(nopmu_reason, sizeof(nopmu_reason), "no PMU: %s", c->reason);
 }
@@ -215,6 +219,12 @@ static void decode_intel(struct pmc_caps *c)
     // A PERF_CAPABILITIES that faults despite PDCM only costs full-width writes.
     if (c->pdcm && rdmsr_safe(MSR_IA32_PERF_CAPABILITIES, &c->perf_capabilities))
         c->full_width = (c->perf_capabilities & PERF_CAPABILITIES_FW_WRITE) != 0;
+    // Firmware may leave FREEZE_PERFMON_ON_PMI set: every PMI would then
+    // freeze the counters (Intel SDM vol. 3B, "Freezing Counters on PMI").
+    // InitializeProfiling clears it on each CPU (emon.c).
+    uint64_t debugctl;
+    c->debugctl = c->version >= 2 && rdmsr_safe(MSR_IA32_DEBUGCTL, &debugctl);
+    c->firmware_freeze = c->debugctl && (debugctl & DEBUGCTL_FREEZE_PERFMON_ON_PMI);
 }
 
 // The Intel probe list: GP counters, fixed counters 0-2 present, and from

@@ -28,6 +28,8 @@ struct pmc_caps {
     uint64_t perf_capabilities;
     bool full_width;         // PERF_CAPABILITIES bit 13: IA32_A_PMCx writes
     uint32_t full_width_msr; // the IA32_A_PMCx whose #GP turned full-width writes off (0: none)
+    bool debugctl;           // IA32_DEBUGCTL reads without a #GP
+    bool firmware_freeze;    // ... and firmware left FREEZE_PERFMON_ON_PMI set in it
 
     // AMD.
     bool amd_perfctr_core; // CPUID.80000001H:ECX[23]: 6 counters at 0xC0010200

@@ -27,6 +27,8 @@ static struct {
     uint32_t v1_rearmed[MAX_CPUS];       // version 1: counters re-armed, to enable in Thaw
     bool has_fixed;                      // IA32_FIXED_CTR_CTRL exists
     uint64_t status_bits;                // GLOBAL_STATUS bits of the counters in pmc_hw
+    uint64_t status_other;               // other GLOBAL_STATUS bits the PMI acknowledges
+    bool debugctl;                       // IA32_DEBUGCTL readable: clear its freeze at init
     char reason[ProfileSourceCount][64]; // why each source is unsupported; "" = supported
     uint32_t gp[ProfileSourceCount];     // GP counters that may count each source (0: none)
     int8_t fixed[ProfileSourceCount];    // the fixed counter that counts it, or PMC_NO_FIXED
@@ -120,6 +122,16 @@ static void emon_setup(const struct pmc_caps *c)
     emon.status_bits = 0;
     for (unsigned i = 0; i < pmc_ncounters; i++)
         emon.status_bits |= 1ull << pmc_hw[i].status_bit;
+    // CondChgd (version 2+) and, from version 4, CTR_Frz: a counter freeze on
+    // PMI (IA32_DEBUGCTL bit 12, set by firmware or by another agent after
+    // boot) stops every counter until CTR_Frz is written to
+    // IA32_PERF_GLOBAL_STATUS_RESET (Intel SDM vol. 3B, "Freezing Counters on
+    // PMI"; Linux's handler acknowledges whatever the status shows).
+    emon.status_other = 0;
+    if (c->version >= 2)
+        emon.status_other =
+            PERF_GLOBAL_STATUS_COND_CHG | (c->version >= 4 ? PERF_GLOBAL_STATUS_CTR_FRZ : 0);
+    emon.debugctl = c->debugctl;
     for (unsigned s = 0; s < ProfileSourceCount; s++)
         gate_source(c, (KPROFILE_SOURCE)s);
 }
@@ -128,6 +140,18 @@ static void write_global_ctrl(unsigned cpu)
 {
     if (emon.version >= 2)
         pmc_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, pmc_enabled_bits(cpu));
+}
+
+// FREEZE_PERFMON_ON_PMI off on this CPU: the PMI freezes the counters itself
+// (GLOBAL_CTRL = 0) and would otherwise find them frozen again after each
+// one. Version 2-3 clear GLOBAL_CTRL on such a freeze, which the thaw writes
+// anyway; version 4 sets CTR_Frz, which stops the counters until cleared. A
+// hypervisor that refuses the write leaves CTR_Frz to the PMI's acknowledge.
+static void clear_freeze(void)
+{
+    uint64_t v;
+    if (emon.debugctl && rdmsr_safe(MSR_IA32_DEBUGCTL, &v) && (v & DEBUGCTL_FREEZE_PERFMON_ON_PMI))
+        wrmsr_safe(MSR_IA32_DEBUGCTL, v & ~DEBUGCTL_FREEZE_PERFMON_ON_PMI);
 }
 
 // Every declared event select starts at zero (as the Emon interface does).
@@ -145,6 +169,7 @@ static NTSTATUS emon_initialize(void)
         *pmc_counter(cpu, i) = (struct pmc_counter){0};
     }
     emon.v1_rearmed[cpu] = 0;
+    clear_freeze();
     if (emon.version >= 2)
         pmc_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, emon.status_bits);
     pmc_lapic_write(LAPIC_LVT_PMC, VEC_PMI);
@@ -257,7 +282,7 @@ static void emon_check_overflow(struct overflow_status *o)
     o->Mask = 0;
     if (emon.version >= 2) {
         uint64_t status = pmc_rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
-        o->Mask = status & emon.status_bits;
+        o->Mask = status & (emon.status_bits | emon.status_other);
         for (unsigned i = 0; i < pmc_ncounters; i++) {
             struct pmc_counter *c = pmc_counter(cpu, i);
             if ((status >> pmc_hw[i].status_bit) & 1 && c->period && !c->stopped)

@@ -141,6 +141,7 @@ struct mcpu {
     uint64_t ctl[NGP_MAX], ctr[NGP_MAX];
     uint64_t fixed[NFIXED_MAX], fixed_ctrl;
     uint64_t global_ctrl, global_status;
+    uint64_t debugctl;
     uint32_t lvtpc;
     bool irq_on;
     bool pmi_pending; // raised with interrupts off: delivered by irq_restore
@@ -218,6 +219,16 @@ static bool has_global(void)
            (cfg.vendor == MODEL_AMD && cfg.perfmon_v2);
 }
 
+// GLOBAL_STATUS bits beyond the counters' that exist, and may be cleared
+// through OVF_CTRL: CondChgd from version 2 (KVM's v2 vPMU accepts it too),
+// CTR_Frz from version 4 (SDM vol. 3B, IA32_PERF_GLOBAL_STATUS_RESET).
+static uint64_t status_extra_bits(void)
+{
+    if (cfg.vendor != MODEL_INTEL || cfg.version < 2)
+        return 0;
+    return PERF_GLOBAL_STATUS_COND_CHG | (cfg.version >= 4 ? PERF_GLOBAL_STATUS_CTR_FRZ : 0);
+}
+
 // Global ctrl/status bits that exist.
 static uint64_t global_bits(void)
 {
@@ -255,6 +266,8 @@ void model_reset(const struct model_config *c)
             if ((cfg.firmware_fixed >> f) & 1)
                 mcpus[i].fixed_ctrl |= (FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR) << (4 * f);
     }
+    for (unsigned i = 0; i < MODEL_MAX_CPUS; i++)
+        mcpus[i].debugctl = cfg.firmware_freeze ? DEBUGCTL_FREEZE_PERFMON_ON_PMI : 0;
     memset(pmi_logged, 0, sizeof(pmi_logged));
     ncpus = ncpus_online = cfg.ncpus;
     current = 0;
@@ -340,7 +353,8 @@ enum reg {
     R_GSTATUS,
     R_GCTRL,
     R_GOVF,
-    R_CAPS
+    R_CAPS,
+    R_DEBUGCTL
 };
 
 // Which register msr is on this machine, and its index; R_NONE = #GP.
@@ -368,6 +382,8 @@ static enum reg decode(uint32_t msr, unsigned *index)
             return R_GOVF;
         if (cfg.pdcm && msr == MSR_IA32_PERF_CAPABILITIES)
             return R_CAPS;
+        if (msr == MSR_IA32_DEBUGCTL)
+            return R_DEBUGCTL;
     } else if (cfg.vendor == MODEL_AMD) {
         if (msr >= MSR_K7_PERF_CTL0 && msr < MSR_K7_PERF_CTL0 + 4)
             return *index = msr - MSR_K7_PERF_CTL0, R_CTL;
@@ -434,7 +450,9 @@ static const char *write_fault(enum reg r, uint64_t v)
         return v & ~allowed ? "reserved fixed-ctrl bits" : NULL;
     }
     case R_GCTRL: return v & ~global_bits() ? "reserved global-ctrl bits" : NULL;
-    case R_GOVF: return v & ~global_bits() ? "reserved overflow-clear bits" : NULL;
+    case R_GOVF:
+        return v & ~(global_bits() | status_extra_bits()) ? "reserved overflow-clear bits" : NULL;
+    case R_DEBUGCTL: return v >> 16 ? "reserved IA32_DEBUGCTL bits" : NULL;
     case R_GSTATUS: return "global status is read-only";
     case R_CAPS: return "PERF_CAPABILITIES is read-only";
     default: return NULL;
@@ -479,6 +497,7 @@ static bool msr_read(uint32_t msr, uint64_t *out, const char **why)
     case R_GCTRL: *out = c->global_ctrl; return true;
     case R_GOVF: return true;
     case R_CAPS: *out = (cfg.full_width ? PERF_CAPABILITIES_FW_WRITE : 0) | 0x3; return true;
+    case R_DEBUGCTL: *out = c->debugctl; return true;
     case R_NONE: break;
     }
     return false;
@@ -524,6 +543,10 @@ static bool msr_write(uint32_t msr, uint64_t v, const char **why)
     case R_GOVF:
         if (!cfg.sticky_status)
             c->global_status &= ~v;
+        break;
+    case R_DEBUGCTL:
+        if (!cfg.debugctl_ignored)
+            c->debugctl = v;
         break;
     default: break;
     }
@@ -646,7 +669,7 @@ struct live {
 static unsigned live_counters(struct mcpu *c, enum model_event ev, bool user, struct live *out)
 {
     unsigned n = 0;
-    if (cfg.pmu_ignored || cfg.pmu_faults)
+    if (cfg.pmu_ignored || cfg.pmu_faults || (c->global_status & PERF_GLOBAL_STATUS_CTR_FRZ))
         return 0;
     for (unsigned i = 0; i < ngp(); i++) {
         uint64_t ctl = c->ctl[i];
@@ -751,6 +774,22 @@ bool model_pmi_pending(unsigned cpu)
     return mcpus[cpu].pmi_pending;
 }
 
+// What a PMI request does beside signalling the LVTPC: the firmware's freeze
+// (model_config.firmware_freeze) and a hypervisor's CondChgd.
+static void overflow_side_effects(struct mcpu *c)
+{
+    if (cfg.vendor != MODEL_INTEL || cfg.version < 2)
+        return;
+    if (cfg.cond_chgd)
+        c->global_status |= PERF_GLOBAL_STATUS_COND_CHG;
+    if (!(c->debugctl & DEBUGCTL_FREEZE_PERFMON_ON_PMI))
+        return;
+    if (cfg.version >= 4)
+        c->global_status |= PERF_GLOBAL_STATUS_CTR_FRZ;
+    else
+        c->global_ctrl = 0;
+}
+
 static void retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bool user)
 {
     struct mcpu *c = &mcpus[cpu];
@@ -775,6 +814,8 @@ static void retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, b
                 raise |= live[i].interrupt;
             }
         }
+        if (raise)
+            overflow_side_effects(c);
         if (k)
             c->counted[ev] += step;
         n -= step;
@@ -844,6 +885,10 @@ uint64_t model_global_ctrl(unsigned cpu)
 uint64_t model_global_status(unsigned cpu)
 {
     return mcpus[cpu].global_status;
+}
+uint64_t model_debugctl(unsigned cpu)
+{
+    return mcpus[cpu].debugctl;
 }
 uint32_t model_lvtpc(unsigned cpu)
 {

@@ -65,6 +65,14 @@ struct model_config {
     uint32_t fault_msrs[8];  // these MSRs alone raise #GP on any access (0 ends the list)
     uint32_t firmware_gp;    // GP counters whose event select firmware left enabled (bit n)
     uint32_t firmware_fixed; // fixed counters firmware left enabled (bit n)
+    // Intel: firmware left IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI set. Each PMI
+    // then freezes the counters (SDM vol. 3B, "Freezing Counters on PMI"):
+    // version 2-3 clears IA32_PERF_GLOBAL_CTRL, version 4+ sets
+    // GLOBAL_STATUS.CTR_Frz (bit 59), which stops every counter until
+    // written to IA32_PERF_GLOBAL_STATUS_RESET (OVF_CTRL).
+    bool firmware_freeze;
+    bool debugctl_ignored; // IA32_DEBUGCTL writes are ignored (a hypervisor's)
+    bool cond_chgd;        // GLOBAL_STATUS.CondChgd (bit 63) is set from the first overflow
 };
 
 #define MODEL_COST_BARE_NS 100  // an MSR access on bare metal: ~0.1 us
@@ -94,6 +102,7 @@ uint64_t model_fixed_ctr(unsigned cpu, unsigned i);
 uint64_t model_fixed_ctrl(unsigned cpu);
 uint64_t model_global_ctrl(unsigned cpu);
 uint64_t model_global_status(unsigned cpu);
+uint64_t model_debugctl(unsigned cpu);
 uint32_t model_lvtpc(unsigned cpu);
 void model_set_lvtpc(unsigned cpu, uint32_t v);
 uint64_t model_pmis_delivered(unsigned cpu);

@@ -275,6 +275,68 @@ static void defect4_probe(void)
     }
 }
 
+// ---- defect 5: firmware's freeze on PMI ----
+
+// Five periods of instructions on cpu0, sampled on FIXED_CTR0 and on a GP
+// counter (TotalIssues): ten samples, not one per counter.
+static void five_periods(const char *what)
+{
+    set_interval(ProfileInstructionRetired, 1000);
+    set_interval(ProfileTotalIssues, 1000);
+    start_ok(ProfileInstructionRetired);
+    start_ok(ProfileTotalIssues);
+    for (unsigned k = 0; k < 50; k++)
+        model_retire(0, EV_INSTRUCTIONS, 100, UIP, true);
+    tap_eq(samples.count[0][ProfileInstructionRetired] + samples.count[0][ProfileTotalIssues], 10,
+           "defect 5: %s: 5,000 instructions at interval 1,000 on two counters: 10 samples", what);
+    stop_ok(ProfileTotalIssues);
+    stop_ok(ProfileInstructionRetired);
+}
+
+static void defect5_freeze(void)
+{
+    struct model_config m = MODEL_INTEL_V4;
+    m.name = "intel-v4, firmware's FREEZE_PERFMON_ON_PMI";
+    m.firmware_freeze = true;
+    boot(&m);
+    tap_ok(ALL_CPUS((model_debugctl(cpu) & DEBUGCTL_FREEZE_PERFMON_ON_PMI) == 0),
+           "defect 5: IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI cleared on every CPU");
+    tap_contains(console_last_line(), "IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI",
+                 "defect 5: the boot line says firmware left the freeze set");
+    five_periods(m.name);
+    finish(m.name);
+
+    // A hypervisor that ignores the DEBUGCTL write: each PMI sets CTR_Frz,
+    // which the handler clears through IA32_PERF_GLOBAL_STATUS_RESET.
+    m.name = "intel-v4, freeze kept (DEBUGCTL write ignored)";
+    m.debugctl_ignored = true;
+    boot(&m);
+    five_periods(m.name);
+    tap_ok(ALL_CPUS((model_global_status(cpu) & PERF_GLOBAL_STATUS_CTR_FRZ) == 0),
+           "defect 5: CTR_Frz left clear");
+    finish(m.name);
+
+    // Version 2: the freeze clears GLOBAL_CTRL, which the thaw writes again.
+    m = MODEL_INTEL_KVM_V2;
+    m.name = "intel-v2, freeze kept";
+    m.firmware_freeze = m.debugctl_ignored = true;
+    boot(&m);
+    five_periods(m.name);
+    finish(m.name);
+
+    // CondChgd set with every overflow: acknowledged, never taken for a stuck status.
+    m = MODEL_INTEL_V4;
+    m.name = "intel-v4, CondChgd";
+    m.cond_chgd = true;
+    boot(&m);
+    five_periods(m.name);
+    struct pmc_pmi_stats ps;
+    pmc_pmi_stats(0, &ps);
+    tap_ok(ps.stuck == 0 && (model_global_status(0) & PERF_GLOBAL_STATUS_COND_CHG) == 0,
+           "defect 5: CondChgd acknowledged, no stuck status (%llu)", (unsigned long long)ps.stuck);
+    finish(m.name);
+}
+
 // ---- defect 9: shutdown with live counting PMCs ----
 
 // A count loaded when pmc_shutdown runs: its value is saved then, and the
@@ -322,6 +384,8 @@ void test_review(void)
     defect7_ebx_gates_gp_only();
     tap_section("defect 4: one faulting PMU MSR at a time");
     defect4_probe();
+    tap_section("defect 5: IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI and CTR_Frz");
+    defect5_freeze();
     tap_section("defect 9: pmc_shutdown with counts loaded");
     defect9_shutdown(&MODEL_INTEL_V4);
     defect9_shutdown(&MODEL_AMD_LEGACY);
