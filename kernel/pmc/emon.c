@@ -307,17 +307,16 @@ static void emon_query(KPROFILE_SOURCE source, struct pmc_source_query *q)
     q->max_interval = i >= 0 ? pmc_hw[i].max_period : 0;
 }
 
-static void emon_freeze(void)
+static bool emon_freeze(void)
 {
     if (emon.version >= 2)
         pmc_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    return emon.version >= 2;
 }
 
 // Version 1 has no freeze: the counter is stopped while it is reloaded and
-// stays stopped until emon_thaw, which the PMI calls after unmasking the LVTPC.
-// Enabling it first would let an overflow in between signal a masked LVTPC and
-// be lost for good (no status register remembers it; the counter would have to
-// wrap all 2^width again).
+// stays stopped until emon_thaw, so the PMI path's own events are not counted
+// against its new period.
 static void emon_reload(unsigned i, uint64_t period, uint64_t *lost)
 {
     const struct pmc_counter_hw *hw = &pmc_hw[i];

@@ -142,6 +142,21 @@ struct mcpu {
     uint64_t fixed[NFIXED_MAX], fixed_ctrl;
     uint64_t global_ctrl, global_status;
     uint64_t debugctl;
+    uint64_t handler_ip; // the IP the running PMI interrupted
+    bool handler_user;   // ... in ring 3
+    bool entry_phase;    // in the PMI, before its first PMU or LAPIC access
+    uint64_t masked_signals, misattributed, int_overflows;
+    bool due_exempt; // the due PMI's overflow happened in a PMI's entry phase
+    unsigned run;    // the PMI handler run in progress (numbered from 1; 0: none)
+    unsigned runs;   // handler runs so far
+    // Each counter's overflow (GP n at n, fixed n at NGP_MAX + n) not yet
+    // reloaded by the kernel: the handler run it happened in (0: outside
+    // one), the run of the PMI it raised (0: none yet), and whether its
+    // signal met a masked LVTPC (no PMI of its own will come).
+    struct overflow {
+        bool open, dropped;
+        unsigned in_run, pmi_run;
+    } ovf[NGP_MAX + NFIXED_MAX];
     uint32_t lvtpc;
     bool irq_on;
     bool pmi_pending; // raised with interrupts off: delivered by irq_restore
@@ -415,12 +430,15 @@ static bool pmu_msr(uint32_t msr)
 
 static void retire_in_handler(void);
 static bool f15_ctr0_2_only(unsigned ev);
+static void reloaded(struct mcpu *c, unsigned slot);
 
 // Every access takes model time; inside the PMI it also retires the handler's
 // own instructions, which running counters count.
 static void access_cost(void)
 {
     now_ns += cfg.msr_cost_ns;
+    if (in_pmi)
+        mcpus[current].entry_phase = false;
     if (in_pmi)
         retire_in_handler();
 }
@@ -531,6 +549,10 @@ static bool msr_write(uint32_t msr, uint64_t v, const char **why)
     if (r == R_CTL && cfg.vendor == MODEL_AMD && (v & PERFEVTSEL_EN) && i > 2 &&
         f15_ctr0_2_only((unsigned)(v & 0xFF) | (unsigned)((v >> 32) & 0xF) << 8))
         constraint_violations++;
+    if (r == R_CTR || r == R_CTR_FULL)
+        reloaded(c, i);
+    else if (r == R_FIXED)
+        reloaded(c, NGP_MAX + i);
     switch (r) {
     case R_CTL: c->ctl[i] = v; break;
     case R_CTR: // legacy Intel write: bits 31:0, sign-extended from bit 31
@@ -664,6 +686,7 @@ struct live {
     uint64_t mask;
     bool interrupt;
     int status_bit; // -1: no global status
+    unsigned slot;  // index into mcpu.ovf
 };
 
 static unsigned live_counters(struct mcpu *c, enum model_event ev, bool user, struct live *out)
@@ -677,16 +700,42 @@ static unsigned live_counters(struct mcpu *c, enum model_event ev, bool user, st
         bool gate = !has_global() || ((c->global_ctrl >> i) & 1);
         if ((ctl & PERFEVTSEL_EN) && ring && gate && select_event(ctl, i) == ev)
             out[n++] = (struct live){&c->ctr[i], gp_mask(), (ctl & PERFEVTSEL_INT) != 0,
-                                     has_global() ? (int)i : -1};
+                                     has_global() ? (int)i : -1, i};
     }
     for (unsigned j = 0; j < NFIXED_MAX; j++) {
         unsigned f = (unsigned)(c->fixed_ctrl >> (4 * j)) & 0xF;
         bool ring = user ? (f & FIXED_CTR_CTRL_USR) : (f & FIXED_CTR_CTRL_OS);
         if (fixed_exists(j) && ring && ((c->global_ctrl >> (32 + j)) & 1) && fixed_event[j] == ev)
             out[n++] = (struct live){&c->fixed[j], fixed_mask(), (f & FIXED_CTR_CTRL_PMI) != 0,
-                                     (int)(32 + j)};
+                                     (int)(32 + j), NGP_MAX + j};
     }
     return n;
+}
+
+// A PMI-enabled counter overflowed (slot: its mcpu.ovf index).
+static void overflowed(struct mcpu *c, unsigned slot, bool inside)
+{
+    c->int_overflows++;
+    c->ovf[slot] = (struct overflow){true, false, inside ? c->run : 0, 0};
+}
+
+// The kernel wrote counter slot: inside a PMI, that is the overflow's sample
+// and re-arm. Its sample carries the IP of the run that reloads it, which is
+// right if that run is the one it happened in or the one its own PMI started;
+// any other run found it after its signal was lost (Linux's and the SDM's
+// handlers unmask early enough that none is).
+static void reloaded(struct mcpu *c, unsigned slot)
+{
+    struct overflow *o = &c->ovf[slot];
+    if (o->open && in_pmi && c->run && !(o->in_run == c->run || o->pmi_run == c->run))
+        c->misattributed++;
+    o->open = false;
+}
+
+// Intel's LVTPC masks itself when it delivers; AMD's does not, unless configured to.
+static bool lvtpc_masks_on_delivery(void)
+{
+    return cfg.vendor == MODEL_INTEL || (cfg.vendor == MODEL_AMD && cfg.amd_lvtpc_masks);
 }
 
 // Run the real handler on cpu as the CPU would for vector VEC_PMI.
@@ -703,10 +752,19 @@ static void run_handler(unsigned cpu, uint64_t ip, bool user)
     c->irq_on = false;
     in_pmi = true;
     c->pmis++;
+    c->handler_ip = ip;
+    c->handler_user = user;
+    c->entry_phase = true;
+    c->run = ++c->runs;
+    for (unsigned k = 0; k < NGP_MAX + NFIXED_MAX; k++) // overflows whose signal this PMI is
+        if (c->ovf[k].open && !c->ovf[k].dropped && c->ovf[k].pmi_run == 0)
+            c->ovf[k].pmi_run = c->run;
     uint64_t entry = now_ns;
     retire_in_handler(); // the entry stub and the dispatcher run before pmc_pmi_handler
     pmc_pmi_handler(&tf);
     in_pmi = false;
+    c->entry_phase = false;
+    c->run = 0;
     c->handler_ns += now_ns - entry;
     if (pmi_logged[cpu] < PMI_LOG)
         pmi_log[cpu][pmi_logged[cpu]++] = (struct pmi_rec){entry, now_ns - entry};
@@ -728,26 +786,52 @@ static void take_pending(unsigned cpu)
             tap_ok(false, "LVTPC on cpu %u is 0x%x: not VEC_PMI with fixed delivery", cpu,
                    c->lvtpc);
         run_handler(cpu, c->pmi_ip, c->pmi_user);
-        if (cfg.vendor == MODEL_INTEL && (c->lvtpc & LVT_MASKED))
+        if (lvtpc_masks_on_delivery() && (c->lvtpc & LVT_MASKED))
             c->masked_after++;
     }
 }
 
+// PMI-enabled counters that are enabled on c.
+static unsigned pmi_counters_enabled(const struct mcpu *c)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < ngp(); i++)
+        n += (c->ctl[i] & PERFEVTSEL_EN) && (c->ctl[i] & PERFEVTSEL_INT);
+    for (unsigned j = 0; j < NFIXED_MAX; j++)
+        n += fixed_exists(j) && ((c->fixed_ctrl >> (4 * j)) & FIXED_CTR_CTRL_PMI) &&
+             ((c->fixed_ctrl >> (4 * j)) & (FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR));
+    return n;
+}
+
 // A counter overflow with INT set signals the LVTPC: the interrupt is latched
 // in the LAPIC (Intel also sets the LVTPC mask bit, SDM vol. 3A "LVT
-// performance counter register"), and taken when interrupts are on.
-static void deliver_pmi(unsigned cpu, uint64_t ip, bool user)
+// performance counter register"), and taken when interrupts are on. Raised by
+// the PMI path's own events, it interrupts, after the iret, where that PMI did.
+// exempt: the overflow happened before the PMI path's first access, where
+// nothing can have unmasked the LVTPC yet; so does a signal arriving there
+// (with skid, from an overflow while the previous PMI was latched). The
+// handler's own check finds those.
+static void deliver_pmi(unsigned cpu, uint64_t ip, bool user, bool exempt)
 {
     struct mcpu *c = &mcpus[cpu];
+    bool inside = in_pmi && cpu == current;
+    exempt |= inside && c->entry_phase;
+    if (inside) {
+        ip = c->handler_ip;
+        user = c->handler_user;
+    }
     if (c->pmi_pending) {
         c->coalesced++;
         return;
     }
     if (c->lvtpc & LVT_MASKED) {
         c->lost++;
+        c->masked_signals += !exempt && pmi_counters_enabled(c) >= 2;
+        for (unsigned k = 0; k < NGP_MAX + NFIXED_MAX; k++)
+            c->ovf[k].dropped |= c->ovf[k].open && c->ovf[k].pmi_run == 0;
         return;
     }
-    if (cfg.vendor == MODEL_INTEL)
+    if (lvtpc_masks_on_delivery())
         c->lvtpc |= LVT_MASKED;
     c->pmi_pending = true;
     c->pmi_ip = ip;
@@ -812,8 +896,11 @@ static void retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, b
                 if (live[i].status_bit >= 0)
                     c->global_status |= 1ull << live[i].status_bit;
                 raise |= live[i].interrupt;
+                if (live[i].interrupt)
+                    overflowed(c, live[i].slot, in_pmi && cpu == current);
             }
         }
+        bool inside = in_pmi && cpu == current;
         if (raise)
             overflow_side_effects(c);
         if (k)
@@ -823,14 +910,16 @@ static void retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, b
         bool was_due = c->pmi_due;
         if (was_due)
             c->skid_left -= step;
+        bool exempt = inside && c->entry_phase;
         if (raise && !was_due && cfg.skid == 0) {
-            deliver_pmi(cpu, ip, user);
+            deliver_pmi(cpu, ip, user, exempt);
         } else if (raise && !was_due) {
             c->pmi_due = true;
             c->skid_left = cfg.skid;
+            c->due_exempt = exempt;
         } else if (was_due && c->skid_left == 0) {
             c->pmi_due = false;
-            deliver_pmi(cpu, ip, user);
+            deliver_pmi(cpu, ip, user, c->due_exempt);
         }
         if (k == 0 && !c->pmi_due)
             break; // nothing counts this event: the rest changes nothing
@@ -940,6 +1029,21 @@ uint64_t model_max_handler_per_window(unsigned cpu, uint64_t window_ns, unsigned
     if (windows)
         *windows = n;
     return max;
+}
+uint64_t model_misattributed(unsigned cpu)
+{
+    return mcpus[cpu].misattributed;
+}
+uint64_t model_int_overflows(unsigned cpu)
+{
+    uint64_t open = 0;
+    for (unsigned k = 0; k < NGP_MAX + NFIXED_MAX; k++)
+        open += mcpus[cpu].ovf[k].open;
+    return mcpus[cpu].int_overflows - open;
+}
+uint64_t model_masked_signals(unsigned cpu)
+{
+    return mcpus[cpu].masked_signals;
 }
 unsigned model_enable_while_masked(unsigned cpu)
 {

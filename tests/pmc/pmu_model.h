@@ -73,6 +73,9 @@ struct model_config {
     bool firmware_freeze;
     bool debugctl_ignored; // IA32_DEBUGCTL writes are ignored (a hypervisor's)
     bool cond_chgd;        // GLOBAL_STATUS.CondChgd (bit 63) is set from the first overflow
+    // AMD: the LVTPC masks itself on delivery as Intel's does (AMD's APIC does
+    // not; a hypervisor's emulated one may).
+    bool amd_lvtpc_masks;
 };
 
 #define MODEL_COST_BARE_NS 100  // an MSR access on bare metal: ~0.1 us
@@ -114,6 +117,17 @@ uint64_t model_handler_ns(unsigned cpu); // model time spent inside pmc_pmi_hand
 // largest total, and how many windows had any.
 uint64_t model_max_handler_per_window(unsigned cpu, uint64_t window_ns, unsigned *windows);
 unsigned model_enable_while_masked(unsigned cpu); // PMI-capable counter enabled, LVTPC masked
+// Overflows of PMI-enabled counters on cpu, but those not yet re-armed (the
+// last ones, when the counter was stopped before its PMI).
+uint64_t model_int_overflows(unsigned cpu);
+// Overflows the kernel re-armed (sampled) in a PMI that was neither the one
+// they happened in nor the one they raised: found late, after their own
+// signal was lost behind a masked LVTPC, their sample carries another IP.
+uint64_t model_misattributed(unsigned cpu);
+// Overflow signals that met a masked LVTPC while two or more PMI-enabled
+// counters were enabled, after the handler's unmask point had passed or
+// outside any handler (the signal is dropped: see deliver_pmi).
+uint64_t model_masked_signals(unsigned cpu);
 unsigned model_constraint_violations(void); // events programmed on counters that cannot count them
 unsigned model_safe_faults(void);           // #GPs taken by rdmsr_safe/wrmsr_safe
 uint64_t model_lvtpc_masked_after_pmi(unsigned cpu); // PMIs after which LVTPC stayed masked
