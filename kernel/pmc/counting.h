@@ -31,6 +31,7 @@
 #include "lib/param.h"
 #include "pmc/counter_table.h"
 #include "pmc/profile_source.h"
+#include "arch/x86/trapframe.h"
 #include "lib/types.h"
 
 #define PMC_COUNT_MAX_RESERVED 16 // reservations per scope (counting PMCs using hardware)
@@ -85,6 +86,18 @@ void pmc_count_sync(uint64_t now);
 void pmc_count_tick(uint64_t now);
 // True when this CPU has counts waiting for a counter (pmc_count_tick has work).
 bool pmc_count_multiplexing(void);
+
+// Sampling took (freed false) or gave back counter i on this CPU: CR4.PCE
+// is decided again (counter_table.c; interrupts off).
+void pmc_count_sampling_changed(unsigned i, bool freed);
+// A ring-3 rdpmc of ECX = ecx on this CPU that raised #GP because CR4.PCE is
+// off: true and *value = the reader's own counter, or 0 for another counter
+// of the interface, when this CPU has a ring-3-read count loaded; false
+// otherwise (the #GP stands).
+bool pmc_count_rdpmc_value(uint32_t ecx, uint64_t *value);
+// trap.c's user #GP hook: emulates a ring-3 `rdpmc` (0F 33) with
+// pmc_count_rdpmc_value.
+bool pmc_count_rdpmc_gp(struct trapframe *tf);
 
 // rdpmc's ECX for the counter of row (Intel: fixed counters have bit 30 set;
 // Intel SDM vol. 2B, RDPMC). Only meaningful for a row held exclusively.

@@ -6,6 +6,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/vectors.h"
 #include "arch/x86/clock.h"
+#include "arch/x86/trap.h"
 #include "pmc/counting.h"
 #include "pmc/detect.h"
 #include "pmc/hal.h"
@@ -54,6 +55,7 @@ void pmc_init(void)
     PMC_TRACE_STEP(PMC_STEP_INIT, PMC_TRACE_NO_SOURCE, ncpus);
     smp_call_all(initialize_on_cpu, NULL);
     pmc_count_go_live();
+    WRITE_ONCE(trap_user_gp_hook, pmc_count_rdpmc_gp); // ring-3 rdpmc while CR4.PCE is off
 
     char line[256];
     pmc_boot_line(line, sizeof(line));

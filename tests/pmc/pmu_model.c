@@ -12,6 +12,7 @@
 #include "arch/x86/vectors.h"
 #include "arch/x86/clock.h"
 #include "core/heap.h"
+#include "core/uaccess.h"
 #include "lib/kprintf.h"
 #include "arch/x86/percpu.h"
 #include "pmc/pmc.h"
@@ -1097,6 +1098,41 @@ bool model_rdpmc(unsigned cpu, uint32_t ecx, bool user, uint64_t *value)
 unsigned model_rdpmc_faults(void)
 {
     return rdpmc_faults;
+}
+
+// trap.c's hook and core/uaccess.c's copy, for the host: user memory is the
+// host's (the trap frame's rip points at the test's instruction bytes).
+bool (*trap_user_gp_hook)(struct trapframe *tf);
+
+NTSTATUS copy_from_user(void *dst, uint64_t usrc, size_t n)
+{
+    memcpy(dst, (const void *)usrc, n);
+    return STATUS_SUCCESS;
+}
+
+struct user_gp {
+    struct trapframe tf;
+    bool handled;
+};
+
+static void user_gp_fn(void *arg)
+{
+    struct user_gp *g = arg;
+    g->handled = trap_user_gp_hook && trap_user_gp_hook(&g->tf);
+}
+
+bool model_user_rdpmc(unsigned cpu, uint32_t ecx, uint64_t *value)
+{
+    static const uint8_t rdpmc_insn[2] = {0x0F, 0x33};
+    struct user_gp g;
+    memset(&g, 0, sizeof(g));
+    g.tf.vector = 13;
+    g.tf.cs = 0x2B;
+    g.tf.rip = (uint64_t)(uintptr_t)rdpmc_insn;
+    g.tf.rcx = ecx;
+    model_on_cpu(cpu, user_gp_fn, &g);
+    *value = (g.tf.rdx << 32) | (uint32_t)g.tf.rax;
+    return g.handled && g.tf.rip == (uint64_t)(uintptr_t)rdpmc_insn + 2;
 }
 
 // ---- LAPIC, CPU, SMP ----

@@ -140,6 +140,11 @@ unsigned model_msr_writes(void); // every wrmsr so far
 // else *value = the counter, masked to its width.
 bool model_rdpmc(unsigned cpu, uint32_t ecx, bool user, uint64_t *value);
 unsigned model_rdpmc_faults(void); // #GPs model_rdpmc raised
+// The #GP of a ring-3 `rdpmc` with ECX = ecx on cpu, handed to the kernel's
+// user #GP hook (trap.c's trap_user_gp_hook, which pmc_init installs) as
+// trap() would: true and *value = EDX:EAX when the kernel emulated it, false
+// when the #GP stands (the process would be killed).
+bool model_user_rdpmc(unsigned cpu, uint32_t ecx, uint64_t *value);
 // Run fn(arg) as code on cpu with interrupts off (cpu_id() == cpu meanwhile),
 // as a context switch or the scheduler tick there; a PMI latched meanwhile is
 // taken after it, when interrupts come back on.

@@ -190,6 +190,99 @@ static void defect7_ebx_gates_gp_only(void)
     finish(m.name);
 }
 
+// ---- defect 2: ring-3 rdpmc reads only the reader's count or zero ----
+
+// Every rdpmc index that names a counter on this machine.
+static unsigned rdpmc_indexes(const struct model_config *m, uint32_t *out)
+{
+    unsigned n = 0;
+    unsigned gp = m->vendor == MODEL_AMD ? (m->perfctr_core ? 6 : 4) : m->gp;
+    for (unsigned i = 0; i < gp; i++)
+        out[n++] = i;
+    for (unsigned j = 0; m->vendor == MODEL_INTEL && j < m->fixed; j++)
+        out[n++] = (1u << 30) | j;
+    return n;
+}
+
+// A ring-3 rdpmc on cpu as the reader runs it: the instruction, or, when it
+// raises #GP (CR4.PCE clear), the kernel's #GP path emulating it
+// (model_user_rdpmc). False if the reader would be killed.
+static bool reader_rdpmc(unsigned cpu, uint32_t ecx, uint64_t *v)
+{
+    return model_rdpmc(cpu, ecx, true, v) || model_user_rdpmc(cpu, ecx, v);
+}
+
+// How many indexes a ring-3 reader on cpu0 sees a value at that is neither
+// its own count (own_ecx, value own modulo the load mask) nor zero.
+static unsigned leaks(const struct model_config *m, uint32_t own_ecx, uint64_t own,
+                      const char *when)
+{
+    uint32_t idx[16];
+    unsigned n = rdpmc_indexes(m, idx), bad = 0;
+    uint64_t lm = m->vendor == MODEL_INTEL && !m->full_width ? 0x7FFFFFFFull : (1ull << 47) - 1;
+    for (unsigned k = 0; k < n; k++) {
+        uint64_t v = 0;
+        bool ok = reader_rdpmc(0, idx[k], &v);
+        bool fine = ok && (idx[k] == own_ecx ? (v & lm) == (own & lm) : v == 0);
+        if (!fine && bad++ < 3)
+            tap_diag("%s: %s: rdpmc 0x%x %s 0x%llx", m->name, when, idx[k],
+                     ok ? "reads" : "kills the reader", (unsigned long long)v);
+    }
+    return bad;
+}
+
+static void defect2_rdpmc(const struct model_config *m)
+{
+    boot(m);
+    NTSTATUS st;
+    int rv = reserve_row(ProfileBranchInstructionRetired, PMC_ROW_THREAD, &st);
+    int rr = reserve_row(ProfileLLCMisses, PMC_ROW_THREAD, &st);
+    int rs = reserve_row(ProfileBranchMispredictsRetired, PMC_ROW_SYSTEM, &st);
+    bool pinned = rr >= 0 && pmc_row_pin((unsigned)rr);
+    tap_ok(rv >= 0 && pinned && rs >= 0, "defect 2: %s: victim, reader (pinned) and system rows",
+           m->name);
+    if (rv < 0 || !pinned || rs < 0) {
+        finish(m->name);
+        return;
+    }
+    struct pmc_count victim, reader, sys;
+    pmc_count_init(&victim, ProfileBranchInstructionRetired, (unsigned)rv, false);
+    pmc_count_init(&reader, ProfileLLCMisses, (unsigned)rr, true);
+    pmc_count_init(&sys, ProfileBranchMispredictsRetired, (unsigned)rs, false);
+    uint32_t own = pmc_count_rdpmc_index((unsigned)rr);
+    // The victim runs and counts, then the reader runs.
+    count_in(0, &victim, 0);
+    model_retire(0, EV_BRANCHES, 12345, UIP, true);
+    count_out(0, &victim, 10);
+    count_in(0, &reader, 10);
+    model_retire(0, EV_LLC_MISSES, 77, UIP, true);
+    tap_eq(leaks(m, own, 77, "after the victim"), 0,
+           "defect 2: %s: after a victim counted, the reader reads its own 77 or zero", m->name);
+    count_out(0, &reader, 20);
+    // A system-scope count is live while the reader runs.
+    count_in(0, &sys, 20);
+    model_retire(0, EV_BRANCH_MISSES, 4242, UIP, true);
+    count_in(0, &reader, 30);
+    tap_eq(leaks(m, own, 77, "system count live"), 0,
+           "defect 2: %s: a system-scope count live: the reader reads its own or zero", m->name);
+    count_out(0, &reader, 40);
+    count_out(0, &sys, 40);
+    // Sampling live, then stopped, while the reader runs.
+    start_ok(ProfileLLCReference);
+    model_retire(0, EV_LLC_REFS, 999, UIP, true);
+    count_in(0, &reader, 50);
+    tap_eq(leaks(m, own, 77, "sampling live"), 0,
+           "defect 2: %s: a sampling counter live: the reader reads its own or zero", m->name);
+    stop_ok(ProfileLLCReference);
+    tap_eq(leaks(m, own, 77, "sampling stopped"), 0,
+           "defect 2: %s: sampling stopped while the reader runs: its counter reads zero", m->name);
+    count_out(0, &reader, 60);
+    pmc_row_release((unsigned)rv);
+    pmc_row_release((unsigned)rr);
+    pmc_row_release((unsigned)rs);
+    finish(m->name);
+}
+
 // ---- defect 4: every PMU MSR probed fault-safe ----
 
 // What a boot with one faulting MSR must end in.
@@ -452,6 +545,11 @@ void test_review(void)
     tap_section("defect 7: fixed counters by the version's rule; EBX gates GP events only");
     defect7_bitmap_only();
     defect7_ebx_gates_gp_only();
+    tap_section("defect 2: a self-monitoring reader's rdpmc of every counter");
+    defect2_rdpmc(&MODEL_INTEL_V4);
+    defect2_rdpmc(&MODEL_INTEL_KVM_V2);
+    defect2_rdpmc(&MODEL_AMD_LEGACY);
+    defect2_rdpmc(&MODEL_AMD_V2);
     tap_section("defect 4: one faulting PMU MSR at a time");
     defect4_probe();
     tap_section("defect 5: IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI and CTR_Frz");
