@@ -2,9 +2,9 @@
 # once with gcc and once with clang. Included by the top Makefile.
 HOST_TEST_SRC := tests/host/hosted.c tests/host/test_kprintf.c tests/host/test_pmm.c \
 	tests/host/test_multiboot2.c tests/host/test_acpi.c tests/host/test_cmdline.c \
-	tests/host/test_profile_index.c \
+	tests/host/test_profile_index.c tests/host/test_lapic.c \
 	kernel/lib/kprintf.c kernel/core/pmm.c kernel/lib/multiboot2.c kernel/lib/acpi.c kernel/lib/cmdline.c \
-	kernel/profile/profile_index.c
+	kernel/profile/profile_index.c kernel/arch/x86/lapic.c
 HOST_TEST_CFLAGS := -std=gnu11 -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -DKERNEL_HOSTED -iquote kernel -iquote tests/host
 

@@ -77,10 +77,19 @@
 bool rdmsr_safe(uint32_t msr, uint64_t *value);
 bool wrmsr_safe(uint32_t msr, uint64_t value);
 
+// MFENCE;LFENCE: orders the stores before a WRMSR that is not serializing
+// (an x2APIC register's) ahead of it (Intel SDM vol. 3A, "x2APIC Register
+// Behavior"; Linux's weak_wrmsr_fence).
 #ifdef KERNEL_HOSTED
 uint64_t rdmsr(uint32_t msr);
 void wrmsr(uint32_t msr, uint64_t value);
+void wrmsr_fence(void);
 #else
+static inline void wrmsr_fence(void)
+{
+    __asm__ volatile("mfence; lfence" ::: "memory");
+}
+
 static inline uint64_t rdmsr(uint32_t msr)
 {
     uint32_t lo, hi;
