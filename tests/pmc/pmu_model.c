@@ -183,6 +183,8 @@ static struct pmi_rec pmi_log[MODEL_MAX_CPUS][PMI_LOG];
 static unsigned pmi_logged[MODEL_MAX_CPUS];
 
 static struct model_config cfg;
+static const struct model_cpuid *cpuid_table; // model_set_cpuid's, or NULL
+static unsigned cpuid_entries;
 static struct mcpu mcpus[MODEL_MAX_CPUS];
 static unsigned current;
 static unsigned gp_faults, msr_writes, smp_calls, safe_faults, constraint_violations, rdpmc_faults;
@@ -258,6 +260,8 @@ static uint64_t global_bits(void)
 void model_reset(const struct model_config *c)
 {
     cfg = *c;
+    cpuid_table = NULL;
+    cpuid_entries = 0;
     if (cfg.ncpus == 0 || cfg.ncpus > MODEL_MAX_CPUS)
         cfg.ncpus = 1;
     memset(mcpus, 0, sizeof(mcpus));
@@ -319,10 +323,27 @@ static void put_id(uint32_t *a, uint32_t *b, uint32_t *c, const char *s)
     memcpy(c, buf + 8, 4);
 }
 
+void model_set_cpuid(const struct model_cpuid *table, unsigned n)
+{
+    cpuid_table = table;
+    cpuid_entries = n;
+}
+
+static struct cpuid_regs cpuid_from_table(uint32_t leaf, uint32_t subleaf)
+{
+    for (unsigned k = 0; k < cpuid_entries; k++) {
+        const struct model_cpuid *e = &cpuid_table[k];
+        if (e->leaf == leaf && e->subleaf == subleaf)
+            return (struct cpuid_regs){e->eax, e->ebx, e->ecx, e->edx};
+    }
+    return (struct cpuid_regs){0, 0, 0, 0};
+}
+
 struct cpuid_regs cpuid(uint32_t leaf, uint32_t subleaf)
 {
     struct cpuid_regs r = {0, 0, 0, 0};
-    (void)subleaf;
+    if (cpuid_table)
+        return cpuid_from_table(leaf, subleaf);
     unsigned max = cfg.max_leaf ? cfg.max_leaf : (cfg.vendor == MODEL_INTEL ? 0x16 : 0x10);
     unsigned max_ext = cfg.vendor == MODEL_AMD && cfg.perfmon_v2 ? 0x80000022 : 0x80000008;
     if (leaf == 0) {

@@ -87,6 +87,16 @@ extern const struct model_config MODEL_INTEL_V1, MODEL_INTEL_KVM_V2, MODEL_INTEL
 
 // A new machine: every register at its reset value, heap/console/time cleared.
 void model_reset(const struct model_config *cfg);
+
+// CPUID from a table instead of the config (a real processor's dump, for
+// build/cpuid-replay): each leaf's registers, subleaf 0 or the only one
+// listed; a leaf not in the table reads 0. In effect until the next
+// model_reset. The MSRs still follow the config.
+struct model_cpuid {
+    uint32_t leaf, subleaf;
+    uint32_t eax, ebx, ecx, edx;
+};
+void model_set_cpuid(const struct model_cpuid *table, unsigned n);
 const struct model_config *model_config(void);
 
 // Retire n events of kind ev at ip on cpu (user or kernel mode).
