@@ -123,12 +123,15 @@ const struct profile_source_desc profile_sources[ProfileSourceCount] = {
     [ProfileUnhaltedCoreCycles] = ROW("UnhaltedCoreCycles", 0, 1, 0x0003003C, AMD_CYCLES),
     [ProfileInstructionRetired] = ROW("InstructionRetired", 1, 0, 0x000300C0, AMD_INSTRUCTIONS),
     // Reference cycles are FIXED_CTR2's, at the TSC rate. The Emon row's GP
-    // select, 3CH umask 01H, counts at the bus or core crystal clock instead
-    // (Intel SDM vol. 3B, "Pre-defined Architectural Performance Events";
-    // intel/perfmon's tables name it REF_XCLK, e.g. SKL/events/skylake_core.json,
-    // beside CPU_CLK_UNHALTED.REF_TSC on "Fixed counter 2"), so one source on
-    // both would mix two rates; Linux maps ref-cycles to FIXED_CTR2 only
-    // (arch/x86/events/intel/core.c).
+    // select, 3CH umask 01H, is another event whose rate depends on the
+    // microarchitecture (Intel SDM vol. 3B, "Pre-defined Architectural
+    // Performance Events"; intel/perfmon's tables: CPU_CLK_UNHALTED.BUS on
+    // Bonnell, REF_XCLK, the core crystal clock, from Sandy Bridge to Ice Lake,
+    // e.g. SKL/events/skylake_core.json, REF_TSC_P from Golden Cove), never
+    // CPU_CLK_UNHALTED.REF_TSC, so one source on both would mix rates; Linux
+    // maps ref-cycles to FIXED_CTR2 only (arch/x86/events/intel/core.c). The
+    // GP selects of the other rows are checked against those tables by
+    // tests/pmc/test_source.c.
     [ProfileUnhaltedReferenceCycles] =
         ROW_FIXED_ONLY("UnhaltedReferenceCycles", 2, 2, 0x0003013C, 0),
     [ProfileLLCReference] = ROW("LLCReference", 3, NO_FIX, 0x00034F2E, AMD_CACHE_REFS),
