@@ -714,6 +714,8 @@ struct live {
 static unsigned live_counters(struct mcpu *c, enum model_event ev, bool user, struct live *out)
 {
     unsigned n = 0;
+    if ((cfg.filtered_events >> ev) & 1)
+        return 0;
     if (cfg.pmu_ignored || cfg.pmu_faults || (c->global_status & PERF_GLOBAL_STATUS_CTR_FRZ))
         return 0;
     for (unsigned i = 0; i < ngp(); i++) {

@@ -76,6 +76,10 @@ struct model_config {
     // AMD: the LVTPC masks itself on delivery as Intel's does (AMD's APIC does
     // not; a hypervisor's emulated one may).
     bool amd_lvtpc_masks;
+    // A hypervisor's event filter (KVM_SET_PMU_EVENT_FILTER): counters
+    // programmed with these events (bit = enum model_event) accept every
+    // write and never count.
+    uint32_t filtered_events;
 };
 
 #define MODEL_COST_BARE_NS 100  // an MSR access on bare metal: ~0.1 us

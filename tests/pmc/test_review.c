@@ -500,6 +500,46 @@ static void defect6_unmask(void)
     }
 }
 
+// ---- a hypervisor's event filter: counters that never count ----
+
+// Nothing can tell a filtered counter from an idle one (Linux does not try
+// either): the filtered sources give no sample and count 0, the others work,
+// and nothing faults, hangs or loses state.
+static void filtered_events(const struct model_config *base)
+{
+    struct model_config m = *base;
+    char name[80];
+    snprintf(name, sizeof name, "%s, LLC misses filtered", base->name);
+    m.name = name;
+    m.filtered_events = 1u << EV_LLC_MISSES;
+    boot(&m);
+    set_interval(ProfileLLCMisses, 1000);
+    set_interval(ProfileBranchInstructionRetired, 1000);
+    start_ok(ProfileLLCMisses);
+    start_ok(ProfileBranchInstructionRetired);
+    NTSTATUS st;
+    int r = reserve_row(ProfileLLCMisses, PMC_ROW_THREAD, &st);
+    struct pmc_count c;
+    if (r >= 0) {
+        pmc_count_init(&c, ProfileLLCMisses, (unsigned)r, false);
+        count_in(0, &c, 0);
+    }
+    model_retire(0, EV_LLC_MISSES, 10000, UIP, true);
+    model_retire(0, EV_BRANCHES, 10000, UIP, true);
+    if (r >= 0)
+        count_out(0, &c, 1000);
+    tap_ok(samples.count[0][ProfileLLCMisses] == 0 &&
+               samples.count[0][ProfileBranchInstructionRetired] == 10,
+           "filter: %s: no sample of the filtered event, 10 of the other", base->name);
+    tap_ok(r >= 0 && c.value == 0 && c.running_ns == 1000,
+           "filter: %s: the filtered count reads 0 over its 1,000 ns loaded", base->name);
+    if (r >= 0)
+        pmc_row_release((unsigned)r);
+    stop_ok(ProfileBranchInstructionRetired);
+    stop_ok(ProfileLLCMisses);
+    finish(name);
+}
+
 // ---- defect 9: shutdown with live counting PMCs ----
 
 // A count loaded when pmc_shutdown runs: its value is saved then, and the
@@ -556,6 +596,9 @@ void test_review(void)
     defect5_freeze();
     tap_section("defect 6: the LVTPC unmask with two counters running");
     defect6_unmask();
+    tap_section("a hypervisor's event filter");
+    filtered_events(&MODEL_INTEL_KVM_V2);
+    filtered_events(&MODEL_AMD_V2);
     tap_section("defect 9: pmc_shutdown with counts loaded");
     defect9_shutdown(&MODEL_INTEL_V4);
     defect9_shutdown(&MODEL_AMD_LEGACY);
