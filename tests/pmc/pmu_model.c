@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/lapic.h"
@@ -160,6 +161,7 @@ struct mcpu {
     } ovf[NGP_MAX + NFIXED_MAX];
     uint32_t lvtpc;
     bool irq_on;
+    bool in_pmi;      // running pmc_pmi_handler
     bool pmi_pending; // raised with interrupts off: delivered by irq_restore
     bool pmi_due;     // overflow seen, PMI waits for skid more events
     uint64_t skid_left;
@@ -193,7 +195,6 @@ static int alloc_countdown = -1;
 static size_t heap_in_use;
 static char console[16384];
 static size_t console_len;
-static bool in_pmi;
 
 unsigned ncpus;
 volatile unsigned ncpus_online;
@@ -296,7 +297,6 @@ void model_reset(const struct model_config *c)
     alloc_countdown = -1;
     console_len = 0;
     console[0] = '\0';
-    in_pmi = false;
 }
 
 const struct model_config *model_config(void)
@@ -452,6 +452,8 @@ static bool pmu_msr(uint32_t msr)
 
 static void retire_in_handler(void);
 static bool f15_ctr0_2_only(unsigned ev);
+static bool interleaving;
+static void yield_to_scheduler(bool user);
 static void reloaded(struct mcpu *c, unsigned slot);
 
 // Every access takes model time; inside the PMI it also retires the handler's
@@ -459,9 +461,9 @@ static void reloaded(struct mcpu *c, unsigned slot);
 static void access_cost(void)
 {
     now_ns += cfg.msr_cost_ns;
-    if (in_pmi)
+    if (mcpus[current].in_pmi)
         mcpus[current].entry_phase = false;
-    if (in_pmi)
+    if (mcpus[current].in_pmi)
         retire_in_handler();
 }
 
@@ -548,7 +550,7 @@ static bool msr_read(uint32_t msr, uint64_t *out, const char **why)
 static void check_enable_order(enum reg r, unsigned i, uint64_t v)
 {
     struct mcpu *c = &mcpus[current];
-    if (!in_pmi || !(c->lvtpc & LVT_MASKED))
+    if (!c->in_pmi || !(c->lvtpc & LVT_MASKED))
         return;
     bool enables = (r == R_CTL && (v & PERFEVTSEL_EN) && (v & PERFEVTSEL_INT) &&
                     !(c->ctl[i] & PERFEVTSEL_EN)) ||
@@ -609,6 +611,8 @@ static bool access(bool write, bool safe, uint32_t msr, uint64_t *v)
         safe_faults++;
     else if (!ok)
         gp_fault(write ? "wrmsr" : "rdmsr", msr, write ? *v : 0, why);
+    if (interleaving)
+        yield_to_scheduler(false); // another CPU may run between any two accesses
     return ok;
 }
 
@@ -751,7 +755,7 @@ static void overflowed(struct mcpu *c, unsigned slot, bool inside)
 static void reloaded(struct mcpu *c, unsigned slot)
 {
     struct overflow *o = &c->ovf[slot];
-    if (o->open && in_pmi && c->run && !(o->in_run == c->run || o->pmi_run == c->run))
+    if (o->open && c->in_pmi && c->run && !(o->in_run == c->run || o->pmi_run == c->run))
         c->misattributed++;
     o->open = false;
 }
@@ -774,7 +778,7 @@ static void run_handler(unsigned cpu, uint64_t ip, bool user)
     unsigned saved = current;
     current = cpu;
     c->irq_on = false;
-    in_pmi = true;
+    c->in_pmi = true;
     c->pmis++;
     c->handler_ip = ip;
     c->handler_user = user;
@@ -786,7 +790,7 @@ static void run_handler(unsigned cpu, uint64_t ip, bool user)
     uint64_t entry = now_ns;
     retire_in_handler(); // the entry stub and the dispatcher run before pmc_pmi_handler
     pmc_pmi_handler(&tf);
-    in_pmi = false;
+    c->in_pmi = false;
     c->entry_phase = false;
     c->run = 0;
     c->handler_ns += now_ns - entry;
@@ -800,7 +804,7 @@ static void run_handler(unsigned cpu, uint64_t ip, bool user)
 static void take_pending(unsigned cpu)
 {
     struct mcpu *c = &mcpus[cpu];
-    for (unsigned n = 0; c->pmi_pending && c->irq_on && !in_pmi; n++) {
+    for (unsigned n = 0; c->pmi_pending && c->irq_on && !c->in_pmi; n++) {
         if (n == 100000) {
             tap_ok(false, "cpu %u: PMIs kept coming back 100,000 times in a row", cpu);
             return;
@@ -838,7 +842,7 @@ static unsigned pmi_counters_enabled(const struct mcpu *c)
 static void deliver_pmi(unsigned cpu, uint64_t ip, bool user, bool exempt)
 {
     struct mcpu *c = &mcpus[cpu];
-    bool inside = in_pmi && cpu == current;
+    bool inside = c->in_pmi;
     exempt |= inside && c->entry_phase;
     if (inside) {
         ip = c->handler_ip;
@@ -921,10 +925,10 @@ static void retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, b
                     c->global_status |= 1ull << live[i].status_bit;
                 raise |= live[i].interrupt;
                 if (live[i].interrupt)
-                    overflowed(c, live[i].slot, in_pmi && cpu == current);
+                    overflowed(c, live[i].slot, c->in_pmi);
             }
         }
-        bool inside = in_pmi && cpu == current;
+        bool inside = c->in_pmi;
         if (raise)
             overflow_side_effects(c);
         if (k)
@@ -1172,6 +1176,8 @@ void lapic_write(uint32_t reg, uint32_t value)
     else
         tap_ok(false, "pmc wrote LAPIC register 0x%x (only the LVTPC is its business)", reg);
     access_cost(); // an xAPIC MMIO write traps to the hypervisor like an MSR access
+    if (interleaving)
+        yield_to_scheduler(false);
 }
 
 void lapic_eoi(void) {}
@@ -1184,6 +1190,13 @@ uint64_t read_cr4(void)
 void write_cr4(uint64_t v)
 {
     mcpus[current].cr4 = v;
+    if (interleaving)
+        yield_to_scheduler(false);
+}
+
+uint64_t model_cr4(unsigned cpu)
+{
+    return mcpus[cpu].cr4;
 }
 
 unsigned cpu_id(void)
@@ -1208,11 +1221,17 @@ void irq_restore(uint64_t flags)
     }
 }
 
+static void interleaved_call_all(void (*fn)(void *arg), void *arg);
+
 void smp_call_all(void (*fn)(void *arg), void *arg)
 {
+    if (interleaving) {
+        interleaved_call_all(fn, arg);
+        return;
+    }
     unsigned saved = current;
     smp_calls++;
-    if (in_pmi || !mcpus[current].irq_on)
+    if (mcpus[current].in_pmi || !mcpus[current].irq_on)
         tap_ok(false, "smp_call_all called with interrupts off on cpu %u", current);
     for (unsigned cpu = 0; cpu < cfg.ncpus; cpu++) {
         current = cpu;
@@ -1241,11 +1260,23 @@ void model_on_cpu(unsigned cpu, void (*fn)(void *arg), void *arg)
     current = saved;
 }
 
+// Wait for l with this CPU's interrupts as they are: interleaved, the other
+// CPUs run meanwhile; otherwise a held lock is a failed check (one host thread).
+void model_spin_wait(struct spinlock *l)
+{
+    while (l->locked) {
+        if (!interleaving) {
+            tap_ok(false, "spinlock %s taken twice", l->name);
+            return;
+        }
+        yield_to_scheduler(false);
+    }
+}
+
 uint64_t spin_lock_irqsave(struct spinlock *l)
 {
     uint64_t f = irq_save();
-    if (l->locked)
-        tap_ok(false, "spinlock %s taken twice", l->name);
+    model_spin_wait(l);
     l->locked = 1;
     l->owner_cpu = (int)current;
     return f;
@@ -1410,4 +1441,192 @@ void model_console_clear(void)
 {
     console_len = 0;
     console[0] = '\0';
+}
+
+// ---- Interleaving: the CPUs as coroutines ----
+//
+// model_interleave runs a program on every model CPU at once, each CPU a
+// coroutine (ucontext) with its own stack, switched by a seeded random
+// scheduler at every preemption point: each MSR and LAPIC access, CR4
+// write, spinlock wait, and the program's own model_user_point. A CPU with
+// interrupts on takes, at its preemption points, the cross-CPU call waiting
+// for it (smp_call_all posts one to every other CPU, as kernel/core/smp.c
+// does with its IPI, and waits with interrupts on) and its latched PMI. So
+// calls, counting switches, reservations and PMIs of different CPUs
+// interleave at every register access, deterministically for a seed.
+
+#define INTERLEAVE_STACK (512 * 1024)
+
+// AddressSanitizer is told about each stack switch (its fiber interface), so
+// that it checks the coroutines' stacks as it does the main one.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MODEL_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define MODEL_ASAN 1
+#endif
+#ifdef MODEL_ASAN
+#include <sanitizer/common_interface_defs.h>
+#define FIBER_START(save, bottom, size)  __sanitizer_start_switch_fiber(save, bottom, size)
+#define FIBER_FINISH(save, bottom, size) __sanitizer_finish_switch_fiber(save, bottom, size)
+#else
+#define FIBER_START(save, bottom, size)  ((void)(save), (void)(bottom), (void)(size))
+#define FIBER_FINISH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#endif
+static const void *sched_stack; // the scheduler's (the test's) stack, for the switches back
+static size_t sched_stack_size;
+static void *sched_fake; // ASan's fake-stack cookies of each side
+
+static struct icpu {
+    ucontext_t ctx;
+    void *stack;
+    bool finished; // its program returned: it only answers calls now
+    bool at_user;  // parked at model_user_point
+    bool mail;     // the current smp_call_all waits for it
+    void *fake;
+} icpus[MODEL_MAX_CPUS];
+static ucontext_t sched_ctx;
+static uint64_t rng_state;
+static void (*prog_fn)(unsigned cpu, void *arg);
+static void *prog_arg;
+static struct {
+    void (*fn)(void *arg);
+    void *arg;
+    unsigned left; // CPUs that have not run it yet
+    bool busy;
+} call;
+
+static uint64_t next_rand(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+// The call waiting for cpu, taken as the IPI would be: interrupts on, not in the PMI.
+static void take_call(unsigned cpu)
+{
+    struct mcpu *c = &mcpus[cpu];
+    if (!icpus[cpu].mail || !c->irq_on || c->in_pmi)
+        return;
+    icpus[cpu].mail = false;
+    c->irq_on = false;
+    call.fn(call.arg);
+    c->irq_on = true;
+    call.left--;
+    take_pending(cpu);
+}
+
+static void yield_to_scheduler(bool user)
+{
+    unsigned me = current;
+    icpus[me].at_user = user;
+    FIBER_START(&icpus[me].fake, sched_stack, sched_stack_size);
+    swapcontext(&icpus[me].ctx, &sched_ctx);
+    FIBER_FINISH(icpus[me].fake, NULL, NULL);
+    icpus[me].at_user = false;
+    current = me;
+    take_call(me);
+    take_pending(me);
+}
+
+void model_user_point(void)
+{
+    if (interleaving)
+        yield_to_scheduler(true);
+}
+
+bool model_interleaving(void)
+{
+    return interleaving;
+}
+
+void model_yield(void)
+{
+    if (interleaving)
+        yield_to_scheduler(false);
+}
+
+static void interleaved_call_all(void (*fn)(void *arg), void *arg)
+{
+    if (mcpus[current].in_pmi || !mcpus[current].irq_on)
+        tap_ok(false, "smp_call_all called with interrupts off on cpu %u", current);
+    smp_calls++;
+    while (call.busy) // one call at a time; answer the others' meanwhile
+        yield_to_scheduler(false);
+    call.busy = true;
+    call.fn = fn;
+    call.arg = arg;
+    call.left = cfg.ncpus - 1;
+    for (unsigned c = 0; c < cfg.ncpus; c++)
+        icpus[c].mail = c != current;
+    uint64_t f = irq_save();
+    fn(arg);
+    irq_restore(f);
+    while (call.left)
+        yield_to_scheduler(false);
+    call.busy = false;
+}
+
+static void cpu_entry(int cpu)
+{
+    FIBER_FINISH(NULL, &sched_stack, &sched_stack_size);
+    current = (unsigned)cpu;
+    prog_fn((unsigned)cpu, prog_arg);
+    icpus[cpu].finished = true;
+    for (;;)
+        yield_to_scheduler(true); // idle: answers calls
+}
+
+static void make_cpu_context(unsigned c)
+{
+    getcontext(&icpus[c].ctx);
+    icpus[c].stack = malloc(INTERLEAVE_STACK);
+    icpus[c].ctx.uc_stack.ss_sp = icpus[c].stack;
+    icpus[c].ctx.uc_stack.ss_size = INTERLEAVE_STACK;
+    icpus[c].ctx.uc_link = NULL;
+    makecontext(&icpus[c].ctx, (void (*)(void))cpu_entry, 1, (int)c);
+}
+
+static bool all_finished(void)
+{
+    bool done = !call.busy;
+    for (unsigned c = 0; c < cfg.ncpus; c++)
+        done = done && icpus[c].finished;
+    return done;
+}
+
+uint64_t model_interleave(uint64_t seed, void (*program)(unsigned cpu, void *arg), void *arg,
+                          void (*check)(unsigned cpu, void *arg), uint64_t max_steps)
+{
+    unsigned saved = current;
+    memset(icpus, 0, sizeof(icpus));
+    memset(&call, 0, sizeof(call));
+    rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
+    prog_fn = program;
+    prog_arg = arg;
+    for (unsigned c = 0; c < cfg.ncpus; c++)
+        make_cpu_context(c);
+    interleaving = true;
+    uint64_t steps = 0;
+    for (; steps < max_steps && !all_finished(); steps++) {
+        current = (unsigned)(next_rand() % cfg.ncpus);
+        FIBER_START(&sched_fake, icpus[current].stack, INTERLEAVE_STACK);
+        swapcontext(&sched_ctx, &icpus[current].ctx);
+        FIBER_FINISH(sched_fake, NULL, NULL);
+        for (unsigned c = 0; check && c < cfg.ncpus; c++)
+            if (icpus[c].at_user)
+                check(c, arg);
+    }
+    interleaving = false;
+    if (steps == max_steps)
+        tap_ok(false, "interleave seed %llu: not finished after %llu steps (a deadlock?)",
+               (unsigned long long)seed, (unsigned long long)max_steps);
+    for (unsigned c = 0; c < cfg.ncpus; c++)
+        free(icpus[c].stack);
+    current = saved;
+    return steps;
 }

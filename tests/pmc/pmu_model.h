@@ -184,3 +184,18 @@ size_t model_heap_in_use(void);
 const char *model_console(void);
 void model_console_clear(void);
 unsigned model_smp_calls(void);
+
+// Interleaving (see pmu_model.c): program(cpu, arg) runs on every CPU at once,
+// as coroutines switched at every MSR/LAPIC access, CR4 write, spinlock wait
+// and model_user_point, in an order drawn from seed; check(cpu, arg) runs
+// after every switch for each CPU parked at a model_user_point (in ring 3).
+// Returns the switches made; a run that has not ended after max_steps is a
+// failed check. Boot before, finish after.
+uint64_t model_interleave(uint64_t seed, void (*program)(unsigned cpu, void *arg), void *arg,
+                          void (*check)(unsigned cpu, void *arg), uint64_t max_steps);
+void model_user_point(void);   // the program is in ring 3 here: a preemption point
+void model_yield(void);        // a preemption point (none unless interleaving)
+bool model_interleaving(void); // model_interleave is running
+struct spinlock;
+void model_spin_wait(struct spinlock *l); // until l is free (interleaving) or a failed check
+uint64_t model_cr4(unsigned cpu);

@@ -60,3 +60,4 @@ void test_hyper(void);
 void test_counting(void);
 void test_pmc_object(void);
 void test_review(void);
+void test_interleave(void);
