@@ -336,6 +336,8 @@ static void defect4_probe(void)
         {&v2_fw, MSR_IA32_A_PMC0 + 7,
          "emon: version 2, 8 GP counters x 48 bits (IA32_A_PMC7 raises #GP: legacy writes), "
          "3 fixed x 48 bits"},
+        {&v2_fw, MSR_IA32_PERF_CAPABILITIES, // PDCM says it exists: legacy writes, no fault
+         "emon: version 2, 8 GP counters x 48 bits, 3 fixed x 48 bits"},
         {&v2_fw, MSR_IA32_PMC0 + 7, "none: IA32_PMC7 raises #GP on wrmsr"},
         {&v2_fw, MSR_IA32_PERFEVTSEL0 + 7, "none: IA32_PERFEVTSEL7 raises #GP on rdmsr"},
         {&v2_fw, MSR_IA32_FIXED_CTR0, "none: IA32_FIXED_CTR0 raises #GP on wrmsr"},
