@@ -171,10 +171,11 @@ static void amd_query(KPROFILE_SOURCE source, struct pmc_source_query *q)
     q->max_interval = q->supported ? pmc_hw[0].max_period : 0;
 }
 
-static void amd_freeze(void)
+static bool amd_freeze(void)
 {
     if (amd.v2)
         pmc_wrmsr(MSR_AMD_PERF_GLOBAL_CTL, 0);
+    return amd.v2;
 }
 
 static void amd_reload(unsigned i, uint64_t period, uint64_t *lost)

@@ -77,8 +77,10 @@ static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, uint64_t inte
     c->stretch = 0;
     c->period = pmc_period_clamp(interval, pmc_hw[i].max_period);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!((pmc_rows_reserved >> i) & 1))
+    if (!((pmc_rows_reserved >> i) & 1)) {
+        pmc_count_sampling_changed(i, false);
         return true;
+    }
     *c = (struct pmc_counter){0};
     return false;
 }
@@ -119,6 +121,7 @@ void pmc_counter_disable(const struct halp_profile_interface *pi, KPROFILE_SOURC
     *pmc_counter(cpu, (unsigned)i) = (struct pmc_counter){0};
     pi->ThawCounters();
     pi->AcknowledgeOverflow(1ull << pmc_hw[i].status_bit);
+    pmc_count_sampling_changed((unsigned)i, true);
 }
 
 int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source)

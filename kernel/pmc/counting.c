@@ -4,6 +4,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/percpu.h"
 #include "core/spinlock.h"
+#include "core/uaccess.h"
 #include "lib/string.h"
 #include "pmc/hal_interface.h"
 
@@ -16,6 +17,10 @@ static struct row {
 } rows[PMC_MAX_COUNTERS];
 
 static unsigned reserved_in[3]; // reservations per scope
+// Counts may be loaded: from pmc_init's choice to pmc_shutdown's
+// pmc_count_unload_all, which saves them first (the no-PMU interface that
+// follows has no counting operations).
+static volatile bool counting_live;
 volatile uint32_t pmc_rows_reserved;
 static struct spinlock rows_lock = SPINLOCK_INIT("pmc rows");
 
@@ -101,6 +106,10 @@ void pmc_row_release(unsigned row)
 {
     uint64_t f = spin_lock_irqsave(&rows_lock);
     struct row *r = &rows[row];
+    if (r->users == 0) { // released by pmc_shutdown's reset already
+        spin_unlock_irqrestore(&rows_lock, f);
+        return;
+    }
     reserved_in[r->scope]--;
     if (--r->users == 0) {
         r->scope = PMC_ROW_FREE;
@@ -142,6 +151,7 @@ static struct count_cpu {
     unsigned turn[3];    // rotations per scope
     unsigned waiting[3]; // wanted counts of each scope with no counter
     struct pmc_count *on[PMC_MAX_COUNTERS];
+    uint32_t dirty; // counters that may hold a value someone else left there
 } percount[MAX_CPUS];
 
 void pmc_count_init(struct pmc_count *c, KPROFILE_SOURCE source, unsigned row, bool user_read)
@@ -175,13 +185,36 @@ static void harvest(struct pmc_count *c)
     c->load = now;
 }
 
-// CR4.PCE (bit 8) lets ring 3 execute rdpmc (Intel SDM vol. 3A, 2.5 "Control
-// Registers"): on while this CPU has a count loaded that its owner reads itself.
+// Counter i counts for someone other than the running process: a sampling
+// period, or a system-scope count.
+static bool foreign_live(const struct count_cpu *cc, unsigned cpu, unsigned i)
+{
+    return pmc_counter(cpu, i)->period || (cc->on[i] && cc->on[i]->scope == PMC_ROW_SYSTEM);
+}
+
+// CR4.PCE (bit 8) lets ring 3 execute rdpmc on every counter (Intel SDM vol.
+// 3A, 2.5 "Control Registers"; AMD APM vol. 3, RDPMC), not only its own. It is
+// on while this CPU has a count loaded that its owner reads itself, and only
+// while every other counter holds that process's counts or zero: counters
+// others left a value in are cleared first (Linux's
+// x86_pmu_clear_dirty_counters, arch/x86/events/core.c), and while a sampling
+// period or a system-scope count is live on another counter CR4.PCE stays
+// off, and the reader's rdpmc is emulated instead (pmc_count_rdpmc_gp).
 static void update_pce(struct count_cpu *cc)
 {
-    bool want = false;
-    for (unsigned i = 0; i < pmc_ncounters; i++)
-        want |= cc->on[i] && cc->on[i]->user_read;
+    unsigned cpu = cpu_id();
+    bool reader = false, foreign = false;
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        reader |= cc->on[i] && cc->on[i]->user_read;
+        foreign |= foreign_live(cc, cpu, i);
+    }
+    bool want = reader && !foreign;
+    for (unsigned i = 0; want && cc->dirty && i < pmc_ncounters; i++) {
+        if (((cc->dirty >> i) & 1) && !cc->on[i]) {
+            pmc_wrmsr(pmc_hw[i].ctr_msr, 0); // stopped: neither loaded nor sampling
+            cc->dirty &= ~(1u << i);
+        }
+    }
     uint64_t cr4 = read_cr4();
     if (want != ((cr4 & CR4_PCE) != 0))
         write_cr4(want ? cr4 | CR4_PCE : cr4 & ~CR4_PCE);
@@ -204,6 +237,7 @@ static void unload(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
 {
     advance(c, now);
     harvest(c);
+    cc->dirty |= 1u << c->counter;
     pmc_counting[cpu_id()] &= ~(1u << c->counter);
     halp_profile_interface->StopCounting((unsigned)c->counter);
     cc->on[c->counter] = NULL;
@@ -250,8 +284,10 @@ static void fill_scope(struct count_cpu *cc, enum pmc_row_scope scope, uint64_t 
 
 static void fill(struct count_cpu *cc, uint64_t now)
 {
-    fill_scope(cc, PMC_ROW_THREAD, now);
-    fill_scope(cc, PMC_ROW_SYSTEM, now);
+    if (READ_ONCE(counting_live)) {
+        fill_scope(cc, PMC_ROW_THREAD, now);
+        fill_scope(cc, PMC_ROW_SYSTEM, now);
+    }
     update_pce(cc);
 }
 
@@ -277,9 +313,11 @@ void pmc_count_out(struct pmc_count *c, uint64_t now)
     unsigned k = 0;
     while (k < cc->nwant && cc->want[k] != c)
         k++;
+    c->cpu = -1;
+    if (k == cc->nwant)
+        return; // forgotten by pmc_shutdown's reset
     memmove(&cc->want[k], &cc->want[k + 1], (cc->nwant - k - 1) * sizeof cc->want[0]);
     cc->nwant--;
-    c->cpu = -1;
     fill(cc, now);
 }
 
@@ -322,10 +360,73 @@ void pmc_count_tick(uint64_t now)
     fill(cc, now);
 }
 
+void pmc_count_go_live(void)
+{
+    WRITE_ONCE(counting_live, true);
+}
+
+void pmc_count_stop_loading(void)
+{
+    WRITE_ONCE(counting_live, false);
+}
+
+void pmc_count_unload_all(uint64_t now)
+{
+    struct count_cpu *cc = &percount[cpu_id()];
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if (cc->on[i])
+            unload(cc, cc->on[i], now);
+    for (unsigned s = PMC_ROW_THREAD; s <= PMC_ROW_SYSTEM; s++)
+        cc->waiting[s] = 0;
+    update_pce(cc);
+}
+
+void pmc_count_sampling_changed(unsigned i, bool freed)
+{
+    struct count_cpu *cc = &percount[cpu_id()];
+    if (freed)
+        cc->dirty |= 1u << i;
+    update_pce(cc);
+}
+
+// The rdpmc the CPU refused (CR4.PCE off): the reader's own counter, zero
+// for any other counter of the interface; a #GP still for an index that names
+// none, or when no count this CPU has loaded is read from ring 3.
+bool pmc_count_rdpmc_value(uint32_t ecx, uint64_t *value)
+{
+    const struct count_cpu *cc = &percount[cpu_id()];
+    bool reader = false;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        reader |= cc->on[i] && cc->on[i]->user_read;
+    for (unsigned i = 0; reader && i < pmc_ncounters; i++) {
+        if (pmc_count_rdpmc_index(i) != ecx)
+            continue;
+        bool own = cc->on[i] && cc->on[i]->user_read;
+        *value = own ? pmc_rdmsr(pmc_hw[i].ctr_msr) & pmc_hw[i].mask : 0;
+        return true;
+    }
+    return false;
+}
+
+bool pmc_count_rdpmc_gp(struct trapframe *tf)
+{
+    uint8_t insn[2];
+    uint64_t v;
+    if (!NT_SUCCESS(copy_from_user(insn, tf->rip, sizeof insn)) || insn[0] != 0x0F ||
+        insn[1] != 0x33 || !pmc_count_rdpmc_value((uint32_t)tf->rcx, &v))
+        return false;
+    tf->rax = (uint32_t)v;
+    tf->rdx = v >> 32;
+    tf->rip += sizeof insn;
+    return true;
+}
+
 void pmc_count_reset(void)
 {
     memset(rows, 0, sizeof rows);
     memset(reserved_in, 0, sizeof reserved_in);
     memset(percount, 0, sizeof percount);
+    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
+        percount[cpu].dirty = ~0u; // whatever firmware or the last session left
     pmc_rows_reserved = 0;
 }

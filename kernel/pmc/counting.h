@@ -31,6 +31,7 @@
 #include "lib/param.h"
 #include "pmc/counter_table.h"
 #include "pmc/profile_source.h"
+#include "arch/x86/trapframe.h"
 #include "lib/types.h"
 
 #define PMC_COUNT_MAX_RESERVED 16 // reservations per scope (counting PMCs using hardware)
@@ -86,9 +87,33 @@ void pmc_count_tick(uint64_t now);
 // True when this CPU has counts waiting for a counter (pmc_count_tick has work).
 bool pmc_count_multiplexing(void);
 
+// Sampling took (freed false) or gave back counter i on this CPU: CR4.PCE
+// is decided again (counter_table.c; interrupts off).
+void pmc_count_sampling_changed(unsigned i, bool freed);
+// A ring-3 rdpmc of ECX = ecx on this CPU that raised #GP because CR4.PCE is
+// off: true and *value = the reader's own counter, or 0 for another counter
+// of the interface, when this CPU has a ring-3-read count loaded; false
+// otherwise (the #GP stands).
+bool pmc_count_rdpmc_value(uint32_t ecx, uint64_t *value);
+// trap.c's user #GP hook: emulates a ring-3 `rdpmc` (0F 33) with
+// pmc_count_rdpmc_value.
+bool pmc_count_rdpmc_gp(struct trapframe *tf);
+
 // rdpmc's ECX for the counter of row (Intel: fixed counters have bit 30 set;
 // Intel SDM vol. 2B, RDPMC). Only meaningful for a row held exclusively.
 uint32_t pmc_count_rdpmc_index(unsigned row);
 
-// Forget reservations and loaded counts (pmc_init, pmc_shutdown).
+// pmc_init, once the interface is chosen: counts may be loaded.
+void pmc_count_go_live(void);
+// pmc_shutdown, before the no-PMU interface replaces the live one: no count is
+// loaded from now on (pmc_count_stop_loading, once), and each CPU unloads
+// every count it has, their values saved (pmc_count_unload_all, on every CPU
+// with interrupts off). A count switched in or out afterwards touches no
+// counter: its value stays what the unload saved.
+void pmc_count_stop_loading(void);
+void pmc_count_unload_all(uint64_t now);
+
+// Forget reservations and loaded counts (pmc_init, pmc_shutdown). A count
+// still wanted somewhere then leaves on its next pmc_count_out, and a
+// reservation released afterwards releases nothing.
 void pmc_count_reset(void);

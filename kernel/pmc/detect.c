@@ -130,29 +130,53 @@ static void choose(struct pmc_caps *c, const struct halp_profile_interface *pi,
             snprintf(c->reason + len, sizeof(c->reason) - len, " = 0x%lx enabled (taken over)",
                      (unsigned long)c->firmware_value);
     }
+    size_t len = strlen(c->reason);
+    if (pi == &emon_profile_interface && c->firmware_freeze && len < sizeof(c->reason))
+        snprintf(c->reason + len, sizeof(c->reason) - len,
+                 ", firmware left IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI set (cleared)");
     if (pi == &nopmu_profile_interface)
         snprintf(nopmu_reason, sizeof(nopmu_reason), "no PMU: %s", c->reason);
 }
 
-// What to probe: the counters' control and counter MSRs, the fixed-counter
-// control (Intel v2+), the global control (Intel v2+, AMD PerfMonV2; 0: none).
+// What to probe: every PMU MSR the interface will go on to access with plain
+// rdmsr/wrmsr, which panics on a #GP. A hypervisor may advertise registers it
+// does not implement, one by one, so each is tried here with the fault-safe
+// accessors (Linux's check_hw_exists, arch/x86/events/core.c, does the same
+// for the first counters).
 struct probe {
-    uint32_t ctl0, ctr0;
+    uint32_t ctl0, ctr0; // control and counter of GP counter 0
     unsigned stride, counters;
-    bool fixed_ctrl;
-    uint32_t global_ctrl;
+    bool fixed_ctrl;    // IA32_FIXED_CTR_CTRL (Intel v2+ with fixed counters)
+    uint32_t reads[3];  // further registers read: global control and status (0 ends)
+    uint32_t zeroes[6]; // further registers written with 0: status clear, fixed counters
 };
 
-// Firmware check, every control register read, then the write/read-back test.
-// False (and the no-PMU interface chosen, with the reason) if the PMU is not
-// usable.
-static bool probe(struct pmc_caps *c, const struct probe *p)
+// Every counter after 0 and the further registers. False on the first #GP.
+static bool probe_rest(struct pmc_caps *c, const struct probe *p)
 {
     uint64_t v;
+    for (unsigned i = 1; i < p->counters; i++)
+        if (!probe_write(c, p->ctr0 + p->stride * i, 0))
+            return false;
+    for (unsigned k = 0; k < ARRAY_SIZE(p->reads) && p->reads[k]; k++)
+        if (!probe_read(c, p->reads[k], &v))
+            return false;
+    for (unsigned k = 0; k < ARRAY_SIZE(p->zeroes) && p->zeroes[k]; k++)
+        if (!probe_write(c, p->zeroes[k], 0))
+            return false;
+    return true;
+}
+
+// Firmware check (every control register read), the write/read-back test on
+// counter 0, then the rest. False (and the no-PMU interface chosen, with the
+// reason) if the PMU is not usable.
+static bool probe(struct pmc_caps *c, const struct probe *p)
+{
     enum presence present = FAULTS;
-    if (firmware_check(c, p->ctl0, p->stride, p->counters, p->fixed_ctrl) &&
-        (p->global_ctrl == 0 || probe_read(c, p->global_ctrl, &v)))
+    if (firmware_check(c, p->ctl0, p->stride, p->counters, p->fixed_ctrl))
         present = msrs_respond(c, p->ctl0, p->ctr0);
+    if (present == PRESENT && !probe_rest(c, p))
+        present = FAULTS;
     char name[32];
     if (present == FAULTS)
         choose(c, &nopmu_profile_interface, "%s raises #GP on %s",
@@ -163,7 +187,20 @@ static bool probe(struct pmc_caps *c, const struct probe *p)
     return present == PRESENT;
 }
 
-static void detect_intel(struct pmc_caps *c)
+// IA32_PERF_CAPABILITIES may claim full-width writes that IA32_A_PMCx do not
+// take: each alias is written once, and one #GP means legacy writes (periods
+// up to 2^31 - 1) rather than no PMU.
+static void probe_full_width(struct pmc_caps *c, unsigned ngp)
+{
+    for (unsigned i = 0; c->full_width && i < ngp; i++) {
+        if (!wrmsr_safe(MSR_IA32_A_PMC0 + i, 0)) {
+            c->full_width = false;
+            c->full_width_msr = MSR_IA32_A_PMC0 + i;
+        }
+    }
+}
+
+static void decode_intel(struct pmc_caps *c)
 {
     if (c->max_leaf >= CPUID_LEAF_PERFMON)
         c->perfmon = cpuid(CPUID_LEAF_PERFMON, 0);
@@ -182,7 +219,34 @@ static void detect_intel(struct pmc_caps *c)
     // A PERF_CAPABILITIES that faults despite PDCM only costs full-width writes.
     if (c->pdcm && rdmsr_safe(MSR_IA32_PERF_CAPABILITIES, &c->perf_capabilities))
         c->full_width = (c->perf_capabilities & PERF_CAPABILITIES_FW_WRITE) != 0;
+    // Firmware may leave FREEZE_PERFMON_ON_PMI set: every PMI would then
+    // freeze the counters (Intel SDM vol. 3B, "Freezing Counters on PMI").
+    // InitializeProfiling clears it on each CPU (emon.c).
+    uint64_t debugctl;
+    c->debugctl = c->version >= 2 && rdmsr_safe(MSR_IA32_DEBUGCTL, &debugctl);
+    c->firmware_freeze = c->debugctl && (debugctl & DEBUGCTL_FREEZE_PERFMON_ON_PMI);
+}
 
+// The Intel probe list: GP counters, fixed counters 0-2 present, and from
+// version 2 the global control, status and overflow-clear registers.
+static void intel_probe_list(const struct pmc_caps *c, unsigned ngp, struct probe *p)
+{
+    bool fixed = c->version >= 2 && c->fixed_present && c->fixed_width;
+    *p = (struct probe){MSR_IA32_PERFEVTSEL0, MSR_IA32_PMC0, 1, ngp, fixed, {0}, {0}};
+    unsigned z = 0;
+    if (c->version >= 2) {
+        p->reads[0] = MSR_IA32_PERF_GLOBAL_CTRL;
+        p->reads[1] = MSR_IA32_PERF_GLOBAL_STATUS;
+        p->zeroes[z++] = MSR_IA32_PERF_GLOBAL_OVF_CTRL;
+    }
+    for (unsigned f = 0; fixed && f < 3; f++)
+        if ((c->fixed_present >> f) & 1)
+            p->zeroes[z++] = MSR_IA32_FIXED_CTR0 + f;
+}
+
+static void detect_intel(struct pmc_caps *c)
+{
+    decode_intel(c);
     if (c->version == 0) {
         choose(c, &nopmu_profile_interface, "CPUID.0AH version 0");
         return;
@@ -193,25 +257,28 @@ static void detect_intel(struct pmc_caps *c)
         return;
     }
     unsigned ngp = c->gp_counters < PMC_MAX_GP_INTEL ? c->gp_counters : PMC_MAX_GP_INTEL;
-    struct probe pr = {MSR_IA32_PERFEVTSEL0,
-                       MSR_IA32_PMC0,
-                       1,
-                       ngp,
-                       c->version >= 2 && c->fixed_counters && c->fixed_width,
-                       c->version >= 2 ? MSR_IA32_PERF_GLOBAL_CTRL : 0};
+    struct probe pr;
+    intel_probe_list(c, ngp, &pr);
     if (!probe(c, &pr))
         return;
+    probe_full_width(c, ngp);
+    char writes[64] = "";
+    char name[32];
+    if (c->full_width)
+        snprintf(writes, sizeof(writes), " (full-width writes)");
+    else if (c->full_width_msr)
+        snprintf(writes, sizeof(writes), " (%s raises #GP: legacy writes)",
+                 msr_name(c->full_width_msr, name, sizeof(name)));
     unsigned fixed = 0;
     for (unsigned i = 0; i < 3; i++) // instructions, core cycles, reference cycles
         fixed += (c->fixed_present >> i) & 1;
     if (fixed && c->fixed_width)
         choose(c, &emon_profile_interface,
                "version %u, %u GP counters x %u bits%s, %u fixed x %u bits", c->version,
-               c->gp_counters, c->gp_width, c->full_width ? " (full-width writes)" : "", fixed,
-               c->fixed_width);
+               c->gp_counters, c->gp_width, writes, fixed, c->fixed_width);
     else
         choose(c, &emon_profile_interface, "version %u, %u GP counters x %u bits%s", c->version,
-               c->gp_counters, c->gp_width, c->full_width ? " (full-width writes)" : "");
+               c->gp_counters, c->gp_width, writes);
 }
 
 static void detect_amd(struct pmc_caps *c)
@@ -236,7 +303,13 @@ static void detect_amd(struct pmc_caps *c)
                        c->amd_perfctr_core ? 2 : 1,
                        c->amd_counters,
                        false,
-                       c->amd_perfmon_v2 ? MSR_AMD_PERF_GLOBAL_CTL : 0};
+                       {0},
+                       {0}};
+    if (c->amd_perfmon_v2) {
+        pr.reads[0] = MSR_AMD_PERF_GLOBAL_CTL;
+        pr.reads[1] = MSR_AMD_PERF_GLOBAL_STATUS;
+        pr.zeroes[0] = MSR_AMD_PERF_GLOBAL_STATUS_CLR;
+    }
     if (!probe(c, &pr))
         return;
     choose(c, &amd64_profile_interface, "family %xh, %u counters x 48 bits (%s%s)", c->family,

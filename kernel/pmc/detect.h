@@ -26,7 +26,10 @@ struct pmc_caps {
     uint32_t fixed_present;    // bitmap: EDX[4:0] counters, plus the v5 ECX bitmap
     bool pdcm;                 // CPUID.1:ECX[15]: IA32_PERF_CAPABILITIES exists
     uint64_t perf_capabilities;
-    bool full_width; // PERF_CAPABILITIES bit 13: IA32_A_PMCx writes
+    bool full_width;         // PERF_CAPABILITIES bit 13: IA32_A_PMCx writes
+    uint32_t full_width_msr; // the IA32_A_PMCx whose #GP turned full-width writes off (0: none)
+    bool debugctl;           // IA32_DEBUGCTL reads without a #GP
+    bool firmware_freeze;    // ... and firmware left FREEZE_PERFMON_ON_PMI set in it
 
     // AMD.
     bool amd_perfctr_core; // CPUID.80000001H:ECX[23]: 6 counters at 0xC0010200

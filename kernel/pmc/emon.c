@@ -27,7 +27,11 @@ static struct {
     uint32_t v1_rearmed[MAX_CPUS];       // version 1: counters re-armed, to enable in Thaw
     bool has_fixed;                      // IA32_FIXED_CTR_CTRL exists
     uint64_t status_bits;                // GLOBAL_STATUS bits of the counters in pmc_hw
+    uint64_t status_other;               // other GLOBAL_STATUS bits the PMI acknowledges
+    bool debugctl;                       // IA32_DEBUGCTL readable: clear its freeze at init
     char reason[ProfileSourceCount][64]; // why each source is unsupported; "" = supported
+    uint32_t gp[ProfileSourceCount];     // GP counters that may count each source (0: none)
+    int8_t fixed[ProfileSourceCount];    // the fixed counter that counts it, or PMC_NO_FIXED
 } emon;
 
 static uint64_t width_mask(unsigned width)
@@ -35,22 +39,51 @@ static uint64_t width_mask(unsigned width)
     return width >= 64 ? ~0ull : (1ull << width) - 1;
 }
 
-// Why the Emon rule (EBX bit meaningful and clear) rejects source, or "" when it is supported.
+static bool fixed_exists(const struct pmc_caps *c, int f)
+{
+    return emon.has_fixed && f >= 0 && f < 3 && (c->fixed_present >> f) & 1;
+}
+
+// Why the GP counters may not count source's event, or NULL when they may:
+// the Emon rule, its CPUID.0AH:EBX bit meaningful (below EAX[31:24]) and clear.
+static const char *gp_refusal(const struct pmc_caps *c, const struct profile_source_desc *d,
+                              char *buf, size_t n)
+{
+    if (d->ebx_bit == PMC_NO_EBX_BIT || d->intel_select == 0)
+        return "no architectural event";
+    if (d->intel_fixed_only)
+        snprintf(buf, n, "counted only by IA32_FIXED_CTR%d, which this CPU lacks", d->intel_fixed);
+    else if ((unsigned)d->ebx_bit >= c->ebx_length)
+        snprintf(buf, n, "CPUID.0AH:EBX bit %d beyond EAX[31:24] = %u", d->ebx_bit, c->ebx_length);
+    else if (!pmc_ebx_event_available(c, d->ebx_bit))
+        snprintf(buf, n, "CPUID.0AH:EBX bit %d set: event unavailable", d->ebx_bit);
+    else
+        return NULL;
+    return buf;
+}
+
+// Which counters may count source, and why none may ("" when some can). The
+// EBX bits enumerate the GP events only; a fixed counter counts its event
+// whenever it exists (Intel SDM vol. 2A, CPUID leaf 0AH).
 static void gate_source(const struct pmc_caps *c, KPROFILE_SOURCE s)
 {
     const struct profile_source_desc *d = &profile_sources[s];
     char *why = emon.reason[s];
     size_t n = sizeof(emon.reason[s]);
-    if (s == ProfileTime)
+    why[0] = '\0';
+    emon.gp[s] = 0;
+    emon.fixed[s] = PMC_NO_FIXED;
+    if (s == ProfileTime) {
         snprintf(why, n, "counted by the timer, not a PMC");
-    else if (d->ebx_bit == PMC_NO_EBX_BIT || d->intel_select == 0)
-        snprintf(why, n, "no architectural event");
-    else if ((unsigned)d->ebx_bit >= c->ebx_length)
-        snprintf(why, n, "CPUID.0AH:EBX bit %d beyond EAX[31:24] = %u", d->ebx_bit, c->ebx_length);
-    else if (!pmc_ebx_event_available(c, d->ebx_bit))
-        snprintf(why, n, "CPUID.0AH:EBX bit %d set: event unavailable", d->ebx_bit);
-    else
+        return;
+    }
+    const char *gp_no = gp_refusal(c, d, why, n);
+    emon.gp[s] = gp_no ? 0 : ALL_GP;
+    emon.fixed[s] = fixed_exists(c, d->intel_fixed) ? d->intel_fixed : PMC_NO_FIXED;
+    if (emon.gp[s] || emon.fixed[s] != PMC_NO_FIXED)
         why[0] = '\0';
+    else if (gp_no != why)
+        snprintf(why, n, "%s", gp_no);
 }
 
 static void emon_setup(const struct pmc_caps *c)
@@ -71,7 +104,7 @@ static void emon_setup(const struct pmc_caps *c)
         };
         pmc_counter_add(&hw);
     }
-    emon.has_fixed = c->version >= 2 && c->fixed_counters > 0 && c->fixed_width > 0;
+    emon.has_fixed = c->version >= 2 && c->fixed_present != 0 && c->fixed_width > 0;
     uint64_t fmask = width_mask(c->fixed_width);
     for (unsigned f = 0; emon.has_fixed && f < 3; f++) { // CTR3 (topdown slots) unused
         if (!(c->fixed_present & (1u << f)))
@@ -89,6 +122,16 @@ static void emon_setup(const struct pmc_caps *c)
     emon.status_bits = 0;
     for (unsigned i = 0; i < pmc_ncounters; i++)
         emon.status_bits |= 1ull << pmc_hw[i].status_bit;
+    // CondChgd (version 2+) and, from version 4, CTR_Frz: a counter freeze on
+    // PMI (IA32_DEBUGCTL bit 12, set by firmware or by another agent after
+    // boot) stops every counter until CTR_Frz is written to
+    // IA32_PERF_GLOBAL_STATUS_RESET (Intel SDM vol. 3B, "Freezing Counters on
+    // PMI"; Linux's handler acknowledges whatever the status shows).
+    emon.status_other = 0;
+    if (c->version >= 2)
+        emon.status_other =
+            PERF_GLOBAL_STATUS_COND_CHG | (c->version >= 4 ? PERF_GLOBAL_STATUS_CTR_FRZ : 0);
+    emon.debugctl = c->debugctl;
     for (unsigned s = 0; s < ProfileSourceCount; s++)
         gate_source(c, (KPROFILE_SOURCE)s);
 }
@@ -97,6 +140,18 @@ static void write_global_ctrl(unsigned cpu)
 {
     if (emon.version >= 2)
         pmc_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, pmc_enabled_bits(cpu));
+}
+
+// FREEZE_PERFMON_ON_PMI off on this CPU: the PMI freezes the counters itself
+// (GLOBAL_CTRL = 0) and would otherwise find them frozen again after each
+// one. Version 2-3 clear GLOBAL_CTRL on such a freeze, which the thaw writes
+// anyway; version 4 sets CTR_Frz, which stops the counters until cleared. A
+// hypervisor that refuses the write leaves CTR_Frz to the PMI's acknowledge.
+static void clear_freeze(void)
+{
+    uint64_t v;
+    if (emon.debugctl && rdmsr_safe(MSR_IA32_DEBUGCTL, &v) && (v & DEBUGCTL_FREEZE_PERFMON_ON_PMI))
+        wrmsr_safe(MSR_IA32_DEBUGCTL, v & ~DEBUGCTL_FREEZE_PERFMON_ON_PMI);
 }
 
 // Every declared event select starts at zero (as the Emon interface does).
@@ -114,6 +169,7 @@ static NTSTATUS emon_initialize(void)
         *pmc_counter(cpu, i) = (struct pmc_counter){0};
     }
     emon.v1_rearmed[cpu] = 0;
+    clear_freeze();
     if (emon.version >= 2)
         pmc_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, emon.status_bits);
     pmc_lapic_write(LAPIC_LVT_PMC, VEC_PMI);
@@ -162,7 +218,7 @@ static NTSTATUS emon_enable(KPROFILE_SOURCE source)
         return STATUS_NOT_SUPPORTED;
     if (pmc_counter_find(cpu, source) >= 0)
         return STATUS_PROFILING_NOT_STOPPED;
-    int i = pmc_counter_claim(cpu, source, profile_sources[source].intel_fixed, ALL_GP,
+    int i = pmc_counter_claim(cpu, source, emon.fixed[source], emon.gp[source],
                               pmc_source_interval[source]);
     if (i < 0) {
         PMC_TRACE_STEP(PMC_STEP_NO_COUNTER, source, 0);
@@ -203,7 +259,7 @@ static NTSTATUS emon_set_interval(KPROFILE_SOURCE source, uint64_t *interval)
 {
     if (emon.reason[source][0])
         return STATUS_NOT_SUPPORTED;
-    int i = pmc_counter_preferred(profile_sources[source].intel_fixed, ALL_GP);
+    int i = pmc_counter_preferred(emon.fixed[source], emon.gp[source]);
     if (i < 0)
         return STATUS_NOT_SUPPORTED;
     *interval = pmc_period_clamp(*interval, pmc_hw[i].max_period);
@@ -226,7 +282,7 @@ static void emon_check_overflow(struct overflow_status *o)
     o->Mask = 0;
     if (emon.version >= 2) {
         uint64_t status = pmc_rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
-        o->Mask = status & emon.status_bits;
+        o->Mask = status & (emon.status_bits | emon.status_other);
         for (unsigned i = 0; i < pmc_ncounters; i++) {
             struct pmc_counter *c = pmc_counter(cpu, i);
             if ((status >> pmc_hw[i].status_bit) & 1 && c->period && !c->stopped)
@@ -244,24 +300,23 @@ static void emon_check_overflow(struct overflow_status *o)
 
 static void emon_query(KPROFILE_SOURCE source, struct pmc_source_query *q)
 {
-    int i = pmc_counter_preferred(profile_sources[source].intel_fixed, ALL_GP);
+    int i = pmc_counter_preferred(emon.fixed[source], emon.gp[source]);
     q->supported = emon.reason[source][0] == '\0' && i >= 0;
     q->reason = emon.reason[source][0] ? emon.reason[source] : i < 0 ? "no counter" : "";
     q->kind = i >= 0 ? pmc_hw[i].kind : PMC_COUNTER_NONE;
     q->max_interval = i >= 0 ? pmc_hw[i].max_period : 0;
 }
 
-static void emon_freeze(void)
+static bool emon_freeze(void)
 {
     if (emon.version >= 2)
         pmc_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    return emon.version >= 2;
 }
 
 // Version 1 has no freeze: the counter is stopped while it is reloaded and
-// stays stopped until emon_thaw, which the PMI calls after unmasking the LVTPC.
-// Enabling it first would let an overflow in between signal a masked LVTPC and
-// be lost for good (no status register remembers it; the counter would have to
-// wrap all 2^width again).
+// stays stopped until emon_thaw, so the PMI path's own events are not counted
+// against its new period.
 static void emon_reload(unsigned i, uint64_t period, uint64_t *lost)
 {
     const struct pmc_counter_hw *hw = &pmc_hw[i];
@@ -298,16 +353,17 @@ static void emon_thaw(void)
 }
 
 // A fixed counter counts its one event; every GP counter counts every
-// architectural event (Intel SDM vol. 3B, 21.2.1).
+// architectural event (Intel SDM vol. 3B, 21.2.1) but reference cycles'.
 static uint32_t emon_counters_for(KPROFILE_SOURCE source)
 {
     if (emon.reason[source][0])
         return 0;
     uint32_t m = 0;
-    for (unsigned i = 0; i < pmc_ncounters; i++)
-        if (pmc_hw[i].kind == PMC_COUNTER_GENERAL ||
-            pmc_hw[i].number == profile_sources[source].intel_fixed)
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        bool fixed = pmc_hw[i].kind == PMC_COUNTER_FIXED;
+        if ((!fixed && emon.gp[source]) || (fixed && pmc_hw[i].number == emon.fixed[source]))
             m |= 1u << i;
+    }
     return m;
 }
 

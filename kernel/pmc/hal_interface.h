@@ -49,7 +49,9 @@ struct halp_profile_interface {
     void (*QueryInformation)(KPROFILE_SOURCE source, struct pmc_source_query *q);
 
     // Steps of the PMI handler (pmi.c). NULL in the no-PMU interface.
-    void (*FreezeCounters)(void); // stop all counting (global ctrl 0)
+    // Stop all counting (global ctrl 0); false when the PMU has no such
+    // control (Intel version 1, AMD before PerfMonV2) and counting goes on.
+    bool (*FreezeCounters)(void);
     // Re-arm counter i to overflow after `period` more events (its own period,
     // or a multiple of it when the throttle stretches it); *lost gets whole
     // periods that went by unseen. Version-1 Intel leaves the counter disabled

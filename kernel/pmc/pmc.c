@@ -5,6 +5,9 @@
 #include "arch/x86/percpu.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/vectors.h"
+#include "arch/x86/clock.h"
+#include "arch/x86/trap.h"
+#include "pmc/counting.h"
 #include "pmc/detect.h"
 #include "pmc/hal.h"
 #include "pmc/hal_interface.h"
@@ -51,6 +54,8 @@ void pmc_init(void)
     WRITE_ONCE(halp_profile_interface, pi);
     PMC_TRACE_STEP(PMC_STEP_INIT, PMC_TRACE_NO_SOURCE, ncpus);
     smp_call_all(initialize_on_cpu, NULL);
+    pmc_count_go_live();
+    WRITE_ONCE(trap_user_gp_hook, pmc_count_rdpmc_gp); // ring-3 rdpmc while CR4.PCE is off
 
     char line[256];
     pmc_boot_line(line, sizeof(line));
@@ -68,15 +73,18 @@ static void quiesce_on_cpu(void *arg)
         return;
     pi->FreezeCounters();
     unsigned cpu = cpu_id();
-    for (unsigned i = 0; i < pmc_ncounters; i++) {
+    for (unsigned i = 0; i < pmc_ncounters; i++)
         if (pmc_counter(cpu, i)->period)
             pi->StopCounter(i);
-        if ((pmc_counting[cpu] >> i) & 1) { // version 1 and legacy AMD have no global enable
-            pmc_counting[cpu] &= ~(1u << i);
-            pi->StopCounting(i);
-        }
-    }
     write_cr4(read_cr4() & ~CR4_PCE); // no count is left for ring 3 to read
+}
+
+// Every CPU, while the interface is still the live one: save and unload the
+// counts (the counting PMCs keep their values).
+static void unload_counts_on_cpu(void *arg)
+{
+    UNUSED(arg);
+    pmc_count_unload_all(clock_ns());
 }
 
 // Mask, drain, then free. A PMI handler that started before the switch to
@@ -88,6 +96,8 @@ void pmc_shutdown(void)
 {
     const struct halp_profile_interface *pi = halp_profile_interface;
     hal_profile_stop_all();
+    pmc_count_stop_loading();
+    smp_call_all(unload_counts_on_cpu, NULL);
     WRITE_ONCE(halp_profile_interface, &nopmu_profile_interface);
     pmc_trace_disable();
     smp_call_all(quiesce_on_cpu, (void *)pi);

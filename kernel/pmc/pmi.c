@@ -7,9 +7,9 @@
 // re-read, at most PMC_PMI_MAX_LOOPS times -> unmask the LVTPC (Intel masks it
 // on delivery) -> restore the global enables. Version-1 Intel and
 // pre-PerfMonV2 AMD have no global registers: the interface finds overflows by
-// the counter's top bit and freezing is a no-op; version-1 Intel re-enables its
-// re-armed counters only in ThawCounters, after the unmask, so an overflow in
-// between raises a PMI instead of being lost behind a masked LVTPC.
+// the counter's top bit, freezing is a no-op, and the LVTPC is unmasked first
+// (see handle); version-1 Intel re-enables its re-armed counters only in
+// ThawCounters.
 //
 // Throttle: the handler's cost is time, not samples. Under a hypervisor every
 // MSR access traps to the host (microseconds each), so a sample count that is
@@ -158,12 +158,23 @@ static void reset_stuck(const struct halp_profile_interface *pi, struct pmi_cpu 
     PMC_TRACE_STEP(PMC_STEP_STUCK, PMC_TRACE_NO_SOURCE, PMC_PMI_MAX_LOOPS);
 }
 
-// Freeze, sample and re-arm, acknowledge, unmask, thaw.
+// Freeze, sample and re-arm, acknowledge, unmask, thaw. Where nothing
+// freezes (Intel version 1, AMD before PerfMonV2) the other counters keep
+// counting, the handler's own events included, so the LVTPC is unmasked
+// first: an overflow after that raises a PMI of its own, taken when this one
+// returns, instead of signalling a masked LVTPC after the last re-check and
+// waiting, unreported, for an unrelated PMI to find it with that PMI's IP.
+// Linux's x86_pmu_handle_irq (arch/x86/events/core.c), the handler of those
+// PMUs, unmasks at its top too. With the counters frozen, the unmask waits
+// until the overflows are acknowledged, as Linux's intel_pmu_handle_irq does
+// on recent parts ("late ack"), and nothing can overflow meanwhile.
 static void handle(const struct halp_profile_interface *pi, struct pmi_cpu *pc, unsigned cpu,
                    const struct trapframe *tf)
 {
     struct overflow_status ovf;
-    pi->FreezeCounters();
+    bool frozen = pi->FreezeCounters();
+    if (!frozen)
+        pmc_lapic_write(LAPIC_LVT_PMC, VEC_PMI);
     pi->CheckOverflowStatus(&ovf);
     if (ovf.Number == 0 && ovf.Mask == 0) {
         pc->stats.spurious++;
@@ -179,7 +190,8 @@ static void handle(const struct halp_profile_interface *pi, struct pmi_cpu *pc, 
         pi->AcknowledgeOverflow(ovf.Mask);
         pi->CheckOverflowStatus(&ovf);
     }
-    pmc_lapic_write(LAPIC_LVT_PMC, VEC_PMI);
+    if (frozen)
+        pmc_lapic_write(LAPIC_LVT_PMC, VEC_PMI);
     pi->ThawCounters();
 }
 

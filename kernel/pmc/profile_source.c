@@ -80,7 +80,12 @@ struct pmc_amd_event pmc_amd_event(enum pmc_amd_kind kind, unsigned family)
 // A row: the WDM.H name is "Profile" + the descriptive string, by construction.
 #define ROW(desc, ebx_bit, fixed, intel, amd) \
     { \
-        "Profile" desc, desc, ebx_bit, fixed, intel, amd \
+        "Profile" desc, desc, ebx_bit, fixed, intel, amd, false \
+    }
+// A row whose Intel event counts only on its fixed counter.
+#define ROW_FIXED_ONLY(desc, ebx_bit, fixed, intel, amd) \
+    { \
+        "Profile" desc, desc, ebx_bit, fixed, intel, amd, true \
     }
 #define NO_BIT PMC_NO_EBX_BIT
 #define NO_FIX PMC_NO_FIXED
@@ -117,7 +122,18 @@ const struct profile_source_desc profile_sources[ProfileSourceCount] = {
     // Emon-specific, in the order of their CPUID.0AH:EBX bits.
     [ProfileUnhaltedCoreCycles] = ROW("UnhaltedCoreCycles", 0, 1, 0x0003003C, AMD_CYCLES),
     [ProfileInstructionRetired] = ROW("InstructionRetired", 1, 0, 0x000300C0, AMD_INSTRUCTIONS),
-    [ProfileUnhaltedReferenceCycles] = ROW("UnhaltedReferenceCycles", 2, 2, 0x0003013C, 0),
+    // Reference cycles are FIXED_CTR2's, at the TSC rate. The Emon row's GP
+    // select, 3CH umask 01H, is another event whose rate depends on the
+    // microarchitecture (Intel SDM vol. 3B, "Pre-defined Architectural
+    // Performance Events"; intel/perfmon's tables: CPU_CLK_UNHALTED.BUS on
+    // Bonnell, REF_XCLK, the core crystal clock, from Sandy Bridge to Ice Lake,
+    // e.g. SKL/events/skylake_core.json, REF_TSC_P from Golden Cove), never
+    // CPU_CLK_UNHALTED.REF_TSC, so one source on both would mix rates; Linux
+    // maps ref-cycles to FIXED_CTR2 only (arch/x86/events/intel/core.c). The
+    // GP selects of the other rows are checked against those tables by
+    // tests/pmc/test_source.c.
+    [ProfileUnhaltedReferenceCycles] =
+        ROW_FIXED_ONLY("UnhaltedReferenceCycles", 2, 2, 0x0003013C, 0),
     [ProfileLLCReference] = ROW("LLCReference", 3, NO_FIX, 0x00034F2E, AMD_CACHE_REFS),
     [ProfileLLCMisses] = ROW("LLCMisses", 4, NO_FIX, 0x0003412E, AMD_CACHE_MISSES),
     [ProfileBranchInstructionRetired] =

@@ -46,6 +46,9 @@ struct profile_source_desc {
     int8_t intel_fixed; // IA32_FIXED_CTRn able to count it, or PMC_NO_FIXED
     uint32_t intel_select; // the Emon table's IA32_PERFEVTSELx value (USR|OS|umask|event), 0 = none
     uint8_t amd_kind;      // enum pmc_amd_kind
+    // Counted only on intel_fixed: intel_select on a GP counter counts another
+    // event at another rate (reference cycles: see profile_source.c).
+    bool intel_fixed_only;
 };
 
 extern const struct profile_source_desc profile_sources[ProfileSourceCount];

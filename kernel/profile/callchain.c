@@ -77,6 +77,26 @@ static unsigned walk_kernel(const struct intr_frame *tf, const struct thread *t,
     return n;
 }
 
+// Where a user thread in the kernel keeps its ring-3 registers: the trap
+// frame at the top of its kernel stack (a system call, an exception, an
+// interrupt through isr_common), or timer_entry's lean frame while that entry
+// runs its user-work hook (vectors.asm): struct intr_frame in place, with the
+// nine saved registers and the hook's return address below it, where a trap
+// frame would have r10 in the rbp slot. False when the top frame is not
+// ring 3's.
+static bool user_state(const struct thread *t, struct intr_frame *out)
+{
+    const struct intr_frame *top = (const struct intr_frame *)(t->kstack_top - sizeof *top);
+    if (!intr_from_user(top))
+        return false;
+    const uint64_t *ret = (const uint64_t *)((uint64_t)top - TIMER_LEAN_SAVED - 8);
+    if (*ret == (uint64_t)timer_user_work_return)
+        *out = *top;
+    else
+        *out = tf_intr_frame((const struct trapframe *)(t->kstack_top - sizeof(struct trapframe)));
+    return true;
+}
+
 unsigned callchain_capture(const struct intr_frame *f, bool user, bool want_chain,
                            struct pmclog_sample *r, unsigned max)
 {
@@ -92,20 +112,16 @@ unsigned callchain_capture(const struct intr_frame *f, bool user, bool want_chai
     if (user)
         return callchain_user(f, r, max); // f is the user's state
     // Interrupted in the kernel, f starts the kernel part, and a user
-    // thread's ring-3 state is the trap frame at the top of its kernel stack
-    // (the system call or the exception it is in: both build a full one there).
+    // thread's ring-3 state is at the top of its kernel stack (user_state).
     bool trunc = false;
     n = walk_kernel(f, t, frames, max, &trunc);
     r->nkernel = (uint16_t)n;
-    if (t->proc && t->kstack) {
-        const struct trapframe *utf =
-            (const struct trapframe *)(t->kstack_top - sizeof(struct trapframe));
-        if (tf_from_user(utf) && n == max) {
+    struct intr_frame ustate;
+    if (t->proc && t->kstack && user_state(t, &ustate)) {
+        if (n == max)
             trunc = true; // the kernel part took every frame
-        } else if (tf_from_user(utf)) {
-            struct intr_frame ustate = tf_intr_frame(utf);
+        else
             how = walk_user(&ustate, &t->proc->as, frames, &n, max);
-        }
     }
     if (n == 0) {
         frames[0] = f->rip;

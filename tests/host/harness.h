@@ -38,6 +38,8 @@ extern char harness_panic_msg[256];
     })
 
 void test_kprintf(void);
+void test_lapic(void);
+void test_callchain(void);
 void test_pmm(void);
 void test_multiboot2(void);
 void test_acpi(void);

@@ -54,6 +54,8 @@ int main(void)
     test_cmdline();
     test_profile_index();
     test_ring();
+    test_lapic();
+    test_callchain();
     printf("# host unit tests: %d passed, %d failed\n", harness_count - harness_failures,
            harness_failures);
     return harness_failures ? 1 : 0;

@@ -32,6 +32,17 @@ $(PMC_BUILD)/pmc_test.%: $(PMC_HOST_DEPS)
 	@mkdir -p $(@D)
 	$* $(PMC_HOST_CFLAGS) -o $@ $(PMC_KERNEL_SRCS) $(PMC_TEST_SRCS)
 
+# build/cpuid-replay FILE...: detection over AIDA64 CPUID dumps
+# (tests/cpuid-replay/replay.c), on the same sources and model.
+CPUID_REPLAY := $(or $(BUILD),build)/cpuid-replay
+CPUID_REPLAY_SRCS := $(PMC_KERNEL_SRCS) tests/pmc/pmu_model.c tests/pmc/ke_host.c tests/pmc/tap.c \
+    tests/cpuid-replay/replay.c
+$(CPUID_REPLAY): $(PMC_HOST_DEPS) tests/cpuid-replay/replay.c
+	@mkdir -p $(@D)
+	gcc $(PMC_HOST_CFLAGS) -iquote tests/pmc -o $@ $(CPUID_REPLAY_SRCS)
+.PHONY: cpuid-replay
+cpuid-replay: $(CPUID_REPLAY)
+
 # One KTAP line per compiler (a failed check's lines follow as # diagnostics),
 # then "N passed, N failed" over every check.
 .PHONY: test-pmc-host check-pmc-freestanding

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/lapic.h"
@@ -14,6 +15,7 @@
 #include "arch/x86/vectors.h"
 #include "arch/x86/clock.h"
 #include "core/heap.h"
+#include "core/uaccess.h"
 #include "lib/kprintf.h"
 #include "arch/x86/percpu.h"
 #include "pmc/pmc.h"
@@ -143,8 +145,25 @@ struct mcpu {
     uint64_t ctl[NGP_MAX], ctr[NGP_MAX];
     uint64_t fixed[NFIXED_MAX], fixed_ctrl;
     uint64_t global_ctrl, global_status;
+    uint64_t debugctl;
+    uint64_t handler_ip; // the IP the running PMI interrupted
+    bool handler_user;   // ... in ring 3
+    bool entry_phase;    // in the PMI, before its first PMU or LAPIC access
+    uint64_t masked_signals, misattributed, int_overflows;
+    bool due_exempt; // the due PMI's overflow happened in a PMI's entry phase
+    unsigned run;    // the PMI handler run in progress (numbered from 1; 0: none)
+    unsigned runs;   // handler runs so far
+    // Each counter's overflow (GP n at n, fixed n at NGP_MAX + n) not yet
+    // reloaded by the kernel: the handler run it happened in (0: outside
+    // one), the run of the PMI it raised (0: none yet), and whether its
+    // signal met a masked LVTPC (no PMI of its own will come).
+    struct overflow {
+        bool open, dropped;
+        unsigned in_run, pmi_run;
+    } ovf[NGP_MAX + NFIXED_MAX];
     uint32_t lvtpc;
     bool irq_on;
+    bool in_pmi;      // running pmc_pmi_handler
     bool pmi_pending; // raised with interrupts off: delivered by irq_restore
     bool pmi_due;     // overflow seen, PMI waits for skid more events
     uint64_t skid_left;
@@ -152,6 +171,7 @@ struct mcpu {
     bool pmi_user;
     uint64_t pmis, lost, coalesced, masked_after;
     uint64_t counted[EV_COUNT];
+    uint64_t xclk_carry; // reference cycles not yet making a whole crystal tick
     uint64_t handler_ns;
     unsigned enable_while_masked;
     struct model_timer timers[TIMER_SLOTS];
@@ -167,6 +187,8 @@ static struct pmi_rec pmi_log[MODEL_MAX_CPUS][PMI_LOG];
 static unsigned pmi_logged[MODEL_MAX_CPUS];
 
 static struct model_config cfg;
+static const struct model_cpuid *cpuid_table; // model_set_cpuid's, or NULL
+static unsigned cpuid_entries;
 static struct mcpu mcpus[MODEL_MAX_CPUS];
 static unsigned current;
 static unsigned gp_faults, msr_writes, smp_calls, safe_faults, constraint_violations, rdpmc_faults;
@@ -175,7 +197,6 @@ static int alloc_countdown = -1;
 static size_t heap_in_use;
 static char console[16384];
 static size_t console_len;
-static bool in_pmi;
 
 unsigned ncpus;
 volatile unsigned ncpus_online;
@@ -219,6 +240,16 @@ static bool has_global(void)
            (cfg.vendor == MODEL_AMD && cfg.perfmon_v2);
 }
 
+// GLOBAL_STATUS bits beyond the counters' that exist, and may be cleared
+// through OVF_CTRL: CondChgd from version 2 (KVM's v2 vPMU accepts it too),
+// CTR_Frz from version 4 (SDM vol. 3B, IA32_PERF_GLOBAL_STATUS_RESET).
+static uint64_t status_extra_bits(void)
+{
+    if (cfg.vendor != MODEL_INTEL || cfg.version < 2)
+        return 0;
+    return PERF_GLOBAL_STATUS_COND_CHG | (cfg.version >= 4 ? PERF_GLOBAL_STATUS_CTR_FRZ : 0);
+}
+
 // Global ctrl/status bits that exist.
 static uint64_t global_bits(void)
 {
@@ -232,6 +263,8 @@ static uint64_t global_bits(void)
 void model_reset(const struct model_config *c)
 {
     cfg = *c;
+    cpuid_table = NULL;
+    cpuid_entries = 0;
     if (cfg.ncpus == 0 || cfg.ncpus > MODEL_MAX_CPUS)
         cfg.ncpus = 1;
     memset(mcpus, 0, sizeof(mcpus));
@@ -244,6 +277,8 @@ void model_reset(const struct model_config *c)
     }
     if (cfg.family == 0)
         cfg.family = cfg.vendor == MODEL_AMD ? 0x10 : 6;
+    if (cfg.xclk_ratio == 0)
+        cfg.xclk_ratio = 108;
     // Firmware that left counters running: cycles in both rings, enabled.
     for (unsigned i = 0; i < MODEL_MAX_CPUS; i++) {
         for (unsigned n = 0; n < NGP_MAX; n++)
@@ -254,6 +289,8 @@ void model_reset(const struct model_config *c)
             if ((cfg.firmware_fixed >> f) & 1)
                 mcpus[i].fixed_ctrl |= (FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR) << (4 * f);
     }
+    for (unsigned i = 0; i < MODEL_MAX_CPUS; i++)
+        mcpus[i].debugctl = cfg.firmware_freeze ? DEBUGCTL_FREEZE_PERFMON_ON_PMI : 0;
     memset(pmi_logged, 0, sizeof(pmi_logged));
     ncpus = ncpus_online = cfg.ncpus;
     current = 0;
@@ -262,7 +299,6 @@ void model_reset(const struct model_config *c)
     alloc_countdown = -1;
     console_len = 0;
     console[0] = '\0';
-    in_pmi = false;
 }
 
 const struct model_config *model_config(void)
@@ -289,10 +325,27 @@ static void put_id(uint32_t *a, uint32_t *b, uint32_t *c, const char *s)
     memcpy(c, buf + 8, 4);
 }
 
+void model_set_cpuid(const struct model_cpuid *table, unsigned n)
+{
+    cpuid_table = table;
+    cpuid_entries = n;
+}
+
+static struct cpuid_regs cpuid_from_table(uint32_t leaf, uint32_t subleaf)
+{
+    for (unsigned k = 0; k < cpuid_entries; k++) {
+        const struct model_cpuid *e = &cpuid_table[k];
+        if (e->leaf == leaf && e->subleaf == subleaf)
+            return (struct cpuid_regs){e->eax, e->ebx, e->ecx, e->edx};
+    }
+    return (struct cpuid_regs){0, 0, 0, 0};
+}
+
 struct cpuid_regs cpuid(uint32_t leaf, uint32_t subleaf)
 {
     struct cpuid_regs r = {0, 0, 0, 0};
-    (void)subleaf;
+    if (cpuid_table)
+        return cpuid_from_table(leaf, subleaf);
     unsigned max = cfg.max_leaf ? cfg.max_leaf : (cfg.vendor == MODEL_INTEL ? 0x16 : 0x10);
     unsigned max_ext = cfg.vendor == MODEL_AMD && cfg.perfmon_v2 ? 0x80000022 : 0x80000008;
     if (leaf == 0) {
@@ -339,7 +392,8 @@ enum reg {
     R_GSTATUS,
     R_GCTRL,
     R_GOVF,
-    R_CAPS
+    R_CAPS,
+    R_DEBUGCTL
 };
 
 // Which register msr is on this machine, and its index; R_NONE = #GP.
@@ -367,6 +421,8 @@ static enum reg decode(uint32_t msr, unsigned *index)
             return R_GOVF;
         if (cfg.pdcm && msr == MSR_IA32_PERF_CAPABILITIES)
             return R_CAPS;
+        if (msr == MSR_IA32_DEBUGCTL)
+            return R_DEBUGCTL;
     } else if (cfg.vendor == MODEL_AMD) {
         if (msr >= MSR_K7_PERF_CTL0 && msr < MSR_K7_PERF_CTL0 + 4)
             return *index = msr - MSR_K7_PERF_CTL0, R_CTL;
@@ -398,13 +454,18 @@ static bool pmu_msr(uint32_t msr)
 
 static void retire_in_handler(void);
 static bool f15_ctr0_2_only(unsigned ev);
+static bool interleaving;
+static void yield_to_scheduler(bool user);
+static void reloaded(struct mcpu *c, unsigned slot);
 
 // Every access takes model time; inside the PMI it also retires the handler's
 // own instructions, which running counters count.
 static void access_cost(void)
 {
     now_ns += cfg.msr_cost_ns;
-    if (in_pmi)
+    if (mcpus[current].in_pmi)
+        mcpus[current].entry_phase = false;
+    if (mcpus[current].in_pmi)
         retire_in_handler();
 }
 
@@ -433,7 +494,9 @@ static const char *write_fault(enum reg r, uint64_t v)
         return v & ~allowed ? "reserved fixed-ctrl bits" : NULL;
     }
     case R_GCTRL: return v & ~global_bits() ? "reserved global-ctrl bits" : NULL;
-    case R_GOVF: return v & ~global_bits() ? "reserved overflow-clear bits" : NULL;
+    case R_GOVF:
+        return v & ~(global_bits() | status_extra_bits()) ? "reserved overflow-clear bits" : NULL;
+    case R_DEBUGCTL: return v >> 16 ? "reserved IA32_DEBUGCTL bits" : NULL;
     case R_GSTATUS: return "global status is read-only";
     case R_CAPS: return "PERF_CAPABILITIES is read-only";
     default: return NULL;
@@ -445,6 +508,14 @@ static const char *write_fault(enum reg r, uint64_t v)
 static bool pmu_present(uint32_t msr, const char **why)
 {
     *why = "no such MSR";
+    for (unsigned k = 0; k < sizeof(cfg.fault_msrs) / sizeof(cfg.fault_msrs[0]); k++) {
+        if (cfg.fault_msrs[k] == 0)
+            break;
+        if (cfg.fault_msrs[k] == msr) {
+            *why = "advertised, but this one MSR faults";
+            return false;
+        }
+    }
     if (!pmu_msr(msr) || !(cfg.pmu_faults || cfg.pmu_ignored))
         return true;
     if (cfg.pmu_faults)
@@ -459,7 +530,7 @@ static bool msr_read(uint32_t msr, uint64_t *out, const char **why)
     unsigned i;
     *out = 0;
     if (!pmu_present(msr, why))
-        return cfg.pmu_ignored;
+        return cfg.pmu_ignored && pmu_msr(msr);
     switch (decode(msr, &i)) {
     case R_CTL: *out = c->ctl[i]; return true;
     case R_CTR:
@@ -470,6 +541,7 @@ static bool msr_read(uint32_t msr, uint64_t *out, const char **why)
     case R_GCTRL: *out = c->global_ctrl; return true;
     case R_GOVF: return true;
     case R_CAPS: *out = (cfg.full_width ? PERF_CAPABILITIES_FW_WRITE : 0) | 0x3; return true;
+    case R_DEBUGCTL: *out = c->debugctl; return true;
     case R_NONE: break;
     }
     return false;
@@ -480,7 +552,7 @@ static bool msr_read(uint32_t msr, uint64_t *out, const char **why)
 static void check_enable_order(enum reg r, unsigned i, uint64_t v)
 {
     struct mcpu *c = &mcpus[current];
-    if (!in_pmi || !(c->lvtpc & LVT_MASKED))
+    if (!c->in_pmi || !(c->lvtpc & LVT_MASKED))
         return;
     bool enables = (r == R_CTL && (v & PERFEVTSEL_EN) && (v & PERFEVTSEL_INT) &&
                     !(c->ctl[i] & PERFEVTSEL_EN)) ||
@@ -493,7 +565,7 @@ static bool msr_write(uint32_t msr, uint64_t v, const char **why)
     struct mcpu *c = &mcpus[current];
     unsigned i;
     if (!pmu_present(msr, why))
-        return cfg.pmu_ignored;
+        return cfg.pmu_ignored && pmu_msr(msr);
     enum reg r = decode(msr, &i);
     if (r == R_NONE)
         return false;
@@ -503,6 +575,10 @@ static bool msr_write(uint32_t msr, uint64_t v, const char **why)
     if (r == R_CTL && cfg.vendor == MODEL_AMD && (v & PERFEVTSEL_EN) && i > 2 &&
         f15_ctr0_2_only((unsigned)(v & 0xFF) | (unsigned)((v >> 32) & 0xF) << 8))
         constraint_violations++;
+    if (r == R_CTR || r == R_CTR_FULL)
+        reloaded(c, i);
+    else if (r == R_FIXED)
+        reloaded(c, NGP_MAX + i);
     switch (r) {
     case R_CTL: c->ctl[i] = v; break;
     case R_CTR: // legacy Intel write: bits 31:0, sign-extended from bit 31
@@ -515,6 +591,10 @@ static bool msr_write(uint32_t msr, uint64_t v, const char **why)
     case R_GOVF:
         if (!cfg.sticky_status)
             c->global_status &= ~v;
+        break;
+    case R_DEBUGCTL:
+        if (!cfg.debugctl_ignored)
+            c->debugctl = v;
         break;
     default: break;
     }
@@ -533,6 +613,8 @@ static bool access(bool write, bool safe, uint32_t msr, uint64_t *v)
         safe_faults++;
     else if (!ok)
         gp_fault(write ? "wrmsr" : "rdmsr", msr, write ? *v : 0, why);
+    if (interleaving)
+        yield_to_scheduler(false); // another CPU may run between any two accesses
     return ok;
 }
 
@@ -561,14 +643,16 @@ bool wrmsr_safe(uint32_t msr, uint64_t value)
 // ---- Counting and PMIs ----
 
 // Intel architectural events (SDM vol. 3B, "Pre-defined Architectural
-// Performance Events": event select and unit mask of each).
+// Performance Events": event select and unit mask of each). 3CH/01H on a GP
+// counter is the core crystal clock, REF_XCLK in intel/perfmon's tables
+// (SKL/events/skylake_core.json), not FIXED_CTR2's TSC-rate reference cycles.
 static enum model_event intel_event(unsigned ev, unsigned um)
 {
     static const struct {
         unsigned ev, um;
         enum model_event what;
     } arch[] = {
-        {0x3C, 0x00, EV_CORE_CYCLES},   {0xC0, 0x00, EV_INSTRUCTIONS}, {0x3C, 0x01, EV_REF_CYCLES},
+        {0x3C, 0x00, EV_CORE_CYCLES},   {0xC0, 0x00, EV_INSTRUCTIONS}, {0x3C, 0x01, EV_REF_XCLK},
         {0x2E, 0x4F, EV_LLC_REFS},      {0x2E, 0x41, EV_LLC_MISSES},   {0xC4, 0x00, EV_BRANCHES},
         {0xC5, 0x00, EV_BRANCH_MISSES}, {0xA4, 0x01, EV_SLOTS},
     };
@@ -630,12 +714,15 @@ struct live {
     uint64_t mask;
     bool interrupt;
     int status_bit; // -1: no global status
+    unsigned slot;  // index into mcpu.ovf
 };
 
 static unsigned live_counters(struct mcpu *c, enum model_event ev, bool user, struct live *out)
 {
     unsigned n = 0;
-    if (cfg.pmu_ignored || cfg.pmu_faults)
+    if ((cfg.filtered_events >> ev) & 1)
+        return 0;
+    if (cfg.pmu_ignored || cfg.pmu_faults || (c->global_status & PERF_GLOBAL_STATUS_CTR_FRZ))
         return 0;
     for (unsigned i = 0; i < ngp(); i++) {
         uint64_t ctl = c->ctl[i];
@@ -643,16 +730,42 @@ static unsigned live_counters(struct mcpu *c, enum model_event ev, bool user, st
         bool gate = !has_global() || ((c->global_ctrl >> i) & 1);
         if ((ctl & PERFEVTSEL_EN) && ring && gate && select_event(ctl, i) == ev)
             out[n++] = (struct live){&c->ctr[i], gp_mask(), (ctl & PERFEVTSEL_INT) != 0,
-                                     has_global() ? (int)i : -1};
+                                     has_global() ? (int)i : -1, i};
     }
     for (unsigned j = 0; j < NFIXED_MAX; j++) {
         unsigned f = (unsigned)(c->fixed_ctrl >> (4 * j)) & 0xF;
         bool ring = user ? (f & FIXED_CTR_CTRL_USR) : (f & FIXED_CTR_CTRL_OS);
         if (fixed_exists(j) && ring && ((c->global_ctrl >> (32 + j)) & 1) && fixed_event[j] == ev)
             out[n++] = (struct live){&c->fixed[j], fixed_mask(), (f & FIXED_CTR_CTRL_PMI) != 0,
-                                     (int)(32 + j)};
+                                     (int)(32 + j), NGP_MAX + j};
     }
     return n;
+}
+
+// A PMI-enabled counter overflowed (slot: its mcpu.ovf index).
+static void overflowed(struct mcpu *c, unsigned slot, bool inside)
+{
+    c->int_overflows++;
+    c->ovf[slot] = (struct overflow){true, false, inside ? c->run : 0, 0};
+}
+
+// The kernel wrote counter slot: inside a PMI, that is the overflow's sample
+// and re-arm. Its sample carries the IP of the run that reloads it, which is
+// right if that run is the one it happened in or the one its own PMI started;
+// any other run found it after its signal was lost (Linux's and the SDM's
+// handlers unmask early enough that none is).
+static void reloaded(struct mcpu *c, unsigned slot)
+{
+    struct overflow *o = &c->ovf[slot];
+    if (o->open && c->in_pmi && c->run && !(o->in_run == c->run || o->pmi_run == c->run))
+        c->misattributed++;
+    o->open = false;
+}
+
+// Intel's LVTPC masks itself when it delivers; AMD's does not, unless configured to.
+static bool lvtpc_masks_on_delivery(void)
+{
+    return cfg.vendor == MODEL_INTEL || (cfg.vendor == MODEL_AMD && cfg.amd_lvtpc_masks);
 }
 
 // Run the real handler on cpu as the CPU would for vector VEC_PMI.
@@ -668,12 +781,21 @@ static void run_handler(unsigned cpu, uint64_t ip, bool user)
     bool irq_on = c->irq_on; // off already when the PMI is an NMI
     current = cpu;
     c->irq_on = false;
-    in_pmi = true;
+    c->in_pmi = true;
     c->pmis++;
+    c->handler_ip = ip;
+    c->handler_user = user;
+    c->entry_phase = true;
+    c->run = ++c->runs;
+    for (unsigned k = 0; k < NGP_MAX + NFIXED_MAX; k++) // overflows whose signal this PMI is
+        if (c->ovf[k].open && !c->ovf[k].dropped && c->ovf[k].pmi_run == 0)
+            c->ovf[k].pmi_run = c->run;
     uint64_t entry = now_ns;
     retire_in_handler(); // the entry stub and the dispatcher run before pmc_pmi_handler
     pmc_pmi_handler(&tf);
-    in_pmi = false;
+    c->in_pmi = false;
+    c->entry_phase = false;
+    c->run = 0;
     c->handler_ns += now_ns - entry;
     if (pmi_logged[cpu] < PMI_LOG)
         pmi_log[cpu][pmi_logged[cpu]++] = (struct pmi_rec){entry, now_ns - entry};
@@ -686,7 +808,7 @@ static void take_pending(unsigned cpu)
 {
     struct mcpu *c = &mcpus[cpu];
     bool nmi = (c->lvtpc & (7u << 8)) == LVT_DELIVERY_NMI; // taken with interrupts off too
-    for (unsigned n = 0; c->pmi_pending && (c->irq_on || nmi) && !in_pmi; n++) {
+    for (unsigned n = 0; c->pmi_pending && (c->irq_on || nmi) && !c->in_pmi; n++) {
         if (n == 100000) {
             tap_ok(false, "cpu %u: PMIs kept coming back 100,000 times in a row", cpu);
             return;
@@ -697,26 +819,52 @@ static void take_pending(unsigned cpu)
             tap_ok(false, "LVTPC on cpu %u is 0x%x: not VEC_PMI with %s delivery", cpu, c->lvtpc,
                    dm ? "NMI" : "fixed");
         run_handler(cpu, c->pmi_ip, c->pmi_user);
-        if (cfg.vendor == MODEL_INTEL && (c->lvtpc & LVT_MASKED))
+        if (lvtpc_masks_on_delivery() && (c->lvtpc & LVT_MASKED))
             c->masked_after++;
     }
 }
 
+// PMI-enabled counters that are enabled on c.
+static unsigned pmi_counters_enabled(const struct mcpu *c)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < ngp(); i++)
+        n += (c->ctl[i] & PERFEVTSEL_EN) && (c->ctl[i] & PERFEVTSEL_INT);
+    for (unsigned j = 0; j < NFIXED_MAX; j++)
+        n += fixed_exists(j) && ((c->fixed_ctrl >> (4 * j)) & FIXED_CTR_CTRL_PMI) &&
+             ((c->fixed_ctrl >> (4 * j)) & (FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR));
+    return n;
+}
+
 // A counter overflow with INT set signals the LVTPC: the interrupt is latched
 // in the LAPIC (Intel also sets the LVTPC mask bit, SDM vol. 3A "LVT
-// performance counter register"), and taken when interrupts are on.
-static void deliver_pmi(unsigned cpu, uint64_t ip, bool user)
+// performance counter register"), and taken when interrupts are on. Raised by
+// the PMI path's own events, it interrupts, after the iret, where that PMI did.
+// exempt: the overflow happened before the PMI path's first access, where
+// nothing can have unmasked the LVTPC yet; so does a signal arriving there
+// (with skid, from an overflow while the previous PMI was latched). The
+// handler's own check finds those.
+static void deliver_pmi(unsigned cpu, uint64_t ip, bool user, bool exempt)
 {
     struct mcpu *c = &mcpus[cpu];
+    bool inside = c->in_pmi;
+    exempt |= inside && c->entry_phase;
+    if (inside) {
+        ip = c->handler_ip;
+        user = c->handler_user;
+    }
     if (c->pmi_pending) {
         c->coalesced++;
         return;
     }
     if (c->lvtpc & LVT_MASKED) {
         c->lost++;
+        c->masked_signals += !exempt && pmi_counters_enabled(c) >= 2;
+        for (unsigned k = 0; k < NGP_MAX + NFIXED_MAX; k++)
+            c->ovf[k].dropped |= c->ovf[k].open && c->ovf[k].pmi_run == 0;
         return;
     }
-    if (cfg.vendor == MODEL_INTEL)
+    if (lvtpc_masks_on_delivery())
         c->lvtpc |= LVT_MASKED;
     c->pmi_pending = true;
     c->pmi_ip = ip;
@@ -743,6 +891,22 @@ bool model_pmi_pending(unsigned cpu)
     return mcpus[cpu].pmi_pending;
 }
 
+// What a PMI request does beside signalling the LVTPC: the firmware's freeze
+// (model_config.firmware_freeze) and a hypervisor's CondChgd.
+static void overflow_side_effects(struct mcpu *c)
+{
+    if (cfg.vendor != MODEL_INTEL || cfg.version < 2)
+        return;
+    if (cfg.cond_chgd)
+        c->global_status |= PERF_GLOBAL_STATUS_COND_CHG;
+    if (!(c->debugctl & DEBUGCTL_FREEZE_PERFMON_ON_PMI))
+        return;
+    if (cfg.version >= 4)
+        c->global_status |= PERF_GLOBAL_STATUS_CTR_FRZ;
+    else
+        c->global_ctrl = 0;
+}
+
 static void retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bool user)
 {
     struct mcpu *c = &mcpus[cpu];
@@ -765,8 +929,13 @@ static void retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, b
                 if (live[i].status_bit >= 0)
                     c->global_status |= 1ull << live[i].status_bit;
                 raise |= live[i].interrupt;
+                if (live[i].interrupt)
+                    overflowed(c, live[i].slot, c->in_pmi);
             }
         }
+        bool inside = c->in_pmi;
+        if (raise)
+            overflow_side_effects(c);
         if (k)
             c->counted[ev] += step;
         n -= step;
@@ -774,14 +943,16 @@ static void retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, b
         bool was_due = c->pmi_due;
         if (was_due)
             c->skid_left -= step;
+        bool exempt = inside && c->entry_phase;
         if (raise && !was_due && cfg.skid == 0) {
-            deliver_pmi(cpu, ip, user);
+            deliver_pmi(cpu, ip, user, exempt);
         } else if (raise && !was_due) {
             c->pmi_due = true;
             c->skid_left = cfg.skid;
+            c->due_exempt = exempt;
         } else if (was_due && c->skid_left == 0) {
             c->pmi_due = false;
-            deliver_pmi(cpu, ip, user);
+            deliver_pmi(cpu, ip, user, c->due_exempt);
         }
         if (k == 0 && !c->pmi_due)
             break; // nothing counts this event: the rest changes nothing
@@ -797,9 +968,18 @@ static void retire_in_handler(void)
     retire(current, EV_CORE_CYCLES, cfg.handler_insns, MODEL_HANDLER_IP, false);
 }
 
+// Reference cycles tick the crystal clock too, xclk_ratio times slower.
 void model_retire(unsigned cpu, enum model_event ev, uint64_t n, uint64_t ip, bool user)
 {
     retire(cpu, ev, n, ip, user);
+    if (ev != EV_REF_CYCLES)
+        return;
+    struct mcpu *c = &mcpus[cpu];
+    c->xclk_carry += n;
+    uint64_t ticks = c->xclk_carry / cfg.xclk_ratio;
+    c->xclk_carry %= cfg.xclk_ratio;
+    if (ticks)
+        retire(cpu, EV_REF_XCLK, ticks, ip, user);
 }
 
 // ---- Register views for tests ----
@@ -827,6 +1007,10 @@ uint64_t model_global_ctrl(unsigned cpu)
 uint64_t model_global_status(unsigned cpu)
 {
     return mcpus[cpu].global_status;
+}
+uint64_t model_debugctl(unsigned cpu)
+{
+    return mcpus[cpu].debugctl;
 }
 uint32_t model_lvtpc(unsigned cpu)
 {
@@ -878,6 +1062,21 @@ uint64_t model_max_handler_per_window(unsigned cpu, uint64_t window_ns, unsigned
     if (windows)
         *windows = n;
     return max;
+}
+uint64_t model_misattributed(unsigned cpu)
+{
+    return mcpus[cpu].misattributed;
+}
+uint64_t model_int_overflows(unsigned cpu)
+{
+    uint64_t open = 0;
+    for (unsigned k = 0; k < NGP_MAX + NFIXED_MAX; k++)
+        open += mcpus[cpu].ovf[k].open;
+    return mcpus[cpu].int_overflows - open;
+}
+uint64_t model_masked_signals(unsigned cpu)
+{
+    return mcpus[cpu].masked_signals;
 }
 unsigned model_enable_while_masked(unsigned cpu)
 {
@@ -933,6 +1132,41 @@ unsigned model_rdpmc_faults(void)
     return rdpmc_faults;
 }
 
+// trap.c's hook and core/uaccess.c's copy, for the host: user memory is the
+// host's (the trap frame's rip points at the test's instruction bytes).
+bool (*trap_user_gp_hook)(struct trapframe *tf);
+
+NTSTATUS copy_from_user(void *dst, uint64_t usrc, size_t n)
+{
+    memcpy(dst, (const void *)usrc, n);
+    return STATUS_SUCCESS;
+}
+
+struct user_gp {
+    struct trapframe tf;
+    bool handled;
+};
+
+static void user_gp_fn(void *arg)
+{
+    struct user_gp *g = arg;
+    g->handled = trap_user_gp_hook && trap_user_gp_hook(&g->tf);
+}
+
+bool model_user_rdpmc(unsigned cpu, uint32_t ecx, uint64_t *value)
+{
+    static const uint8_t rdpmc_insn[2] = {0x0F, 0x33};
+    struct user_gp g;
+    memset(&g, 0, sizeof(g));
+    g.tf.vector = 13;
+    g.tf.cs = 0x2B;
+    g.tf.rip = (uint64_t)(uintptr_t)rdpmc_insn;
+    g.tf.rcx = ecx;
+    model_on_cpu(cpu, user_gp_fn, &g);
+    *value = (g.tf.rdx << 32) | (uint32_t)g.tf.rax;
+    return g.handled && g.tf.rip == (uint64_t)(uintptr_t)rdpmc_insn + 2;
+}
+
 // ---- LAPIC, CPU, SMP ----
 
 uint32_t lapic_read(uint32_t reg)
@@ -947,6 +1181,8 @@ void lapic_write(uint32_t reg, uint32_t value)
     else
         tap_ok(false, "pmc wrote LAPIC register 0x%x (only the LVTPC is its business)", reg);
     access_cost(); // an xAPIC MMIO write traps to the hypervisor like an MSR access
+    if (interleaving)
+        yield_to_scheduler(false);
 }
 
 void lapic_eoi(void) {}
@@ -959,6 +1195,13 @@ uint64_t read_cr4(void)
 void write_cr4(uint64_t v)
 {
     mcpus[current].cr4 = v;
+    if (interleaving)
+        yield_to_scheduler(false);
+}
+
+uint64_t model_cr4(unsigned cpu)
+{
+    return mcpus[cpu].cr4;
 }
 
 unsigned cpu_id(void)
@@ -983,11 +1226,17 @@ void irq_restore(uint64_t flags)
     }
 }
 
+static void interleaved_call_all(void (*fn)(void *arg), void *arg);
+
 void smp_call_all(void (*fn)(void *arg), void *arg)
 {
+    if (interleaving) {
+        interleaved_call_all(fn, arg);
+        return;
+    }
     unsigned saved = current;
     smp_calls++;
-    if (in_pmi || !mcpus[current].irq_on)
+    if (mcpus[current].in_pmi || !mcpus[current].irq_on)
         tap_ok(false, "smp_call_all called with interrupts off on cpu %u", current);
     for (unsigned cpu = 0; cpu < cfg.ncpus; cpu++) {
         current = cpu;
@@ -1016,11 +1265,23 @@ void model_on_cpu(unsigned cpu, void (*fn)(void *arg), void *arg)
     current = saved;
 }
 
+// Wait for l with this CPU's interrupts as they are: interleaved, the other
+// CPUs run meanwhile; otherwise a held lock is a failed check (one host thread).
+void model_spin_wait(struct spinlock *l)
+{
+    while (l->locked) {
+        if (!interleaving) {
+            tap_ok(false, "spinlock %s taken twice", l->name);
+            return;
+        }
+        yield_to_scheduler(false);
+    }
+}
+
 uint64_t spin_lock_irqsave(struct spinlock *l)
 {
     uint64_t f = irq_save();
-    if (l->locked)
-        tap_ok(false, "spinlock %s taken twice", l->name);
+    model_spin_wait(l);
     l->locked = 1;
     l->owner_cpu = (int)current;
     return f;
@@ -1207,4 +1468,192 @@ void model_console_clear(void)
 {
     console_len = 0;
     console[0] = '\0';
+}
+
+// ---- Interleaving: the CPUs as coroutines ----
+//
+// model_interleave runs a program on every model CPU at once, each CPU a
+// coroutine (ucontext) with its own stack, switched by a seeded random
+// scheduler at every preemption point: each MSR and LAPIC access, CR4
+// write, spinlock wait, and the program's own model_user_point. A CPU with
+// interrupts on takes, at its preemption points, the cross-CPU call waiting
+// for it (smp_call_all posts one to every other CPU, as kernel/core/smp.c
+// does with its IPI, and waits with interrupts on) and its latched PMI. So
+// calls, counting switches, reservations and PMIs of different CPUs
+// interleave at every register access, deterministically for a seed.
+
+#define INTERLEAVE_STACK (512 * 1024)
+
+// AddressSanitizer is told about each stack switch (its fiber interface), so
+// that it checks the coroutines' stacks as it does the main one.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MODEL_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define MODEL_ASAN 1
+#endif
+#ifdef MODEL_ASAN
+#include <sanitizer/common_interface_defs.h>
+#define FIBER_START(save, bottom, size)  __sanitizer_start_switch_fiber(save, bottom, size)
+#define FIBER_FINISH(save, bottom, size) __sanitizer_finish_switch_fiber(save, bottom, size)
+#else
+#define FIBER_START(save, bottom, size)  ((void)(save), (void)(bottom), (void)(size))
+#define FIBER_FINISH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#endif
+static const void *sched_stack; // the scheduler's (the test's) stack, for the switches back
+static size_t sched_stack_size;
+static void *sched_fake; // ASan's fake-stack cookies of each side
+
+static struct icpu {
+    ucontext_t ctx;
+    void *stack;
+    bool finished; // its program returned: it only answers calls now
+    bool at_user;  // parked at model_user_point
+    bool mail;     // the current smp_call_all waits for it
+    void *fake;
+} icpus[MODEL_MAX_CPUS];
+static ucontext_t sched_ctx;
+static uint64_t rng_state;
+static void (*prog_fn)(unsigned cpu, void *arg);
+static void *prog_arg;
+static struct {
+    void (*fn)(void *arg);
+    void *arg;
+    unsigned left; // CPUs that have not run it yet
+    bool busy;
+} call;
+
+static uint64_t next_rand(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+// The call waiting for cpu, taken as the IPI would be: interrupts on, not in the PMI.
+static void take_call(unsigned cpu)
+{
+    struct mcpu *c = &mcpus[cpu];
+    if (!icpus[cpu].mail || !c->irq_on || c->in_pmi)
+        return;
+    icpus[cpu].mail = false;
+    c->irq_on = false;
+    call.fn(call.arg);
+    c->irq_on = true;
+    call.left--;
+    take_pending(cpu);
+}
+
+static void yield_to_scheduler(bool user)
+{
+    unsigned me = current;
+    icpus[me].at_user = user;
+    FIBER_START(&icpus[me].fake, sched_stack, sched_stack_size);
+    swapcontext(&icpus[me].ctx, &sched_ctx);
+    FIBER_FINISH(icpus[me].fake, NULL, NULL);
+    icpus[me].at_user = false;
+    current = me;
+    take_call(me);
+    take_pending(me);
+}
+
+void model_user_point(void)
+{
+    if (interleaving)
+        yield_to_scheduler(true);
+}
+
+bool model_interleaving(void)
+{
+    return interleaving;
+}
+
+void model_yield(void)
+{
+    if (interleaving)
+        yield_to_scheduler(false);
+}
+
+static void interleaved_call_all(void (*fn)(void *arg), void *arg)
+{
+    if (mcpus[current].in_pmi || !mcpus[current].irq_on)
+        tap_ok(false, "smp_call_all called with interrupts off on cpu %u", current);
+    smp_calls++;
+    while (call.busy) // one call at a time; answer the others' meanwhile
+        yield_to_scheduler(false);
+    call.busy = true;
+    call.fn = fn;
+    call.arg = arg;
+    call.left = cfg.ncpus - 1;
+    for (unsigned c = 0; c < cfg.ncpus; c++)
+        icpus[c].mail = c != current;
+    uint64_t f = irq_save();
+    fn(arg);
+    irq_restore(f);
+    while (call.left)
+        yield_to_scheduler(false);
+    call.busy = false;
+}
+
+static void cpu_entry(int cpu)
+{
+    FIBER_FINISH(NULL, &sched_stack, &sched_stack_size);
+    current = (unsigned)cpu;
+    prog_fn((unsigned)cpu, prog_arg);
+    icpus[cpu].finished = true;
+    for (;;)
+        yield_to_scheduler(true); // idle: answers calls
+}
+
+static void make_cpu_context(unsigned c)
+{
+    getcontext(&icpus[c].ctx);
+    icpus[c].stack = malloc(INTERLEAVE_STACK);
+    icpus[c].ctx.uc_stack.ss_sp = icpus[c].stack;
+    icpus[c].ctx.uc_stack.ss_size = INTERLEAVE_STACK;
+    icpus[c].ctx.uc_link = NULL;
+    makecontext(&icpus[c].ctx, (void (*)(void))cpu_entry, 1, (int)c);
+}
+
+static bool all_finished(void)
+{
+    bool done = !call.busy;
+    for (unsigned c = 0; c < cfg.ncpus; c++)
+        done = done && icpus[c].finished;
+    return done;
+}
+
+uint64_t model_interleave(uint64_t seed, void (*program)(unsigned cpu, void *arg), void *arg,
+                          void (*check)(unsigned cpu, void *arg), uint64_t max_steps)
+{
+    unsigned saved = current;
+    memset(icpus, 0, sizeof(icpus));
+    memset(&call, 0, sizeof(call));
+    rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
+    prog_fn = program;
+    prog_arg = arg;
+    for (unsigned c = 0; c < cfg.ncpus; c++)
+        make_cpu_context(c);
+    interleaving = true;
+    uint64_t steps = 0;
+    for (; steps < max_steps && !all_finished(); steps++) {
+        current = (unsigned)(next_rand() % cfg.ncpus);
+        FIBER_START(&sched_fake, icpus[current].stack, INTERLEAVE_STACK);
+        swapcontext(&sched_ctx, &icpus[current].ctx);
+        FIBER_FINISH(sched_fake, NULL, NULL);
+        for (unsigned c = 0; check && c < cfg.ncpus; c++)
+            if (icpus[c].at_user)
+                check(c, arg);
+    }
+    interleaving = false;
+    if (steps == max_steps)
+        tap_ok(false, "interleave seed %llu: not finished after %llu steps (a deadlock?)",
+               (unsigned long long)seed, (unsigned long long)max_steps);
+    for (unsigned c = 0; c < cfg.ncpus; c++)
+        free(icpus[c].stack);
+    current = saved;
+    return steps;
 }

@@ -6,16 +6,32 @@
 #include <string.h>
 
 static unsigned tap_n, tap_failed;
+static FILE *out;
+
+void tap_set_stream(FILE *f)
+{
+    out = f;
+}
+
+unsigned tap_failures(void)
+{
+    return tap_failed;
+}
+
+static FILE *stream(void)
+{
+    return out ? out : stdout;
+}
 
 static bool report(bool cond, const char *fmt, va_list ap)
 {
     tap_n++;
-    printf("%sok %u - ", cond ? "" : "not ", tap_n);
-    vprintf(fmt, ap);
-    printf("\n");
+    fprintf(stream(), "%sok %u - ", cond ? "" : "not ", tap_n);
+    vfprintf(stream(), fmt, ap);
+    fprintf(stream(), "\n");
     if (!cond)
         tap_failed++;
-    fflush(stdout);
+    fflush(stream());
     return cond;
 }
 
@@ -35,8 +51,9 @@ bool tap_eq(uint64_t got, uint64_t want, const char *fmt, ...)
     report(got == want, fmt, ap);
     va_end(ap);
     if (got != want)
-        printf("#   got  %" PRIu64 " (0x%" PRIx64 ")\n#   want %" PRIu64 " (0x%" PRIx64 ")\n", got,
-               got, want, want);
+        fprintf(stream(),
+                "#   got  %" PRIu64 " (0x%" PRIx64 ")\n#   want %" PRIu64 " (0x%" PRIx64 ")\n", got,
+                got, want, want);
     return got == want;
 }
 
@@ -48,7 +65,8 @@ bool tap_streq(const char *got, const char *want, const char *fmt, ...)
     report(cond, fmt, ap);
     va_end(ap);
     if (!cond)
-        printf("#   got  \"%s\"\n#   want \"%s\"\n", got ? got : "(null)", want ? want : "(null)");
+        fprintf(stream(), "#   got  \"%s\"\n#   want \"%s\"\n", got ? got : "(null)",
+                want ? want : "(null)");
     return cond;
 }
 
@@ -60,8 +78,8 @@ bool tap_contains(const char *haystack, const char *needle, const char *fmt, ...
     report(cond, fmt, ap);
     va_end(ap);
     if (!cond)
-        printf("#   missing \"%s\" in:\n#   %s\n", needle ? needle : "(null)",
-               haystack ? haystack : "(null)");
+        fprintf(stream(), "#   missing \"%s\" in:\n#   %s\n", needle ? needle : "(null)",
+                haystack ? haystack : "(null)");
     return cond;
 }
 
@@ -69,20 +87,20 @@ void tap_diag(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    printf("# ");
-    vprintf(fmt, ap);
-    printf("\n");
+    fprintf(stream(), "# ");
+    vfprintf(stream(), fmt, ap);
+    fprintf(stream(), "\n");
     va_end(ap);
 }
 
 void tap_section(const char *name)
 {
-    printf("# --- %s\n", name);
+    fprintf(stream(), "# --- %s\n", name);
 }
 
 int tap_finish(void)
 {
-    printf("1..%u\n", tap_n);
-    printf("%u passed, %u failed\n", tap_n - tap_failed, tap_failed);
+    fprintf(stream(), "1..%u\n", tap_n);
+    fprintf(stream(), "%u passed, %u failed\n", tap_n - tap_failed, tap_failed);
     return tap_failed ? 1 : 0;
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 bool tap_ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool tap_eq(uint64_t got, uint64_t want, const char *fmt, ...)
@@ -14,3 +15,5 @@ bool tap_contains(const char *haystack, const char *needle, const char *fmt, ...
 void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tap_section(const char *name); // a "# name" header line
 int tap_finish(void);               // exit status: 0 when everything passed
+void tap_set_stream(FILE *f);       // where the lines go (stdout until set)
+unsigned tap_failures(void);        // failed checks so far

@@ -15,6 +15,8 @@ int main(void)
     test_trace();
     test_hyper();
     test_counting();
-    test_pmc_object();
+    test_review();
+    test_interleave();
+    test_pmc_object(); // last: the context-switch log keeps its rings allocated
     return tap_finish();
 }

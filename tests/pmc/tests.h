@@ -59,3 +59,5 @@ void test_trace(void);
 void test_hyper(void);
 void test_counting(void);
 void test_pmc_object(void);
+void test_review(void);
+void test_interleave(void);

@@ -9,6 +9,7 @@
 uint64_t irq_save(void);
 void irq_restore(uint64_t flags);
 uint64_t rdtsc(void);
+uint64_t read_cr3(void);
 uint64_t read_cr4(void);
 void write_cr4(uint64_t v);
 static inline void cpu_relax(void) {}

@@ -76,9 +76,16 @@ void lapic_init_cpu(void)
 #define ICR_ALL     (2u << 18)
 #define ICR_OTHERS  (3u << 18)
 
+// x2APIC: a WRMSR to the ICR is not serializing and may send the IPI before
+// earlier stores are globally visible (smp.c's call_fn and call_arg, read by
+// the target's handler), so MFENCE;LFENCE goes first (Intel SDM vol. 3A,
+// "x2APIC Register Behavior"; Linux's weak_wrmsr_fence before its x2APIC ICR
+// writes). The xAPIC's ICR is uncached MMIO: its store is ordered after
+// earlier stores already.
 static void write_icr(uint32_t dest, uint32_t low)
 {
     if (lapic_x2) {
+        wrmsr_fence();
         wrmsr(MSR_X2APIC_BASE + (LAPIC_ICR >> 4), ((uint64_t)dest << 32) | low);
         return;
     }

@@ -25,15 +25,17 @@
 #define LVT_TIMER_PERIODIC     (1u << 17)
 #define LVT_TIMER_TSC_DEADLINE (2u << 17)
 
+extern volatile uint32_t *lapic_mmio; // xAPIC registers (direct map)
+extern bool lapic_x2;                 // x2APIC mode: registers are MSRs
+
 #ifdef KERNEL_HOSTED
 uint32_t lapic_read(uint32_t reg);
 void lapic_write(uint32_t reg, uint32_t value);
+void lapic_eoi(void);
 #else
 #include "arch/x86/msr.h"
 
 // Inline: the timer and EOI writes are on every interrupt's path.
-extern volatile uint32_t *lapic_mmio; // xAPIC registers (direct map)
-extern bool lapic_x2;                 // x2APIC mode: registers are MSRs
 
 static inline uint32_t lapic_read(uint32_t reg)
 {
@@ -52,6 +54,7 @@ static inline void lapic_eoi(void)
 {
     lapic_write(LAPIC_EOI, 0);
 }
+#endif
 
 void lapic_init_bsp(void);    // choose xAPIC or x2APIC from CPUID, map the registers
 void lapic_init_cpu(void);    // enable this CPU's LAPIC, mask LINTs, set spurious vector
@@ -68,4 +71,3 @@ void lapic_send_nmi_self(void);
 void lapic_send_self_ipi_from_nmi(unsigned vector); // timer.c's NMI
 void lapic_send_init(uint32_t apic_id);
 void lapic_send_sipi(uint32_t apic_id, uint8_t page);
-#endif

@@ -36,6 +36,7 @@
 #define MSR_IA32_PERF_GLOBAL_CTRL     0x0000038F // v2+: per-counter enable
 #define MSR_IA32_PERF_GLOBAL_OVF_CTRL 0x00000390 // v2+: write 1 to clear status
 #define MSR_IA32_A_PMC0               0x000004C1 // full-width alias of IA32_PMC0
+#define MSR_IA32_DEBUGCTL             0x000001D9 // bit 12: freeze the counters on a PMI
 
 // AMD performance counters.
 #define MSR_K7_PERF_CTL0               0xC0010000 // legacy: CTL0-3 at +i, CTR0-3 at +4+i
@@ -47,24 +48,27 @@
 #define MSR_AMD_PERF_GLOBAL_STATUS_CLR 0xC0000302
 
 // Fields of the PMU registers above (Intel layout; AMD PERF_CTL shares the low 32 bits).
-#define PERFEVTSEL_EVENT_MASK       0x000000FFull // event select [7:0]
-#define PERFEVTSEL_UMASK_SHIFT      8             // unit mask [15:8]
-#define PERFEVTSEL_USR              (1ull << 16)  // count at CPL 1-3
-#define PERFEVTSEL_OS               (1ull << 17)  // count at CPL 0
-#define PERFEVTSEL_EDGE             (1ull << 18)
-#define PERFEVTSEL_PC               (1ull << 19)
-#define PERFEVTSEL_INT              (1ull << 20) // LVTPC interrupt on overflow
-#define PERFEVTSEL_ANY              (1ull << 21)
-#define PERFEVTSEL_EN               (1ull << 22)
-#define PERFEVTSEL_INV              (1ull << 23)
-#define PERFEVTSEL_CMASK_SHIFT      24
-#define AMD_PERF_CTL_EVENT_HI_SHIFT 32     // event select [11:8] live in bits 35:32
-#define FIXED_CTR_CTRL_OS           0x1ull // per fixed counter i, shifted by 4*i
-#define FIXED_CTR_CTRL_USR          0x2ull
-#define FIXED_CTR_CTRL_ANY          0x4ull
-#define FIXED_CTR_CTRL_PMI          0x8ull
-#define PERF_GLOBAL_FIXED_SHIFT     32           // GLOBAL_CTRL/STATUS bit of fixed counter 0
-#define PERF_CAPABILITIES_FW_WRITE  (1ull << 13) // IA32_A_PMCx full-width writes
+#define PERFEVTSEL_EVENT_MASK          0x000000FFull // event select [7:0]
+#define PERFEVTSEL_UMASK_SHIFT         8             // unit mask [15:8]
+#define PERFEVTSEL_USR                 (1ull << 16)  // count at CPL 1-3
+#define PERFEVTSEL_OS                  (1ull << 17)  // count at CPL 0
+#define PERFEVTSEL_EDGE                (1ull << 18)
+#define PERFEVTSEL_PC                  (1ull << 19)
+#define PERFEVTSEL_INT                 (1ull << 20) // LVTPC interrupt on overflow
+#define PERFEVTSEL_ANY                 (1ull << 21)
+#define PERFEVTSEL_EN                  (1ull << 22)
+#define PERFEVTSEL_INV                 (1ull << 23)
+#define PERFEVTSEL_CMASK_SHIFT         24
+#define AMD_PERF_CTL_EVENT_HI_SHIFT    32     // event select [11:8] live in bits 35:32
+#define FIXED_CTR_CTRL_OS              0x1ull // per fixed counter i, shifted by 4*i
+#define FIXED_CTR_CTRL_USR             0x2ull
+#define FIXED_CTR_CTRL_ANY             0x4ull
+#define FIXED_CTR_CTRL_PMI             0x8ull
+#define PERF_GLOBAL_FIXED_SHIFT        32           // GLOBAL_CTRL/STATUS bit of fixed counter 0
+#define PERF_CAPABILITIES_FW_WRITE     (1ull << 13) // IA32_A_PMCx full-width writes
+#define PERF_GLOBAL_STATUS_CTR_FRZ     (1ull << 59) // v4+: counters frozen (by a PMI)
+#define PERF_GLOBAL_STATUS_COND_CHG    (1ull << 63) // the PMU's configuration changed
+#define DEBUGCTL_FREEZE_PERFMON_ON_PMI (1ull << 12)
 
 // Fault-safe accessors for probing: a #GP (an MSR that CPUID or a hypervisor
 // advertises but does not implement) is caught by the exception-table fixup in
@@ -73,10 +77,19 @@
 bool rdmsr_safe(uint32_t msr, uint64_t *value);
 bool wrmsr_safe(uint32_t msr, uint64_t value);
 
+// MFENCE;LFENCE: orders the stores before a WRMSR that is not serializing
+// (an x2APIC register's) ahead of it (Intel SDM vol. 3A, "x2APIC Register
+// Behavior"; Linux's weak_wrmsr_fence).
 #ifdef KERNEL_HOSTED
 uint64_t rdmsr(uint32_t msr);
 void wrmsr(uint32_t msr, uint64_t value);
+void wrmsr_fence(void);
 #else
+static inline void wrmsr_fence(void)
+{
+    __asm__ volatile("mfence; lfence" ::: "memory");
+}
+
 static inline uint64_t rdmsr(uint32_t msr)
 {
     uint32_t lo, hi;

@@ -52,6 +52,7 @@ extern volatile unsigned ncpus_online;
 #ifdef KERNEL_HOSTED
 unsigned cpu_id(void); // provided by the host test harness
 struct cpu *this_cpu(void);
+#define percpu_read(field) (this_cpu()->field)
 #else
 static inline struct cpu *this_cpu(void)
 {

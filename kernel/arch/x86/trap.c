@@ -42,8 +42,9 @@ const char *exception_name(unsigned vector)
 
 static irq_handler_t handlers[256];
 uint64_t irq_spurious_count, irq_unhandled_count;
-trap_hook_t trap_user_exception_hook; // process.c installs it; NULL until then
-void (*trap_user_return_hook)(void);  // sched.c installs it
+trap_hook_t trap_user_exception_hook;            // process.c installs it; NULL until then
+bool (*trap_user_gp_hook)(struct trapframe *tf); // pmc.c installs it
+void (*trap_user_return_hook)(void);             // sched.c installs it
 
 void irq_register(unsigned vector, irq_handler_t handler)
 {
@@ -53,6 +54,9 @@ void irq_register(unsigned vector, irq_handler_t handler)
 void trap(struct trapframe *tf)
 {
     if (tf->vector < 32) {
+        bool (*gp_hook)(struct trapframe *) = READ_ONCE(trap_user_gp_hook);
+        if (tf->vector == 13 && tf_from_user(tf) && gp_hook && gp_hook(tf))
+            return;
         if (tf_from_user(tf) && trap_user_exception_hook) {
             trap_user_exception_hook(tf);
             return;

@@ -13,6 +13,11 @@ bool fault_fixup(struct trapframe *tf);
 typedef void (*trap_hook_t)(struct trapframe *tf);
 extern trap_hook_t trap_user_exception_hook;
 
+// Asked first about a #GP from ring 3: true when it emulated the faulting
+// instruction (tf updated, the program resumes). The PMC code installs it
+// for ring-3 rdpmc while CR4.PCE is off (pmc/counting.c).
+extern bool (*trap_user_gp_hook)(struct trapframe *tf);
+
 // The way back to ring 3, which every interrupt and system call from there
 // takes: preemption and kills happen only here. The scheduler registers what
 // to do (trap_user_return_hook) and keeps two per-CPU flags saying whether
@@ -20,6 +25,7 @@ extern trap_hook_t trap_user_exception_hook;
 // because almost every return has nothing to do.
 extern void (*trap_user_return_hook)(void);
 
+#ifndef KERNEL_HOSTED
 static inline void trap_return_to_user(void)
 {
     bool resched;
@@ -29,3 +35,4 @@ static inline void trap_return_to_user(void)
     if (resched || *percpu_read(kill_pending))
         trap_user_return_hook();
 }
+#endif

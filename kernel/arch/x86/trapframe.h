@@ -28,6 +28,14 @@ _Static_assert(offsetof(struct trapframe, rip) + sizeof(struct intr_frame) - 8 =
                    sizeof(struct trapframe),
                "the CPU's frame is the end of struct trapframe");
 
+// timer_entry's lean frame (vectors.asm): struct intr_frame, built in place,
+// and below it the nine registers a called function may clobber (rax, rcx,
+// rdx, rsi, rdi, r8-r11), TIMER_LEAN_SAVED bytes. From ring 3 the entry may
+// call the user-work hook (the scheduler) from there: the word below the
+// saved registers is then that call's return address, timer_user_work_return.
+#define TIMER_LEAN_SAVED (9 * 8)
+extern const char timer_user_work_return[];
+
 static inline bool intr_from_user(const struct intr_frame *f)
 {
     return (f->cs & 3) == 3;

@@ -121,7 +121,7 @@ nmi_entry:
 ; is still the kernel's, and only when one is set is the scheduler's hook
 ; called (it may switch threads; it returns here when this one runs again).
 %define CPU_FRAME_CS (IF_CS - IF_RIP)   ; the CPU's frame: rip, cs, rflags, rsp, ss
-%define LEAN_SAVED   (9 * 8)            ; nine registers below struct intr_frame
+%define LEAN_SAVED   TIMER_LEAN_SAVED   ; nine registers below struct intr_frame (trapframe.h)
 
 %macro LEAN_CALL 1                      ; save, call %1(struct intr_frame *), restore
     push rbp                            ; struct intr_frame begins here
@@ -174,9 +174,14 @@ timer_entry:
     LEAN_RESTORE
     swapgs
     iretq
+; While the hook runs, this thread's user registers are in the lean frame,
+; not in a struct trapframe: a sample taken meanwhile finds them by the hook's
+; return address just below it (profile/callchain.c).
 .user_work:
     call [rel trap_user_return_hook]
-    jmp .to_user
+global timer_user_work_return
+timer_user_work_return:
+    jmp timer_entry.to_user
 
 section .rodata
 global isr_stubs
