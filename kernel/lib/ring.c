@@ -36,13 +36,7 @@ static void *room(struct ring *r, uint32_t max)
         return r->size - used >= max ? r->buf + r->off : NULL;
     if (r->size - used < (uint64_t)to_end + max)
         return NULL;
-    uint16_t type = RING_PAD;
-    __builtin_memcpy(r->buf + r->off + offsetof(struct pmclog_header, type), &type, sizeof type);
-    __builtin_memcpy(r->buf + r->off + offsetof(struct pmclog_header, size), &to_end,
-                     sizeof to_end);
-    r->head += to_end;
-    r->off = 0;
-    return r->buf;
+    return ring_pad_to_start(r, to_end);
 }
 
 // The record a nested writer left at side, after the interrupted one's.

@@ -73,6 +73,20 @@ void *ring_reserve_nested(struct ring *r, uint32_t max);
 void ring_commit_slow(struct ring *r, uint32_t bytes);
 void ring_flush_pending(struct ring *r);
 
+// A pad record over the to_end bytes left before the ring's end, then the
+// start: where the next record goes. A pad may be only 8 bytes, less than a
+// header: its type and size alone. The writer's, with room for both checked.
+static inline void *ring_pad_to_start(struct ring *r, uint32_t to_end)
+{
+    uint16_t type = RING_PAD;
+    __builtin_memcpy(r->buf + r->off + offsetof(struct pmclog_header, type), &type, sizeof type);
+    __builtin_memcpy(r->buf + r->off + offsetof(struct pmclog_header, size), &to_end,
+                     sizeof to_end);
+    r->head += to_end;
+    r->off = 0;
+    return r->buf;
+}
+
 // ring_reserve's way past the ring's end, out of line: a pad record to the
 // end, then max bytes from the start. It needs room for both, so that a
 // reservation either fits whole or changes nothing. Static in each file that
@@ -84,14 +98,7 @@ static __attribute__((noinline, unused)) void *ring_reserve_wrap(struct ring *r,
     uint32_t to_end = r->size - r->off;
     if (r->size - used < (uint64_t)to_end + max)
         return ring_reserve_failed(r);
-    // A pad may be only 8 bytes, less than a header: its type and size alone.
-    uint16_t type = RING_PAD;
-    __builtin_memcpy(r->buf + r->off + offsetof(struct pmclog_header, type), &type, sizeof type);
-    __builtin_memcpy(r->buf + r->off + offsetof(struct pmclog_header, size), &to_end,
-                     sizeof to_end);
-    r->head += to_end;
-    r->off = 0;
-    return r->buf;
+    return ring_pad_to_start(r, to_end);
 }
 
 // Room for max bytes in one piece at the head, or NULL: the common case

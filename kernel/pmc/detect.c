@@ -29,26 +29,23 @@ bool pmc_ebx_event_available(const struct pmc_caps *caps, int bit)
 // Every probe access is fault-safe: a hypervisor may advertise a PMU in CPUID
 // and still raise #GP on its MSRs (Linux's check_hw_exists probes the same way,
 // arch/x86/events/core.c). The first fault is remembered for the reason.
+static bool probe_done(struct pmc_caps *c, bool ok, uint32_t msr, bool on_write)
+{
+    if (!ok && c->gp_msr == 0) {
+        c->gp_msr = msr;
+        c->gp_on_write = on_write;
+    }
+    return ok;
+}
+
 static bool probe_read(struct pmc_caps *c, uint32_t msr, uint64_t *v)
 {
-    if (rdmsr_safe(msr, v))
-        return true;
-    if (c->gp_msr == 0) {
-        c->gp_msr = msr;
-        c->gp_on_write = false;
-    }
-    return false;
+    return probe_done(c, rdmsr_safe(msr, v), msr, false);
 }
 
 static bool probe_write(struct pmc_caps *c, uint32_t msr, uint64_t v)
 {
-    if (wrmsr_safe(msr, v))
-        return true;
-    if (c->gp_msr == 0) {
-        c->gp_msr = msr;
-        c->gp_on_write = true;
-    }
-    return false;
+    return probe_done(c, wrmsr_safe(msr, v), msr, true);
 }
 
 static void firmware_busy(struct pmc_caps *c, unsigned bit, uint32_t msr, uint64_t value)
