@@ -131,14 +131,6 @@ void *kmalloc(size_t size)
     return o;
 }
 
-void *kzalloc(size_t size)
-{
-    void *p = kmalloc(size);
-    if (p)
-        memset(p, 0, size);
-    return p;
-}
-
 void kfree(void *p)
 {
     if (!p)

@@ -17,17 +17,17 @@
 
 // ---- the heap profile_index.c allocates from ----
 
-static int fail_next_alloc; // the next kzalloc returns NULL
+static int fail_next_alloc; // the next kmalloc (kzalloc) returns NULL
 static long live_allocs;
 
-void *kzalloc(size_t size)
+void *kmalloc(size_t size)
 {
     if (fail_next_alloc) {
         fail_next_alloc = 0;
         return NULL;
     }
     live_allocs++;
-    return calloc(1, size);
+    return malloc(size);
 }
 
 void kfree(void *p)

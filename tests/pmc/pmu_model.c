@@ -1430,14 +1430,6 @@ void *kmalloc(size_t size)
     return h + 1;
 }
 
-void *kzalloc(size_t size)
-{
-    void *p = kmalloc(size);
-    if (p)
-        memset(p, 0, size);
-    return p;
-}
-
 void kfree(void *p)
 {
     if (p == NULL)
