@@ -449,6 +449,87 @@ static void test_counting(void) // privileged: the interval is known
     NtSetIntervalProfile(old, ProfileTime);
 }
 
+// The log drained and the PMC stopped while every CPU samples, with the
+// smallest ring: booted with ProfileTime as NMI (profile_nmi=1) the samples
+// land inside the drain's and the stop's own kernel code on this CPU, and
+// in the middle of other writers' records. Every record read must be whole,
+// and delivered = logged + lost on each CPU, the log's own lost records
+// included. The driver prints how ProfileTime was delivered.
+static size_t drain_counted(uint8_t *buf, struct log_counts *sum)
+{
+    size_t got = 0;
+    if (!NT_SUCCESS(NtPmcReadLog(buf, LOG_BUF, &got)))
+        return 0;
+    struct log_counts c = count_log(buf, got, 0);
+    sum->samples += c.samples;
+    sum->lost += c.lost;
+    sum->bad += c.bad;
+    return got;
+}
+
+static void print_delivery(void)
+{
+    static char info[8192];
+    size_t got = 0;
+    if (NT_SUCCESS(SysPmcInfo(info, sizeof info - 1, &got))) {
+        info[got < sizeof info ? got : sizeof info - 1] = 0;
+        char *line = strstr(info, "ProfileTime delivery: "), *end = line ? strchr(line, '\n') : 0;
+        if (end)
+            *end = 0;
+        printf("# %s\n", line ? line : "ProfileTime delivery: not in pmc info");
+    }
+}
+
+static void test_drain_while_sampling(void) // privileged: system scope, the finest interval
+{
+    ULONG old = fast_sampling();
+    struct sys_info si;
+    SysInfo(&si);
+    struct pmc_log_config cfg = {PMC_LOG_RING_MIN, 0};
+    HANDLE h, kid[PMC_STATS_CPUS];
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_SS, PMC_F_CALLCHAIN | PMC_F_KERNEL, ProfileTime, 0),
+                  STATUS_SUCCESS);
+    unsigned kids = si.ncpus < PMC_STATS_CPUS ? si.ncpus : PMC_STATS_CPUS;
+    for (unsigned i = 0; i < kids; i++)
+        EXPECT_STATUS(spawn_child(0, &kid[i], "spin", "80"), STATUS_SUCCESS);
+    uint8_t *buf = malloc(LOG_BUF);
+    struct log_counts sum = {0};
+    struct sys_clock c0, now;
+    SysClock(&c0);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_SUCCESS);
+    do { // 60 ms of draining, the spinners running (on -smp 1 between them)
+        if (buf)
+            drain_counted(buf, &sum);
+        SysClock(&now);
+    } while (now.ns - c0.ns < 60 * 1000000ull);
+    EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS); // while the spinners still run
+    for (unsigned i = 0; i < kids; i++) {
+        int status = -1;
+        SysWait(kid[i], &status);
+        NtClose(kid[i]);
+    }
+    EXPECT_STATUS(NtPmcFlushLog(), STATUS_SUCCESS);
+    while (buf && drain_counted(buf, &sum))
+        ;
+    struct pmc_driver_stats st;
+    NtPmcGetDriverStats(&st);
+    uint64_t logged = 0, lost = 0;
+    for (unsigned i = 0; i < st.ncpus && i < PMC_STATS_CPUS; i++)
+        logged += st.cpu[i].logged, lost += st.cpu[i].lost;
+    print_delivery();
+    printf("# %lu samples read, %lu lost, on %u CPUs\n", sum.samples, sum.lost, kids);
+    EXPECT(sum.bad == 0, "%lu damaged records", sum.bad);
+    EXPECT(sum.samples > 200 && sum.samples == logged && sum.lost == lost,
+           "log: %lu samples, %lu lost; driver: %lu logged, %lu lost", sum.samples, sum.lost,
+           logged, lost);
+    expect_accounting();
+    free(buf);
+    NtClose(h);
+    NtPmcConfigureLog(NULL);
+    NtSetIntervalProfile(old, ProfileTime);
+}
+
 // ---------------------------------------------------------------------------
 // Broken frames: the chain is cut and counted, the kernel does not fault.
 
@@ -722,6 +803,7 @@ static const struct child_test tests[] = {
     CHILD_TEST_PRIVILEGED(broken_frames),
     CHILD_TEST_PRIVILEGED(exit_while_sampled),
     CHILD_TEST_PRIVILEGED(several_pmcs),
+    CHILD_TEST_PRIVILEGED(drain_while_sampling),
     CHILD_TEST(tmp),
 };
 
