@@ -72,6 +72,18 @@ static uint64_t target_value(const struct pmc_target *t)
     return v;
 }
 
+// fn on every target whose count is not in m's totals yet: those attached
+// and those leaving (unlinked by an exit or a detach, released later). A
+// start, a stop or a write must reach both: a leaving target is still read.
+static void each_target(struct pmc *m, void (*fn)(struct pmc_target *t))
+{
+    for (unsigned k = 0; k < m->slots; k++)
+        if (m->targets[k])
+            fn(m->targets[k]);
+    for (struct pmc_target *t = m->leaving; t; t = t->leave_next)
+        fn(t);
+}
+
 // What the targets of a process-scope PMC have counted: those attached, those
 // leaving (not yet in the totals) and those gone.
 static uint64_t targets_value(const struct pmc *m)
@@ -232,9 +244,7 @@ static NTSTATUS counting_start(struct pmc *m, struct process *caller)
     uint64_t f = spin_lock_irqsave(&pmc_lock);
     m->running = true;
     m->c.started_ns = clock_ns();
-    for (unsigned k = 0; k < m->slots; k++)
-        if (m->targets[k])
-            target_begin(m->targets[k]);
+    each_target(m, target_begin);
     for (unsigned c = 0; !is_hw(m) && m->a.mode == PMC_MODE_SC && c < ncpus; c++)
         m->c.cpu_base[c] = swevent_cpu_value(c, sw_event(m));
     pmc_switch_work(m, true);
@@ -242,14 +252,18 @@ static NTSTATUS counting_start(struct pmc *m, struct process *caller)
     return STATUS_SUCCESS;
 }
 
+// A software target's count so far kept as counted (its PMC still running).
+static void target_settle(struct pmc_target *t)
+{
+    t->counted = target_value(t);
+}
+
 static NTSTATUS sw_stop(struct pmc *m)
 {
     uint64_t f = spin_lock_irqsave(&pmc_lock);
     if (m->a.mode == PMC_MODE_SC)
         m->c.value = sw_value(m);
-    for (unsigned k = 0; k < m->slots; k++)
-        if (m->targets[k])
-            m->targets[k]->counted = target_value(m->targets[k]);
+    each_target(m, target_settle);
     m->c.enabled_ns += clock_ns() - m->c.started_ns;
     m->running = false;
     pmc_switch_work(m, false);
@@ -364,6 +378,11 @@ static NTSTATUS hw_read(struct pmc *m, struct pmc_value *out)
     return STATUS_SUCCESS;
 }
 
+static void target_zero(struct pmc_target *t)
+{
+    t->counted = t->hw.value = 0;
+}
+
 // hwpmc's PMC_OP_PMCRW write: only a stopped PMC (EBUSY otherwise); the value
 // becomes the count, and targets start again from zero.
 static NTSTATUS counting_write(struct pmc *m, uint64_t value)
@@ -374,9 +393,7 @@ static NTSTATUS counting_write(struct pmc *m, uint64_t value)
         s = STATUS_PMC_RUNNING;
     } else {
         m->c.value = value;
-        for (unsigned k = 0; k < m->slots; k++)
-            if (m->targets[k])
-                m->targets[k]->counted = m->targets[k]->hw.value = 0;
+        each_target(m, target_zero);
         for (unsigned c = 0; m->c.cpu_hw && c < ncpus; c++)
             m->c.cpu_hw[c].value = 0;
     }

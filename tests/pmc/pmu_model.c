@@ -1228,8 +1228,14 @@ void irq_restore(uint64_t flags)
 
 static void interleaved_call_all(void (*fn)(void *arg), void *arg);
 
+void (*model_call_all_hook)(void);
+
 void smp_call_all(void (*fn)(void *arg), void *arg)
 {
+    void (*hook)(void) = model_call_all_hook;
+    model_call_all_hook = NULL;
+    if (hook)
+        hook();
     if (interleaving) {
         interleaved_call_all(fn, arg);
         return;

@@ -163,6 +163,10 @@ bool model_user_rdpmc(unsigned cpu, uint32_t ecx, uint64_t *value);
 // as a context switch or the scheduler tick there; a PMI latched meanwhile is
 // taken after it, when interrupts come back on.
 void model_on_cpu(unsigned cpu, void (*fn)(void *arg), void *arg);
+// Called once, then cleared, when the next smp_call_all begins (before any
+// CPU runs its function): a call the code under test makes at that point
+// races it, as another CPU's system call would.
+extern void (*model_call_all_hook)(void);
 
 // The periodic-timer fake.
 struct model_timer {

@@ -420,8 +420,49 @@ static void one_object(void)
     finish(n);
 }
 
+// A target leaving a software counting PMC (its process exits) is read until
+// its count is in the PMC's total. A stop that lands while it leaves (here
+// at the release's call to every CPU) must keep that count: it once kept
+// only the attached targets', and the PMC read lower after the stop.
+static struct pmc *racing_stop;
+static void stop_now(void)
+{
+    pmc_stop(racing_stop);
+}
+
+static void stop_while_leaving(void)
+{
+    setup(&MODEL_INTEL_V4);
+    const char *n = "stop while a target leaves";
+    NTSTATUS st;
+    struct pmc *sw = alloc(PMC_EVENT_SW(PMC_SW_SYSCALLS), PMC_MODE_TC, &st);
+    if (!STATUS_EQ(st, STATUS_SUCCESS, "%s: allocate", n)) {
+        finish(n);
+        return;
+    }
+    STATUS_EQ(pmc_attach_(sw, &proc[1]), STATUS_SUCCESS, "%s: attach", n);
+    STATUS_EQ(pmc_attach_(sw, &proc[2]), STATUS_SUCCESS, "%s: attach a second process", n);
+    STATUS_EQ(pmc_start_(sw), STATUS_SUCCESS, "%s: start", n);
+    thr[1].sw[PMC_SW_SYSCALLS] += 100;
+    thr[2].sw[PMC_SW_SYSCALLS] += 20;
+    tap_eq(query(sw).value, 120, "%s: 100 + 20 system calls counted", n);
+    racing_stop = sw;
+    model_call_all_hook = stop_now;
+    ke_host_exit(0, &proc[1]);
+    tap_ok(model_call_all_hook == NULL && !sw->running, "%s: the stop ran during the release", n);
+    tap_eq(query(sw).value, 120, "%s: the exited target's 100 kept", n);
+    thr[2].sw[PMC_SW_SYSCALLS] += 7;
+    STATUS_EQ(pmc_start_(sw), STATUS_SUCCESS, "%s: start again", n);
+    thr[2].sw[PMC_SW_SYSCALLS] += 5;
+    tap_eq(query(sw).value, 125, "%s: only what ran while started counts (120 + 5)", n);
+    pmc_stop(sw);
+    release(sw);
+    finish(n);
+}
+
 void test_pmc_object(void)
 {
+    stop_while_leaving();
     switches_and_migrations(&MODEL_INTEL_V4);
     switches_and_migrations(&MODEL_INTEL_KVM_V2);
     switches_and_migrations(&MODEL_INTEL_V1);
