@@ -1,7 +1,6 @@
 // Software-event accounting at context switches, and reading the totals.
 #include "core/swevent.h"
 #include "arch/x86/clock.h"
-#include "arch/x86/timer.h"
 
 static const char *const names[PMC_SW_COUNT] = {
     [PMC_SW_TASK_CLOCK] = "task-clock",         [PMC_SW_CONTEXT_SWITCHES] = "context-switches",
@@ -15,18 +14,21 @@ const char *swevent_name(enum pmc_sw_event e)
     return (unsigned)e < PMC_SW_COUNT ? names[e] : "?";
 }
 
+uint64_t (*swevent_profile_ticks)(unsigned cpu);
+
 // PMIs and ProfileTime ticks taken on c since its last switch (*seen_*: the
-// counts now). The tick count restarts from 0 when ProfileTime is restarted; a
-// count below the last one seen therefore means "this many since the restart".
+// counts now). Both counts only grow, each one store by c: another CPU's
+// reader never sees one go back. (The timer's own expiry count restarts with
+// the source, and is two fields, deadline and missed, that a reader could
+// meet half updated.)
 static void pending(const struct cpu *c, uint64_t *pmis, uint64_t *ticks, uint64_t *seen_pmis,
                     uint64_t *seen_ticks)
 {
-    uint64_t t, missed, p = READ_ONCE(c->pmi_count);
-    timer_periodic_stats(c->id, TIMER_SLOT_PROFILE, &t, &missed);
-    t -= missed; // ticks taken, not periods that passed
-    uint64_t seen = READ_ONCE(c->sw_ticks_seen);
+    uint64_t p = READ_ONCE(c->pmi_count);
+    uint64_t (*profile_ticks)(unsigned) = READ_ONCE(swevent_profile_ticks);
+    uint64_t t = profile_ticks ? profile_ticks(c->id) : 0;
     *pmis = p - READ_ONCE(c->sw_pmis_seen);
-    *ticks = t >= seen ? t - seen : t;
+    *ticks = t - READ_ONCE(c->sw_ticks_seen);
     *seen_pmis = p;
     *seen_ticks = t;
 }

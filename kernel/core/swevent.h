@@ -3,7 +3,7 @@
 // Each thread and each CPU keeps running totals of every enum pmc_sw_event
 // (abi.h), always: an increment where the event happens costs less than
 // deciding whether anyone is counting it, and a counting PMC then only needs a
-// baseline (profile/vcounter.c). The hooks sit where the events happen:
+// baseline (profile/pmc_counting.c). The hooks sit where the events happen:
 //   switch_to (sched.c)          context switches, migrations, task-clock, and
 //                                the PMIs and ProfileTime ticks of the interval
 //   syscall_dispatch (syscall.c) system calls
@@ -22,6 +22,11 @@ static inline void swevent_count(enum pmc_sw_event e)
     c->sw[e]++;
     c->current->sw[e]++;
 }
+
+// ProfileTime ticks taken on cpu since boot, never reset (a restart of the
+// source included): the profile layer's per-CPU sample count, which it
+// registers at boot (sample_plan_init). NULL until then: no tick yet.
+extern uint64_t (*swevent_profile_ticks)(unsigned cpu);
 
 // Thread t's total of e up to now (task-clock includes the current run).
 uint64_t swevent_thread_value(const struct thread *t, enum pmc_sw_event e);

@@ -15,6 +15,7 @@
 #include "pmc/hal.h"
 #include "pmc/trace.h"
 #include "core/process.h"
+#include "core/swevent.h"
 #include "profile/cswitch_counters.h"
 #include "profile/ke_profile.h"
 #include "profile/pmc_sampling.h"
@@ -171,8 +172,16 @@ void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_fram
         pmc_plan_sample(pmc, f); // PMCs and the PMC log (pmc_sampling.c)
 }
 
+// ProfileTime's ticks on cpu: every one passes here and is counted in the
+// system slot (core/swevent.h's profile-ticks event reads it).
+static uint64_t profile_ticks_on(unsigned cpu)
+{
+    return READ_ONCE(profile_system_slots[ProfileTime].samples[cpu]);
+}
+
 void sample_plan_init(void)
 {
+    swevent_profile_ticks = profile_ticks_on;
     for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
         cpus[cpu].layer_area = &profile_cpus[cpu];
     HAL_PROFILE_INTERRUPT_HANDLER h = KeProfileInterruptWithSource;

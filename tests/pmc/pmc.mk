@@ -2,7 +2,7 @@
 #
 # Included by the top Makefile; also usable alone:
 #   make -f tests/pmc/pmc.mk test-pmc-host
-# Builds the real kernel/pmc/*.c (and kernel/profile/vcounter.c, the counting
+# Builds the real kernel/pmc/*.c (and kernel/profile/pmc_*.c, the counting
 # PMCs above them, with tests/pmc/ke_host.c standing in for the processes and
 # the scheduler; kernel/lib/ring.c, the trace's rings) with the model and
 # tests, once with each compiler in PMC_HOST_CCS, under ASan and UBSan, and

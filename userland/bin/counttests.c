@@ -283,6 +283,38 @@ static void test_hardware(void)
     NtClose(h);
 }
 
+// ProfileTime's ticks counted while the source is restarted: every
+// NtSetIntervalProfile while it runs reprograms the timer on every CPU. The
+// ticks a running thread (or a CPU) took since its last switch are pending
+// until that switch; a restart must not lose them, so no read may be lower
+// than the one before. The interval is the system's: saved and restored.
+static void test_ticks_across_restarts(void)
+{
+    ULONG old = 0;
+    NtQueryIntervalProfile(ProfileTime, &old);
+    NTSTATUS st;
+    HANDLE mine = alloc(ProfileTime, PMC_MODE_TC, 0, PMC_CPU_ANY, &st);
+    HANDLE sys = alloc(PMC_EVENT_SW(PMC_SW_PROFILE_TICKS), PMC_MODE_SC, 0, PMC_CPU_ANY, &st);
+    NtPmcStart(mine);
+    NtPmcStart(sys);
+    uint64_t last_mine = 0, last_sys = 0, drops = 0;
+    for (unsigned i = 0; i < 20; i++) {
+        NtSetIntervalProfile(i % 2 ? 2442 : 1221, ProfileTime);
+        retire_loop(2000000); // a few ms: ticks pending, no switch
+        uint64_t m = value(mine), s = value(sys);
+        drops += (m < last_mine) + (s < last_sys);
+        last_mine = m > last_mine ? m : last_mine;
+        last_sys = s > last_sys ? s : last_sys;
+    }
+    CHECK(drops == 0 && last_mine > 0 && last_sys >= last_mine,
+          "ticks across 20 restarts of ProfileTime: %llu reads went down; %llu ticks here, %llu "
+          "on every CPU",
+          (unsigned long long)drops, (unsigned long long)last_mine, (unsigned long long)last_sys);
+    NtClose(mine);
+    NtClose(sys);
+    NtSetIntervalProfile(old, ProfileTime);
+}
+
 static void test_bad_inputs(void)
 {
     NTSTATUS st;
@@ -340,6 +372,7 @@ int main(int argc, char **argv)
     test_system_scope();
     test_read_write();
     test_hardware();
+    test_ticks_across_restarts();
     test_bad_inputs();
     SysSelfCheck(&after);
     CHECK(after.live_objects == before.live_objects &&

@@ -40,14 +40,15 @@
 // is not called for the other valid sources.
 #define NARROW_HAL_LOCK    0x1
 //
-// NARROW_TICK_COUNT: the software events of ProfileTime's ticks and of
+// NARROW_TICK_COUNT (fixed: off by default): the software events of ProfileTime's ticks and of
 // profile interrupts count, for a CPU or a running thread, the timer's
 // expiries since its last context switch; a restart of ProfileTime (every
 // NtSetIntervalProfile while it runs reprograms it) resets the timer's count,
 // and those pending ticks are lost: a counting PMC of ProfileTime,
 // PMC_SW_PROFILE_TICKS or PMC_SW_PROFILE_INTERRUPTS then reads lower than it
-// did (a system-scope one wraps below its start: 2^64 - 3). With the flag,
-// counting PMCs count the other software events only.
+// did (a system-scope one wraps below its start: 2^64 - 3). They now read
+// the profile layer's per-CPU tick count, which no restart resets. With the
+// flag, counting PMCs count the other software events only.
 #define NARROW_TICK_COUNT  0x2
 //
 // NARROW_TARGET_EXIT (fixed: off by default): a target of a process-scope
@@ -56,7 +57,7 @@
 // lower; a leaving target is now counted until it is folded. With the flag,
 // counting PMCs count this process only.
 #define NARROW_TARGET_EXIT 0x4
-#define NARROW_DEFAULT     NARROW_TICK_COUNT
+#define NARROW_DEFAULT     0
 
 enum op {
     OP_PROF_CREATE,
