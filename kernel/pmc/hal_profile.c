@@ -18,6 +18,7 @@
 #include "pmc/hal_interface.h"
 #include "pmc/profile_time.h"
 #include "pmc/pmi.h"
+#include "pmc/rows.h"
 #include "pmc/trace.h"
 #include "core/mutex.h"
 #include "core/smp.h"
@@ -285,6 +286,21 @@ NTSTATUS HalQueryProfileSource(KPROFILE_SOURCE source, struct hal_profile_source
         out->max_interval = q.max_interval;
     }
     return STATUS_SUCCESS;
+}
+
+// NtPmcAdmin of ProfileTime's timer row on cpu: under the mutex its starts
+// take, and refused while ProfileTime runs (it runs on every CPU not
+// disabled). profile_time.c leaves a disabled CPU's timer slot alone.
+NTSTATUS hal_timer_admin(unsigned cpu, bool disable)
+{
+    mutex_lock(&hal_mutex);
+    NTSTATUS s = STATUS_SUCCESS;
+    if (disable && users[ProfileTime])
+        s = STATUS_PMC_ROW_BUSY;
+    else
+        pmc_row_mark(cpu, pmc_row_timer(), disable);
+    mutex_unlock(&hal_mutex);
+    return s;
 }
 
 // pmc_shutdown: every started source stops, however many users it has.
