@@ -56,14 +56,17 @@ NTSTATUS pmc_admin(uint32_t cpu, uint32_t row, uint32_t state)
     return soft_admin(cpu, row, disable);
 }
 
-// The first PMC found names the row's owner, mode and event.
+// The first PMC found names the row's owner and mode, and its event where
+// the HAL layer named none (it names the source a counter samples, and the
+// timer's: ProfileTime, which a counting PMC counts as profile-ticks).
 static void held_by(struct pmc_rowinfo *r, const struct pmc *m)
 {
     if (r->mode)
         return;
     r->owner_pid = m->owner_pid;
     r->mode = m->a.mode;
-    r->event = m->a.source;
+    if (r->event == PMC_EVENT_NONE)
+        r->event = m->a.source;
 }
 
 // m's rows on cpu (pmc_lock held). A software event's row is THREAD for a
