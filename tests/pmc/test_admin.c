@@ -14,11 +14,7 @@ static struct thread thr;
 
 static void setup(const struct model_config *cfg)
 {
-    boot(cfg);
-    ke_host_reset(cfg->ncpus);
-    pmc_object_init();
-    pmc_sampling_init();
-    pmc_counting_init();
+    ke_host_boot(cfg);
     ke_host_process(&proc, &thr, 10);
 }
 
