@@ -536,12 +536,12 @@ static int control_rows(void)
         NTSTATUS s = rows_of(cpu);
         if (!NT_SUCCESS(s))
             return fail("control -l", s);
-        printf("cpu %u:\n  row name                  class  state     disposition  owner  mode  "
+        printf("cpu %u:\n  row name                    class  state     disposition  owner  mode  "
                "event\n",
                cpu);
         for (uint32_t r = 0; r < cpuinfo.npmc; r++) {
             const struct pmc_rowinfo *i = &rowinfo[r];
-            printf("  %3u %-21s %-6s %-9s %-12s", r, i->name, class_name(i->cls),
+            printf("  %3u %-23s %-6s %-9s %-12s", r, i->name, class_name(i->cls),
                    i->enabled ? "enabled" : "disabled", disp_names[i->disp % 3]);
             char owner[12] = "-";
             if (i->mode)
