@@ -46,6 +46,24 @@ void profile_time_start(void)
     smp_call_all(start_on_cpu, &interval);
 }
 
+struct start_one {
+    unsigned cpu;
+    uint64_t interval;
+};
+
+static void start_one_cpu(void *arg)
+{
+    const struct start_one *one = arg;
+    if (cpu_id() == one->cpu)
+        start_on_cpu((void *)&one->interval);
+}
+
+void profile_time_start_cpu(unsigned cpu)
+{
+    struct start_one one = {cpu, READ_ONCE(profile_time_interval)};
+    smp_call_all(start_one_cpu, &one);
+}
+
 void profile_time_stop(void)
 {
     smp_call_all(stop_on_cpu, NULL);
