@@ -154,7 +154,11 @@ typedef uint64_t KAFFINITY;
     X(51, NtPmcCpuCounts, 3)       /* (uint64_t *buf, uint32_t max, uint32_t *count): [cpu][PMC_SW_COUNT] */ \
     X(52, NtSetSystemInformation, 3)   /* (ULONG class, void *buf, ULONG len): SystemPerformanceTraceInformation */ \
     X(53, NtQuerySystemInformation, 4) /* (ULONG class, void *buf, ULONG len, ULONG *returned) */ \
-    X(54, NtPmcTraceLogger, 2)     /* (uint32_t op, TRACEHANDLE *handle): PMC_LOGGER_CREATE / CLOSE */
+    X(54, NtPmcTraceLogger, 2)     /* (uint32_t op, TRACEHANDLE *handle): PMC_LOGGER_CREATE / CLOSE */ \
+    X(56, NtPmcAdmin, 3)           /* (uint32_t cpu, uint32_t row, uint32_t state): PMC_STATE_*; privileged */ \
+    X(57, NtPmcGetCpuInfo, 1)      /* (struct pmc_cpuinfo *out): rows per CPU, classes */ \
+    X(58, NtPmcGetPmcInfo, 4)      /* (uint32_t cpu, struct pmc_rowinfo *buf, uint32_t len, uint32_t *needed) */ \
+    X(59, NtPmcGetModuleVersion, 1) /* (uint32_t *version): PMC_MODULE_VERSION */
 
 enum {
 #define SYSCALL_ENUM(num, name, nargs) SYS_##name = num,
@@ -569,6 +573,83 @@ struct pmc_driver_stats {
 #define STATUS_PMC_NOT_SAMPLING         ((NTSTATUS)0xE0500022)
 #define STATUS_PMC_ROW_SHARED           ((NTSTATUS)0xE0500023)
 #define STATUS_PMC_READ_IN_RING3        ((NTSTATUS)0xE0500024)
+#define STATUS_PMC_ROW_BUSY             ((NTSTATUS)0xE0500030)
+#define STATUS_PMC_BAD_ROW              ((NTSTATUS)0xE0500031)
+#define STATUS_PMC_ROW_DISABLED         ((NTSTATUS)0xE0500032)
+
+// ---------------------------------------------------------------------------
+// Rows, their administration and what they hold: hwpmc's PMC_OP_PMCADMIN,
+// PMC_OP_GETCPUINFO, PMC_OP_GETPMCINFO and PMC_OP_GETMODULEVERSION (FreeBSD
+// sys/sys/pmc.h, pmccontrol(8)). A row is one counting resource on every
+// CPU, numbered per CPU: the PMU's counters first (0 .. n-1, in the order
+// `pmc info` lists them), then ProfileTime's timer (n), then one row per
+// software event (n + 1 + e). A machine without a PMU (QEMU TCG) has the
+// timer and the software rows only. docs/counting.md says what each row's
+// disposition means here and what disabling one does.
+// ---------------------------------------------------------------------------
+// NtPmcAdmin's state, hwpmc's enum pmc_state values for the hardware states.
+#define PMC_STATE_DISABLED 0 // administratively prohibited from being used
+#define PMC_STATE_FREE     1 // available (enable)
+
+// Row dispositions, hwpmc's enum pmc_disp values.
+#define PMC_DISP_STANDALONE 0 // system scope on this CPU, or disabled
+#define PMC_DISP_FREE       1 // available
+#define PMC_DISP_THREAD     2 // process-scope (thread-virtual) PMCs
+
+// Classes of rows (this kernel's numbers; hwpmc's names where one fits).
+#define PMC_CLASS_TIMER 1 // ProfileTime on the LAPIC timer (hwpmc's TSC class is the nearest)
+#define PMC_CLASS_IAF   2 // Intel fixed-function counters
+#define PMC_CLASS_IAP   3 // Intel programmable (general-purpose) counters
+#define PMC_CLASS_K8    4 // AMD counters (hwpmc's name for AMD family 0Fh and later)
+#define PMC_CLASS_SOFT  5 // the kernel's software events
+
+// Capabilities, hwpmc's PMC_CAP_* bit values for those this kernel has.
+#define PMC_CAP_INTERRUPT 0x01 // samples (an interrupt every N events)
+#define PMC_CAP_USER      0x02 // counts ring-3 events
+#define PMC_CAP_SYSTEM    0x04 // counts kernel-mode events
+#define PMC_CAP_READ      0x20 // counts (NtPmcRead)
+#define PMC_CAP_WRITE     0x40 // its count can be set (NtPmcWrite)
+
+#define PMC_CLASSES_MAX    8
+#define PMC_ROWS_MAX       32 // rows per CPU at most
+#define PMC_ROW_NAME_MAX   24
+#define PMC_EVENT_NONE     0xFFFFFFFFu
+#define PMC_MODULE_VERSION 0x01000000u // [MMmmpppp], as hwpmc's PMC_VERSION: 1.0.0
+
+struct pmc_classinfo {
+    uint32_t cls;       // PMC_CLASS_*
+    uint32_t caps;      // PMC_CAP_*
+    uint32_t width;     // bits a row of the class counts in
+    uint32_t num;       // rows of the class on each CPU
+    uint32_t first_row; // the row number of its first
+    uint32_t reserved;
+    uint64_t events; // bit s: KPROFILE_SOURCE s can use the class (SOFT: software event s)
+};
+
+struct pmc_cpuinfo {
+    uint32_t ncpu;   // CPUs (0 .. ncpu - 1)
+    uint32_t npmc;   // rows per CPU
+    uint32_t nclass; // entries of classes[]
+    uint32_t reserved;
+    char interface[16]; // "emon", "amd64" or "none", as `pmc info` says
+    struct pmc_classinfo classes[PMC_CLASSES_MAX];
+};
+
+// One row on one CPU (hwpmc's struct pmc_info).
+struct pmc_rowinfo {
+    char name[PMC_ROW_NAME_MAX]; // "IAP-0", "IAF-1", "K8-3", "TIMER-0", "SOFT-task-clock"
+    uint32_t cls;                // PMC_CLASS_*
+    uint32_t enabled;            // 0: disabled on this CPU by NtPmcAdmin
+    uint32_t disp;               // PMC_DISP_*
+    uint32_t owner_pid;          // the owner of a PMC holding it; 0: none, or not a PMC
+    uint32_t mode;               // that PMC's PMC_MODE_*; 0: none
+    uint32_t event;              // what it counts or samples (pmc_alloc.source); PMC_EVENT_NONE
+    uint32_t users;              // PMCs (and NT profiles, for a sampled source) using it here
+    uint32_t reserved;
+    uint64_t reload; // a sampling counter's period in events; 0 otherwise
+};
+
+_Static_assert(sizeof(struct pmc_rowinfo) % 8 == 0, "rows are 8-aligned in an array");
 
 // ---------------------------------------------------------------------------
 // NT's per-logger PMC counters (ETW): a trace logger names up to 4 profile

@@ -63,13 +63,19 @@ static bool general_fits(unsigned i, uint32_t mask)
            ((mask >> pmc_hw[i].number) & 1);
 }
 
-// Take counter i unless counting has reserved its row. The counter is taken
-// first and the reservations read after a full fence: counting.c sets a row's bit
-// first and reads the counters after one, so one of two racing sides sees the
-// other.
+// Counting has reserved counter i's row, or it is disabled on cpu (NtPmcAdmin).
+static bool held_elsewhere(unsigned cpu, unsigned i)
+{
+    return ((pmc_rows_reserved >> i) & 1) || pmc_row_off(cpu, i);
+}
+
+// Take counter i unless counting has reserved its row or it is disabled on
+// cpu. The counter is taken first and the reservations and disabled rows read
+// after a full fence: counting.c sets a row's bit first and reads the counters
+// after one, so one of two racing sides sees the other.
 static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, uint64_t interval)
 {
-    if (!counter_free(cpu, (int)i) || ((pmc_rows_reserved >> i) & 1))
+    if (!counter_free(cpu, (int)i) || held_elsewhere(cpu, i))
         return false;
     struct pmc_counter *c = pmc_counter(cpu, i);
     c->source = source;
@@ -77,7 +83,7 @@ static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, uint64_t inte
     c->stretch = 0;
     c->period = pmc_period_clamp(interval, pmc_hw[i].max_period);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!((pmc_rows_reserved >> i) & 1)) {
+    if (!held_elsewhere(cpu, i)) {
         pmc_count_sampling_changed(i, false);
         return true;
     }

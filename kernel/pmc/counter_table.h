@@ -56,7 +56,8 @@ static inline struct pmc_counter *pmc_counter(unsigned cpu, unsigned i)
 // Claim a free counter on cpu for source with the given period: the fixed
 // counter `fixed` if it exists and is free, else a free GP counter whose number
 // is in general_mask (bit n = PMCn / PERF_CTRn may count the event; 0 = no GP
-// counter). Rows reserved for counting (pmc/counting.h) are never free here.
+// counter). Rows reserved for counting, and counters NtPmcAdmin disabled on
+// cpu (pmc/counting.h), are never free here.
 // Returns the counter index or -1.
 int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, uint32_t general_mask,
                       uint64_t interval);

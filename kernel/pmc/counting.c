@@ -22,7 +22,15 @@ static unsigned reserved_in[3]; // reservations per scope
 // follows has no counting operations).
 static volatile bool counting_live;
 volatile uint32_t pmc_rows_reserved;
+volatile uint32_t pmc_rows_disabled[MAX_CPUS];
 static struct spinlock rows_lock = SPINLOCK_INIT("pmc rows");
+
+// Sampling owns counter i on cpu.
+static bool sampling_on(unsigned cpu, unsigned i)
+{
+    struct pmc_counter c = *(volatile struct pmc_counter *)pmc_counter(cpu, i);
+    return c.period != 0;
+}
 
 // True when sampling owns counter i on some CPU. Reservation sets the row's
 // bit before looking and sampling claims a counter before looking at the bits
@@ -30,11 +38,9 @@ static struct spinlock rows_lock = SPINLOCK_INIT("pmc rows");
 // sides sees the other and backs off.
 static bool row_sampling(unsigned i)
 {
-    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++) {
-        struct pmc_counter c = *(volatile struct pmc_counter *)pmc_counter(cpu, i);
-        if (c.period)
+    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
+        if (sampling_on(cpu, i))
             return true;
-    }
     return false;
 }
 
@@ -58,7 +64,7 @@ static int pick_row(uint32_t fits, enum pmc_row_scope scope)
         enum pmc_counter_kind kind = pass == 0 ? PMC_COUNTER_FIXED : PMC_COUNTER_GENERAL;
         for (unsigned i = 0; i < pmc_ncounters; i++)
             if ((fits >> i) & 1 && pmc_hw[i].kind == kind && rows[i].scope == PMC_ROW_FREE &&
-                try_take_free(i, scope))
+                !pmc_row_off_anywhere(i) && try_take_free(i, scope))
                 return (int)i;
     }
     int best = -1;
@@ -133,6 +139,46 @@ enum pmc_row_scope pmc_row_scope(unsigned row, unsigned *users)
 {
     *users = rows[row].users;
     return (enum pmc_row_scope)rows[row].scope;
+}
+
+bool pmc_row_off_anywhere(unsigned row)
+{
+    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
+        if (pmc_row_off(cpu, row))
+            return true;
+    return false;
+}
+
+void pmc_row_mark(unsigned cpu, unsigned row, bool disabled)
+{
+    if (disabled)
+        __atomic_fetch_or(&pmc_rows_disabled[cpu], 1u << row, __ATOMIC_SEQ_CST);
+    else
+        __atomic_fetch_and(&pmc_rows_disabled[cpu], ~(1u << row), __ATOMIC_SEQ_CST);
+}
+
+// Under rows_lock, which reservation takes: a row no reservation holds. The
+// bit is set before sampling's counter is looked at, and sampling claims the
+// counter before it reads the bit (counter_table.c), each with a full fence
+// between, so one of two racing sides backs off: a disable that loses says
+// busy. hwpmc refuses with EBUSY a row that process-scope PMCs hold and a
+// CPU's row that a PMC holds (FreeBSD hwpmc_mod.c, PMC_OP_PMCADMIN); a
+// reserved row here is loaded on every CPU, so any reservation makes it busy.
+NTSTATUS pmc_row_admin_counter(unsigned cpu, unsigned row, bool disable)
+{
+    uint64_t f = spin_lock_irqsave(&rows_lock);
+    NTSTATUS s = STATUS_SUCCESS;
+    if (disable && rows[row].users) {
+        s = STATUS_PMC_ROW_BUSY;
+    } else {
+        pmc_row_mark(cpu, row, disable);
+        if (disable && sampling_on(cpu, row)) {
+            pmc_row_mark(cpu, row, false);
+            s = STATUS_PMC_ROW_BUSY;
+        }
+    }
+    spin_unlock_irqrestore(&rows_lock, f);
+    return s;
 }
 
 uint32_t pmc_count_rdpmc_index(unsigned row)
@@ -429,4 +475,6 @@ void pmc_count_reset(void)
     for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
         percount[cpu].dirty = ~0u; // whatever firmware or the last session left
     pmc_rows_reserved = 0;
+    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
+        pmc_rows_disabled[cpu] = 0; // the numbering follows the interface chosen next
 }

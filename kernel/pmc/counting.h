@@ -70,6 +70,24 @@ extern volatile uint32_t pmc_rows_reserved;
 // The row's scope and how many reservations share it (pmc info, tests).
 enum pmc_row_scope pmc_row_scope(unsigned row, unsigned *users);
 
+// Administration (hwpmc's PMC_OP_PMCADMIN): bit r of pmc_rows_disabled[cpu]
+// is row r disabled on that CPU, in the numbering of pmc/rows.h (the
+// counters, then ProfileTime's timer, then the software events). A counter
+// disabled on a CPU is never claimed there by sampling (counter_table.c), and
+// a counter disabled on any CPU is never reserved for counting, whose rows
+// span every CPU (as hwpmc marks a disabled row STANDALONE, which no
+// process-scope PMC may take).
+extern volatile uint32_t pmc_rows_disabled[MAX_CPUS];
+static inline bool pmc_row_off(unsigned cpu, unsigned row)
+{
+    return (__atomic_load_n(&pmc_rows_disabled[cpu], __ATOMIC_SEQ_CST) >> row) & 1;
+}
+bool pmc_row_off_anywhere(unsigned row);
+void pmc_row_mark(unsigned cpu, unsigned row, bool disabled); // set or clear the bit
+// Disable (or enable) counter row on cpu: STATUS_PMC_ROW_BUSY while a
+// reservation holds the row or sampling holds its counter on cpu.
+NTSTATUS pmc_row_admin_counter(unsigned cpu, unsigned row, bool disable);
+
 // A count of source on row's scope, wanted nowhere yet.
 void pmc_count_init(struct pmc_count *c, KPROFILE_SOURCE source, unsigned row, bool user_read);
 

@@ -18,6 +18,7 @@
 #include "pmc/hal_interface.h"
 #include "pmc/profile_time.h"
 #include "pmc/pmi.h"
+#include "pmc/rows.h"
 #include "pmc/trace.h"
 #include "core/mutex.h"
 #include "core/smp.h"
@@ -285,6 +286,25 @@ NTSTATUS HalQueryProfileSource(KPROFILE_SOURCE source, struct hal_profile_source
         out->max_interval = q.max_interval;
     }
     return STATUS_SUCCESS;
+}
+
+// NtPmcAdmin of ProfileTime's timer row on cpu: under the mutex its starts
+// take, and refused while ProfileTime runs (it runs on every CPU not
+// disabled). profile_time.c leaves a disabled CPU's timer slot alone; an
+// enable while ProfileTime runs starts it on that CPU.
+NTSTATUS hal_timer_admin(unsigned cpu, bool disable)
+{
+    mutex_lock(&hal_mutex);
+    NTSTATUS s = STATUS_SUCCESS;
+    bool was_off = pmc_row_off(cpu, pmc_row_timer());
+    if (disable && users[ProfileTime])
+        s = STATUS_PMC_ROW_BUSY;
+    else
+        pmc_row_mark(cpu, pmc_row_timer(), disable);
+    if (!disable && was_off && users[ProfileTime])
+        profile_time_start_cpu(cpu);
+    mutex_unlock(&hal_mutex);
+    return s;
 }
 
 // pmc_shutdown: every started source stops, however many users it has.

@@ -4,6 +4,7 @@
 #include "arch/x86/percpu.h"
 #include "pmc/hal_interface.h"
 #include "pmc/profile_time.h"
+#include "pmc/rows.h"
 #include "core/smp.h"
 #include "arch/x86/timer.h"
 
@@ -22,9 +23,13 @@ static void profile_time_tick(const struct intr_frame *f, void *arg)
     halp_deliver_sample(ProfileTime, f);
 }
 
+// A CPU whose timer row NtPmcAdmin disabled takes no ProfileTime tick
+// (hal_timer_admin disables it only while ProfileTime is stopped).
 static void start_on_cpu(void *arg)
 {
     uint64_t interval = *(const uint64_t *)arg;
+    if (pmc_row_off(cpu_id(), pmc_row_timer()))
+        return;
     timer_periodic_start(TIMER_SLOT_PROFILE, interval * 100, profile_time_tick, NULL);
 }
 
@@ -39,6 +44,24 @@ void profile_time_start(void)
 {
     uint64_t interval = READ_ONCE(profile_time_interval);
     smp_call_all(start_on_cpu, &interval);
+}
+
+struct start_one {
+    unsigned cpu;
+    uint64_t interval;
+};
+
+static void start_one_cpu(void *arg)
+{
+    const struct start_one *one = arg;
+    if (cpu_id() == one->cpu)
+        start_on_cpu((void *)&one->interval);
+}
+
+void profile_time_start_cpu(unsigned cpu)
+{
+    struct start_one one = {cpu, READ_ONCE(profile_time_interval)};
+    smp_call_all(start_one_cpu, &one);
 }
 
 void profile_time_stop(void)

@@ -5,5 +5,6 @@
 
 extern uint64_t profile_time_interval; // 100 ns units
 uint64_t profile_time_clamp(uint64_t interval);
-void profile_time_start(void); // every CPU, via smp_call_all
+void profile_time_start(void);             // every CPU, via smp_call_all
+void profile_time_start_cpu(unsigned cpu); // that CPU only (its timer row enabled again)
 void profile_time_stop(void);

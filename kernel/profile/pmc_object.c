@@ -11,6 +11,7 @@
 #include "core/smp.h"
 #include "core/spinlock.h"
 #include "lib/panic.h"
+#include "pmc/rows.h"
 #include "profile/profile_state.h"
 #include "profile/pmc_log.h"
 #include "profile/sample_plan.h"
@@ -105,6 +106,23 @@ static uint64_t cpu_mask(uint32_t cpu)
 
 static void pmc_destroy(struct object *o);
 
+// A software event's row that NtPmcAdmin disabled on one of m's CPUs is
+// refused (pmc_lock held: profile/pmc_admin.c disables a row only while no
+// PMC of its event covers the CPU, under the same lock). As hwpmc keeps
+// process-scope PMCs off a STANDALONE row, a process-scope PMC needs the row
+// on every CPU. Counter rows are kept from new PMCs by their reservation
+// (pmc/counting.c) and the HAL's claim (pmc/counter_table.c).
+static NTSTATUS row_allows(const struct pmc *m)
+{
+    if (!pmc_counting_mode(&m->a) || !PMC_EVENT_IS_SW(m->a.source))
+        return STATUS_SUCCESS;
+    unsigned row = pmc_row_soft((enum pmc_sw_event)(m->a.source - PMC_EVENT_SW(0)));
+    for (unsigned cpu = 0; cpu < ncpus; cpu++)
+        if (((m->cpus >> cpu) & 1) && pmc_row_off(cpu, row))
+            return STATUS_PMC_ROW_DISABLED;
+    return STATUS_SUCCESS;
+}
+
 NTSTATUS pmc_allocate(struct process *owner, const struct pmc_alloc *a, struct object **out)
 {
     NTSTATUS s = check_request(owner, a);
@@ -125,12 +143,24 @@ NTSTATUS pmc_allocate(struct process *owner, const struct pmc_alloc *a, struct o
     }
     object_init(&m->obj, OBJ_PMC, pmc_destroy);
     uint64_t f = spin_lock_irqsave(&pmc_lock);
-    m->id = next_id++;
-    m->all_next = all_pmcs;
-    all_pmcs = m;
+    s = row_allows(m);
+    if (NT_SUCCESS(s)) {
+        m->id = next_id++;
+        m->all_next = all_pmcs;
+        all_pmcs = m;
+    }
     spin_unlock_irqrestore(&pmc_lock, f);
+    if (!NT_SUCCESS(s)) {
+        object_unref(&m->obj); // pmc_destroy: released, and in no list
+        return s;
+    }
     *out = &m->obj;
     return STATUS_SUCCESS;
+}
+
+struct pmc *pmc_all_locked(void)
+{
+    return all_pmcs;
 }
 
 // --- attachments -------------------------------------------------------------------

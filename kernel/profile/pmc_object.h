@@ -141,6 +141,9 @@ NTSTATUS pmc_read(struct pmc *m, struct pmc_value *out);
 NTSTATUS pmc_write(struct pmc *m, uint64_t value);
 NTSTATUS pmc_rdpmc_index(struct pmc *m, struct process *caller, uint32_t *index);
 
+// Every PMC, newest first, chained by all_next (pmc_lock held).
+struct pmc *pmc_all_locked(void);
+
 // For the kinds.
 bool pmc_process_scope(const struct pmc *m);
 // The target of m for process p, or NULL; from any context (no lock: the

@@ -196,11 +196,13 @@ uint64_t do_NtPmcWriteLog(const uint64_t *a, struct trapframe *tf)
 
 // The calls hwpmc's driver statistics count (pm_syscalls, pm_syscall_errors).
 static const unsigned pmc_calls[] = {
-    SYS_NtPmcAllocate,       SYS_NtPmcAttach,   SYS_NtPmcDetach,     SYS_NtPmcSetCount,
-    SYS_NtPmcStart,          SYS_NtPmcStop,     SYS_NtPmcRead,       SYS_NtPmcWrite,
-    SYS_NtPmcConfigureLog,   SYS_NtPmcFlushLog, SYS_NtPmcReadLog,    SYS_NtPmcWriteLog,
-    SYS_NtPmcGetDriverStats, SYS_NtPmcQuery,    SYS_NtPmcCswitchLog, SYS_NtPmcGetMsr,
-    SYS_NtPmcCpuCounts,
+    SYS_NtPmcAllocate,       SYS_NtPmcAttach,     SYS_NtPmcDetach,
+    SYS_NtPmcSetCount,       SYS_NtPmcStart,      SYS_NtPmcStop,
+    SYS_NtPmcRead,           SYS_NtPmcWrite,      SYS_NtPmcConfigureLog,
+    SYS_NtPmcFlushLog,       SYS_NtPmcReadLog,    SYS_NtPmcWriteLog,
+    SYS_NtPmcGetDriverStats, SYS_NtPmcQuery,      SYS_NtPmcCswitchLog,
+    SYS_NtPmcGetMsr,         SYS_NtPmcCpuCounts,  SYS_NtPmcAdmin,
+    SYS_NtPmcGetCpuInfo,     SYS_NtPmcGetPmcInfo, SYS_NtPmcGetModuleVersion,
 };
 
 uint64_t do_NtPmcGetDriverStats(const uint64_t *a, struct trapframe *tf)

@@ -265,6 +265,14 @@ uint64_t swevent_thread_value(const struct thread *t, enum pmc_sw_event e)
     return t->sw[e];
 }
 
+const char *swevent_name(enum pmc_sw_event e)
+{
+    static const char *const names[PMC_SW_COUNT] = {
+        "task-clock",   "context-switches",   "cpu-migrations", "page-faults",
+        "system-calls", "profile-interrupts", "profile-ticks"};
+    return (unsigned)e < PMC_SW_COUNT ? names[e] : "?";
+}
+
 uint64_t swevent_cpu_value(unsigned cpu, enum pmc_sw_event e)
 {
     return cpus[cpu].sw[e];

@@ -8,6 +8,10 @@
 
 // n CPUs, each running its idle thread; no tick hook.
 void ke_host_reset(unsigned n);
+// The model booted with cfg (tests.h's boot), its CPUs reset, and the PMC
+// object with its sampling and counting kinds initialized (test_util.c).
+struct model_config;
+void ke_host_boot(const struct model_config *cfg);
 // A live privileged process with one thread that has not run.
 void ke_host_process(struct process *p, struct thread *t, uint32_t pid);
 // Switch cpu to next (NULL: its idle thread), as switch_to does: the PMC

@@ -15,7 +15,7 @@ PMC_BUILD ?= $(or $(BUILD),build)/tests/pmc
 PMC_HOST_CCS ?= gcc clang
 PMC_HOST_CFLAGS := -std=c11 -O1 -Wall -Wextra -Werror -g -fno-omit-frame-pointer \
     -fsanitize=address,undefined -fno-sanitize-recover=all -DKERNEL_HOSTED -iquote kernel
-PMC_KERNEL_SRCS := $(wildcard kernel/pmc/*.c) kernel/profile/pmc_object.c kernel/profile/pmc_counting.c kernel/profile/pmc_sampling.c kernel/profile/cswitch_counters.c \
+PMC_KERNEL_SRCS := $(wildcard kernel/pmc/*.c) kernel/profile/pmc_object.c kernel/profile/pmc_admin.c kernel/profile/pmc_counting.c kernel/profile/pmc_sampling.c kernel/profile/cswitch_counters.c \
     kernel/lib/ring.c
 PMC_TEST_SRCS := $(wildcard tests/pmc/*.c)
 PMC_HOST_DEPS := $(PMC_KERNEL_SRCS) $(PMC_TEST_SRCS) $(wildcard kernel/pmc/*.h) \

@@ -64,11 +64,7 @@ static NTSTATUS pmc_start_(struct pmc *p)
 
 static void setup(const struct model_config *cfg)
 {
-    boot(cfg);
-    ke_host_reset(cfg->ncpus);
-    pmc_object_init();
-    pmc_sampling_init();
-    pmc_counting_init();
+    ke_host_boot(cfg);
     cswitch_counters_init();
     for (unsigned i = 0; i < 3; i++)
         ke_host_process(&proc[i], &thr[i], 10 + i);

@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "arch/x86/percpu.h"
+#include "ke_host.h"
+#include "profile/pmc_sampling.h"
 #include "tests.h"
 
 struct samples samples;
@@ -100,4 +102,13 @@ const char *console_last_line(void)
     memcpy(line, c + start, len);
     line[len] = '\0';
     return line;
+}
+
+void ke_host_boot(const struct model_config *cfg)
+{
+    boot(cfg);
+    ke_host_reset(cfg->ncpus);
+    pmc_object_init();
+    pmc_sampling_init();
+    pmc_counting_init();
 }

@@ -54,6 +54,7 @@ void test_emon(void);
 void test_amd(void);
 void test_pmi(void);
 void test_hal(void);
+void test_admin(void);
 void test_time(void);
 void test_trace(void);
 void test_hyper(void);

@@ -4,6 +4,10 @@
 //   pmc trace on|off|clear          record every HAL step and PMU register access (sudo)
 //   pmc trace show                  print what was recorded since the last read, every CPU
 //   pmc trace [-a] [-v] CMD [ARGS]  clear, on, run CMD, off, then explain what was recorded
+//   pmc control [-L] [-l] [-s] [-c CPU|*] [-d ROW|*] [-e ROW|*] ...
+//                                   pmccontrol(8): classes and their events, rows per
+//                                   CPU, driver statistics; disable and enable rows
+//                                   (sudo), applied in the order given
 //
 // The trace needs the system-profile privilege. CMD runs with the same
 // privilege as pmc itself (so `sudo pmc trace profile run -k x` works). The
@@ -29,7 +33,8 @@
 #define KERNEL_HALF  0xFFFF800000000000ull // addresses from here up are the kernel's
 
 static const char usage[] =
-    "usage: pmc info | pmc trace on|off|clear|show | pmc trace [-a] [-v] CMD [ARGS]";
+    "usage: pmc info | pmc trace on|off|clear|show | pmc trace [-a] [-v] CMD [ARGS]\n"
+    "       pmc control [-L] [-l] [-s] [-c CPU|*] [-d ROW|*] [-e ROW|*] ...";
 
 static int fail(const char *what, NTSTATUS s)
 {
@@ -450,10 +455,228 @@ static int trace(int argc, char **argv)
     return trace_command(argv + i, all);
 }
 
+// ---- pmc control: pmccontrol(8) over NtPmcGetCpuInfo, NtPmcGetPmcInfo, NtPmcAdmin
+
+static const char *const class_names[] = {
+    [PMC_CLASS_TIMER] = "TIMER", [PMC_CLASS_IAF] = "IAF",   [PMC_CLASS_IAP] = "IAP",
+    [PMC_CLASS_K8] = "K8",       [PMC_CLASS_SOFT] = "SOFT",
+};
+static const char *const disp_names[] = {
+    [PMC_DISP_STANDALONE] = "standalone", [PMC_DISP_FREE] = "free", [PMC_DISP_THREAD] = "thread"};
+
+static const char *class_name(uint32_t cls)
+{
+    return cls < sizeof class_names / sizeof class_names[0] && class_names[cls] ? class_names[cls]
+                                                                                : "?";
+}
+
+static const char *const mode_names[] = {"-", "SS", "SC", "TS", "TC"};
+
+static struct pmc_cpuinfo cpuinfo;
+static struct pmc_rowinfo rowinfo[PMC_ROWS_MAX];
+static struct sys_profile_source sources[64];
+static uint32_t nsources;
+
+// A row's event: a source's name, or a software event's (its row's name
+// after "SOFT-"); rows are those of the CPU in rowinfo.
+static const char *event_name(uint32_t event)
+{
+    for (uint32_t i = 0; i < nsources; i++)
+        if (sources[i].source == event)
+            return sources[i].name;
+    for (uint32_t r = 0; r < cpuinfo.npmc; r++)
+        if (rowinfo[r].cls == PMC_CLASS_SOFT &&
+            event == PMC_EVENT_SW(r - (cpuinfo.npmc - PMC_SW_COUNT)))
+            return rowinfo[r].name + 5;
+    return "?";
+}
+
+// The rows of cpu into rowinfo.
+static NTSTATUS rows_of(uint32_t cpu)
+{
+    uint32_t need = 0;
+    return NtPmcGetPmcInfo(cpu, rowinfo, sizeof rowinfo, &need);
+}
+
+static int control_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "pmc: control: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s\n", usage);
+    return 2;
+}
+
+// -L: each class, its width and capabilities, and the events it can count.
+static int control_classes(void)
+{
+    NTSTATUS s = rows_of(0);
+    if (!NT_SUCCESS(s))
+        return fail("control -L", s);
+    for (uint32_t c = 0; c < cpuinfo.nclass; c++) {
+        const struct pmc_classinfo *k = &cpuinfo.classes[c];
+        printf("%s (%u rows from %u, %u bits, %s%s%s%s%s)\n", class_name(k->cls), k->num,
+               k->first_row, k->width, k->caps & PMC_CAP_INTERRUPT ? "sample " : "",
+               k->caps & PMC_CAP_READ ? "count " : "", k->caps & PMC_CAP_WRITE ? "write " : "",
+               k->caps & PMC_CAP_USER ? "user " : "", k->caps & PMC_CAP_SYSTEM ? "kernel" : "");
+        printf("\t");
+        for (uint32_t e = 0; e < 64; e++) {
+            if (!((k->events >> e) & 1))
+                continue;
+            printf(" %s", event_name(k->cls == PMC_CLASS_SOFT ? PMC_EVENT_SW(e) : e));
+        }
+        printf("\n");
+    }
+    return 0;
+}
+
+// -l: every CPU's rows: state, disposition, and the PMC holding it.
+static int control_rows(void)
+{
+    for (uint32_t cpu = 0; cpu < cpuinfo.ncpu; cpu++) {
+        NTSTATUS s = rows_of(cpu);
+        if (!NT_SUCCESS(s))
+            return fail("control -l", s);
+        printf("cpu %u:\n  row name                    class  state     disposition  owner  mode  "
+               "event\n",
+               cpu);
+        for (uint32_t r = 0; r < cpuinfo.npmc; r++) {
+            const struct pmc_rowinfo *i = &rowinfo[r];
+            printf("  %3u %-23s %-6s %-9s %-12s", r, i->name, class_name(i->cls),
+                   i->enabled ? "enabled" : "disabled", disp_names[i->disp % 3]);
+            char owner[12] = "-";
+            if (i->mode)
+                snprintf(owner, sizeof owner, "%u", i->owner_pid);
+            printf(" %5s  %-4s", owner, mode_names[i->mode % 5]);
+            if (i->event != PMC_EVENT_NONE)
+                printf("  %s", event_name(i->event));
+            printf("\n");
+        }
+    }
+    return 0;
+}
+
+// -s: the driver's statistics and version (hwpmc's GETDRIVERSTATS, GETMODULEVERSION).
+static int control_stats(void)
+{
+    struct pmc_driver_stats st;
+    uint32_t version = 0;
+    NTSTATUS s = NtPmcGetDriverStats(&st);
+    if (!NT_SUCCESS(s) || !NT_SUCCESS(s = NtPmcGetModuleVersion(&version)))
+        return fail("control -s", s);
+    printf("module version %u.%u.%u, interface %s, %u CPUs, %u rows per CPU\n", version >> 24,
+           (version >> 16) & 0xFF, version & 0xFFFF, cpuinfo.interface, cpuinfo.ncpu, cpuinfo.npmc);
+    printf("system calls %lu, failed %lu\n", (unsigned long)st.syscalls,
+           (unsigned long)st.syscall_errors);
+    printf("log %s, chains truncated %lu, user frames unread %lu, records dropped %lu\n",
+           st.log_configured ? "configured" : "none", (unsigned long)st.chains_truncated,
+           (unsigned long)st.user_frames_unread, (unsigned long)st.records_dropped);
+    for (uint32_t c = 0; c < st.ncpus && c < PMC_STATS_CPUS; c++)
+        printf("cpu %u: samples delivered %lu, logged %lu, lost %lu\n", c,
+               (unsigned long)st.cpu[c].delivered, (unsigned long)st.cpu[c].logged,
+               (unsigned long)st.cpu[c].lost);
+    return 0;
+}
+
+// A CPU or row number below limit, or "*" (ALL).
+#define ALL 0xFFFFFFFFu
+static int parse_target(const char *arg, uint32_t limit, const char *what, uint32_t *out)
+{
+    char *end;
+    if (strcmp(arg, "*") == 0) {
+        *out = ALL;
+        return 0;
+    }
+    unsigned long v = strtoul(arg, &end, 10);
+    if (!arg[0] || *end || v >= limit) {
+        fprintf(stderr, "pmc: control: no %s '%s' (0 to %u, or *)\n%s\n", what, arg, limit - 1,
+                usage);
+        return 2;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+// -d or -e of row (or every row) on cpu (or every CPU). With *, a row in use
+// is left as it is and said so; a named row in use is an error.
+static int admin_one(uint32_t cpu, uint32_t row, uint32_t state, int every)
+{
+    NTSTATUS s = NtPmcAdmin(cpu, row, state);
+    const char *verb = state == PMC_STATE_DISABLED ? "disabled" : "enabled";
+    if (NT_SUCCESS(s)) {
+        printf("pmc: cpu %u row %u: %s\n", cpu, row, verb);
+        return 0;
+    }
+    if (s == STATUS_PMC_ROW_BUSY && every) {
+        printf("pmc: cpu %u row %u: in use, left enabled\n", cpu, row);
+        return 0;
+    }
+    char what[48];
+    snprintf(what, sizeof what, "control: cpu %u row %u", cpu, row);
+    if (s == STATUS_PMC_ROW_BUSY)
+        fprintf(stderr, "pmc: %s: in use (STATUS_PMC_ROW_BUSY): release its PMCs first\n", what);
+    else
+        fail(what, s);
+    return 1;
+}
+
+static int control_admin(uint32_t cpu, const char *arg, uint32_t state)
+{
+    uint32_t row;
+    int rc = parse_target(arg, cpuinfo.npmc, "row", &row);
+    for (uint32_t c = 0; !rc && c < cpuinfo.ncpu; c++)
+        for (uint32_t r = 0; !rc && r < cpuinfo.npmc; r++)
+            if ((cpu == ALL || c == cpu) && (row == ALL || r == row))
+                rc = admin_one(c, r, state, row == ALL);
+    return rc;
+}
+
+// One option; *i moves past its argument. Returns an exit status (0 to go on).
+static int control_option(int argc, char **argv, int *i, uint32_t *cpu)
+{
+    const char *opt = argv[*i];
+    if (strcmp(opt, "-L") == 0)
+        return control_classes();
+    if (strcmp(opt, "-l") == 0)
+        return control_rows();
+    if (strcmp(opt, "-s") == 0)
+        return control_stats();
+    if (strcmp(opt, "-c") && strcmp(opt, "-d") && strcmp(opt, "-e"))
+        return control_error("unknown option '%s'", opt);
+    if (*i + 1 >= argc)
+        return control_error("%s wants an argument", opt);
+    const char *arg = argv[++*i];
+    if (opt[1] == 'c')
+        return parse_target(arg, cpuinfo.ncpu, "CPU", cpu);
+    return control_admin(*cpu, arg, opt[1] == 'd' ? PMC_STATE_DISABLED : PMC_STATE_FREE);
+}
+
+// The options in order, as pmccontrol(8) applies them; -c picks the CPUs of
+// the -d and -e after it (every CPU until then).
+static int pmc_control(int argc, char **argv)
+{
+    NTSTATUS s = NtPmcGetCpuInfo(&cpuinfo);
+    if (NT_SUCCESS(s))
+        s = SysProfileSources(sources, 64, &nsources);
+    if (!NT_SUCCESS(s))
+        return fail("control", s);
+    nsources = nsources < 64 ? nsources : 64;
+    if (argc == 0)
+        return control_error("%swhich option?", "");
+    uint32_t cpu = ALL;
+    for (int i = 0; i < argc; i++) {
+        int rc = control_option(argc, argv, &i, &cpu);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "info") == 0)
         return info();
+    if (argc >= 2 && strcmp(argv[1], "control") == 0)
+        return pmc_control(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "trace") == 0)
         return trace(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "help") == 0) {

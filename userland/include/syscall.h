@@ -90,3 +90,8 @@ NTSTATUS NtPmcCpuCounts(uint64_t *buf, uint32_t max, uint32_t *count);
 NTSTATUS NtSetSystemInformation(uint32_t cls, void *buf, uint32_t len);
 NTSTATUS NtQuerySystemInformation(uint32_t cls, void *buf, uint32_t len, uint32_t *returned);
 NTSTATUS NtPmcTraceLogger(uint32_t op, TRACEHANDLE *handle);
+// hwpmc's PMC_OP_PMCADMIN, GETCPUINFO, GETPMCINFO, GETMODULEVERSION.
+NTSTATUS NtPmcAdmin(uint32_t cpu, uint32_t row, uint32_t state);
+NTSTATUS NtPmcGetCpuInfo(struct pmc_cpuinfo *out);
+NTSTATUS NtPmcGetPmcInfo(uint32_t cpu, struct pmc_rowinfo *buf, uint32_t len, uint32_t *needed);
+NTSTATUS NtPmcGetModuleVersion(uint32_t *version);

@@ -54,6 +54,7 @@ static const NTSTATUS st_pmc_alloc[] = {STATUS_SUCCESS,
                                         STATUS_PMC_COUNT_TOO_LARGE,
                                         STATUS_PRIVILEGE_NOT_HELD,
                                         STATUS_INSUFFICIENT_RESOURCES,
+                                        STATUS_PMC_ROW_DISABLED, // another fuzzer's NtPmcAdmin
                                         END};
 static const NTSTATUS st_attach[] = {STATUS_SUCCESS,
                                      HANDLE_ERRORS,
@@ -119,6 +120,10 @@ static const NTSTATUS st_wait[] = {STATUS_SUCCESS, HANDLE_ERRORS, STATUS_ACCESS_
 static const NTSTATUS st_open[] = {
     STATUS_SUCCESS,       STATUS_ACCESS_VIOLATION,       STATUS_INVALID_PARAMETER,
     STATUS_ACCESS_DENIED, STATUS_INSUFFICIENT_RESOURCES, END};
+static const NTSTATUS st_pmc_rows[] = {
+    STATUS_SUCCESS,      STATUS_ACCESS_VIOLATION,  STATUS_PMC_BAD_CPU,
+    STATUS_PMC_BAD_ROW,  STATUS_INVALID_PARAMETER, STATUS_PRIVILEGE_NOT_HELD,
+    STATUS_PMC_ROW_BUSY, STATUS_BUFFER_TOO_SMALL,  END};
 static const NTSTATUS st_close[] = {STATUS_SUCCESS, STATUS_INVALID_HANDLE, END};
 
 static const NTSTATUS *const allowed[OP_COUNT] = {
@@ -140,6 +145,7 @@ static const NTSTATUS *const allowed[OP_COUNT] = {
     [OP_PMC_WRITE] = st_pmc_write,
     [OP_PMC_QUERY] = st_pmc_read,
     [OP_PMC_GET_MSR] = st_get_msr,
+    [OP_PMC_ROWS] = st_pmc_rows,
     [OP_LOG_CONFIGURE] = st_log_configure,
     [OP_LOG_RELEASE] = st_log_release,
     [OP_LOG_FLUSH] = st_log_owner,
@@ -368,6 +374,7 @@ static op_fn *const ops[OP_COUNT] = {
     [OP_PMC_WRITE] = op_pmc_write,
     [OP_PMC_QUERY] = op_pmc_query,
     [OP_PMC_GET_MSR] = op_pmc_get_msr,
+    [OP_PMC_ROWS] = op_pmc_rows,
     [OP_LOG_CONFIGURE] = op_log_configure,
     [OP_LOG_RELEASE] = op_log_release,
     [OP_LOG_FLUSH] = op_log_flush,

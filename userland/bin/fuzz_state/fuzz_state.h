@@ -78,6 +78,7 @@ enum op {
     OP_PMC_WRITE,
     OP_PMC_QUERY,
     OP_PMC_GET_MSR,
+    OP_PMC_ROWS,
     OP_LOG_CONFIGURE,
     OP_LOG_RELEASE,
     OP_LOG_FLUSH,
@@ -230,7 +231,7 @@ typedef void op_fn(struct fuzzer *f, const struct call *c);
 op_fn op_prof_create, op_prof_create_ex, op_prof_start, op_prof_stop, op_prof_stats,
     op_interval_query, op_interval_set, op_prof_remap;
 op_fn op_pmc_alloc, op_pmc_attach, op_pmc_detach, op_pmc_set_count, op_pmc_start, op_pmc_stop,
-    op_pmc_read, op_pmc_write, op_pmc_query, op_pmc_get_msr;
+    op_pmc_read, op_pmc_write, op_pmc_query, op_pmc_get_msr, op_pmc_rows;
 op_fn op_log_configure, op_log_release, op_log_flush, op_log_read, op_log_write, op_log_stats;
 op_fn op_spawn, op_resume, op_kill, op_wait, op_open, op_close, op_process_id, op_burn, op_sleep;
 

@@ -25,15 +25,15 @@ unsigned seq_len(uint64_t seed)
 
 // How often each operation is drawn.
 static const uint8_t weight[OP_COUNT] = {
-    [OP_PROF_CREATE] = 6, [OP_PROF_CREATE_EX] = 3, [OP_PROF_START] = 6,    [OP_PROF_STOP] = 4,
-    [OP_PROF_STATS] = 4,  [OP_INTERVAL_QUERY] = 2, [OP_INTERVAL_SET] = 2,  [OP_PROF_REMAP] = 1,
-    [OP_PMC_ALLOC] = 7,   [OP_PMC_ATTACH] = 5,     [OP_PMC_DETACH] = 3,    [OP_PMC_SET_COUNT] = 3,
-    [OP_PMC_START] = 6,   [OP_PMC_STOP] = 4,       [OP_PMC_READ] = 3,      [OP_PMC_WRITE] = 2,
-    [OP_PMC_QUERY] = 2,   [OP_PMC_GET_MSR] = 1,    [OP_LOG_CONFIGURE] = 4, [OP_LOG_RELEASE] = 2,
-    [OP_LOG_FLUSH] = 2,   [OP_LOG_READ] = 4,       [OP_LOG_WRITE] = 2,     [OP_LOG_STATS] = 2,
-    [OP_SPAWN] = 4,       [OP_RESUME] = 2,         [OP_KILL] = 2,          [OP_WAIT] = 2,
-    [OP_OPEN] = 2,        [OP_CLOSE] = 6,          [OP_PROCESS_ID] = 1,    [OP_BURN] = 4,
-    [OP_SLEEP] = 1,
+    [OP_PROF_CREATE] = 6, [OP_PROF_CREATE_EX] = 3, [OP_PROF_START] = 6,   [OP_PROF_STOP] = 4,
+    [OP_PROF_STATS] = 4,  [OP_INTERVAL_QUERY] = 2, [OP_INTERVAL_SET] = 2, [OP_PROF_REMAP] = 1,
+    [OP_PMC_ALLOC] = 7,   [OP_PMC_ATTACH] = 5,     [OP_PMC_DETACH] = 3,   [OP_PMC_SET_COUNT] = 3,
+    [OP_PMC_START] = 6,   [OP_PMC_STOP] = 4,       [OP_PMC_READ] = 3,     [OP_PMC_WRITE] = 2,
+    [OP_PMC_QUERY] = 2,   [OP_PMC_GET_MSR] = 1,    [OP_PMC_ROWS] = 2,     [OP_LOG_CONFIGURE] = 4,
+    [OP_LOG_RELEASE] = 2, [OP_LOG_FLUSH] = 2,      [OP_LOG_READ] = 4,     [OP_LOG_WRITE] = 2,
+    [OP_LOG_STATS] = 2,   [OP_SPAWN] = 4,          [OP_RESUME] = 2,       [OP_KILL] = 2,
+    [OP_WAIT] = 2,        [OP_OPEN] = 2,           [OP_CLOSE] = 6,        [OP_PROCESS_ID] = 1,
+    [OP_BURN] = 4,        [OP_SLEEP] = 1,
 };
 
 // A sequence's theme, from its seed: which calls open it (resources the
@@ -154,6 +154,7 @@ static const char *const names[OP_COUNT] = {
     [OP_PMC_WRITE] = "NtPmcWrite",
     [OP_PMC_QUERY] = "NtPmcQuery",
     [OP_PMC_GET_MSR] = "NtPmcGetMsr",
+    [OP_PMC_ROWS] = "NtPmcGetCpuInfo/GetPmcInfo/GetModuleVersion/Admin",
     [OP_LOG_CONFIGURE] = "NtPmcConfigureLog",
     [OP_LOG_RELEASE] = "NtPmcConfigureLog(NULL)",
     [OP_LOG_FLUSH] = "NtPmcFlushLog",

@@ -324,6 +324,73 @@ void op_pmc_get_msr(struct fuzzer *f, const struct call *c)
     check(f, c->op, NtPmcGetMsr(h, (uint32_t *)out), want, false);
 }
 
+// NtPmcGetPmcInfo of a CPU; mutated: a CPU past the last, a bad buffer, a
+// length too short, a bad *needed.
+static void rows_info(struct fuzzer *f, const struct call *c, uint32_t cpu)
+{
+    static struct pmc_rowinfo rows[PMC_ROWS_MAX];
+    static uint32_t need;
+    uint64_t buf = (uint64_t)rows, len = sizeof rows, needed = (uint64_t)&need;
+    NTSTATUS want = STATUS_SUCCESS;
+    switch (c->mutate) {
+    case 1: cpu += f->ncpus, want = STATUS_PMC_BAD_CPU; break;
+    case 2: buf = bad_pointer(f, c->how), want = STATUS_ACCESS_VIOLATION; break;
+    case 3: len = c->how % sizeof rows[0], want = STATUS_BUFFER_TOO_SMALL; break;
+    case 4: needed = bad_pointer(f, c->how), want = STATUS_ACCESS_VIOLATION; break;
+    default: break;
+    }
+    NTSTATUS s = NtPmcGetPmcInfo(cpu, (struct pmc_rowinfo *)buf, (uint32_t)len, (uint32_t *)needed);
+    check(f, c->op, s, want, want != STATUS_SUCCESS);
+}
+
+// NtPmcAdmin: a disable undone at once (other fuzzing processes may meet the
+// row disabled meanwhile: STATUS_PMC_ROW_DISABLED). The privilege is checked
+// first; then the CPU, the state and the row, each mutation its status.
+static void rows_admin(struct fuzzer *f, const struct call *c, uint32_t cpu, uint32_t row,
+                       uint32_t npmc)
+{
+    uint32_t state = PMC_STATE_DISABLED;
+    NTSTATUS want = NO_STATUS; // a row in use is busy
+    switch (c->mutate) {
+    case 1: cpu = f->ncpus + c->how, want = STATUS_PMC_BAD_CPU; break;
+    case 2: state = 2 + c->how, want = STATUS_INVALID_PARAMETER; break;
+    case 3: row = npmc + c->how, want = STATUS_PMC_BAD_ROW; break;
+    default: break;
+    }
+    if (!f->privileged)
+        want = STATUS_PRIVILEGE_NOT_HELD;
+    NTSTATUS s = NtPmcAdmin(cpu, row, state);
+    check(f, c->op, s, want, want != NO_STATUS);
+    if (NT_SUCCESS(s))
+        check(f, c->op, NtPmcAdmin(cpu, row, PMC_STATE_FREE), STATUS_SUCCESS, false);
+}
+
+// hwpmc's information and administration calls (variant): the classes, a
+// CPU's rows, the version, a disable and enable.
+void op_pmc_rows(struct fuzzer *f, const struct call *c)
+{
+    static struct pmc_cpuinfo ci;
+    static uint32_t version;
+    bool bad = c->mutate == 1;
+    NTSTATUS s = NtPmcGetCpuInfo(&ci);
+    check(f, c->op, s, STATUS_SUCCESS, false);
+    if (!NT_SUCCESS(s) || !ci.ncpu || !ci.npmc)
+        return;
+    uint32_t cpu = c->pick % ci.ncpu, row = c->pick2 % ci.npmc;
+    switch (c->variant % 4) {
+    case 0:
+        s = NtPmcGetCpuInfo(bad ? (struct pmc_cpuinfo *)bad_pointer(f, c->how) : &ci);
+        check(f, c->op, s, bad ? STATUS_ACCESS_VIOLATION : STATUS_SUCCESS, bad);
+        break;
+    case 1: rows_info(f, c, cpu); break;
+    case 2:
+        s = NtPmcGetModuleVersion(bad ? (uint32_t *)bad_pointer(f, c->how) : &version);
+        check(f, c->op, s, bad ? STATUS_ACCESS_VIOLATION : STATUS_SUCCESS, bad);
+        break;
+    default: rows_admin(f, c, cpu, row, ci.npmc); break;
+    }
+}
+
 void pmc_close(struct fuzzer *f, unsigned k)
 {
     HANDLE h = f->pmc[k].h;
