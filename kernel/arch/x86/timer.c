@@ -150,15 +150,6 @@ static void no_user(const struct intr_frame *f, void *arg)
 }
 static const struct timer_user nobody = {no_user, NULL};
 
-// The LAPIC timer's interrupt, entered from timer_entry (vectors.asm) with
-// only the CPU's frame: every due deadline moves on, the timer is re-armed for
-// the earliest and the interrupt acknowledged (interrupts stay off until the
-// iretq, so nothing can nest), then each due slot's user is called once; on
-// the way back to ring 3 (timer_entry) the scheduler may preempt or a kill
-// take effect.
-// A user that starts or stops a slot re-arms the timer itself. A stopped slot
-// has the deadline UINT64_MAX, never due, so the loops need no active mask;
-// they run over a constant number of slots and unroll.
 // Every due slot of t moves past now: the slots that were due, the earliest
 // deadline after that in *next, the user of the last due slot in *last (left
 // alone when none was due). The loop runs over a constant number of slots and
@@ -180,6 +171,14 @@ expire_due(struct timer_cpu *t, uint64_t now, uint64_t *next, const struct timer
     return due;
 }
 
+// The LAPIC timer's interrupt, entered from timer_entry (vectors.asm) with
+// only the CPU's frame: every due deadline moves on, the timer is re-armed for
+// the earliest and the interrupt acknowledged (interrupts stay off until the
+// iretq, so nothing can nest), then each due slot's user is called once; on
+// the way back to ring 3 (timer_entry) the scheduler may preempt or a kill
+// take effect.
+// A user that starts or stops a slot re-arms the timer itself. A stopped slot
+// has the deadline UINT64_MAX, never due, so expire_due needs no active mask.
 void timer_interrupt(const struct intr_frame *f)
 {
     struct timer_cpu *t = percpu_read(timer);
