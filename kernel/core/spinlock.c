@@ -22,7 +22,16 @@ void spin_unlock_irqrestore(struct spinlock *l, uint64_t flags)
         panic("spinlock %s: release by a CPU that does not hold it", l->name);
     l->owner_cpu = -1;
     __atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
-    irq_restore(flags);
+    // An interrupt that came while the lock was held (the timer's, a
+    // sample's) is taken once sti has set IF, but only after the instruction
+    // that follows the sti (the STI interrupt shadow: Intel SDM vol. 2B,
+    // STI). irq_restore's sti would often be followed by this function's ret,
+    // so the interrupt would be taken at the caller's next instruction and a
+    // profile would charge the section's time to the caller. The nop takes
+    // the shadow: the interrupt is taken here, and the unlock is what shows
+    // hot (docs/blind-spots.md).
+    if (flags & RFLAGS_IF)
+        __asm__ volatile("sti\n\tnop" ::: "memory");
 }
 
 // Only meaningful with interrupts off (the answer cannot change under us then).

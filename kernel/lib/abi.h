@@ -155,6 +155,7 @@ typedef uint64_t KAFFINITY;
     X(52, NtSetSystemInformation, 3)   /* (ULONG class, void *buf, ULONG len): SystemPerformanceTraceInformation */ \
     X(53, NtQuerySystemInformation, 4) /* (ULONG class, void *buf, ULONG len, ULONG *returned) */ \
     X(54, NtPmcTraceLogger, 2)     /* (uint32_t op, TRACEHANDLE *handle): PMC_LOGGER_CREATE / CLOSE */ \
+    X(55, SysIrqoffSpin, 2)        /* (uint64_t microseconds, struct sys_irqoff_split *out): for teaching, see below */ \
     X(56, NtPmcAdmin, 3)           /* (uint32_t cpu, uint32_t row, uint32_t state): PMC_STATE_*; privileged */ \
     X(57, NtPmcGetCpuInfo, 1)      /* (struct pmc_cpuinfo *out): rows per CPU, classes */ \
     X(58, NtPmcGetPmcInfo, 4)      /* (uint32_t cpu, struct pmc_rowinfo *buf, uint32_t len, uint32_t *needed) */ \
@@ -226,6 +227,20 @@ struct sys_info {
     // land depends on how the host schedules the vCPUs. With -icount (and the
     // option) time counts instructions and time sampling is exact.
     uint32_t time_sampling_approximate;
+};
+
+// SysIrqoffSpin exists for teaching (docs/blind-spots.md, userland/bin/irqoff.c):
+// a known answer for a profiler. The kernel spins for the given time inside a
+// spin_lock_irqsave section (interrupts off) in irqoff_spin_locked, then for
+// the same time with interrupts on in irqoff_spin_open, and reports the TSC
+// ticks each took. Time: 1..IRQOFF_SPIN_MAX_US microseconds, else
+// STATUS_INVALID_PARAMETER. No privilege: a section is at most one scheduler
+// time slice (10 ms), as long as any process may already keep its CPU.
+#define IRQOFF_SPIN_MAX_US 10000
+struct sys_irqoff_split {
+    uint64_t locked_tsc; // TSC ticks spun with interrupts off
+    uint64_t open_tsc;   // TSC ticks spun with interrupts on
+    uint64_t tsc_hz;     // the TSC's frequency
 };
 
 struct sys_cpu_info {

@@ -2,6 +2,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/clock.h"
 #include "core/heap.h"
+#include "core/irqoff.h"
 #include "core/object.h"
 #include "arch/x86/percpu.h"
 #include "core/pin.h"
@@ -127,4 +128,22 @@ uint64_t do_SysSelfCheck(const uint64_t *a, struct trapframe *tf)
         .pinned_pages = pinned_page_count(),
     };
     return STATUS(copy_to_user(a[0], &c, sizeof c));
+}
+
+// For teaching (abi.h): the two halves of irqoff.h, each for a[0]
+// microseconds. The result's pages are checked before the spin, so a bad
+// pointer costs no spinning.
+uint64_t do_SysIrqoffSpin(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    if (a[0] < 1 || a[0] > IRQOFF_SPIN_MAX_US)
+        return STATUS(STATUS_INVALID_PARAMETER);
+    struct sys_irqoff_split r = {.tsc_hz = tsc_hz};
+    NTSTATUS s = copy_to_user(a[1], &r, sizeof r);
+    if (!NT_SUCCESS(s))
+        return STATUS(s);
+    uint64_t ticks = a[0] * tsc_hz / 1000000;
+    r.locked_tsc = irqoff_spin_locked(ticks);
+    r.open_tsc = irqoff_spin_open(ticks);
+    return STATUS(copy_to_user(a[1], &r, sizeof r));
 }

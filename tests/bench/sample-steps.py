@@ -17,13 +17,24 @@ samples measured; each instruction is put in the stage its source belongs to
 file of the outermost one). Prints `bench: sample_stage_<stage> N instructions`
 for the median sample and `bench: sample_steps_total N instructions`.
 
-Usage: tests/bench/sample-steps.py [--trace FILE]   (FILE: the sample, annotated)
+With --nmi the kernel is booted with profile_nmi=1 and the interrupt is the
+NMI's: from nmi_entry through nmi_dispatch and the timer's NMI handler to its
+iretq; the figures are then named nmi_sample_stage_* and nmi_sample_steps_total.
+
+Usage: tests/bench/sample-steps.py [--nmi] [--trace FILE]   (FILE: the sample, annotated)
 """
 import os, re, statistics, subprocess, sys, tempfile
 
 KERNEL = "build/kernel.elf"
 ISO = "build/tests/init+init~bench,overhead,1221.iso"
 ROOTS = ["timer_entry", "timer_interrupt", "profile_time_tick", "KeProfileInterruptWithSource"]
+ENTRY = "timer_entry"  # the assembly entry: an interrupt runs from it to its iretq
+PREFIX = ""  # of the figures' names
+if "--nmi" in sys.argv:
+    ISO = "build/tests/init+init~bench,overhead,1221+profile_nmi~1.iso"
+    ROOTS = ["nmi_entry", "nmi_dispatch", "timer_nmi_handler", "profile_time_tick",
+             "KeProfileInterruptWithSource"]
+    ENTRY, PREFIX = "nmi_entry", "nmi_"
 # Slow paths a sample does not take (and whose instructions would swamp the
 # log): rescheduling, tracing while `pmc trace` is on, panics.
 NOT_FOLLOWED = {"sched_user_return_slow", "pmc_trace_record", "panic", "panic_trap"}
@@ -70,10 +81,10 @@ def callees():
 
 
 def entry_size(syms):
-    """timer_entry's bytes: up to the next symbol after it (not its local labels)."""
-    start = syms["timer_entry"][0]
+    """The entry's bytes: up to the next symbol after it (not its local labels)."""
+    start = syms[ENTRY][0]
     return min(a for n, (a, _) in syms.items()
-               if a > start and not n.startswith("timer_entry.")) - start
+               if a > start and not n.startswith(ENTRY + ".")) - start
 
 
 def filter_ranges(syms):
@@ -89,7 +100,7 @@ def filter_ranges(syms):
     ranges = []
     for f in sorted(seen):
         start, size = syms[f]
-        if f == "timer_entry":
+        if f == ENTRY:
             size = entry_size(syms)  # an assembly label: no size in the symbol table
         ranges.append(f"0x{start:x}+0x{size:x}")
     return ",".join(ranges)
@@ -116,8 +127,8 @@ def run(ranges, log):
 
 
 def interrupts(pcs, syms):
-    """Split the log into interrupts, each from timer_entry to an iretq of it."""
-    entry = syms["timer_entry"][0]
+    """Split the log into interrupts, each from the entry to an iretq of it."""
+    entry = syms[ENTRY][0]
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", KERNEL,
                           f"--start-address=0x{entry:x}",
                           f"--stop-address=0x{entry + entry_size(syms):x}"],
@@ -191,11 +202,11 @@ def main():
     if trace_out:
         with open(trace_out, "w") as f:
             f.write("\n".join(lines) + "\n")
-    print(f"bench: sample_steps_samples {len(samples)} interrupts "
+    print(f"bench: {PREFIX}sample_steps_samples {len(samples)} interrupts "
           f"(min {len(samples[0])}, median {len(median)}, max {len(samples[-1])})")
     for s in ORDER:
-        print(f"bench: sample_stage_{s} {counts[s]} instructions")
-    print(f"bench: sample_steps_total {len(median)} instructions")
+        print(f"bench: {PREFIX}sample_stage_{s} {counts[s]} instructions")
+    print(f"bench: {PREFIX}sample_steps_total {len(median)} instructions")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,10 @@
 //                        and a child yield to each other) with K counting PMCs
 //                        of software events started on this process (0 or 4)
 //
-// Each prints `bench: NAME VALUE UNIT` lines.
+// Each prints `bench: NAME VALUE UNIT` lines; cost and callchain name theirs
+// nmi_... when ProfileTime is delivered as NMI (a boot with profile_nmi=1).
 #include <benchloops.h>
+#include <delivery.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,13 @@ static int fail(const char *what, NTSTATUS s)
 {
     printf("bench: %s: %s\n", what, nt_status_name(s));
     return 1;
+}
+
+// The figures' prefix: "nmi_" when ProfileTime arrives as NMI, else "".
+static const char *delivery_prefix(void)
+{
+    char why[160];
+    return profile_time_nmi(why, sizeof why) ? "nmi_" : "";
 }
 
 // One profile of ProfileTime over this program's text.
@@ -85,7 +94,7 @@ static int cost(unsigned n)
            st.in_range);
     if (st.in_range == 0)
         return fail("no samples", STATUS_UNSUCCESSFUL);
-    printf("bench: sample_cost_%u %lu instructions\n", n,
+    printf("bench: %ssample_cost_%u %lu instructions\n", delivery_prefix(), n,
            (with > base ? with - base : 0) / st.in_range);
     return 0;
 }
@@ -201,8 +210,8 @@ __attribute__((noinline)) static int callchain(unsigned frames)
     if (chain_run(frames, 0, base, &cost0, &f0) ||
         chain_run(frames, PMC_F_CALLCHAIN, base, &cost, &f))
         return 1;
-    printf("bench: callchain_cost_0 %lu instructions\n", cost0);
-    printf("bench: callchain_cost_%lu %lu instructions\n", f, cost);
+    printf("bench: %scallchain_cost_0 %lu instructions\n", delivery_prefix(), cost0);
+    printf("bench: %scallchain_cost_%lu %lu instructions\n", delivery_prefix(), f, cost);
     return 0;
 }
 

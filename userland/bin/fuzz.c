@@ -140,6 +140,10 @@ static void one_call(void)
             a[0] = 0x100000000000ull + (a[0] & 0xFFFFFFFFFull);
         break;
     case SYS_SysSleep: a[0] %= 3; break;
+    case SYS_SysIrqoffSpin: // a valid time spins: keep it short, keep the bad ones
+        if (a[0] >= 1 && a[0] <= IRQOFF_SPIN_MAX_US)
+            a[0] = 1 + a[0] % 20;
+        break;
     case SYS_SysKill:
         if (a[0] == SysGetPid())
             a[0] = 0;

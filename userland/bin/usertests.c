@@ -495,6 +495,22 @@ static void test_system_info(void)
     EXPECT(sc.live_processes >= 2, "%lu live processes", sc.live_processes);
 }
 
+// The teaching call SysIrqoffSpin: the time is bounded, each half takes at
+// least the time asked, measured by the TSC.
+static void test_irqoff_spin(void)
+{
+    struct sys_irqoff_split r = {0, 0, 0};
+    EXPECT_STATUS(SysIrqoffSpin(0, &r), STATUS_INVALID_PARAMETER);
+    EXPECT_STATUS(SysIrqoffSpin(IRQOFF_SPIN_MAX_US + 1, &r), STATUS_INVALID_PARAMETER);
+    EXPECT_STATUS(SysIrqoffSpin(~0ull, &r), STATUS_INVALID_PARAMETER);
+    EXPECT(r.tsc_hz == 0, "a refused call wrote its result");
+    EXPECT_STATUS(SysIrqoffSpin(100, &r), STATUS_SUCCESS);
+    uint64_t want = 100 * r.tsc_hz / 1000000;
+    EXPECT(r.tsc_hz > 0 && r.locked_tsc >= want && r.open_tsc >= want,
+           "100 us: locked %lu, open %lu TSC ticks, want >= %lu each", r.locked_tsc, r.open_tsc,
+           want);
+}
+
 // A call given room for n rows must not write the row after them.
 static void test_buffer_bounds(void)
 {
@@ -808,6 +824,10 @@ static NTSTATUS via_self_check(void *p)
 {
     return SysSelfCheck(p);
 }
+static NTSTATUS via_irqoff_spin(void *p)
+{
+    return SysIrqoffSpin(1, p);
+}
 
 // What a call may answer besides STATUS_ACCESS_VIOLATION.
 enum also {
@@ -856,6 +876,7 @@ static const struct pointer_call {
     {"SysPmcInfo buf", via_pmc_info_buf, ONLY_AV},
     {"SysPmcInfo got", via_pmc_info_got, ONLY_AV},
     {"SysSelfCheck", via_self_check, ONLY_AV},
+    {"SysIrqoffSpin out", via_irqoff_spin, ONLY_AV},
 };
 
 // A misaligned bad pointer may also be refused for its alignment.
@@ -1098,6 +1119,7 @@ static const struct child_test tests[] = {
     CHILD_TEST(malloc_stress),
     CHILD_TEST(clock_sleep),
     CHILD_TEST(system_info),
+    CHILD_TEST(irqoff_spin),
     CHILD_TEST(buffer_bounds),
     CHILD_TEST(files),
     CHILD_TEST(console),

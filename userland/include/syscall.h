@@ -39,6 +39,9 @@ NTSTATUS SysInfo(struct sys_info *out);
 NTSTATUS SysCpuInfo(struct sys_cpu_info *buf, uint32_t max, uint32_t *count);
 NTSTATUS SysPowerOff(void); // returns only on failure (it needs the privilege)
 NTSTATUS SysSelfCheck(struct sys_self_check *out);
+// For teaching: spin MICROSECONDS (1..IRQOFF_SPIN_MAX_US) with interrupts off in the
+// kernel, then as long with them on (docs/blind-spots.md).
+NTSTATUS SysIrqoffSpin(uint64_t microseconds, struct sys_irqoff_split *out);
 
 // The initial ramdisk.
 NTSTATUS SysFileRead(const char *name, uint64_t offset, void *buf, size_t len, size_t *got);

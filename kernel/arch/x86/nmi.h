@@ -34,8 +34,9 @@ typedef bool (*nmi_handler_t)(const struct intr_frame *f);
 // Add h (at boot, before any NMI it may claim is enabled).
 void nmi_register(nmi_handler_t h);
 
-// Called by nmi_entry with the trap frame of the NMI.
-void nmi_dispatch(struct trapframe *tf);
+// Called by nmi_entry with the NMI's frame, built in place on its IST stack
+// (rbp below the CPU's words, as timer_entry builds it; trapframe.h).
+void nmi_dispatch(const struct intr_frame *f);
 
 // Stop every other CPU (panic): NMIs that make them halt. This CPU then
 // ignores the NMIs it still receives (a sampling NMI timer keeps running).

@@ -76,21 +76,30 @@ static inline void eoi_x2apic(void)
 }
 
 // The interrupt's re-arm for next, which is after now by at most a period,
-// and its EOI: with the timer mode tested once, the two register writes are
-// adjacent.
-static inline void rearm_and_eoi(uint64_t next, uint64_t now)
+// and its EOI when eoi (a constant wherever this is inlined): with the timer
+// mode tested once, the two register writes are adjacent. An NMI takes no EOI
+// (Intel SDM vol. 3A, "Signaling Interrupt Servicing Completion": not for
+// NMI, SMI, INIT, ExtINT or SIPI delivery).
+static inline __attribute__((always_inline)) void rearm(uint64_t next, uint64_t now, bool eoi)
 {
     if (__builtin_expect(timer_mode == MODE_XAPIC_ONESHOT, 1)) {
         volatile uint32_t *r = lapic_mmio;
         r[LAPIC_TIMER_INIT / 4] = lapic_count(next - now);
-        eoi_xapic(r);
+        if (eoi)
+            eoi_xapic(r);
     } else if (timer_mode == MODE_X2APIC_ONESHOT) {
         wrmsr(MSR_X2APIC_BASE + (LAPIC_TIMER_INIT >> 4), lapic_count(next - now));
-        eoi_x2apic();
+        if (eoi)
+            eoi_x2apic();
     } else {
         wrmsr(MSR_IA32_TSC_DEADLINE, next);
-        lapic_eoi();
+        if (eoi)
+            lapic_eoi();
     }
+}
+static inline void rearm_and_eoi(uint64_t next, uint64_t now)
+{
+    rearm(next, now, true);
 }
 
 // The earliest deadline of this CPU's slots (UINT64_MAX: all stopped).
@@ -141,6 +150,27 @@ static void no_user(const struct intr_frame *f, void *arg)
 }
 static const struct timer_user nobody = {no_user, NULL};
 
+// Every due slot of t moves past now: the slots that were due, the earliest
+// deadline after that in *next, the user of the last due slot in *last (left
+// alone when none was due). The loop runs over a constant number of slots and
+// unrolls.
+static inline __attribute__((always_inline)) unsigned
+expire_due(struct timer_cpu *t, uint64_t now, uint64_t *next, const struct timer_user **last)
+{
+    unsigned due = 0;
+    *next = UINT64_MAX;
+#pragma GCC unroll 4
+    for (unsigned i = 0; i < TIMER_SLOTS; i++) {
+        if (t->slot[i].deadline <= now) {
+            expire(&t->slot[i], now);
+            due |= 1u << i;
+            *last = &t->user[i];
+        }
+        *next = MIN(*next, t->slot[i].deadline);
+    }
+    return due;
+}
+
 // The LAPIC timer's interrupt, entered from timer_entry (vectors.asm) with
 // only the CPU's frame: every due deadline moves on, the timer is re-armed for
 // the earliest and the interrupt acknowledged (interrupts stay off until the
@@ -148,23 +178,13 @@ static const struct timer_user nobody = {no_user, NULL};
 // the way back to ring 3 (timer_entry) the scheduler may preempt or a kill
 // take effect.
 // A user that starts or stops a slot re-arms the timer itself. A stopped slot
-// has the deadline UINT64_MAX, never due, so the loops need no active mask;
-// they run over a constant number of slots and unroll.
+// has the deadline UINT64_MAX, never due, so expire_due needs no active mask.
 void timer_interrupt(const struct intr_frame *f)
 {
     struct timer_cpu *t = percpu_read(timer);
-    uint64_t now = rdtsc(), next = UINT64_MAX;
-    unsigned due = 0;
+    uint64_t now = rdtsc(), next;
     const struct timer_user *last = &nobody; // the user of the last due slot
-#pragma GCC unroll 4
-    for (unsigned i = 0; i < TIMER_SLOTS; i++) {
-        if (t->slot[i].deadline <= now) {
-            expire(&t->slot[i], now);
-            due |= 1u << i;
-            last = &t->user[i];
-        }
-        next = MIN(next, t->slot[i].deadline);
-    }
+    unsigned due = expire_due(t, now, &next, &last);
     // Some slot is always running here (the scheduler tick never stops), and
     // every deadline moved past now.
     rearm_and_eoi(next, now);
@@ -262,24 +282,24 @@ static bool timer_nmi_handler(const struct intr_frame *f)
     struct timer_cpu *t = percpu_read(timer);
     if (t->busy)
         return true; // the start or stop it interrupted re-arms the timer
-    uint64_t now = rdtsc(), next = UINT64_MAX;
-    unsigned due = 0;
-    for (unsigned i = 0; i < TIMER_SLOTS; i++) {
-        if (t->slot[i].deadline <= now) {
-            expire(&t->slot[i], now);
-            due |= 1u << i;
-        }
-        next = MIN(next, t->slot[i].deadline);
+    uint64_t now = rdtsc(), next;
+    const struct timer_user *last = &nobody;
+    unsigned due = expire_due(t, now, &next, &last);
+    if (__builtin_expect(!due, 0)) {
+        // Another source's NMI, or the timer a little early (its count rounds
+        // up): armed again as it was, perhaps for no slot at all.
+        program(next, now);
+        return false;
     }
-    program(next, now);
-    if (due & (1u << TIMER_SLOT_PROFILE))
-        t->user[TIMER_SLOT_PROFILE].fn(f, t->user[TIMER_SLOT_PROFILE].arg);
+    rearm(next, now, false); // a due slot moved on: next is a deadline
     unsigned rest = due & ~(1u << TIMER_SLOT_PROFILE);
     if (rest) {
         __atomic_fetch_or(&t->deferred, rest, __ATOMIC_RELAXED);
         lapic_send_self_ipi_from_nmi(VEC_NMI_WORK);
     }
-    return due != 0;
+    if (due & (1u << TIMER_SLOT_PROFILE))
+        t->user[TIMER_SLOT_PROFILE].fn(f, t->user[TIMER_SLOT_PROFILE].arg);
+    return true;
 }
 
 // Whether this machine delivers the LAPIC timer as NMI. The timer's LVT has

@@ -75,35 +75,6 @@ trap_return:
     pop rax
     ret
 
-; nmi_entry: the NMI's gate (IST_NMI), never through trap(): see nmi.h. GS
-; is the kernel's when MSR_GS_BASE holds a kernel (upper-half) address;
-; otherwise swapgs now and again before the iretq (rbx, callee-saved, says so).
-global nmi_entry
-extern nmi_dispatch
-align 16
-nmi_entry:
-    push 0                              ; no error code
-    push 2                              ; the vector
-    PUSH_GPRS
-    mov ecx, MSR_GS_BASE
-    rdmsr
-    xor ebx, ebx
-    test edx, edx
-    js .kernel_gs
-    swapgs
-    inc ebx
-.kernel_gs:
-    mov rdi, rsp
-    cld
-    call nmi_dispatch
-    test ebx, ebx
-    jz .no_swapgs
-    swapgs
-.no_swapgs:
-    POP_GPRS
-    add rsp, TF_RIP - TF_VECTOR
-    iretq
-
 ; timer_entry: the LAPIC timer's vector (VEC_TIMER; idt.c installs it), the
 ; one interrupt every CPU takes thousands of times a second, ProfileTime's
 ; included. Its handler, timer_interrupt (timer.c), needs only the CPU's
@@ -123,8 +94,8 @@ nmi_entry:
 %define CPU_FRAME_CS (IF_CS - IF_RIP)   ; the CPU's frame: rip, cs, rflags, rsp, ss
 %define LEAN_SAVED   TIMER_LEAN_SAVED   ; nine registers below struct intr_frame (trapframe.h)
 
-%macro LEAN_CALL 1                      ; save, call %1(struct intr_frame *), restore
-    push rbp                            ; struct intr_frame begins here
+%macro LEAN_SAVE 0                      ; rbp (struct intr_frame begins here), then the nine
+    push rbp
     push rax
     push rcx
     push rdx
@@ -134,9 +105,17 @@ nmi_entry:
     push r9
     push r10
     push r11
-    lea rdi, [rsp + LEAN_SAVED]         ; struct intr_frame *
+%endmacro
+
+%macro LEAN_INVOKE 1                    ; call %1(struct intr_frame *) over a LEAN_SAVE
+    lea rdi, [rsp + LEAN_SAVED]
     cld
     call %1
+%endmacro
+
+%macro LEAN_CALL 1                      ; save, call %1(struct intr_frame *); LEAN_RESTORE after
+    LEAN_SAVE
+    LEAN_INVOKE %1
 %endmacro
 
 %macro LEAN_RESTORE 0
@@ -182,6 +161,32 @@ timer_entry:
 global timer_user_work_return
 timer_user_work_return:
     jmp timer_entry.to_user
+
+; nmi_entry: the NMI's gate (IST_NMI), never through trap(): see nmi.h. As
+; timer_entry, it saves rbp and the nine registers a called function may
+; clobber (the handlers preserve the rest themselves) and hands nmi_dispatch
+; the struct intr_frame built in place. GS is the kernel's when MSR_GS_BASE
+; holds a kernel (upper-half) address; otherwise swapgs now and again before
+; the iretq: the two cases are two copies of the call, so nothing needs to
+; remember which one it was.
+global nmi_entry
+extern nmi_dispatch
+align 16
+nmi_entry:
+    LEAN_SAVE
+    mov ecx, MSR_GS_BASE
+    rdmsr
+    test edx, edx
+    js .kernel_gs
+    swapgs
+    LEAN_INVOKE nmi_dispatch
+    swapgs
+    LEAN_RESTORE
+    iretq
+.kernel_gs:
+    LEAN_INVOKE nmi_dispatch
+    LEAN_RESTORE
+    iretq
 
 section .rodata
 global isr_stubs

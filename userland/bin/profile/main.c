@@ -10,6 +10,7 @@
 //
 // What they share is in cli.c; run and kernel also share histogram.c (profile
 // objects) and kernrate.c (their report).
+#include <delivery.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,24 +75,11 @@ static int take_nmi_option(int *argc, char **argv)
     argv[j] = NULL;
     if (!nmi)
         return 0;
-    size_t cap = 64 * 1024, got = 0;
-    char *buf = malloc(cap);
-    const char *line = NULL;
-    if (buf && NT_SUCCESS(SysPmcInfo(buf, cap - 1, &got))) {
-        buf[got < cap ? got : cap - 1] = '\0';
-        line = strstr(buf, "ProfileTime delivery: ");
-    }
-    int r = 0;
-    if (!line || strncmp(line, "ProfileTime delivery: NMI", 25) != 0) {
-        char *end = line ? strchr(line, '\n') : NULL;
-        if (end)
-            *end = '\0';
-        fprintf(stderr, "profile: --nmi: no NMI timer here (%s)\n",
-                line ? line + 22 : "pmc info says nothing");
-        r = EXIT_NO_NMI;
-    }
-    free(buf);
-    return r;
+    char why[160];
+    if (profile_time_nmi(why, sizeof why))
+        return 0;
+    fprintf(stderr, "profile: --nmi: no NMI timer here (%s)\n", why);
+    return EXIT_NO_NMI;
 }
 
 int main(int argc, char **argv)
