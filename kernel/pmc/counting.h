@@ -41,6 +41,7 @@ enum pmc_row_scope { PMC_ROW_FREE, PMC_ROW_THREAD, PMC_ROW_SYSTEM };
 
 struct pmc_count {
     KPROFILE_SOURCE source;
+    uint8_t rings;  // enum pmc_rings: what its counter counts (both unless set after init)
     uint8_t scope;  // PMC_ROW_THREAD or PMC_ROW_SYSTEM
     uint8_t home;   // its reservation's row, tried first
     bool user_read; // ring 3 may rdpmc it: CR4.PCE is set while it is loaded
@@ -70,7 +71,10 @@ extern volatile uint32_t pmc_rows_reserved;
 // The row's scope and how many reservations share it (pmc info, tests).
 enum pmc_row_scope pmc_row_scope(unsigned row, unsigned *users);
 
-// A count of source on row's scope, wanted nowhere yet.
+// A count of source in both rings on row's scope, wanted nowhere yet; set
+// c->rings before its first pmc_count_in to count in one ring only. Counts of
+// one event in different rings are different event selects: each load
+// programs its own, so they may take turns on a row but never share a count.
 void pmc_count_init(struct pmc_count *c, KPROFILE_SOURCE source, unsigned row, bool user_read);
 
 // This CPU now wants c counted (a target switched in, a system count started
