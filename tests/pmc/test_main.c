@@ -17,6 +17,7 @@ int main(void)
     test_counting();
     test_review();
     test_interleave();
+    test_rings();
     test_pmc_object(); // last: the context-switch log keeps its rings allocated
     return tap_finish();
 }
