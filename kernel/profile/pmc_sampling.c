@@ -45,7 +45,7 @@ static bool samples_here(const struct pmc *m, KPROFILE_SOURCE source, uint64_t b
 // changed rings) and it is the period-th such tick on this CPU.
 static inline bool take(const struct pmc_plan_entry *e, bool user)
 {
-    if (!((e->rings >> user) & 1)) // PMC_RING_OS is bit 0, PMC_RING_USR bit 1
+    if (!e->in_ring[user])
         return false;
     uint64_t *phase = e->phase, ticks = *phase + 1;
     if (ticks < e->period) {
@@ -72,7 +72,9 @@ static void make_entry(struct pmc_plan_entry *e, struct pmc *m, struct pmc_targe
                                        (uint16_t)m->a.source,
                                        chain,
                                        chain ? PMCLOG_SAMPLE_CHAIN : 0};
-    e->rings = (uint8_t)pmc_rings(&m->a);
+    unsigned rings = pmc_rings(&m->a);
+    e->in_ring[0] = (rings & PMC_RING_OS) != 0;
+    e->in_ring[1] = (rings & PMC_RING_USR) != 0;
     e->period = m->s.period;
     e->phase = &m->s.phase[cpu];
     e->slice = &m->s.slice[cpu];
