@@ -221,7 +221,11 @@ static int record_start(struct record *r)
     if (NT_SUCCESS(s))
         s = NtPmcStart(r->pmc);
     if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: cannot start sampling: %s\n", nt_status_name(s));
+        fprintf(stderr, "profile: cannot start sampling: %s%s\n", nt_status_name(s),
+                s == STATUS_PMC_RING_CONFLICT
+                    ? " (another user samples this source in other rings: its one counter per "
+                      "CPU cannot count both ways)"
+                    : "");
         if (r->child && !r->at.pid)
             SysKill(r->pid);
         return -1;
