@@ -11,6 +11,7 @@
 #include "lib/panic.h"
 #include "arch/x86/percpu.h"
 #include "arch/x86/timer.h"
+#include "arch/x86/ring_time.h"
 #include "arch/x86/trap.h"
 #include "core/process.h"
 #include "core/spinlock.h"
@@ -87,6 +88,7 @@ void sched_init_cpu(void)
     c->current = t;
     c->current_process = NULL;
     c->kill_pending = t->killed;
+    c->user_tsc = &t->user_tsc;
     if (c->id == 0) {
         irq_register(VEC_RESCHED, resched_ipi);
         trap_user_return_hook = sched_user_return_slow;
@@ -138,6 +140,7 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
     c->current = next;
     c->current_process = next->proc;
     c->kill_pending = next->killed;
+    c->user_tsc = &next->user_tsc;
     if (next->proc) {
         c->kernel_rsp = next->kstack_top;  // syscall entry stack
         c->tss->rsp[0] = next->kstack_top; // interrupt entry stack from ring 3
@@ -160,6 +163,7 @@ void thread_first_run(struct trapframe *tf)
     UNUSED(tf);
     sched_after_switch();
     trap_return_to_user(); // killed before it ever ran?
+    ring_time_leave();
 }
 
 // After any switch, on the new thread: release the lock the old one took and

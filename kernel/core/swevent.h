@@ -34,3 +34,13 @@ uint64_t swevent_thread_value(const struct thread *t, enum pmc_sw_event e);
 uint64_t swevent_cpu_value(unsigned cpu, enum pmc_sw_event e);
 
 const char *swevent_name(enum pmc_sw_event e); // perf's name, "task-clock"
+
+// The rings a value is asked for: bit 0 ring 0, bit 1 ring 3 (the encoding
+// of pmc/profile_source.h's enum pmc_rings). Only task-clock tells them
+// apart: ring-3 time (arch/x86/ring_time.h) and the rest of the CPU time.
+#define SWEVENT_RING_KERNEL 1u
+#define SWEVENT_RING_USER   2u
+#define SWEVENT_RINGS_ALL   3u
+bool swevent_has_rings(enum pmc_sw_event e);
+uint64_t swevent_thread_value_rings(const struct thread *t, enum pmc_sw_event e, unsigned rings);
+uint64_t swevent_cpu_value_rings(unsigned cpu, enum pmc_sw_event e, unsigned rings);

@@ -281,7 +281,21 @@ struct sys_profile_source {
     char name[40];   // e.g. "ProfileTime"
     char units[16];  // "100ns" for ProfileTime, "events" otherwise
     char reason[64]; // why it is unsupported ("" when supported)
+    // The counters it may use (HalQuerySystemInformation's
+    // HalProfileSourceCounterInformation, kernel/pmc/hal.h): bit n of
+    // gp_counters is general-purpose counter n (Intel IA32_PMCn, AMD
+    // PERF_CTRn), bit n of fixed_counters Intel's IA32_FIXED_CTRn; both 0
+    // when no counter can (ProfileTime runs on the LAPIC timer).
+    uint32_t gp_counters, fixed_counters;
+    uint32_t constraints;          // PROFILE_COUNTERS_* below
+    uint8_t gp_total, fixed_total; // the counters this machine has, of each kind
+    uint8_t pad[6];
 };
+
+// sys_profile_source.constraints
+#define PROFILE_COUNTERS_TIMER      0x1 // no counter: the LAPIC timer (ProfileTime)
+#define PROFILE_COUNTERS_FIXED_ONLY 0x2 // only its fixed counter (reference cycles: FIXED_CTR2)
+#define PROFILE_COUNTERS_GP_SUBSET  0x4 // only some general-purpose counters (AMD family 15h)
 
 // SysProfileStats: what happened to one profile's samples.
 struct sys_profile_stats {
@@ -317,8 +331,20 @@ struct sys_profile_stats {
 #define PMC_F_DESCENDANTS  0x02 // process scope: also every current and future child
 #define PMC_F_LOG_PROCCSW  0x04 // process scope: a PMCLOG_CSW record at each switch-out
 #define PMC_F_LOG_PROCEXIT 0x08 // process scope: a PMCLOG_EXIT record with the totals
-#define PMC_F_KERNEL       0x10 // also samples taken in kernel mode (needs the privilege)
-#define PMC_F_ALL          0x1F
+// The rings a PMC counts or samples in (perf's :u and :k; hwpmc's pmcstat
+// -U): PMC_F_USER ring 3, PMC_F_KERNEL ring 0, both set both rings. With
+// neither, the mode's default: counting both rings, sampling ring 3 only. A
+// hardware event's counter counts only the rings asked for (its event
+// select's USR and OS bits, or the fixed counter's enable field: Intel SDM
+// vol. 3B, "Architectural Performance Monitoring"; AMD APM vol. 2, 13.2); a
+// sampling PMC also logs only samples whose IP is in those rings. Sampling
+// ring 0 needs the system-profile privilege. Of the software events only
+// task-clock tells the rings apart (ring-3 time and the rest of the CPU
+// time); a restriction on another is STATUS_PMC_RING_UNSUPPORTED.
+#define PMC_F_KERNEL       0x10 // ring 0 (sampling: needs the privilege)
+#define PMC_F_USER         0x20 // ring 3
+#define PMC_F_RINGS        (PMC_F_USER | PMC_F_KERNEL)
+#define PMC_F_ALL          0x3F
 
 #define PMC_CPU_ANY 0xFFFFFFFFu
 
@@ -591,6 +617,8 @@ struct pmc_driver_stats {
 #define STATUS_PMC_ROW_BUSY             ((NTSTATUS)0xE0500030)
 #define STATUS_PMC_BAD_ROW              ((NTSTATUS)0xE0500031)
 #define STATUS_PMC_ROW_DISABLED         ((NTSTATUS)0xE0500032)
+#define STATUS_PMC_RING_UNSUPPORTED     ((NTSTATUS)0xE0500033) // :u or :k on an event with no rings
+#define STATUS_PMC_RING_CONFLICT        ((NTSTATUS)0xE0500034) // the source samples in other rings
 
 // ---------------------------------------------------------------------------
 // Rows, their administration and what they hold: hwpmc's PMC_OP_PMCADMIN,

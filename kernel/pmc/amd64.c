@@ -61,14 +61,14 @@ static uint32_t usable(KPROFILE_SOURCE source)
 // Claim a counter: an event that may use any counter first tries those no
 // event is confined to (family 15h: PERF_CTR3-5), leaving PERF_CTR0-2 to the
 // events that can only count there.
-static int claim(unsigned cpu, KPROFILE_SOURCE source)
+static int claim(unsigned cpu, KPROFILE_SOURCE source, unsigned rings)
 {
     uint32_t mask = usable(source), spare = mask & ~amd.restricted;
     int i = -1;
     if (amd.restricted && spare != mask && spare)
-        i = pmc_counter_claim(cpu, source, PMC_NO_FIXED, spare, pmc_source_interval[source]);
+        i = pmc_counter_claim(cpu, source, rings, PMC_NO_FIXED, spare, pmc_source_interval[source]);
     if (i < 0)
-        i = pmc_counter_claim(cpu, source, PMC_NO_FIXED, mask, pmc_source_interval[source]);
+        i = pmc_counter_claim(cpu, source, rings, PMC_NO_FIXED, mask, pmc_source_interval[source]);
     return i;
 }
 
@@ -94,14 +94,21 @@ static NTSTATUS amd_initialize(void)
     return STATUS_SUCCESS;
 }
 
-static NTSTATUS amd_enable(KPROFILE_SOURCE source)
+// The event select of source in rings (USR bit 16, OS bit 17: APM vol. 2,
+// 13.2.1), enabled.
+static uint64_t amd_select(KPROFILE_SOURCE source, unsigned rings)
+{
+    return pmc_select_rings(amd.ev[source].select, rings) | PERFEVTSEL_EN;
+}
+
+static NTSTATUS amd_enable(KPROFILE_SOURCE source, unsigned rings)
 {
     unsigned cpu = cpu_id();
     if (!amd_supported(source))
         return STATUS_NOT_SUPPORTED;
     if (pmc_counter_find(cpu, source) >= 0)
         return STATUS_PROFILING_NOT_STOPPED;
-    int i = claim(cpu, source);
+    int i = claim(cpu, source, rings);
     if (i < 0) {
         PMC_TRACE_STEP(PMC_STEP_NO_COUNTER, source, 0);
         return STATUS_INSUFFICIENT_RESOURCES;
@@ -110,7 +117,7 @@ static NTSTATUS amd_enable(KPROFILE_SOURCE source)
     const struct pmc_counter_hw *hw = &pmc_hw[i];
     pmc_wrmsr(hw->ctl_msr, 0); // stopped while loaded
     pmc_wrmsr(hw->ctr_msr, pmc_arm_value(hw, pmc_counter(cpu, (unsigned)i)->period));
-    pmc_wrmsr(hw->ctl_msr, amd.ev[source].select | PERFEVTSEL_INT | PERFEVTSEL_EN);
+    pmc_wrmsr(hw->ctl_msr, amd_select(source, rings) | PERFEVTSEL_INT);
     write_global_ctl(cpu);
     return STATUS_SUCCESS;
 }
@@ -200,12 +207,12 @@ static uint32_t amd_counters_for(KPROFILE_SOURCE source)
     return amd_supported(source) ? usable(source) : 0;
 }
 
-static void amd_start_counting(unsigned i, KPROFILE_SOURCE source, uint64_t value)
+static void amd_start_counting(unsigned i, KPROFILE_SOURCE source, unsigned rings, uint64_t value)
 {
     const struct pmc_counter_hw *hw = &pmc_hw[i];
     pmc_wrmsr(hw->ctl_msr, 0); // stopped while loaded
     pmc_wrmsr(hw->ctr_msr, value);
-    pmc_wrmsr(hw->ctl_msr, amd.ev[source].select | PERFEVTSEL_EN);
+    pmc_wrmsr(hw->ctl_msr, amd_select(source, rings));
     write_global_ctl(cpu_id());
 }
 

@@ -73,12 +73,14 @@ static bool held_elsewhere(unsigned cpu, unsigned i)
 // cpu. The counter is taken first and the reservations and disabled rows read
 // after a full fence: counting.c sets a row's bit first and reads the counters
 // after one, so one of two racing sides sees the other.
-static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, uint64_t interval)
+static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, unsigned rings,
+                 uint64_t interval)
 {
     if (!counter_free(cpu, (int)i) || held_elsewhere(cpu, i))
         return false;
     struct pmc_counter *c = pmc_counter(cpu, i);
     c->source = source;
+    c->rings = rings;
     c->stopped = 0;
     c->stretch = 0;
     c->period = pmc_period_clamp(interval, pmc_hw[i].max_period);
@@ -91,14 +93,14 @@ static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, uint64_t inte
     return false;
 }
 
-int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, int fixed, uint32_t general_mask,
-                      uint64_t interval)
+int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, unsigned rings, int fixed,
+                      uint32_t general_mask, uint64_t interval)
 {
     int f = fixed_index(fixed);
-    if (f >= 0 && take(cpu, (unsigned)f, source, interval))
+    if (f >= 0 && take(cpu, (unsigned)f, source, rings, interval))
         return f;
     for (unsigned i = 0; i < pmc_ncounters; i++)
-        if (general_fits(i, general_mask) && take(cpu, i, source, interval))
+        if (general_fits(i, general_mask) && take(cpu, i, source, rings, interval))
             return (int)i;
     return -1;
 }

@@ -204,6 +204,7 @@ void pmc_count_init(struct pmc_count *c, KPROFILE_SOURCE source, unsigned row, b
 {
     *c = (struct pmc_count){
         .source = source,
+        .rings = PMC_RINGS_ALL,
         .scope = rows[row].scope,
         .home = (uint8_t)row,
         .user_read = user_read,
@@ -275,7 +276,7 @@ static bool place_on(struct count_cpu *cc, struct pmc_count *c, unsigned i)
     c->counter = (int8_t)i;
     cc->on[i] = c;
     pmc_counting[cpu_id()] |= 1u << i;
-    halp_profile_interface->StartCounting(i, c->source, c->load);
+    halp_profile_interface->StartCounting(i, c->source, c->rings, c->load);
     return true;
 }
 

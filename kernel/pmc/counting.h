@@ -41,6 +41,7 @@ enum pmc_row_scope { PMC_ROW_FREE, PMC_ROW_THREAD, PMC_ROW_SYSTEM };
 
 struct pmc_count {
     KPROFILE_SOURCE source;
+    uint8_t rings;  // enum pmc_rings: what its counter counts (both unless set after init)
     uint8_t scope;  // PMC_ROW_THREAD or PMC_ROW_SYSTEM
     uint8_t home;   // its reservation's row, tried first
     bool user_read; // ring 3 may rdpmc it: CR4.PCE is set while it is loaded
@@ -88,7 +89,10 @@ void pmc_row_mark(unsigned cpu, unsigned row, bool disabled); // set or clear th
 // reservation holds the row or sampling holds its counter on cpu.
 NTSTATUS pmc_row_admin_counter(unsigned cpu, unsigned row, bool disable);
 
-// A count of source on row's scope, wanted nowhere yet.
+// A count of source in both rings on row's scope, wanted nowhere yet; set
+// c->rings before its first pmc_count_in to count in one ring only. Counts of
+// one event in different rings are different event selects: each load
+// programs its own, so they may take turns on a row but never share a count.
 void pmc_count_init(struct pmc_count *c, KPROFILE_SOURCE source, unsigned row, bool user_read);
 
 // This CPU now wants c counted (a target switched in, a system count started

@@ -18,8 +18,6 @@
 #include "pmc/hal_interface.h"
 #include "pmc/trace.h"
 
-#define FIXED_ENABLE (FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR | FIXED_CTR_CTRL_PMI)
-
 #define ALL_GP 0xFFFFFFFFu // every Intel GP counter counts every architectural event
 
 static struct {
@@ -198,27 +196,35 @@ static void load_counter(unsigned i, uint64_t value, uint64_t ctl)
     }
 }
 
+// A sampling counter's event select: the source's event in the counter's
+// rings, with the overflow interrupt.
+static uint64_t sampling_select(const struct pmc_counter *c)
+{
+    return pmc_select_rings(profile_sources[c->source].intel_select, c->rings) | PERFEVTSEL_INT |
+           PERFEVTSEL_EN;
+}
+
 // Load a sampling counter to interrupt after its period (enable: at once;
-// version 1's reload enables it later, in emon_thaw).
+// version 1's reload enables it later, in emon_thaw). A fixed counter's
+// field is its rings (1 OS, 2 USR, 3 both) and PMI (Intel SDM vol. 3B,
+// "Fixed-function Performance Counters").
 static void arm_counter(unsigned i, uint64_t value, bool enable)
 {
     const struct pmc_counter *c = pmc_counter(cpu_id(), i);
     if (pmc_hw[i].kind == PMC_COUNTER_FIXED)
-        load_counter(i, value, FIXED_ENABLE);
+        load_counter(i, value, c->rings | FIXED_CTR_CTRL_PMI);
     else
-        load_counter(
-            i, value,
-            enable ? profile_sources[c->source].intel_select | PERFEVTSEL_INT | PERFEVTSEL_EN : 0);
+        load_counter(i, value, enable ? sampling_select(c) : 0);
 }
 
-static NTSTATUS emon_enable(KPROFILE_SOURCE source)
+static NTSTATUS emon_enable(KPROFILE_SOURCE source, unsigned rings)
 {
     unsigned cpu = cpu_id();
     if (emon.reason[source][0])
         return STATUS_NOT_SUPPORTED;
     if (pmc_counter_find(cpu, source) >= 0)
         return STATUS_PROFILING_NOT_STOPPED;
-    int i = pmc_counter_claim(cpu, source, emon.fixed[source], emon.gp[source],
+    int i = pmc_counter_claim(cpu, source, rings, emon.fixed[source], emon.gp[source],
                               pmc_source_interval[source]);
     if (i < 0) {
         PMC_TRACE_STEP(PMC_STEP_NO_COUNTER, source, 0);
@@ -347,8 +353,7 @@ static void emon_thaw(void)
     for (unsigned i = 0; i < pmc_ncounters; i++) {
         const struct pmc_counter *c = pmc_counter(cpu, i);
         if ((rearmed >> i) & 1 && c->period && !c->stopped)
-            pmc_wrmsr(pmc_hw[i].ctl_msr,
-                      profile_sources[c->source].intel_select | PERFEVTSEL_INT | PERFEVTSEL_EN);
+            pmc_wrmsr(pmc_hw[i].ctl_msr, sampling_select(c));
     }
 }
 
@@ -367,12 +372,13 @@ static uint32_t emon_counters_for(KPROFILE_SOURCE source)
     return m;
 }
 
-static void emon_start_counting(unsigned i, KPROFILE_SOURCE source, uint64_t value)
+static void emon_start_counting(unsigned i, KPROFILE_SOURCE source, unsigned rings, uint64_t value)
 {
     if (pmc_hw[i].kind == PMC_COUNTER_FIXED)
-        load_counter(i, value, FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR);
+        load_counter(i, value, rings);
     else
-        load_counter(i, value, profile_sources[source].intel_select | PERFEVTSEL_EN);
+        load_counter(i, value,
+                     pmc_select_rings(profile_sources[source].intel_select, rings) | PERFEVTSEL_EN);
     write_global_ctrl(cpu_id());
 }
 

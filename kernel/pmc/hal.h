@@ -26,6 +26,9 @@ typedef enum {
 
 typedef enum {
     HalProfileSourceInformation = 1, // HAL_PROFILE_SOURCE_INFORMATION
+    // This kernel's own class, numbered far above NT's: which counters a
+    // source may use, so a caller can tell which sources run together.
+    HalProfileSourceCounterInformation = 0x1000, // HAL_PROFILE_SOURCE_COUNTERS
 } HAL_QUERY_INFORMATION_CLASS;
 
 typedef struct {
@@ -38,6 +41,22 @@ typedef struct {
     bool Supported;                // out
     uint32_t Interval;             // out: current interval, saturated to 32 bits
 } HAL_PROFILE_SOURCE_INFORMATION;
+
+// HalProfileSourceCounterInformation: where a source may be counted. Each
+// started PMC source holds one counter per CPU; sources can run together
+// when each gets a counter of its own from its masks. The constraints
+// (abi.h's PROFILE_COUNTERS_*): Intel's reference cycles only on
+// IA32_FIXED_CTR2 (SDM vol. 3B, "Fixed-function Performance Counters"; the
+// GP encoding counts another clock, profile_source.c), AMD family 15h's
+// events 0x060-0x07F only on PERF_CTR0-2 (BKDG for family 15h models
+// 00h-0Fh, publication 42301, each event's counter restriction).
+typedef struct {
+    KPROFILE_SOURCE ProfileSource;    // in
+    uint32_t GeneralMask;             // out: bit n: general-purpose counter n may count it
+    uint32_t FixedMask;               // out: bit n: IA32_FIXED_CTRn may count it
+    uint32_t Constraints;             // out: PROFILE_COUNTERS_* (abi.h)
+    uint8_t GeneralCount, FixedCount; // out: the counters of each kind the interface has
+} HAL_PROFILE_SOURCE_COUNTERS;
 
 // Called for every sample, in interrupt context with interrupts off, with the
 // source (one of the HAL's, below ProfileSourceCount: the handler does not check
@@ -55,6 +74,11 @@ typedef void (*HAL_PROFILE_INTERRUPT_HANDLER)(KPROFILE_SOURCE source, const stru
 //   STATUS_INSUFFICIENT_RESOURCES start: "no free counter"
 //   STATUS_PROFILING_NOT_STARTED  stop of a source that has no user
 NTSTATUS HalStartProfileInterrupt(KPROFILE_SOURCE source, const char **reason);
+// The same with the rings the source's counters count in (enum pmc_rings;
+// the plain call: both). A PMC source already started in other rings:
+//   STATUS_PMC_RING_CONFLICT      its one counter per CPU cannot count both ways
+//   STATUS_INVALID_PARAMETER      rings 0 or above PMC_RINGS_ALL
+NTSTATUS HalStartProfileInterruptEx(KPROFILE_SOURCE source, unsigned rings, const char **reason);
 NTSTATUS HalStopProfileInterrupt(KPROFILE_SOURCE source, const char **reason);
 
 // ProfileTime interval in 100 ns units, clamped to [1,221, 10,000,000]; returns
@@ -74,6 +98,8 @@ NTSTATUS HalSetSystemInformation(HAL_SET_INFORMATION_CLASS cls, uint32_t size, v
 // HalProfileSourceInformation: size >= the structure (else STATUS_INFO_LENGTH_MISMATCH
 // with *returned = the size needed). An unknown or unsupported source succeeds
 // with Supported = false and Interval = 0.
+// HalProfileSourceCounterInformation: the same size rule; an unknown or
+// unsupported source succeeds with both masks 0 (ProfileTime: the timer).
 NTSTATUS HalQuerySystemInformation(HAL_QUERY_INFORMATION_CLASS cls, uint32_t size, void *buffer,
                                    uint32_t *returned);
 

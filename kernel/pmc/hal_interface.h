@@ -42,7 +42,8 @@ struct halp_profile_interface {
 
     // The HAL's six private operations (HalpProfileInterface in the Windows HAL).
     NTSTATUS (*InitializeProfiling)(void); // every CPU: registers to a known idle state
-    NTSTATUS (*EnableMonitoring)(KPROFILE_SOURCE source);
+    // Sample source on this CPU, its counter counting in rings (enum pmc_rings).
+    NTSTATUS (*EnableMonitoring)(KPROFILE_SOURCE source, unsigned rings);
     void (*DisableMonitoring)(KPROFILE_SOURCE source);
     NTSTATUS (*SetInterval)(KPROFILE_SOURCE source, uint64_t *interval); // in: wanted, out: actual
     void (*CheckOverflowStatus)(struct overflow_status *status);
@@ -64,9 +65,10 @@ struct halp_profile_interface {
     // Counting (pmc/counting.c), on rows no sampling uses. NULL in the no-PMU
     // interface, whose CountersFor is never asked (it supports no source).
     uint32_t (*CountersFor)(KPROFILE_SOURCE source); // bit i: counter i can count source
-    // Count source on counter i from value, in both rings, with no interrupt;
-    // stop it. pmc_counting already has bit i set (start) or clear (stop).
-    void (*StartCounting)(unsigned i, KPROFILE_SOURCE source, uint64_t value);
+    // Count source on counter i from value, in rings (enum pmc_rings), with
+    // no interrupt; stop it. pmc_counting already has bit i set (start) or
+    // clear (stop).
+    void (*StartCounting)(unsigned i, KPROFILE_SOURCE source, unsigned rings, uint64_t value);
     void (*StopCounting)(unsigned i);
 };
 

@@ -56,8 +56,9 @@ void halp_deliver_choose(void)
 }
 
 static struct mutex hal_mutex = MUTEX_INIT("hal profile"); // start, stop, intervals
-static unsigned users[ProfileSourceCount]; // per source: starts not yet stopped (hal_mutex)
-static uint32_t started;                   // bit per source running on every CPU: users != 0
+static unsigned users[ProfileSourceCount];   // per source: starts not yet stopped (hal_mutex)
+static uint8_t rings_of[ProfileSourceCount]; // the rings a started PMC source counts in
+static uint32_t started;                     // bit per source running on every CPU: users != 0
 _Static_assert(ProfileSourceCount <= 32, "started is a 32-bit set");
 
 static bool is_started(KPROFILE_SOURCE source)
@@ -84,13 +85,14 @@ static void query(KPROFILE_SOURCE source, struct pmc_source_query *q)
 // One smp_call_all round: the source, and each CPU's answer.
 struct hal_call {
     KPROFILE_SOURCE source;
+    unsigned rings;
     NTSTATUS status[MAX_CPUS];
 };
 
 static void enable_on_cpu(void *arg)
 {
     struct hal_call *call = arg;
-    call->status[cpu_id()] = halp_profile_interface->EnableMonitoring(call->source);
+    call->status[cpu_id()] = halp_profile_interface->EnableMonitoring(call->source, call->rings);
 }
 
 static void disable_on_cpu(void *arg)
@@ -100,9 +102,9 @@ static void disable_on_cpu(void *arg)
 }
 
 // Enable on every CPU, or on none: a failure anywhere undoes the others.
-static NTSTATUS enable_everywhere(KPROFILE_SOURCE source, const char **reason)
+static NTSTATUS enable_everywhere(KPROFILE_SOURCE source, unsigned rings, const char **reason)
 {
-    struct hal_call call = {.source = source};
+    struct hal_call call = {.source = source, .rings = rings};
     smp_call_all(enable_on_cpu, &call);
     for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++) {
         if (NT_SUCCESS(call.status[cpu]))
@@ -116,16 +118,18 @@ static NTSTATUS enable_everywhere(KPROFILE_SOURCE source, const char **reason)
 }
 
 // The first user: start source on every CPU (hal_mutex held).
-static NTSTATUS start_everywhere(KPROFILE_SOURCE source, const char **reason)
+static NTSTATUS start_everywhere(KPROFILE_SOURCE source, unsigned rings, const char **reason)
 {
     NTSTATUS status = fail(reason, "", STATUS_SUCCESS);
     PMC_TRACE_STEP(PMC_STEP_START, source, 0);
     if (source == ProfileTime)
         profile_time_start();
     else
-        status = enable_everywhere(source, reason);
-    if (NT_SUCCESS(status))
+        status = enable_everywhere(source, rings, reason);
+    if (NT_SUCCESS(status)) {
+        rings_of[source] = (uint8_t)rings;
         __atomic_fetch_or(&started, 1u << source, __ATOMIC_RELEASE);
+    }
     return status;
 }
 
@@ -142,22 +146,35 @@ static void stop_everywhere(KPROFILE_SOURCE source)
     __atomic_fetch_and(&started, ~(1u << source), __ATOMIC_RELEASE);
 }
 
-NTSTATUS HalStartProfileInterrupt(KPROFILE_SOURCE source, const char **reason)
+// A PMC source has one counter per CPU, programmed for one set of rings: a
+// user wanting others while it runs is refused. ProfileTime is the timer,
+// which ticks in every ring; its users filter samples by ring themselves.
+NTSTATUS HalStartProfileInterruptEx(KPROFILE_SOURCE source, unsigned rings, const char **reason)
 {
     struct pmc_source_query q;
     if ((unsigned)source >= ProfileSourceCount)
         return fail(reason, "unknown profile source", STATUS_INVALID_PARAMETER);
+    if (rings == 0 || rings > PMC_RINGS_ALL)
+        return fail(reason, "no ring to count in", STATUS_INVALID_PARAMETER);
     query(source, &q);
     if (!q.supported)
         return fail(reason, q.reason, STATUS_NOT_SUPPORTED);
     mutex_lock(&hal_mutex);
     NTSTATUS status = fail(reason, "", STATUS_SUCCESS);
     if (users[source] == 0)
-        status = start_everywhere(source, reason);
+        status = start_everywhere(source, rings, reason);
+    else if (source != ProfileTime && rings_of[source] != rings)
+        status = fail(reason, "its counters already count in other rings for another user",
+                      STATUS_PMC_RING_CONFLICT);
     if (NT_SUCCESS(status))
         users[source]++;
     mutex_unlock(&hal_mutex);
     return status;
+}
+
+NTSTATUS HalStartProfileInterrupt(KPROFILE_SOURCE source, const char **reason)
+{
+    return HalStartProfileInterruptEx(source, PMC_RINGS_ALL, reason);
 }
 
 NTSTATUS HalStopProfileInterrupt(KPROFILE_SOURCE source, const char **reason)
@@ -228,21 +245,8 @@ NTSTATUS HalSetSystemInformation(HAL_SET_INFORMATION_CLASS cls, uint32_t size, v
 }
 
 // An unknown or unsupported source is not an error: Supported = false, Interval 0.
-NTSTATUS HalQuerySystemInformation(HAL_QUERY_INFORMATION_CLASS cls, uint32_t size, void *buffer,
-                                   uint32_t *returned)
+static void source_information(HAL_PROFILE_SOURCE_INFORMATION *info)
 {
-    HAL_PROFILE_SOURCE_INFORMATION *info = buffer;
-    if (returned)
-        *returned = 0;
-    if (cls != HalProfileSourceInformation)
-        return STATUS_INVALID_INFO_CLASS;
-    if (info == NULL)
-        return STATUS_INVALID_PARAMETER;
-    if (size < sizeof(*info)) {
-        if (returned)
-            *returned = sizeof(*info);
-        return STATUS_INFO_LENGTH_MISMATCH;
-    }
     struct hal_profile_source_details d;
     if (NT_SUCCESS(HalQueryProfileSource(info->ProfileSource, &d)) && d.supported) {
         info->Supported = true;
@@ -251,8 +255,62 @@ NTSTATUS HalQuerySystemInformation(HAL_QUERY_INFORMATION_CLASS cls, uint32_t siz
         info->Supported = false;
         info->Interval = 0;
     }
+}
+
+// The counters of the interface by kind, and those source may use (the
+// interface's CountersFor, which counting and sampling both follow).
+static void source_counters(HAL_PROFILE_SOURCE_COUNTERS *out)
+{
+    KPROFILE_SOURCE source = out->ProfileSource;
+    struct pmc_source_query q = {0};
+    bool known = (unsigned)source < ProfileSourceCount;
+    if (known)
+        query(source, &q);
+    uint32_t fits =
+        known && q.supported && source != ProfileTime && halp_profile_interface->CountersFor
+            ? halp_profile_interface->CountersFor(source)
+            : 0;
+    uint32_t all_gp = 0;
+    *out = (HAL_PROFILE_SOURCE_COUNTERS){.ProfileSource = source};
+    for (unsigned i = 0; i < pmc_ncounters; i++) {
+        bool fixed = pmc_hw[i].kind == PMC_COUNTER_FIXED;
+        uint32_t bit = 1u << pmc_hw[i].number;
+        out->FixedCount += fixed;
+        out->GeneralCount += !fixed;
+        all_gp |= fixed ? 0 : bit;
+        if ((fits >> i) & 1)
+            *(fixed ? &out->FixedMask : &out->GeneralMask) |= bit;
+    }
+    if (known && source == ProfileTime)
+        out->Constraints = PROFILE_COUNTERS_TIMER;
+    else if (!out->GeneralMask && out->FixedMask)
+        out->Constraints = PROFILE_COUNTERS_FIXED_ONLY;
+    else if (out->GeneralMask && out->GeneralMask != all_gp)
+        out->Constraints = PROFILE_COUNTERS_GP_SUBSET;
+}
+
+NTSTATUS HalQuerySystemInformation(HAL_QUERY_INFORMATION_CLASS cls, uint32_t size, void *buffer,
+                                   uint32_t *returned)
+{
+    uint32_t need = cls == HalProfileSourceInformation ? sizeof(HAL_PROFILE_SOURCE_INFORMATION)
+                                                       : sizeof(HAL_PROFILE_SOURCE_COUNTERS);
     if (returned)
-        *returned = sizeof(*info);
+        *returned = 0;
+    if (cls != HalProfileSourceInformation && cls != HalProfileSourceCounterInformation)
+        return STATUS_INVALID_INFO_CLASS;
+    if (buffer == NULL)
+        return STATUS_INVALID_PARAMETER;
+    if (size < need) {
+        if (returned)
+            *returned = need;
+        return STATUS_INFO_LENGTH_MISMATCH;
+    }
+    if (cls == HalProfileSourceInformation)
+        source_information(buffer);
+    else
+        source_counters(buffer);
+    if (returned)
+        *returned = need;
     return STATUS_SUCCESS;
 }
 

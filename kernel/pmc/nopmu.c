@@ -17,9 +17,10 @@ static NTSTATUS nopmu_initialize(void)
     return STATUS_SUCCESS; // nothing to program: the LVTPC stays as the LAPIC left it
 }
 
-static NTSTATUS nopmu_enable(KPROFILE_SOURCE source)
+static NTSTATUS nopmu_enable(KPROFILE_SOURCE source, unsigned rings)
 {
     UNUSED(source);
+    UNUSED(rings);
     return STATUS_NOT_SUPPORTED;
 }
 

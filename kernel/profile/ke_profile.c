@@ -303,6 +303,11 @@ NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source)
     return HalStartProfileInterrupt(source, NULL);
 }
 
+NTSTATUS KeReferenceProfileSourceRings(KPROFILE_SOURCE source, unsigned rings)
+{
+    return HalStartProfileInterruptEx(source, rings, NULL);
+}
+
 NTSTATUS KeDereferenceProfileSource(KPROFILE_SOURCE source)
 {
     return HalStopProfileInterrupt(source, NULL);

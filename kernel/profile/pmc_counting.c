@@ -29,6 +29,9 @@
 #include "profile/pmc_log.h"
 #include "profile/ke_profile.h"
 
+_Static_assert(SWEVENT_RING_USER == PMC_RING_USR && SWEVENT_RING_KERNEL == PMC_RING_OS,
+               "one encoding of the rings");
+
 static bool is_hw(const struct pmc *m)
 {
     return m->ops == &pmc_hw_counting;
@@ -56,7 +59,7 @@ static enum pmc_sw_event sw_event(const struct pmc *m)
 static uint64_t process_total(const struct pmc *m, const struct process *proc)
 {
     struct thread *t = READ_ONCE(proc->thread);
-    return t && !is_hw(m) ? swevent_thread_value(t, sw_event(m)) : 0;
+    return t && !is_hw(m) ? swevent_thread_value_rings(t, sw_event(m), pmc_rings(&m->a)) : 0;
 }
 
 static uint64_t target_value(const struct pmc_target *t)
@@ -104,7 +107,7 @@ static uint64_t sw_value(const struct pmc *m)
     uint64_t v = m->c.value;
     for (unsigned c = 0; m->running && c < ncpus; c++)
         if (cpu_in(m, c))
-            v += swevent_cpu_value(c, sw_event(m)) - m->c.cpu_base[c];
+            v += swevent_cpu_value_rings(c, sw_event(m), pmc_rings(&m->a)) - m->c.cpu_base[c];
     return v;
 }
 
@@ -120,6 +123,13 @@ static uint64_t hw_value(const struct pmc *m)
 
 // --- attachments ------------------------------------------------------------------
 
+// A hardware count of m's event in m's rings.
+static void hw_count_init(const struct pmc *m, struct pmc_count *c)
+{
+    pmc_count_init(c, (KPROFILE_SOURCE)m->a.source, m->c.row, false);
+    c->rings = (uint8_t)pmc_rings(&m->a);
+}
+
 // Begin counting for t at its process's current total.
 static void target_begin(struct pmc_target *t)
 {
@@ -133,7 +143,7 @@ static NTSTATUS counting_attach(struct pmc_target *t)
     if (m->c.user_read)
         return STATUS_PMC_READ_IN_RING3; // hwpmc: EPERM after PMC_OP_PMCX86GETMSR
     if (is_hw(m))
-        pmc_count_init(&t->hw, (KPROFILE_SOURCE)m->a.source, m->c.row, false);
+        hw_count_init(m, &t->hw);
     if (m->running)
         target_begin(t);
     return STATUS_SUCCESS;
@@ -246,7 +256,7 @@ static NTSTATUS counting_start(struct pmc *m, struct process *caller)
     m->c.started_ns = clock_ns();
     each_target(m, target_begin);
     for (unsigned c = 0; !is_hw(m) && m->a.mode == PMC_MODE_SC && c < ncpus; c++)
-        m->c.cpu_base[c] = swevent_cpu_value(c, sw_event(m));
+        m->c.cpu_base[c] = swevent_cpu_value_rings(c, sw_event(m), pmc_rings(&m->a));
     pmc_switch_work(m, true);
     spin_unlock_irqrestore(&pmc_lock, f);
     return STATUS_SUCCESS;
@@ -447,12 +457,15 @@ static NTSTATUS hw_rdpmc_index(struct pmc *m, struct process *caller, uint32_t *
 
 // --- allocation -------------------------------------------------------------------------
 
-// Counts are of both rings (docs/counting.md); ProfileTime is counted as its
-// ticks, the software event PMC_SW_PROFILE_TICKS.
+// Counts are of both rings unless the request names one (docs/counting.md),
+// which only task-clock can tell apart; ProfileTime is counted as its ticks,
+// the software event PMC_SW_PROFILE_TICKS, which cannot.
 static NTSTATUS sw_allocate(struct pmc *m, const struct process *owner)
 {
     UNUSED(owner);
-    m->a.flags &= ~(uint32_t)PMC_F_KERNEL;
+    if (pmc_rings(&m->a) != PMC_RINGS_ALL &&
+        (m->a.source == ProfileTime || !swevent_has_rings(sw_event(m))))
+        return STATUS_PMC_RING_UNSUPPORTED;
     if (m->a.source == ProfileTime) {
         m->a.source = PMC_EVENT_SW(PMC_SW_PROFILE_TICKS);
         m->c.runs_profile_time = true;
@@ -468,7 +481,6 @@ static void sw_release(struct pmc *m)
 static NTSTATUS hw_allocate(struct pmc *m, const struct process *owner)
 {
     UNUSED(owner);
-    m->a.flags &= ~(uint32_t)PMC_F_KERNEL;
     const char *why;
     KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
     enum pmc_row_scope scope = m->a.mode == PMC_MODE_TC ? PMC_ROW_THREAD : PMC_ROW_SYSTEM;
@@ -483,7 +495,7 @@ static NTSTATUS hw_allocate(struct pmc *m, const struct process *owner)
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     for (unsigned c = 0; c < ncpus; c++)
-        pmc_count_init(&m->c.cpu_hw[c], source, m->c.row, false);
+        hw_count_init(m, &m->c.cpu_hw[c]);
     return STATUS_SUCCESS;
 }
 

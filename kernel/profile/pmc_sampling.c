@@ -40,10 +40,12 @@ static bool samples_here(const struct pmc *m, KPROFILE_SOURCE source, uint64_t b
     return !pmc_process_scope(m) || (pr && (*tg = pmc_target_of(m, pr)));
 }
 
-// A sample counts for e's PMC when it is the period-th tick on this CPU.
+// A sample counts for e's PMC when its IP is in one of the PMC's rings (a
+// hardware counter counts only those, but a PMI may arrive after the CPU
+// changed rings) and it is the period-th such tick on this CPU.
 static inline bool take(const struct pmc_plan_entry *e, bool user)
 {
-    if (!user && !e->kernel)
+    if (!e->in_ring[user])
         return false;
     uint64_t *phase = e->phase, ticks = *phase + 1;
     if (ticks < e->period) {
@@ -70,7 +72,9 @@ static void make_entry(struct pmc_plan_entry *e, struct pmc *m, struct pmc_targe
                                        (uint16_t)m->a.source,
                                        chain,
                                        chain ? PMCLOG_SAMPLE_CHAIN : 0};
-    e->kernel = (m->a.flags & PMC_F_KERNEL) != 0;
+    unsigned rings = pmc_rings(&m->a);
+    e->in_ring[0] = (rings & PMC_RING_OS) != 0;
+    e->in_ring[1] = (rings & PMC_RING_USR) != 0;
     e->period = m->s.period;
     e->phase = &m->s.phase[cpu];
     e->slice = &m->s.slice[cpu];
@@ -191,7 +195,7 @@ static NTSTATUS sampling_allocate(struct pmc *m, const struct process *owner)
     KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
     if (!NT_SUCCESS(HalQueryProfileSource(source, &d)) || !d.supported)
         return STATUS_PMC_SOURCE_UNSUPPORTED;
-    if ((m->a.flags & PMC_F_KERNEL) && !owner->privileged)
+    if ((pmc_rings(&m->a) & PMC_RING_OS) && !owner->privileged)
         return STATUS_PRIVILEGE_NOT_HELD; // kernel-mode samples
     return check_count(&d, m->a.count);
 }
@@ -214,7 +218,7 @@ static NTSTATUS sampling_start(struct pmc *m, struct process *caller)
     if (!NT_SUCCESS(s))
         return s;
     KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
-    s = KeReferenceProfileSource(source);
+    s = KeReferenceProfileSourceRings(source, pmc_rings(&m->a));
     if (!NT_SUCCESS(s)) {
         pmc_log_unuse();
         return s;

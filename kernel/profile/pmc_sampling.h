@@ -15,7 +15,7 @@ struct pmc_plan {
     unsigned n;
     struct pmc_plan_entry {
         struct sample_origin origin; // what the PMC's records say
-        bool kernel;                 // PMC_F_KERNEL: ring-0 samples count too
+        bool in_ring[2];             // its rings: [0] ring-0 samples count, [1] ring-3 ones
         uint64_t period;             // ticks of the source per sample
         uint64_t *phase, *slice;     // the PMC's counters for this CPU
         uint64_t *samples;           // the target's total (a per-CPU sink at system scope)

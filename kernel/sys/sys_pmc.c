@@ -47,6 +47,15 @@ uint64_t do_SysProfileSources(const uint64_t *a, struct trapframe *tf)
         copy_text(row.name, sizeof row.name, d.name);
         copy_text(row.units, sizeof row.units, s == ProfileTime ? "100ns" : "events");
         copy_text(row.reason, sizeof row.reason, d.supported ? "" : d.reason);
+        HAL_PROFILE_SOURCE_COUNTERS hc = {.ProfileSource = (KPROFILE_SOURCE)s};
+        if (NT_SUCCESS(HalQuerySystemInformation(HalProfileSourceCounterInformation, sizeof hc, &hc,
+                                                 NULL))) {
+            row.gp_counters = hc.GeneralMask;
+            row.fixed_counters = hc.FixedMask;
+            row.constraints = hc.Constraints;
+            row.gp_total = hc.GeneralCount;
+            row.fixed_total = hc.FixedCount;
+        }
         NTSTATUS st = copy_to_user(a[0] + n * sizeof row, &row, sizeof row);
         if (!NT_SUCCESS(st))
             return STATUS(st);

@@ -62,3 +62,4 @@ void test_counting(void);
 void test_pmc_object(void);
 void test_review(void);
 void test_interleave(void);
+void test_rings(void);

@@ -6,6 +6,8 @@
 //
 //   counttests                 every test, KTAP lines, "counttests: N passed, N failed"
 //   counttests --child faults N   touch N demand pages, then exit
+//   counttests --child mixed N    N rounds of computing and system calls
+//   counttests --child compute N  N rounds of computing
 #include <ktapcheck.h>
 #include <nt.h>
 #include <stdio.h>
@@ -105,6 +107,104 @@ static void test_task_clock(void)
           "30 ms of spinning: task-clock %llu ns for %llu ns of wall time", (unsigned long long)v,
           (unsigned long long)wall);
     NtClose(tc);
+}
+
+// N rounds of computing alone.
+static void compute_work(unsigned n)
+{
+    while (n--)
+        for (volatile unsigned i = 0; i < 20000; i++)
+            ;
+}
+
+// N rounds of a computation and a burst of system calls: time in both rings
+// (a fixed amount of work, not of time: under TCG the host decides how much
+// of a millisecond a vCPU gets).
+static void mixed_work(unsigned n)
+{
+    while (n--) {
+        compute_work(1);
+        for (int i = 0; i < 40; i++)
+            SysGetPid();
+    }
+}
+
+// task-clock of a child three ways, counted at once: every ring, :u, :k.
+static void task_clock_rings(const char *mode, uint64_t v[3])
+{
+    static const uint32_t flags[3] = {0, PMC_F_USER, PMC_F_KERNEL};
+    const char *argv[] = {self, "--child", mode, "2000", NULL};
+    HANDLE kid = 0, h[3];
+    NTSTATUS st = SysSpawn(self, argv, SPAWN_SUSPENDED, &kid);
+    for (int k = 0; k < 3; k++) {
+        NTSTATUS s2;
+        h[k] = alloc(PMC_EVENT_SW(PMC_SW_TASK_CLOCK), PMC_MODE_TC, flags[k], PMC_CPU_ANY, &s2);
+        if (NT_SUCCESS(s2) && NT_SUCCESS(st))
+            s2 = NtPmcAttach(h[k], kid);
+        if (NT_SUCCESS(s2))
+            s2 = NtPmcStart(h[k]);
+        st = NT_SUCCESS(st) ? s2 : st;
+    }
+    CHECK(NT_SUCCESS(st), "task-clock, task-clock:u and :k of a '%s' child: %s", mode,
+          nt_status_name(st));
+    SysResume(kid);
+    int status = -1;
+    SysWait(kid, &status);
+    NtClose(kid);
+    CHECK(status == 0, "the '%s' child exits with 0: %d", mode, status);
+    for (int k = 0; k < 3; k++) {
+        v[k] = value(h[k]);
+        NtClose(h[k]);
+    }
+}
+
+// User time is ring 3's, system time the rest of the CPU time: they add up
+// to task-clock (within 1 %), both are there in a program that does both,
+// and a program that only computes spends nearly all of it in ring 3.
+static void test_task_clock_rings(void)
+{
+    uint64_t v[3], c[3];
+    task_clock_rings("mixed", v);
+    uint64_t sum = v[1] + v[2], diff = sum > v[0] ? sum - v[0] : v[0] - sum;
+    CHECK(v[0] > 10000000 && diff * 100 <= v[0],
+          "task-clock:u %llu + task-clock:k %llu = %llu ns, task-clock %llu ns (within 1%%)",
+          (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)sum,
+          (unsigned long long)v[0]);
+    CHECK(v[1] * 20 >= v[0] && v[2] * 20 >= v[0],
+          "computing and system calls: each ring has 5%% or more (u %llu, k %llu of %llu ns)",
+          (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)v[0]);
+    task_clock_rings("compute", c);
+    CHECK(c[1] * 10 >= c[0] * 9 && c[1] * v[0] > v[1] * c[0],
+          "computing only: task-clock:u %llu of %llu ns (90%% or more, and a larger share than "
+          "with system calls)",
+          (unsigned long long)c[1], (unsigned long long)c[0]);
+}
+
+// Only task-clock counts its rings apart; the other software events, and
+// ProfileTime's ticks, refuse :u and :k.
+static void test_ring_refusals(void)
+{
+    NTSTATUS st;
+    static const struct {
+        uint32_t event, flags;
+    } no[] = {
+        {PMC_EVENT_SW(PMC_SW_CONTEXT_SWITCHES), PMC_F_KERNEL},
+        {PMC_EVENT_SW(PMC_SW_PAGE_FAULTS), PMC_F_USER},
+        {PMC_EVENT_SW(PMC_SW_SYSCALLS), PMC_F_USER},
+        {ProfileTime, PMC_F_KERNEL},
+    };
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        NtClose(alloc(no[i].event, PMC_MODE_TC, no[i].flags, PMC_CPU_ANY, &st));
+        CHECK(st == STATUS_PMC_RING_UNSUPPORTED, "event %#x in one ring: %s", no[i].event,
+              nt_status_name(st));
+    }
+    NtClose(
+        alloc(PMC_EVENT_SW(PMC_SW_CONTEXT_SWITCHES), PMC_MODE_TC, PMC_F_RINGS, PMC_CPU_ANY, &st));
+    CHECK(st == STATUS_SUCCESS, "context-switches in both rings, named: %s", nt_status_name(st));
+    NtClose(alloc(PMC_EVENT_SW(PMC_SW_TASK_CLOCK), PMC_MODE_SC, PMC_F_USER, PMC_CPU_ANY, &st));
+    CHECK(st == STATUS_SUCCESS, "system-wide task-clock:u: %s", nt_status_name(st));
+    NtClose(alloc(ProfileTotalCycles, PMC_MODE_TC, PMC_F_USER, PMC_CPU_ANY, &st));
+    CHECK(st == STATUS_PMC_COUNTING_UNSUPPORTED, "cycles:u without a PMU: %s", nt_status_name(st));
 }
 
 static HANDLE spawn_faults(unsigned n, uint32_t flags)
@@ -361,12 +461,22 @@ int main(int argc, char **argv)
         touch_pages((unsigned)atoi(argv[3]));
         return 0;
     }
+    if (argc == 4 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "mixed") == 0) {
+        mixed_work((unsigned)atoi(argv[3]));
+        return 0;
+    }
+    if (argc == 4 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "compute") == 0) {
+        compute_work((unsigned)atoi(argv[3]));
+        return 0;
+    }
     struct sys_self_check before, after;
     SysSelfCheck(&before);
     test_context_switches();
     test_page_faults();
     test_syscalls();
     test_task_clock();
+    test_task_clock_rings();
+    test_ring_refusals();
     test_exit_total();
     test_descendants();
     test_system_scope();

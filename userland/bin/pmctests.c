@@ -136,6 +136,10 @@ static void test_alloc_errors(void)
     EXPECT_STATUS(alloc(&h, 0, 0, ProfileTime, 0), STATUS_PMC_BAD_MODE);
     EXPECT_STATUS(alloc(&h, 5, 0, ProfileTime, 0), STATUS_PMC_BAD_MODE);
     EXPECT_STATUS(alloc(&h, PMC_MODE_TS, 0x100, ProfileTime, 0), STATUS_PMC_BAD_FLAGS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, 0x40, ProfileTime, 0), STATUS_PMC_BAD_FLAGS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TC, PMC_F_KERNEL, PMC_EVENT_SW(PMC_SW_CONTEXT_SWITCHES), 0),
+                  STATUS_PMC_RING_UNSUPPORTED);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TC, PMC_F_USER, ProfileTime, 0), STATUS_PMC_RING_UNSUPPORTED);
     EXPECT_STATUS(alloc(&h, PMC_MODE_SS, PMC_F_DESCENDANTS, ProfileTime, 0),
                   STATUS_PMC_FLAG_NEEDS_PROCESS);
     EXPECT_STATUS(alloc(&h, PMC_MODE_SC, PMC_F_LOG_PROCEXIT, ProfileTime, 0),
@@ -189,6 +193,9 @@ static void test_privilege(void) // unprivileged
     EXPECT_STATUS(alloc(&h, PMC_MODE_SS, 0, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
     EXPECT_STATUS(alloc(&h, PMC_MODE_SC, 0, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
     EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_KERNEL, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_RINGS, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_USER, ProfileTime, 0), STATUS_SUCCESS);
+    NtClose(h);
     EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_CALLCHAIN, ProfileTime, 0), STATUS_SUCCESS);
     NtClose(h);
 }
@@ -778,6 +785,84 @@ static void test_tmp(void)
 
 // ---------------------------------------------------------------------------
 
+// ARG rounds of 50 system calls after a short computation: most of the time
+// in ring 0, some in ring 3 (a fixed amount of work, not of time: under TCG
+// the host decides how much of a millisecond a vCPU gets).
+static int helper_syscalls(const char *arg)
+{
+    for (unsigned long n = strtoul(arg, NULL, 0); n; n--) {
+        busy(2000);
+        for (int i = 0; i < 50; i++)
+            SysGetPid();
+    }
+    return 0;
+}
+
+struct ring_counts {
+    uint64_t samples, user_flag, user_ip;
+};
+
+// The samples of a log by the ring their IP was in (flag and address).
+static struct ring_counts count_rings(const uint8_t *buf, size_t n)
+{
+    struct ring_counts r = {0};
+    struct samplelog log = {(uint8_t *)buf, n, NULL};
+    size_t pos = 0;
+    const struct pmclog_header *h;
+    while ((h = samplelog_next(&log, &pos))) {
+        const struct pmclog_sample *s = (const void *)h;
+        if (h->type != PMCLOG_SAMPLE || s->nframes == 0)
+            continue;
+        r.samples++;
+        r.user_flag += (s->flags & PMCLOG_SAMPLE_USER) != 0;
+        r.user_ip += s->frames[0] < USER_ADDRESS_LIMIT;
+    }
+    return r;
+}
+
+// A child making system calls sampled by ProfileTime in one ring (flags):
+// its samples, by ring.
+static struct ring_counts sample_child_in(uint32_t flags)
+{
+    HANDLE h = 0, kid = 0;
+    struct pmc_log_config cfg = {0, 0};
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, flags, ProfileTime, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(spawn_child(SPAWN_SUSPENDED, &kid, "syscalls", "3000"), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcAttach(h, kid), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_SUCCESS);
+    int status = -1;
+    EXPECT_STATUS(SysResume(kid), STATUS_SUCCESS);
+    SysWait(kid, &status);
+    NtClose(kid);
+    EXPECT(status == 0, "the child exits with %d", status);
+    EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS);
+    uint8_t *buf = malloc(LOG_BUF);
+    size_t n = buf ? read_log(buf) : 0;
+    struct ring_counts r = count_rings(buf, n);
+    expect_accounting();
+    free(buf);
+    NtClose(h);
+    NtPmcConfigureLog(NULL);
+    return r;
+}
+
+// perf's :u and :k on ProfileTime (the timer ticks in both rings): a PMC
+// with PMC_F_USER logs only ring-3 samples, one with PMC_F_KERNEL only
+// ring-0 ones, and each gets some from a child that spends time in both.
+static void test_ring_sampling(void) // privileged: ring 0 and the finest interval
+{
+    ULONG old = fast_sampling();
+    struct ring_counts u = sample_child_in(PMC_F_USER), k = sample_child_in(PMC_F_KERNEL);
+    EXPECT(u.samples >= 10 && u.user_flag == u.samples && u.user_ip == u.samples,
+           ":u: %lu samples, %lu flagged ring 3, %lu with a user IP", u.samples, u.user_flag,
+           u.user_ip);
+    EXPECT(k.samples >= 10 && k.user_flag == 0 && k.user_ip == 0,
+           ":k: %lu samples, %lu flagged ring 3, %lu with a user IP", k.samples, k.user_flag,
+           k.user_ip);
+    NtSetIntervalProfile(old, ProfileTime);
+}
+
 static int helper_exit(const char *arg)
 {
     return atoi(arg);
@@ -786,6 +871,7 @@ static int helper_exit(const char *arg)
 static const struct child_helper helpers[] = {
     CHILD_HELPER(exit),
     CHILD_HELPER(spin),
+    CHILD_HELPER(syscalls),
     CHILD_HELPER(other_owner),
 };
 
@@ -804,6 +890,7 @@ static const struct child_test tests[] = {
     CHILD_TEST_PRIVILEGED(exit_while_sampled),
     CHILD_TEST_PRIVILEGED(several_pmcs),
     CHILD_TEST_PRIVILEGED(drain_while_sampling),
+    CHILD_TEST_PRIVILEGED(ring_sampling),
     CHILD_TEST(tmp),
 };
 

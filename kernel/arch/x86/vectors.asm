@@ -133,7 +133,7 @@ trap_return:
 
 global timer_entry
 extern timer_interrupt
-extern trap_user_return_hook
+extern timer_user_work
 align 16
 timer_entry:
     test byte [rsp + CPU_FRAME_CS], 3
@@ -157,7 +157,7 @@ timer_entry:
 ; not in a struct trapframe: a sample taken meanwhile finds them by the hook's
 ; return address just below it (profile/callchain.c).
 .user_work:
-    call [rel trap_user_return_hook]
+    call timer_user_work                ; trap.c: the hook, with ring-3 time stopped
 global timer_user_work_return
 timer_user_work_return:
     jmp timer_entry.to_user

@@ -46,7 +46,7 @@ static void alloc_valid(const struct fuzzer *f, const struct call *c, struct all
     a->mode = modes[c->variant % 8];
     bool counting = counting_mode(a->mode), proc = process_mode(a->mode);
     a->flags = (!counting && (v & 1) ? PMC_F_CALLCHAIN : 0) |
-               (f->privileged && (v & 2) ? PMC_F_KERNEL : 0);
+               (f->privileged && (v & 2) ? (counting ? PMC_F_RINGS : PMC_F_KERNEL) : 0);
     if (proc)
         a->flags |= (uint32_t)(v & (PMC_F_DESCENDANTS | PMC_F_LOG_PROCCSW | PMC_F_LOG_PROCEXIT));
     if (counting && (f->narrow & NARROW_TARGET_EXIT))
@@ -78,7 +78,7 @@ static void alloc_mutate(struct fuzzer *f, const struct call *c, struct alloc_ar
     case 3: a->mode = bad_modes[c->how % 4], r->want = STATUS_PMC_BAD_MODE; break;
     case 4:
         if (c->how % 3 == 0)
-            a->flags |= 0x20u << (c->how % 8), r->want = STATUS_PMC_BAD_FLAGS;
+            a->flags |= 0x40u << (c->how % 8), r->want = STATUS_PMC_BAD_FLAGS;
         else if (c->how % 3 == 1)
             a->mode = PMC_MODE_SS, a->flags = PMC_F_DESCENDANTS, a->cpu = PMC_CPU_ANY,
             r->want = STATUS_PMC_FLAG_NEEDS_PROCESS;

@@ -83,6 +83,11 @@ static int parse_cswitch_record(int argc, char **argv, uint32_t *ev, unsigned *n
             if (parse_event_list(argv[++i], ev, n, PMC_CSWITCH_MAX_EVENTS, usage_cswitch_record) <
                 0)
                 return -EXIT_USAGE;
+            for (unsigned k = 0; k < *n; k++)
+                if (ev[k] & EV_RINGS)
+                    return -usage_short(usage_cswitch_record,
+                                        "%s: a switch record holds every ring's count: no :u or :k",
+                                        event_name(ev[k]));
         } else {
             return -usage_short(usage_cswitch_record, "unknown option %s", argv[i]);
         }

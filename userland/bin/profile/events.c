@@ -32,7 +32,24 @@ static int same_name(const char *a, const char *b)
     return *a == *b;
 }
 
-int parse_event(const char *name, uint32_t *event)
+uint32_t event_pmc_flags(uint32_t ev)
+{
+    return (ev & EV_USER ? PMC_F_USER : 0) | (ev & EV_KERNEL ? PMC_F_KERNEL : 0);
+}
+
+int parse_modifiers(const char *mods, uint32_t *rings)
+{
+    *rings = 0;
+    for (const char *m = mods; *m; m++) {
+        uint32_t bit = *m == 'u' ? EV_USER : *m == 'k' ? EV_KERNEL : 0;
+        if (!bit || (*rings & bit))
+            return -1;
+        *rings |= bit;
+    }
+    return *mods ? 0 : -1;
+}
+
+static int parse_name(const char *name, uint32_t *event)
 {
     for (unsigned i = 0; i < PMC_SW_COUNT; i++)
         if (same_name(name, sw_names[i])) {
@@ -58,7 +75,26 @@ int parse_event(const char *name, uint32_t *event)
     return -1;
 }
 
-const char *event_name(uint32_t ev)
+// -1: an unknown name; -2: unknown modifiers.
+int parse_event(const char *name, uint32_t *event)
+{
+    char base[64];
+    const char *colon = strchr(name, ':');
+    size_t len = colon ? (size_t)(colon - name) : strlen(name);
+    uint32_t rings = 0;
+    if (len >= sizeof base)
+        return -1;
+    memcpy(base, name, len);
+    base[len] = '\0';
+    if (parse_name(base, event) < 0)
+        return -1;
+    if (colon && parse_modifiers(colon + 1, &rings) < 0)
+        return -2;
+    *event |= rings;
+    return 0;
+}
+
+static const char *base_name(uint32_t ev)
 {
     if (PMC_EVENT_IS_SW(ev))
         return sw_names[ev - PMC_EVENT_SW(0)];
@@ -69,8 +105,24 @@ const char *event_name(uint32_t ev)
     return s ? s->name : "?";
 }
 
+// Names with modifiers are built in turn in a few buffers: enough for the
+// names one printf shows.
+const char *event_name(uint32_t ev)
+{
+    static char names[4][64];
+    static unsigned next;
+    const char *base = base_name(EV_BASE(ev));
+    if (!(ev & EV_RINGS))
+        return base;
+    char *out = names[next++ % 4];
+    snprintf(out, sizeof names[0], "%s:%s%s", base, ev & EV_USER ? "u" : "",
+             ev & EV_KERNEL ? "k" : "");
+    return out;
+}
+
 const char *event_reason(uint32_t ev)
 {
+    ev = EV_BASE(ev);
     const struct sys_profile_source *s = PMC_EVENT_IS_SW(ev) ? NULL : prof_source_row(ev);
     if (s && !s->supported)
         return s->reason;
@@ -87,7 +139,15 @@ int parse_event_list(char *list, uint32_t *events, unsigned *n, unsigned max, co
             fprintf(stderr, "profile: at most %u events\n%s\n", max, usage);
             return -1;
         }
-        if (parse_event(p, &events[*n]) < 0) {
+        int st = parse_event(p, &events[*n]);
+        if (st == -2) {
+            fprintf(stderr,
+                    "profile: unknown modifier in '%s' (perf's: :u ring 3 only, :k ring 0 only, "
+                    ":uk both)\n",
+                    p);
+            return -1;
+        }
+        if (st < 0) {
             fprintf(stderr,
                     "profile: unknown event '%s' (software: task-clock, context-switches, "
                     "cpu-migrations, page-faults, system-calls, profile-interrupts, "

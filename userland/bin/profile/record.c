@@ -11,12 +11,14 @@
 #include <string.h>
 #include <syscall.h>
 #include "cli.h"
+#include "events.h"
 
 #define DRAIN_MS  20
 #define DRAIN_BUF (128u << 10)
 
 struct record_opts {
     int chain, kernel, system;
+    uint32_t rings; // PMC_F_USER, PMC_F_KERNEL of the source's :u, :k; 0: none given
     const char *file;
     const struct sys_profile_source *src;
     uint64_t interval; // -i, 0 = the source's finest
@@ -44,13 +46,31 @@ struct record {
     struct attach at; // -p PID [-d SECONDS]: r->child is at.process, not ours
 };
 
-// -s, -o, -i, -r or -d with its value arg: 0 or EXIT_USAGE.
+// -s SOURCE[:MODS] (or -e): the source and the rings of perf's modifiers.
+static int source_option(struct record_opts *o, const char *arg)
+{
+    char name[64];
+    const char *colon = strchr(arg, ':');
+    size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+    uint32_t mods = 0;
+    snprintf(name, sizeof name, "%.*s", (int)len, arg);
+    if (len >= sizeof name || !(o->src = prof_find_source(name)))
+        return usage_error(usage_record, "unknown source '%s'", arg);
+    if (colon && parse_modifiers(colon + 1, &mods) < 0)
+        return usage_error(usage_record,
+                           "unknown modifier in '%s' (perf's: :u ring 3 only, :k ring 0 only, "
+                           ":uk both)",
+                           arg);
+    o->rings = event_pmc_flags(mods);
+    return 0;
+}
+
+// -s, -e, -o, -i, -r or -d with its value arg: 0 or EXIT_USAGE.
 static int value_option(struct record_opts *o, const char *a, const char *arg)
 {
     uint64_t v;
-    if (a[1] == 's') {
-        if (!(o->src = prof_find_source(arg)))
-            return usage_error(usage_record, "unknown source '%s'", arg);
+    if (a[1] == 's' || a[1] == 'e') {
+        return source_option(o, arg);
     } else if (a[1] == 'o') {
         o->file = arg;
     } else if (prof_parse_number(arg, &v)) {
@@ -80,7 +100,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, int attach
             o->kernel = 1;
         } else if (!strcmp(a, "-a")) {
             o->system = 1;
-        } else if (a[1] && strchr("soird", a[1]) && !a[2]) {
+        } else if (a[1] && strchr("soirde", a[1]) && !a[2]) {
             if (i + 1 >= argc)
                 return usage_error(usage_record, "%s needs an argument", a);
             int st = value_option(o, a, argv[++i]);
@@ -104,7 +124,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, int attach
 // count) and the words the trailer keeps. 0 or an exit status.
 static int record_prepare(struct record *r, int argc, char **argv)
 {
-    int st = attach_extract(&argc, argv, 2, "soird", 1, usage_record, &r->at);
+    int st = attach_extract(&argc, argv, 2, "soirde", 1, usage_record, &r->at);
     if (!st)
         st = parse_record(argc, argv, &r->o, r->at.pid != 0);
     if (!st && r->at.pid && (r->o.first < argc || r->o.system))
@@ -118,9 +138,11 @@ static int record_prepare(struct record *r, int argc, char **argv)
     }
     r->timed = r->o.system && prof_parse_number(argv[r->o.first], &r->seconds) == 0;
     int privileged = prof_holds_privilege();
-    if ((r->o.system || r->o.kernel) && !privileged) {
+    if ((r->o.system || r->o.kernel || (r->o.rings & PMC_F_KERNEL)) && !privileged) {
         fprintf(stderr, "profile: %s needs the system-profile privilege (run under sudo)\n",
-                r->o.system ? "-a" : "-k");
+                r->o.system   ? "-a"
+                : r->o.kernel ? "-k"
+                              : "sampling ring 0 (:k)");
         return EXIT_FAIL;
     }
     if (r->at.pid && (st = attach_open(&r->at)) != 0)
@@ -171,6 +193,14 @@ static int record_open(struct record *r, char **argv)
     return 0;
 }
 
+// The rings sampled: the source's modifiers; else both with -k or -a, ring 3 without.
+static uint32_t record_rings(const struct record_opts *o)
+{
+    if (o->rings)
+        return o->rings;
+    return o->kernel || o->system ? PMC_F_RINGS : PMC_F_USER;
+}
+
 // The sampling PMC allocated, attached to PROG, started, over an empty file. 0 or -1.
 static int record_start(struct record *r)
 {
@@ -178,7 +208,7 @@ static int record_start(struct record *r)
     r->alloc = (struct pmc_alloc){
         .source = o->src->source,
         .mode = o->system ? PMC_MODE_SS : PMC_MODE_TS,
-        .flags = (o->chain ? PMC_F_CALLCHAIN : 0) | (o->kernel || o->system ? PMC_F_KERNEL : 0) |
+        .flags = (o->chain ? PMC_F_CALLCHAIN : 0) | record_rings(o) |
                  (o->system ? 0 : PMC_F_DESCENDANTS | PMC_F_LOG_PROCEXIT),
         .cpu = PMC_CPU_ANY,
         .count = r->count,
@@ -191,7 +221,11 @@ static int record_start(struct record *r)
     if (NT_SUCCESS(s))
         s = NtPmcStart(r->pmc);
     if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: cannot start sampling: %s\n", nt_status_name(s));
+        fprintf(stderr, "profile: cannot start sampling: %s%s\n", nt_status_name(s),
+                s == STATUS_PMC_RING_CONFLICT
+                    ? " (another user samples this source in other rings: its one counter per "
+                      "CPU cannot count both ways)"
+                    : "");
         if (r->child && !r->at.pid)
             SysKill(r->pid);
         return -1;

@@ -65,9 +65,10 @@ static int stat_open(const struct stat_opts *o, struct row *rows, counters h, un
 {
     for (unsigned e = 0; e < o->nevents; e++) {
         for (unsigned c = 0; c < ncpu; c++) {
-            struct pmc_alloc a = {rows[e].event, o->system ? PMC_MODE_SC : PMC_MODE_TC,
-                                  o->system ? 0 : PMC_F_DESCENDANTS, o->per_cpu ? c : PMC_CPU_ANY,
-                                  0};
+            uint32_t ev = rows[e].event;
+            struct pmc_alloc a = {EV_BASE(ev), o->system ? PMC_MODE_SC : PMC_MODE_TC,
+                                  (o->system ? 0 : PMC_F_DESCENDANTS) | event_pmc_flags(ev),
+                                  o->per_cpu ? c : PMC_CPU_ANY, 0};
             NTSTATUS s = NtPmcAllocate(&h[e][c], &a);
             if (NT_SUCCESS(s) && !o->system)
                 s = NtPmcAttach(h[e][c], child);
@@ -165,8 +166,12 @@ static int find_row(const struct row *rows, unsigned n, uint32_t ev)
 // An event that was not counted: why.
 static void print_uncounted(const struct row *rw, const char *name)
 {
-    if (rw->status == STATUS_PMC_SOURCE_UNSUPPORTED ||
-        rw->status == STATUS_PMC_COUNTING_UNSUPPORTED) {
+    if (rw->status == STATUS_PMC_RING_UNSUPPORTED) {
+        printf("%19s      %-22s (it counts no ring apart: only task-clock and hardware events "
+               "take :u or :k)\n",
+               "<not supported>", name);
+    } else if (rw->status == STATUS_PMC_SOURCE_UNSUPPORTED ||
+               rw->status == STATUS_PMC_COUNTING_UNSUPPORTED) {
         const char *why = event_reason(rw->event);
         printf("%19s      %-22s (%s)\n", "<not supported>", name,
                *why ? why : nt_status_name(rw->status));
@@ -180,19 +185,20 @@ static void print_uncounted(const struct row *rw, const char *name)
 static void derived(const struct row *rows, unsigned n, const struct row *rw, uint64_t mean,
                     unsigned runs, char *extra, size_t size)
 {
-    int tc = find_row(rows, n, PMC_EVENT_SW(PMC_SW_TASK_CLOCK));
-    int cyc = find_row(rows, n, ProfileTotalCycles);
-    int br = find_row(rows, n, ProfileBranchInstructionRetired);
-    int refs = find_row(rows, n, ProfileLLCReference);
+    uint32_t mods = rw->event & EV_RINGS, ev = EV_BASE(rw->event); // ratios of like modifiers
+    int tc = find_row(rows, n, PMC_EVENT_SW(PMC_SW_TASK_CLOCK) | mods);
+    int cyc = find_row(rows, n, ProfileTotalCycles | mods);
+    int br = find_row(rows, n, ProfileBranchInstructionRetired | mods);
+    int refs = find_row(rows, n, ProfileLLCReference | mods);
     char r[32];
-    if (rw->event == ProfileInstructionRetired && cyc >= 0) {
+    if (ev == ProfileInstructionRetired && cyc >= 0) {
         stat_fmt_fixed(r, sizeof r, stat_ratio_x100(mean, stat_mean(rows[cyc].value, runs)), 2);
         snprintf(extra, size, "#  %s insn per cycle", r);
-    } else if (rw->event == ProfileBranchMispredictsRetired && br >= 0) {
+    } else if (ev == ProfileBranchMispredictsRetired && br >= 0) {
         stat_fmt_fixed(r, sizeof r, stat_ratio_x100(mean * 100, stat_mean(rows[br].value, runs)),
                        2);
         snprintf(extra, size, "#  %s%% of all branches", r);
-    } else if (rw->event == ProfileLLCMisses && refs >= 0) {
+    } else if (ev == ProfileLLCMisses && refs >= 0) {
         stat_fmt_fixed(r, sizeof r, stat_ratio_x100(mean * 100, stat_mean(rows[refs].value, runs)),
                        2);
         snprintf(extra, size, "#  %s%% of all cache refs", r);
@@ -216,7 +222,7 @@ static void print_row(const struct row *rows, unsigned n, unsigned i, unsigned r
         return;
     }
     uint64_t mean = stat_mean(rw->value, runs);
-    if (rw->event == PMC_EVENT_SW(PMC_SW_TASK_CLOCK)) {
+    if (EV_BASE(rw->event) == PMC_EVENT_SW(PMC_SW_TASK_CLOCK)) {
         stat_fmt_fixed(num, sizeof num, mean / 1000, 3); // ns -> msec with 3 decimals
         char cpus[24];
         stat_fmt_fixed(cpus, sizeof cpus, stat_ratio_x100(mean, wall_mean) * 10, 3);
@@ -284,7 +290,7 @@ static void print_times(const struct stat_opts *o, const struct row *rows, const
     }
     printf("\n");
     for (unsigned e = 0; e < o->nevents; e++)
-        if (NT_SUCCESS(rows[e].status) && !PMC_EVENT_IS_SW(rows[e].event)) {
+        if (NT_SUCCESS(rows[e].status) && !PMC_EVENT_IS_SW(EV_BASE(rows[e].event))) {
             char en[32], ru[32];
             stat_fmt_fixed(en, sizeof en, rows[e].enabled / 1000, 3);
             stat_fmt_fixed(ru, sizeof ru, rows[e].running / 1000, 3);
