@@ -11,6 +11,7 @@
 #include "core/heap.h"
 #include "profile/ke_profile.h"
 #include "profile/profile_index.h"
+#include "../xorshift.h"
 
 #define GRANULE (1ull << PROFILE_GRANULE_SHIFT)
 #define MiB     (1ull << 20)
@@ -285,10 +286,7 @@ static void dead_profile(void)
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t next_random(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return xorshift64(&rng);
 }
 
 struct model {

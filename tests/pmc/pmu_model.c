@@ -1494,6 +1494,7 @@ void model_console_clear(void)
 #endif
 #ifdef MODEL_ASAN
 #include <sanitizer/common_interface_defs.h>
+#include "../xorshift.h"
 #define FIBER_START(save, bottom, size)  __sanitizer_start_switch_fiber(save, bottom, size)
 #define FIBER_FINISH(save, bottom, size) __sanitizer_finish_switch_fiber(save, bottom, size)
 #else
@@ -1525,10 +1526,7 @@ static struct {
 
 static uint64_t next_rand(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return xorshift64(&rng_state);
 }
 
 // The call waiting for cpu, taken as the IPI would be: interrupts on, not in the PMI.

@@ -17,6 +17,7 @@
 #include "arch/x86/cpu.h"
 #include "pmc/counting.h"
 #include "tests.h"
+#include "../xorshift.h"
 
 #define UIP 0x401000ull
 #define OPS 60
@@ -39,11 +40,7 @@ struct world {
 
 static unsigned rnd(struct world *w, unsigned cpu, unsigned n)
 {
-    uint64_t *s = &w->rng[cpu];
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return (unsigned)(*s % n);
+    return (unsigned)(xorshift64(&w->rng[cpu]) % n);
 }
 
 static uint64_t counter_value(unsigned cpu, unsigned i)

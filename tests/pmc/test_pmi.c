@@ -4,6 +4,7 @@
 // changes (handler time, late PMIs, faulting MSRs) is in test_hyper.c.
 #include <string.h>
 #include "tests.h"
+#include "../xorshift.h"
 
 #define IP_BASE 0xFFFFFFFF80100000ull
 
@@ -11,10 +12,7 @@
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return xorshift64(&rng);
 }
 
 static uint64_t lvtpc_left_masked(void)
