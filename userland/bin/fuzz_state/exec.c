@@ -262,6 +262,18 @@ void forget_handle(struct fuzzer *f, HANDLE h)
     f->stale[f->nstale++ % NSTALE] = h;
 }
 
+// Close h, remember it as stale, and check that it names nothing now: probe
+// (a call of op taking the handle alone) gives STATUS_INVALID_HANDLE (one
+// thread: nothing reused the handle meanwhile). The close's status is f->last.
+void close_and_probe(struct fuzzer *f, HANDLE h, unsigned op, NTSTATUS (*probe)(HANDLE))
+{
+    NTSTATUS s = NtClose(h);
+    check(f, OP_CLOSE, s, STATUS_SUCCESS, false);
+    forget_handle(f, h);
+    check(f, op, probe(h), STATUS_INVALID_HANDLE, false);
+    f->last = s;
+}
+
 // A handle no call should accept as one of type: a closed one, none at all,
 // a pseudo-handle, an object of another type, a kernel address.
 HANDLE bad_handle(struct fuzzer *f, const struct call *c, int type)

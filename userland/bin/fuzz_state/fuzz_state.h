@@ -214,6 +214,7 @@ void fuzz_fail(struct fuzzer *f, enum fail_kind kind, const char *fmt, ...)
 void check(struct fuzzer *f, unsigned op, NTSTATUS got, NTSTATUS want, bool must_fail);
 void note_handle(struct fuzzer *f, HANDLE h);
 void forget_handle(struct fuzzer *f, HANDLE h);
+void close_and_probe(struct fuzzer *f, HANDLE h, unsigned op, NTSTATUS (*probe)(HANDLE));
 NTSTATUS handle_class(const struct fuzzer *f, HANDLE h, int type);
 HANDLE bad_handle(struct fuzzer *f, const struct call *c, int type);
 bool new_handle_ok(struct fuzzer *f, HANDLE h);

@@ -394,11 +394,6 @@ void op_pmc_rows(struct fuzzer *f, const struct call *c)
 void pmc_close(struct fuzzer *f, unsigned k)
 {
     HANDLE h = f->pmc[k].h;
-    NTSTATUS s = NtClose(h);
-    check(f, OP_CLOSE, s, STATUS_SUCCESS, false);
     f->pmc[k] = (struct pmc){0};
-    forget_handle(f, h);
-    // Closed: the handle names nothing (one thread: nothing reused it meanwhile).
-    check(f, OP_PMC_STOP, NtPmcStop(h), STATUS_INVALID_HANDLE, false);
-    f->last = s;
+    close_and_probe(f, h, OP_PMC_STOP, NtPmcStop);
 }

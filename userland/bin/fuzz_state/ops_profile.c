@@ -409,11 +409,6 @@ void slot_restore(struct fuzzer *f, unsigned k)
 void prof_close(struct fuzzer *f, unsigned k)
 {
     HANDLE h = f->prof[k].h;
-    NTSTATUS s = NtClose(h);
-    check(f, OP_CLOSE, s, STATUS_SUCCESS, false);
     f->prof[k] = (struct prof){0};
-    forget_handle(f, h);
-    // Closed: the handle names nothing (one thread: nothing reused it meanwhile).
-    check(f, OP_PROF_START, NtStartProfile(h), STATUS_INVALID_HANDLE, false);
-    f->last = s;
+    close_and_probe(f, h, OP_PROF_START, NtStartProfile);
 }
