@@ -48,6 +48,25 @@ NTSTATUS copy_to_user(uint64_t udst, const void *src, size_t n)
     return STATUS_SUCCESS;
 }
 
+NTSTATUS user_buffer_check(uint64_t ubuf, size_t len)
+{
+    if (!user_range_ok(ubuf, len))
+        return STATUS_ACCESS_VIOLATION;
+    if (len && !as_range_writable(&process_current()->as, ubuf, len))
+        return STATUS_ACCESS_VIOLATION;
+    return STATUS_SUCCESS;
+}
+
+// Inside a buffer user_buffer_check passed (one thread per process: nothing
+// unmapped it since); the range test is kept, and the fixup is the net.
+NTSTATUS user_sink_copy(void *ubuf, uint64_t pos, const void *src, uint32_t n)
+{
+    uint64_t udst = (uint64_t)(uintptr_t)ubuf + pos;
+    if (!user_range_ok(udst, n) || (n && uaccess_copy((void *)udst, src, n)))
+        return STATUS_ACCESS_VIOLATION;
+    return STATUS_SUCCESS;
+}
+
 NTSTATUS copy_string_from_user(char *dst, uint64_t usrc, size_t max)
 {
     size_t got = 0;

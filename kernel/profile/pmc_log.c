@@ -331,11 +331,6 @@ uint32_t pmc_log_depth(void)
 
 // --- reading ---------------------------------------------------------------------
 
-static NTSTATUS copy_out(void *ubuf, uint64_t pos, const void *rec, uint32_t size)
-{
-    return copy_to_user((uint64_t)(uintptr_t)ubuf + pos, rec, size);
-}
-
 // The log's first record: its version, CPUs and time base.
 static NTSTATUS initialize_record(struct ring_sink *out)
 {
@@ -359,7 +354,8 @@ NTSTATUS pmc_log_read(struct process *reader, uint64_t ubuf, uint64_t len, size_
         return log_owner ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
     }
     NTSTATUS s = STATUS_SUCCESS;
-    struct ring_sink out = {.copy = copy_out, .ctx = (void *)(uintptr_t)ubuf, .len = len};
+    // The caller checked [ubuf, ubuf + len) (user_buffer_check).
+    struct ring_sink out = {.copy = user_sink_copy, .ctx = (void *)(uintptr_t)ubuf, .len = len};
     if (!log_initialized) {
         s = initialize_record(&out);
         log_initialized = NT_SUCCESS(s) && !out.full;

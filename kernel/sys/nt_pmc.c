@@ -174,8 +174,8 @@ uint64_t do_NtPmcReadLog(const uint64_t *a, struct trapframe *tf)
     UNUSED(tf);
     size_t got = 0;
     NTSTATUS s = copy_to_user(a[2], &got, sizeof got);
-    if (NT_SUCCESS(s) && !user_range_ok(a[0], a[1]))
-        s = STATUS_ACCESS_VIOLATION;
+    if (NT_SUCCESS(s))
+        s = user_buffer_check(a[0], a[1]); // the whole buffer once, not each record
     if (NT_SUCCESS(s))
         s = pmc_log_read(me(), a[0], a[1], &got);
     if (got)

@@ -152,11 +152,6 @@ static void trace_pids_clear(void)
     memset(trace_pids, 0, sizeof trace_pids);
 }
 
-static NTSTATUS trace_copy_out(void *ubuf, uint64_t pos, const void *rec, uint32_t size)
-{
-    return copy_to_user((uint64_t)(uintptr_t)ubuf + pos, rec, size);
-}
-
 // PMC_TRACE_READ drains like NtPmcReadLog: whole records, consumed, each
 // CPU's ring oldest first; STATUS_BUFFER_TOO_SMALL only when not even one
 // record fits.
@@ -181,8 +176,10 @@ uint64_t do_SysPmcTrace(const uint64_t *a, struct trapframe *tf)
     case PMC_TRACE_READ: break;
     default: return STATUS(STATUS_INVALID_PARAMETER);
     }
-    struct ring_sink out = {.copy = trace_copy_out, .ctx = (void *)(uintptr_t)a[1], .len = a[2]};
-    NTSTATUS s = pmc_trace_drain(&out);
+    struct ring_sink out = {.copy = user_sink_copy, .ctx = (void *)(uintptr_t)a[1], .len = a[2]};
+    NTSTATUS s = user_buffer_check(a[1], a[2]); // the whole buffer once, not each record
+    if (NT_SUCCESS(s))
+        s = pmc_trace_drain(&out);
     if (NT_SUCCESS(s) && out.full && out.pos == 0)
         s = STATUS_BUFFER_TOO_SMALL;
     uint64_t got = out.pos;

@@ -29,5 +29,10 @@ NTSTATUS samplelog_load(const char *file, struct samplelog *out);
 void samplelog_free(struct samplelog *log);
 // The record at *pos (advancing it), or NULL at the end or at a damaged record.
 const struct pmclog_header *samplelog_next(const struct samplelog *log, size_t *pos);
-// Drains the kernel's log into file (appending). Bytes appended, or -1.
-long samplelog_drain(const char *file, void *buf, size_t len);
+// Drains the kernel's log into file (appending), len bytes a read, until it
+// is empty or after max_reads reads (0: until empty), so that a periodic
+// caller which cannot keep up with the samples still comes back to check its
+// deadline (what it leaves is lost and counted, not waited for). Bytes
+// appended, or -1.
+long samplelog_drain(const char *file, void *buf, size_t len, unsigned max_reads);
+#define SAMPLELOG_DRAIN_READS 8 // a periodic drain's reads at most

@@ -62,10 +62,10 @@ const struct pmclog_header *samplelog_next(const struct samplelog *log, size_t *
     return h;
 }
 
-long samplelog_drain(const char *file, void *buf, size_t len)
+long samplelog_drain(const char *file, void *buf, size_t len, unsigned max_reads)
 {
     long total = 0;
-    for (;;) {
+    for (unsigned reads = 0; !max_reads || reads < max_reads; reads++) {
         size_t got = 0;
         NTSTATUS s = NtPmcReadLog(buf, len, &got);
         if (!NT_SUCCESS(s))
@@ -78,4 +78,5 @@ long samplelog_drain(const char *file, void *buf, size_t len)
         if (got < len / 2)
             return total; // drained: what was left fit with room to spare
     }
+    return total;
 }

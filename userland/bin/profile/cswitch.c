@@ -173,7 +173,7 @@ static long cswitch_run(HANDLE child, uint32_t pid, int *status)
     SysResume(child);
     while (bytes >= 0) {
         SysSleep(DRAIN_MS);
-        long got = samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF);
+        long got = samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF, SAMPLELOG_DRAIN_READS);
         bytes = got < 0 ? -1 : bytes + got;
         if (prof_exited(pid))
             break;
@@ -181,7 +181,7 @@ static long cswitch_run(HANDLE child, uint32_t pid, int *status)
     SysWait(child, status);
     record_stop();
     NtPmcFlushLog();
-    long got = buf ? samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF) : -1;
+    long got = buf ? samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF, 0) : -1;
     NtPmcConfigureLog(NULL);
     free(buf);
     return bytes < 0 || got < 0 ? -1 : bytes + got;

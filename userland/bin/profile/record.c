@@ -242,7 +242,7 @@ static void record_drain(struct record *r)
         SysResume(r->child);
     for (;;) {
         SysSleep(DRAIN_MS);
-        long got = samplelog_drain(r->o.file, r->buf, DRAIN_BUF);
+        long got = samplelog_drain(r->o.file, r->buf, DRAIN_BUF, SAMPLELOG_DRAIN_READS);
         if (got < 0) {
             fprintf(stderr, "profile: cannot save the log to %s\n", r->o.file);
             break;
@@ -255,7 +255,7 @@ static void record_drain(struct record *r)
     }
     NtPmcStop(r->pmc);
     NtPmcFlushLog();
-    long got = samplelog_drain(r->o.file, r->buf, DRAIN_BUF);
+    long got = samplelog_drain(r->o.file, r->buf, DRAIN_BUF, 0); // stopped: all of it
     r->bytes += got > 0 ? got : 0;
     if (r->at.pid)
         attach_finish(&r->at);
