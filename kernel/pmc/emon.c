@@ -121,7 +121,7 @@ static void emon_setup(const struct pmc_caps *c)
     for (unsigned i = 0; i < pmc_ncounters; i++)
         emon.status_bits |= 1ull << pmc_hw[i].status_bit;
     // CondChgd (version 2+) and, from version 4, CTR_Frz: a counter freeze on
-    // PMI (IA32_DEBUGCTL bit 12, set by firmware or by another agent after
+    // PMI (IA32_DEBUGCTL bit 12, set by firmware or by other software after
     // boot) stops every counter until CTR_Frz is written to
     // IA32_PERF_GLOBAL_STATUS_RESET (Intel SDM vol. 3B, "Freezing Counters on
     // PMI"; Linux's handler acknowledges whatever the status shows).
