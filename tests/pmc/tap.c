@@ -35,21 +35,25 @@ static bool report(bool cond, const char *fmt, va_list ap)
     return cond;
 }
 
+// One TAP line for cond, its description from the caller's format and
+// arguments (the variadic function this expands in).
+#define REPORT(cond, fmt) \
+    do { \
+        va_list ap; \
+        va_start(ap, fmt); \
+        report(cond, fmt, ap); \
+        va_end(ap); \
+    } while (0)
+
 bool tap_ok(bool cond, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    report(cond, fmt, ap);
-    va_end(ap);
+    REPORT(cond, fmt);
     return cond;
 }
 
 bool tap_eq(uint64_t got, uint64_t want, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    report(got == want, fmt, ap);
-    va_end(ap);
+    REPORT(got == want, fmt);
     if (got != want)
         fprintf(stream(),
                 "#   got  %" PRIu64 " (0x%" PRIx64 ")\n#   want %" PRIu64 " (0x%" PRIx64 ")\n", got,
@@ -60,10 +64,7 @@ bool tap_eq(uint64_t got, uint64_t want, const char *fmt, ...)
 bool tap_streq(const char *got, const char *want, const char *fmt, ...)
 {
     bool cond = got && want && strcmp(got, want) == 0;
-    va_list ap;
-    va_start(ap, fmt);
-    report(cond, fmt, ap);
-    va_end(ap);
+    REPORT(cond, fmt);
     if (!cond)
         fprintf(stream(), "#   got  \"%s\"\n#   want \"%s\"\n", got ? got : "(null)",
                 want ? want : "(null)");
@@ -73,10 +74,7 @@ bool tap_streq(const char *got, const char *want, const char *fmt, ...)
 bool tap_contains(const char *haystack, const char *needle, const char *fmt, ...)
 {
     bool cond = haystack && needle && strstr(haystack, needle) != NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    report(cond, fmt, ap);
-    va_end(ap);
+    REPORT(cond, fmt);
     if (!cond)
         fprintf(stream(), "#   missing \"%s\" in:\n#   %s\n", needle ? needle : "(null)",
                 haystack ? haystack : "(null)");

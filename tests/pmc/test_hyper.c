@@ -114,10 +114,8 @@ static void detect_survives_msr_gp(void)
         {&MODEL_AMD_LEGACY, "pmc: interface none: K7_PERF_CTL0 raises #GP on rdmsr"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct model_config m = *cases[i].base;
         char name[40];
-        snprintf(name, sizeof(name), "%s-msr-gp", m.name);
-        m.name = name;
+        struct model_config m = model_variant(cases[i].base, "msr-gp", name);
         m.pmu_faults = true;
         boot(&m); // a plain rdmsr/wrmsr that faults would be a failed check here
         tap_streq(console_last_line(), cases[i].line, "%s: no-PMU interface with the reason", name);
@@ -207,10 +205,8 @@ static void emon_v1_unmask_before_enable(void)
 // pmi_late_delivery: PMIs injected at the next VM entry, coalesced.
 static void pmi_late_delivery(const struct model_config *base)
 {
-    struct model_config m = *base;
     char name[40];
-    snprintf(name, sizeof(name), "%s-late", base->name);
-    m.name = name;
+    struct model_config m = model_variant(base, "late", name);
     m.late_pmi = true;
     boot(&m);
     set_interval(ProfileLLCMisses, 1000);
@@ -246,10 +242,8 @@ static void pmi_late_delivery(const struct model_config *base)
 // or find its LVTPC unmasked afterwards.
 static void shutdown_with_pmi_in_flight(const struct model_config *base)
 {
-    struct model_config m = *base;
     char name[40];
-    snprintf(name, sizeof(name), "%s-shutdown", base->name);
-    m.name = name;
+    struct model_config m = model_variant(base, "shutdown", name);
     m.late_pmi = true;
     boot(&m);
     set_interval(ProfileInstructionRetired, 1000);

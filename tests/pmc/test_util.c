@@ -27,6 +27,15 @@ void samples_clear(void)
     memset(&samples, 0, sizeof(samples));
 }
 
+struct model_config model_variant(const struct model_config *base, const char *suffix,
+                                  char name[40])
+{
+    struct model_config m = *base;
+    snprintf(name, 40, "%s-%s", base->name, suffix);
+    m.name = name;
+    return m;
+}
+
 void boot(const struct model_config *cfg)
 {
     model_reset(cfg);

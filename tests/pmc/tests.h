@@ -36,6 +36,9 @@ void samples_clear(void);
 
 // Reset the model to cfg, run pmc_init, register the sample callback.
 void boot(const struct model_config *cfg);
+// base under the name "BASE-suffix", written into name (the copy points at it).
+struct model_config model_variant(const struct model_config *base, const char *suffix,
+                                  char name[40]);
 // pmc_shutdown, then check nothing leaked and no #GP happened.
 void finish(const char *what);
 
