@@ -63,10 +63,11 @@ static bool general_fits(unsigned i, uint32_t mask)
            ((mask >> pmc_hw[i].number) & 1);
 }
 
-// Counting has reserved counter i's row, or it is disabled on cpu (NtPmcAdmin).
+// Counting has reserved counter i's row or has a count loaded on it here
+// (cpu is this CPU, interrupts off), or it is disabled on cpu (NtPmcAdmin).
 static bool held_elsewhere(unsigned cpu, unsigned i)
 {
-    return ((pmc_rows_reserved >> i) & 1) || pmc_row_off(cpu, i);
+    return ((pmc_rows_reserved >> i) & 1) || ((pmc_counting[cpu] >> i) & 1) || pmc_row_off(cpu, i);
 }
 
 // Take counter i unless counting has reserved its row or it is disabled on

@@ -1,8 +1,10 @@
 // Counting on the hardware counters: row reservation, each CPU's loaded
 // counts, and their rotation (see counting.h).
 #include "pmc/counting.h"
+#include "arch/x86/clock.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/percpu.h"
+#include "core/smp.h"
 #include "core/spinlock.h"
 #include "core/uaccess.h"
 #include "lib/string.h"
@@ -108,20 +110,37 @@ NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsig
     return s;
 }
 
+static void leave_row(void *arg);
+
+// The last reservation of a row gone, the row keeps its bit in
+// pmc_rows_reserved until no CPU has a count on its counter: place() puts a
+// count on another row of its scope when its home is busy, so another
+// reservation's count may still be loaded there. Sampling takes only counters
+// whose bit is clear (counter_table.c), and a counter it shared with a count
+// would be programmed by both: the count would read the sampler's period, and
+// its unload would clear the sampler's event select. Each CPU moves such a
+// count off the row (leave_row, with interrupts off, after any placement in
+// progress there) before the bit goes.
 void pmc_row_release(unsigned row)
 {
     uint64_t f = spin_lock_irqsave(&rows_lock);
     struct row *r = &rows[row];
-    if (r->users == 0) { // released by pmc_shutdown's reset already
-        spin_unlock_irqrestore(&rows_lock, f);
-        return;
+    bool freed = false;
+    if (r->users != 0) { // 0: released by pmc_shutdown's reset already
+        reserved_in[r->scope]--;
+        freed = --r->users == 0;
     }
-    reserved_in[r->scope]--;
-    if (--r->users == 0) {
-        r->scope = PMC_ROW_FREE;
+    if (freed) {
+        r->scope = PMC_ROW_FREE; // no count is placed on it from now on
         r->pinned = false;
-        __atomic_fetch_and(&pmc_rows_reserved, ~(1u << row), __ATOMIC_SEQ_CST);
     }
+    spin_unlock_irqrestore(&rows_lock, f);
+    if (!freed)
+        return;
+    smp_call_all(leave_row, (void *)(uintptr_t)row);
+    f = spin_lock_irqsave(&rows_lock);
+    if (rows[row].users == 0) // not reserved again meanwhile
+        __atomic_fetch_and(&pmc_rows_reserved, ~(1u << row), __ATOMIC_SEQ_CST);
     spin_unlock_irqrestore(&rows_lock, f);
 }
 
@@ -168,7 +187,7 @@ NTSTATUS pmc_row_admin_counter(unsigned cpu, unsigned row, bool disable)
 {
     uint64_t f = spin_lock_irqsave(&rows_lock);
     NTSTATUS s = STATUS_SUCCESS;
-    if (disable && rows[row].users) {
+    if (disable && (rows[row].users || ((pmc_rows_reserved >> row) & 1))) {
         s = STATUS_PMC_ROW_BUSY;
     } else {
         pmc_row_mark(cpu, row, disable);
@@ -336,6 +355,19 @@ static void fill(struct count_cpu *cc, uint64_t now)
         fill_scope(cc, PMC_ROW_SYSTEM, now);
     }
     update_pce(cc);
+}
+
+// A count loaded on a row its scope no longer holds moves to another.
+static void leave_row(void *arg)
+{
+    unsigned row = (unsigned)(uintptr_t)arg;
+    struct count_cpu *cc = &percount[cpu_id()];
+    struct pmc_count *c = cc->on[row];
+    if (!c || rows[row].scope == c->scope) // the scope's again: it may stay
+        return;
+    uint64_t now = clock_ns();
+    unload(cc, c, now);
+    fill(cc, now);
 }
 
 void pmc_count_in(struct pmc_count *c, uint64_t now)

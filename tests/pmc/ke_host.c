@@ -94,6 +94,15 @@ void ke_host_process(struct process *p, struct thread *t, uint32_t pid)
     listed[pid % 16] = p;
 }
 
+struct pmc *ke_host_allocate(struct process *owner, uint32_t source, uint32_t mode, uint32_t flags,
+                             NTSTATUS *st)
+{
+    struct pmc_alloc a = {.source = source, .mode = mode, .flags = flags, .cpu = PMC_CPU_ANY};
+    struct object *o = NULL;
+    *st = pmc_allocate(owner, &a, &o);
+    return NT_SUCCESS(*st) ? pmc_from_object(o) : NULL;
+}
+
 struct thread *ke_host_running(unsigned cpu)
 {
     return cpus[cpu].current;
