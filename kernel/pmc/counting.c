@@ -59,8 +59,9 @@ static bool try_take_free(unsigned i, enum pmc_row_scope scope)
 
 // The row for a new reservation: a free row that can count the event, a fixed
 // counter first (it counts nothing else, and leaves the GP counters to events
-// that need them), else the least-shared unpinned row of the scope that can.
-static int pick_row(uint32_t fits, enum pmc_row_scope scope)
+// that need them), else (unless own) the least-shared unpinned row of the
+// scope that can.
+static int pick_row(uint32_t fits, enum pmc_row_scope scope, bool own)
 {
     for (int pass = 0; pass < 2; pass++) {
         enum pmc_counter_kind kind = pass == 0 ? PMC_COUNTER_FIXED : PMC_COUNTER_GENERAL;
@@ -70,15 +71,15 @@ static int pick_row(uint32_t fits, enum pmc_row_scope scope)
                 return (int)i;
     }
     int best = -1;
-    for (unsigned i = 0; i < pmc_ncounters; i++)
+    for (unsigned i = 0; !own && i < pmc_ncounters; i++)
         if ((fits >> i) & 1 && rows[i].scope == scope && !rows[i].pinned &&
             (best < 0 || rows[i].users < rows[best].users))
             best = (int)i;
     return best;
 }
 
-NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
-                         const char **reason)
+static NTSTATUS reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, bool own, unsigned *row,
+                        const char **reason)
 {
     struct pmc_source_query q = {0};
     if ((unsigned)source >= ProfileSourceCount || source == ProfileTime)
@@ -95,9 +96,10 @@ NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsig
     int i = -1;
     if (reserved_in[scope] >= PMC_COUNT_MAX_RESERVED)
         s = STATUS_PMC_TOO_MANY_RUNNING;
-    else if ((i = pick_row(fits, scope)) < 0)
+    else if ((i = pick_row(fits, scope, own)) < 0)
         s = STATUS_INSUFFICIENT_RESOURCES;
     if (NT_SUCCESS(s)) {
+        rows[i].pinned = own;
         rows[i].users++;
         reserved_in[scope]++;
         *row = (unsigned)i;
@@ -108,6 +110,18 @@ NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsig
                                                      "scope holds every one that can count it"
                                                    : "";
     return s;
+}
+
+NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
+                         const char **reason)
+{
+    return reserve(source, scope, false, row, reason);
+}
+
+NTSTATUS pmc_row_reserve_own(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
+                             const char **reason)
+{
+    return reserve(source, scope, true, row, reason);
 }
 
 static void leave_row(void *arg);
@@ -310,24 +324,31 @@ static void unload(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
     c->counter = -1;
 }
 
+// A count whose home row is pinned: read from ring 3 (its reader was given
+// that counter's index) or by a trace logger (its records hold whole counts).
+// It goes only on its home row, always, and is never rotated out.
+static bool pinned(const struct pmc_count *c)
+{
+    return rows[c->home].pinned;
+}
+
 // Load c on its home row if that counter is free here, else another of its
-// scope. A count read from ring 3 goes only on its home row, the counter index
-// its reader was given, and takes it from a count placed there before the row
-// was pinned.
+// scope. A pinned count takes its home row from a count placed there before
+// the row was pinned.
 static bool place(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
 {
-    if (c->user_read && cc->on[c->home] && cc->on[c->home] != c)
+    if (pinned(c) && cc->on[c->home] && cc->on[c->home] != c)
         unload(cc, cc->on[c->home], now);
     if (place_on(cc, c, c->home))
         return true;
-    for (unsigned i = 0; !c->user_read && i < pmc_ncounters; i++)
+    for (unsigned i = 0; !pinned(c) && i < pmc_ncounters; i++)
         if (i != c->home && place_on(cc, c, i))
             return true;
     return false;
 }
 
 // Load the wanted counts of scope that have no counter, in rotation order;
-// ring-3-read counts first (pass 0).
+// pinned counts first (pass 0).
 static void fill_scope(struct count_cpu *cc, enum pmc_row_scope scope, uint64_t now)
 {
     struct pmc_count *order[PMC_COUNT_MAX_WANT];
@@ -339,7 +360,7 @@ static void fill_scope(struct count_cpu *cc, enum pmc_row_scope scope, uint64_t 
     for (int pass = 0; pass < 2; pass++) {
         for (unsigned k = 0; k < n; k++) {
             struct pmc_count *c = order[(cc->turn[scope] + k) % n];
-            if (c->counter >= 0 || c->user_read != (pass == 0))
+            if (c->counter >= 0 || pinned(c) != (pass == 0))
                 continue;
             advance(c, now); // its running time starts here, if it is placed
             if (!place(cc, c, now))
@@ -431,7 +452,7 @@ void pmc_count_tick(uint64_t now)
         return;
     for (unsigned k = 0; k < cc->nwant; k++) { // unload and fill bring the times up to date
         struct pmc_count *c = cc->want[k];
-        if (c->counter >= 0 && cc->waiting[c->scope] && !c->user_read)
+        if (c->counter >= 0 && cc->waiting[c->scope] && !pinned(c))
             unload(cc, c, now);
     }
     for (unsigned s = PMC_ROW_THREAD; s <= PMC_ROW_SYSTEM; s++)

@@ -89,7 +89,66 @@ static void released_row(void)
     finish(n);
 }
 
+// ---- a trace logger's counters are its own ----
+
+// The values of the last two context-switch records cpu wrote.
+static bool last_two_cswitch(unsigned cpu, const struct pmclog_cswitch **a,
+                             const struct pmclog_cswitch **b)
+{
+    *a = *b = NULL;
+    for (size_t off = 0; off + sizeof(struct pmclog_header) <= ke_host_log.nbytes;) {
+        const struct pmclog_header *h = (const void *)(ke_host_log.bytes + off);
+        if (h->size == 0)
+            break;
+        if (h->type == PMCLOG_CSWITCH && h->cpu == cpu) {
+            *a = *b;
+            *b = (const void *)h;
+        }
+        off += h->size;
+    }
+    return *a && *b;
+}
+
+// A context-switch logger of four branch counts holds the four GP counters.
+// A counting PMC of the same event allocated after it must not share one of
+// them, and the scheduler tick must not rotate the logger's counts out: two
+// switch records around 777 branches differ by 777 in every value.
+static void logger_rows(void)
+{
+    setup(&MODEL_INTEL_V4);
+    const char *n = "logger rows";
+    uint32_t ev[4] = {ProfileBranchInstructions, ProfileBranchInstructions,
+                      ProfileBranchInstructions, ProfileBranchInstructions};
+    STATUS_EQ(cswitch_counters_start(&proc[0], ev, 4), STATUS_SUCCESS,
+              "%s: a switch logger of 4 branch counts", n);
+    NTSTATUS st;
+    struct pmc *p = ke_host_allocate(&proc[0], ProfileBranchInstructions, PMC_MODE_SC, 0, &st);
+    STATUS_EQ(st, STATUS_INSUFFICIENT_RESOURCES,
+              "%s: a counting PMC of the event finds no counter: the logger's are its own", n);
+    if (p)
+        pmc_start(p, &proc[0]);
+    ke_host_tick(0);
+    ke_host_switch(0, &thr[1]);
+    model_retire(0, EV_BRANCHES, 777, USER_IP, true);
+    ke_host_switch(0, NULL);
+    const struct pmclog_cswitch *a, *b;
+    bool found = last_two_cswitch(0, &a, &b);
+    uint64_t d[4] = {0};
+    for (unsigned i = 0; found && i < 4; i++)
+        d[i] = b->value[i] - a->value[i];
+    tap_ok(d[0] == 777 && d[1] == 777 && d[2] == 777 && d[3] == 777,
+           "%s: each of the 4 values moved by the 777 branches between two switches (%llu %llu "
+           "%llu %llu)",
+           n, (unsigned long long)d[0], (unsigned long long)d[1], (unsigned long long)d[2],
+           (unsigned long long)d[3]);
+    release(p);
+    STATUS_EQ(cswitch_counters_stop(), STATUS_SUCCESS, "%s: stop the logger", n);
+    tap_eq(pmc_rows_reserved, 0, "%s: its rows are free again", n);
+    finish(n);
+}
+
 void test_ownership(void)
 {
     released_row();
+    logger_rows();
 }
