@@ -256,13 +256,36 @@ static void advance(struct pmc_count *c, uint64_t now)
     c->since_ns = now;
 }
 
-// What the counter has counted since it was loaded (or last read), into value.
-static void harvest(struct pmc_count *c)
+// What counter i has counted since it was loaded (or last read), into value.
+//
+// A trace logger's hook reads a count from an NMI too (a sample delivered as
+// NMI, pmi=nmi: logger_value), on the CPU that has it loaded, and clearing IF
+// does not hold an NMI off (Intel SDM vol. 3A, 6.8.1 "Masking Maskable
+// Hardware Interrupts"): one may land between any two instructions here,
+// under KVM typically right after the intercepted rdmsr. So, as Linux's
+// x86_perf_event_update (arch/x86/events/core.c) does, the events since load
+// are claimed by moving load to the new reading with a compare-and-exchange,
+// retried with a fresh reading when an NMI moved load meanwhile, and only
+// then added to value: each event is added once, by whichever side claimed
+// it, and a reading never goes backwards.
+static void harvest(struct pmc_count *c, unsigned i)
 {
-    const struct pmc_counter_hw *hw = &pmc_hw[c->counter];
-    uint64_t now = pmc_rdmsr(hw->ctr_msr) & hw->mask;
-    c->value += (now - c->load) & hw->mask;
-    c->load = now;
+    const struct pmc_counter_hw *hw = &pmc_hw[i];
+    uint64_t prev = __atomic_load_n(&c->load, __ATOMIC_RELAXED), now;
+    do
+        now = pmc_rdmsr(hw->ctr_msr) & hw->mask;
+    while (!__atomic_compare_exchange_n(&c->load, &prev, now, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+    __atomic_fetch_add(&c->value, (now - prev) & hw->mask, __ATOMIC_RELAXED);
+}
+
+// An NMI on this CPU reads c->counter: it names a counter only while that
+// counter holds c's count (set after the load, cleared after the last read).
+static void publish_counter(struct pmc_count *c, int counter)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); // the NMI is this CPU's: order against it only
+    __atomic_store_n(&c->counter, (int8_t)counter, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
 // Counter i counts for someone other than the running process: a sampling
@@ -306,22 +329,23 @@ static bool place_on(struct count_cpu *cc, struct pmc_count *c, unsigned i)
         !((halp_profile_interface->CountersFor(c->source) >> i) & 1))
         return false;
     c->load = c->value & pmc_hw[i].max_period; // the low bits a write keeps as written
-    c->counter = (int8_t)i;
     cc->on[i] = c;
     pmc_counting[cpu_id()] |= 1u << i;
     halp_profile_interface->StartCounting(i, c->source, c->rings, c->load);
+    publish_counter(c, (int)i);
     return true;
 }
 
 static void unload(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
 {
+    unsigned i = (unsigned)c->counter;
     advance(c, now);
-    harvest(c);
-    cc->dirty |= 1u << c->counter;
-    pmc_counting[cpu_id()] &= ~(1u << c->counter);
-    halp_profile_interface->StopCounting((unsigned)c->counter);
-    cc->on[c->counter] = NULL;
-    c->counter = -1;
+    harvest(c, i);
+    cc->dirty |= 1u << i;
+    pmc_counting[cpu_id()] &= ~(1u << i);
+    halp_profile_interface->StopCounting(i);
+    cc->on[i] = NULL;
+    publish_counter(c, -1);
 }
 
 // A count whose home row is pinned: read from ring 3 (its reader was given
@@ -423,9 +447,10 @@ void pmc_count_out(struct pmc_count *c, uint64_t now)
 
 uint64_t pmc_count_read(struct pmc_count *c)
 {
-    if (c->counter >= 0 && c->cpu == (int)cpu_id())
-        harvest(c);
-    return c->value;
+    int i = __atomic_load_n(&c->counter, __ATOMIC_RELAXED);
+    if (i >= 0 && c->cpu == (int)cpu_id())
+        harvest(c, (unsigned)i);
+    return __atomic_load_n(&c->value, __ATOMIC_RELAXED);
 }
 
 void pmc_count_sync(uint64_t now)
@@ -434,7 +459,7 @@ void pmc_count_sync(uint64_t now)
     for (unsigned k = 0; k < cc->nwant; k++) {
         advance(cc->want[k], now);
         if (cc->want[k]->counter >= 0)
-            harvest(cc->want[k]);
+            harvest(cc->want[k], (unsigned)cc->want[k]->counter);
     }
 }
 

@@ -147,8 +147,90 @@ static void logger_rows(void)
     finish(n);
 }
 
+// ---- an NMI reads a count the code it interrupted is updating ----
+
+static uint32_t nmi_msr;
+static unsigned nmis;
+
+// The NMI of a sample delivered as NMI (pmi=nmi): its own path retires a few
+// branches, and the trace logger's profile-interrupt hook reads the count.
+static void nmi_reads_count(unsigned cpu, uint32_t msr, bool write)
+{
+    if (write || msr != nmi_msr || nmis)
+        return;
+    nmis++;
+    model_retire(cpu, EV_BRANCHES, 5, MODEL_HANDLER_IP, false);
+    pmc_hook_fire(HOOK_PROFILE, 0, ProfileBranchInstructions);
+}
+
+// The CSwitch record cpu wrote last, or NULL.
+static const struct pmclog_hook *last_hook(unsigned cpu, uint16_t id)
+{
+    const struct pmclog_hook *last = NULL;
+    for (size_t off = 0; off + sizeof(struct pmclog_header) <= ke_host_log.nbytes;) {
+        const struct pmclog_header *h = (const void *)(ke_host_log.bytes + off);
+        if (h->size == 0)
+            break;
+        const struct pmclog_hook *r = (const void *)h;
+        if (h->type == PMCLOG_HOOK && h->cpu == cpu && r->hook_id == id)
+            last = r;
+        off += h->size;
+    }
+    return last;
+}
+
+static int counting_counter(unsigned cpu)
+{
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if ((pmc_counting[cpu] >> i) & 1)
+            return (int)i;
+    return -1;
+}
+
+// A logger of branches on the CSwitch and SampledProfile hooks. The switch's
+// record reads the count (rdmsr of its counter); an NMI right after that
+// rdmsr, as a hypervisor injects one after an intercepted access, reads it too.
+static void nmi_during_read(const struct model_config *cfg)
+{
+    pmc_pmi_as_nmi = true;
+    setup(cfg);
+    char n[64];
+    snprintf(n, sizeof n, "%s, NMI in a count's read", cfg->name);
+    TRACEHANDLE h = 0;
+    uint32_t ev[1] = {ProfileBranchInstructions};
+    uint32_t hooks[2] = {ETW_HOOK_CSWITCH, ETW_HOOK_SAMPLED_PROFILE};
+    bool ok = STATUS_EQ(pmc_logger_create(&proc[0], &h), STATUS_SUCCESS, "%s: a logger", n);
+    ok = ok && STATUS_EQ(pmc_logger_set_counters(&proc[0], h, ev, 1), STATUS_SUCCESS,
+                         "%s: counting branches", n);
+    ok = ok && STATUS_EQ(pmc_logger_set_hooks(&proc[0], h, hooks, 2), STATUS_SUCCESS,
+                         "%s: at CSwitch and SampledProfile", n);
+    int i = counting_counter(0);
+    if (ok && i >= 0) {
+        nmi_msr = pmc_hw[i].ctr_msr;
+        nmis = 0;
+        model_retire(0, EV_BRANCHES, 1000, USER_IP, true);
+        model_nmi_hook = nmi_reads_count;
+        ke_host_switch(0, &thr[1]);
+        model_nmi_hook = NULL;
+        const struct pmclog_hook *p = last_hook(0, ETW_HOOK_SAMPLED_PROFILE);
+        const struct pmclog_hook *c = last_hook(0, ETW_HOOK_CSWITCH);
+        tap_ok(nmis == 1 && p, "%s: the NMI came, and wrote its record", n);
+        tap_eq(p ? p->value[0] : 0, 1005, "%s: the NMI's record: 1,000 + its own 5", n);
+        tap_eq(c ? c->value[0] : 0, 1005, "%s: the interrupted switch's record: the same", n);
+        model_retire(0, EV_BRANCHES, 20, USER_IP, true);
+        ke_host_switch(0, NULL);
+        c = last_hook(0, ETW_HOOK_CSWITCH);
+        tap_eq(c ? c->value[0] : 0, 1025, "%s: the next switch's: 1,005 + 20, no jump", n);
+    }
+    STATUS_EQ(pmc_logger_close(&proc[0], h), STATUS_SUCCESS, "%s: close the logger", n);
+    finish(n);
+    pmc_pmi_as_nmi = false;
+}
+
 void test_ownership(void)
 {
     released_row();
     logger_rows();
+    nmi_during_read(&MODEL_INTEL_V4);
+    nmi_during_read(&MODEL_AMD_LEGACY);
 }
