@@ -227,10 +227,57 @@ static void nmi_during_read(const struct model_config *cfg)
     pmc_pmi_as_nmi = false;
 }
 
+// ---- an NMI never samples a counter not yet loaded ----
+
+static unsigned overflow_nmis;
+
+// While ProfileBranchInstructions is being enabled on cpu (its counter
+// claimed, not yet written), another source's counter overflows: its PMI,
+// an NMI, lands between two of the enable's accesses.
+static void other_overflows(unsigned cpu, uint32_t msr, bool write)
+{
+    (void)msr;
+    (void)write;
+    if (overflow_nmis || pmc_counter_find(cpu, ProfileBranchInstructions) < 0)
+        return;
+    overflow_nmis++;
+    model_retire(cpu, EV_INSTRUCTIONS, 1000, USER_IP, true);
+}
+
+// PMUs that find an overflow by the counter's top bit (AMD before PerfMonV2,
+// Intel version 1): the new counter still holds whatever it held before.
+static void nmi_before_load(const struct model_config *cfg)
+{
+    pmc_pmi_as_nmi = true;
+    boot(cfg);
+    char n[64];
+    snprintf(n, sizeof n, "%s, NMI during an enable", cfg->name);
+    set_interval(ProfileTotalIssues, 1000);
+    start_ok(ProfileTotalIssues);
+    overflow_nmis = 0;
+    model_nmi_hook = other_overflows;
+    start_ok(ProfileBranchInstructions);
+    model_nmi_hook = NULL;
+    struct pmc_pmi_stats st;
+    pmc_pmi_stats(0, &st);
+    tap_eq(overflow_nmis, 1, "%s: the overflow NMI came", n);
+    tap_eq(samples.count[0][ProfileTotalIssues], 1, "%s: one sample of the source that overflowed",
+           n);
+    tap_eq(samples.count[0][ProfileBranchInstructions], 0,
+           "%s: none of the source being enabled, which counted nothing", n);
+    tap_eq(st.lost, 0, "%s: and no lost periods", n);
+    stop_ok(ProfileBranchInstructions);
+    stop_ok(ProfileTotalIssues);
+    finish(n);
+    pmc_pmi_as_nmi = false;
+}
+
 void test_ownership(void)
 {
     released_row();
     logger_rows();
     nmi_during_read(&MODEL_INTEL_V4);
     nmi_during_read(&MODEL_AMD_LEGACY);
+    nmi_before_load(&MODEL_AMD_LEGACY);
+    nmi_before_load(&MODEL_INTEL_V1);
 }
