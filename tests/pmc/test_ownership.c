@@ -272,6 +272,43 @@ static void nmi_before_load(const struct model_config *cfg)
     pmc_pmi_as_nmi = false;
 }
 
+// ---- attached while it runs: counted from the attach ----
+
+// proc[1] runs on cpu0, its child proc[2] on cpu1, and neither switches
+// again (the only runnable thread on its CPU is not switched). Attached to
+// PMCs already started, they count from the attach.
+static void attach_running(const struct model_config *cfg)
+{
+    setup(cfg);
+    char n[64];
+    snprintf(n, sizeof n, "%s, attach while running", cfg->name);
+    proc[2].parent = proc[1].pid;
+    ke_host_switch(0, &thr[1]);
+    ke_host_switch(1, &thr[2]);
+    NTSTATUS s1, s2;
+    struct pmc *p = ke_host_allocate(&proc[0], ProfileBranchInstructions, PMC_MODE_TC, 0, &s1);
+    struct pmc *d =
+        ke_host_allocate(&proc[0], ProfileBranchInstructions, PMC_MODE_TC, PMC_F_DESCENDANTS, &s2);
+    bool ok = STATUS_EQ(s1, STATUS_SUCCESS, "%s: a process-scope branch count", n);
+    ok &= STATUS_EQ(s2, STATUS_SUCCESS, "%s: and one with PMC_F_DESCENDANTS", n);
+    if (ok) {
+        STATUS_EQ(pmc_start(p, &proc[0]), STATUS_SUCCESS, "%s: start (its owner attached)", n);
+        STATUS_EQ(pmc_start(d, &proc[0]), STATUS_SUCCESS, "%s: start the other", n);
+        STATUS_EQ(pmc_attach(p, &proc[0], &proc[1]), STATUS_SUCCESS, "%s: attach the parent", n);
+        STATUS_EQ(pmc_attach(d, &proc[0], &proc[1]), STATUS_SUCCESS,
+                  "%s: attach it with its descendants", n);
+        model_retire(0, EV_BRANCHES, 500, USER_IP, true);
+        model_retire(1, EV_BRANCHES, 300, USER_IP, true);
+        tap_eq(value_of(p), 500, "%s: the parent's 500 branches since the attach", n);
+        tap_eq(value_of(d), 800, "%s: and its running child's 300 with PMC_F_DESCENDANTS", n);
+    }
+    ke_host_switch(0, NULL);
+    ke_host_switch(1, NULL);
+    release(p);
+    release(d);
+    finish(n);
+}
+
 void test_ownership(void)
 {
     released_row();
@@ -280,4 +317,6 @@ void test_ownership(void)
     nmi_during_read(&MODEL_AMD_LEGACY);
     nmi_before_load(&MODEL_AMD_LEGACY);
     nmi_before_load(&MODEL_INTEL_V1);
+    attach_running(&MODEL_INTEL_V4);
+    attach_running(&MODEL_AMD_V2);
 }
