@@ -5,7 +5,6 @@
 // Each behaviour is driven through the real kernel/pmc and kernel/profile
 // sources over the PMU model, as the system calls and the scheduler reach it.
 #include <stdio.h>
-#include "arch/x86/cpu.h"
 #include "ke_host.h"
 #include "pmc/counting.h"
 #include "profile/cswitch_counters.h"
@@ -68,6 +67,9 @@ static void released_row(void)
         tap_ok(p[4]->c.row == p[0]->c.row, "%s: P4 shares P0's row %u", n, p[0]->c.row);
         STATUS_EQ(pmc_start(p[4], &proc[0]), STATUS_SUCCESS, "%s: start P4", n);
         STATUS_EQ(pmc_start(p[0], &proc[0]), STATUS_SUCCESS, "%s: start P0", n);
+        unsigned r1 = p[1]->c.row;
+        tap_ok(ALL_CPUS(p[0]->c.cpu_hw[cpu].counter == (int)r1),
+               "%s: P0 counts on P1's row %u on every CPU", n, r1);
         release(p[1]);
         p[1] = NULL;
         set_interval(ProfileBranchInstructions, 10000);
