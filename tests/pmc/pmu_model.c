@@ -264,6 +264,7 @@ void model_reset(const struct model_config *c)
 {
     cfg = *c;
     cpuid_table = NULL;
+    model_nmi_hook = NULL;
     cpuid_entries = 0;
     if (cfg.ncpus == 0 || cfg.ncpus > MODEL_MAX_CPUS)
         cfg.ncpus = 1;
@@ -601,6 +602,20 @@ static bool msr_write(uint32_t msr, uint64_t v, const char **why)
     return true;
 }
 
+void (*model_nmi_hook)(unsigned cpu, uint32_t msr, bool write);
+static bool in_nmi_hook;
+
+// An NMI taken right after an access made outside the PMI: where a hypervisor
+// injects a pending NMI, on the VM entry after an intercepted rdmsr/wrmsr.
+static void nmi_after_access(uint32_t msr, bool write)
+{
+    if (!model_nmi_hook || in_nmi_hook || mcpus[current].in_pmi)
+        return;
+    in_nmi_hook = true;
+    model_nmi_hook(current, msr, write);
+    in_nmi_hook = false;
+}
+
 // One access: its cost, and its #GP. A plain rdmsr/wrmsr that faults panics
 // the kernel (a failed check); the _safe ones return false, as the fixup does.
 static bool access(bool write, bool safe, uint32_t msr, uint64_t *v)
@@ -613,6 +628,7 @@ static bool access(bool write, bool safe, uint32_t msr, uint64_t *v)
         safe_faults++;
     else if (!ok)
         gp_fault(write ? "wrmsr" : "rdmsr", msr, write ? *v : 0, why);
+    nmi_after_access(msr, write);
     if (interleaving)
         yield_to_scheduler(false); // another CPU may run between any two accesses
     return ok;

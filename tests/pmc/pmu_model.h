@@ -163,6 +163,11 @@ bool model_user_rdpmc(unsigned cpu, uint32_t ecx, uint64_t *value);
 // as a context switch or the scheduler tick there; a PMI latched meanwhile is
 // taken after it, when interrupts come back on.
 void model_on_cpu(unsigned cpu, void (*fn)(void *arg), void *arg);
+// Called after every MSR access made outside the PMI, on the CPU that made
+// it, as an NMI taken there (not while the hook itself runs): the test's hook
+// does what the NMI would, e.g. retire events that overflow a counter whose
+// PMI is an NMI, or fire a hook an NMI-delivered sample fires.
+extern void (*model_nmi_hook)(unsigned cpu, uint32_t msr, bool write);
 // Called once, then cleared, when the next smp_call_all begins (before any
 // CPU runs its function): a call the code under test makes at that point
 // races it, as another CPU's system call would.
