@@ -601,6 +601,8 @@ static bool msr_write(uint32_t msr, uint64_t v, const char **why)
     return true;
 }
 
+void (*model_msr_hook)(unsigned cpu, uint32_t msr, bool write);
+
 // One access: its cost, and its #GP. A plain rdmsr/wrmsr that faults panics
 // the kernel (a failed check); the _safe ones return false, as the fixup does.
 static bool access(bool write, bool safe, uint32_t msr, uint64_t *v)
@@ -613,6 +615,8 @@ static bool access(bool write, bool safe, uint32_t msr, uint64_t *v)
         safe_faults++;
     else if (!ok)
         gp_fault(write ? "wrmsr" : "rdmsr", msr, write ? *v : 0, why);
+    if (model_msr_hook && !mcpus[current].in_pmi)
+        model_msr_hook(current, msr, write);
     if (interleaving)
         yield_to_scheduler(false); // another CPU may run between any two accesses
     return ok;
@@ -1492,9 +1496,9 @@ void model_console_clear(void)
 #if defined(__SANITIZE_ADDRESS__)
 #define MODEL_ASAN 1
 #endif
+#include "../xorshift.h"
 #ifdef MODEL_ASAN
 #include <sanitizer/common_interface_defs.h>
-#include "../xorshift.h"
 #define FIBER_START(save, bottom, size)  __sanitizer_start_switch_fiber(save, bottom, size)
 #define FIBER_FINISH(save, bottom, size) __sanitizer_finish_switch_fiber(save, bottom, size)
 #else

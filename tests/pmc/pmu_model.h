@@ -168,6 +168,11 @@ void model_on_cpu(unsigned cpu, void (*fn)(void *arg), void *arg);
 // races it, as another CPU's system call would.
 extern void (*model_call_all_hook)(void);
 
+// Called after every MSR access made outside the PMI handler, on the CPU that
+// made it (NULL: none): where a hypervisor that intercepts rdmsr/wrmsr
+// injects a pending NMI at the VM entry that resumes the guest.
+extern void (*model_msr_hook)(unsigned cpu, uint32_t msr, bool write);
+
 // The periodic-timer fake.
 struct model_timer {
     bool running;
