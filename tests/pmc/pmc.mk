@@ -74,7 +74,7 @@ check-pmc-freestanding:
 # make pmu-explore: the stateful explorer of the PMU layer (tests/pmc/explore):
 # seeded random sequences of what users and the kernel do, on every model
 # variant, with NMIs injected at the code's MSR accesses, checked against a
-# reference after every step. SEQS=N sequences (default 10000) from SEED=S;
+# reference after every step. SEQS=N sequences (default 100000) from SEED=S;
 # VARIANT=NAME keeps to one variant; REPLAY='TEXT' runs a printed failure
 # again, step by step. Built with gcc -O2 and UBSan (a full run stays in minutes).
 PMU_EXPLORE := $(PMC_BUILD)/pmu-explore
@@ -82,7 +82,7 @@ PMU_EXPLORE_SRCS := $(PMC_KERNEL_SRCS) tests/pmc/pmu_model.c tests/pmc/ke_host.c
     tests/pmc/test_util.c $(wildcard tests/pmc/explore/*.c)
 PMU_EXPLORE_CFLAGS := -std=c11 -O2 -Wall -Wextra -Werror -g -fno-omit-frame-pointer \
     -fsanitize=undefined -fno-sanitize-recover=all -DKERNEL_HOSTED -iquote kernel -iquote tests/pmc
-SEQS ?= 10000
+SEQS ?= 100000
 SEED ?= 1
 $(PMU_EXPLORE): $(PMC_HOST_DEPS) $(wildcard tests/pmc/explore/*)
 	@mkdir -p $(@D)

@@ -127,6 +127,9 @@ uint64_t model_pmis_lost(unsigned cpu);      // overflow while LVTPC masked, non
 uint64_t model_pmis_coalesced(unsigned cpu); // overflow while a PMI was already pending
 uint64_t model_counted(unsigned cpu, enum model_event ev); // events counted by >= 1 counter
 uint64_t model_handler_ns(unsigned cpu); // model time spent inside pmc_pmi_handler
+// Instructions the PMI path retired on cpu (handler_insns at entry and after
+// each access); as many core cycles. Kernel mode, counted by running counters.
+uint64_t model_handler_retired(unsigned cpu);
 // Handler time of the PMIs entered in each aligned window of window_ns: the
 // largest total, and how many windows had any.
 uint64_t model_max_handler_per_window(unsigned cpu, uint64_t window_ns, unsigned *windows);

@@ -26,7 +26,7 @@ enum ex_op_kind {
     OP_READ,       // a: slot
     OP_WRITE,      // a: slot, n: value
     OP_RELEASE,    // a: slot
-    OP_HAL_START,  // a: source
+    OP_HAL_START,  // a: source, n: its interval first (0: the one in force)
     OP_HAL_STOP,   // a: source
     OP_HAL_PERIOD, // a: source, n: interval
     OP_CSW_START,  // a: events (2 bits each), b: how many (1-4)
@@ -90,6 +90,7 @@ struct ex_pmc {
     bool mux;           // it may have been multiplexed: its count may fall short
     uint64_t expect;    // events it must have counted (plus a written value)
     uint64_t last;      // its last read
+    uint64_t slack;     // instructions the PMI path retired while it counted (may count them)
     struct pmc *p;
 };
 
@@ -98,7 +99,7 @@ struct ex_logger {
     unsigned n;
     uint8_t src[4];
     bool have[MODEL_MAX_CPUS];
-    uint64_t value[MODEL_MAX_CPUS][4], truth[MODEL_MAX_CPUS][4];
+    uint64_t value[MODEL_MAX_CPUS][4], truth[MODEL_MAX_CPUS][4], handler[MODEL_MAX_CPUS];
 };
 
 struct ex_ref {
@@ -118,7 +119,8 @@ struct ex_ref {
     // A retire in progress: a PMI inside it sees only the events before its overflow.
     bool retiring;
     unsigned r_cpu, r_src;
-    uint64_t r_counted;
+    uint64_t r_counted, r_handler;
+    uint64_t handler[MODEL_MAX_CPUS]; // the PMI path's instructions as of the last step
 };
 extern struct ex_ref ex_ref;
 extern bool ex_verbose; // a replay: the reads are printed
@@ -146,7 +148,9 @@ bool ex_run(struct ex_seq *s, struct ex_rng *draw, struct ex_result *r, bool ver
 
 // explore_apply.c: a step on the kernel, and on the reference.
 void ex_setup(const struct ex_variant *v);
-void ex_apply(const struct ex_op *op, char *msg, unsigned size);
+void ex_apply(const struct ex_op *op);
+void ex_note_step(void);    // after a step and its NMIs
+void ex_note_handler(void); // the PMI path's instructions since the last note
 void ex_teardown(void);
 // explore_check.c: the invariants (false and msg set on a violation).
 bool ex_check(char *msg, unsigned size);

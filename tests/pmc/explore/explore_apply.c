@@ -142,6 +142,9 @@ static void op_hal(const struct ex_op *op)
     KPROFILE_SOURCE src = ex_source(s);
     if (op->kind == OP_HAL_START && !ex_ref.hal_on[s]) {
         const char *why = NULL;
+        HAL_PROFILE_SOURCE_INTERVAL in = {.ProfileSource = src, .Interval = op->n};
+        if (op->n) // its period first, as KeSetIntervalProfile before KeStartProfile
+            HalSetSystemInformation(HalProfileSourceInterval, sizeof(in), &in);
         if (NT_SUCCESS(HalStartProfileInterrupt(src, &why))) {
             ex_ref.hal_on[s] = true;
             uint64_t iv = KeQueryIntervalProfile(src);
@@ -268,6 +271,7 @@ static void op_retire(const struct ex_op *op)
     ex_ref.r_cpu = cpu;
     ex_ref.r_src = s;
     ex_ref.r_counted = model_counted(cpu, ex_event(s));
+    ex_ref.r_handler = model_handler_retired(cpu);
     model_retire(cpu, ex_event(s), op->n, user ? USER_IP : KERNEL_IP, user);
     ex_ref.retiring = false;
     ex_ref.total[cpu][s] += op->n;
@@ -300,10 +304,33 @@ static void note_demand(void)
         ex_ref.pmc[i].mux |= ex_ref.pmc[i].live;
 }
 
-void ex_apply(const struct ex_op *op, char *msg, unsigned size)
+// The PMI path's own instructions (kernel mode) since the last step: sampled
+// sources and the counts of instructions that count the kernel may have them.
+void ex_note_handler(void)
 {
-    (void)msg;
-    (void)size;
+    for (unsigned c = 0; c < ex_ref.ncpus; c++) {
+        uint64_t h = model_handler_retired(c), d = h - ex_ref.handler[c];
+        ex_ref.handler[c] = h;
+        for (unsigned s = 0; s < EX_SOURCES; s++)
+            if (ex_ref.hal_on[s] && ex_event(s) == EV_INSTRUCTIONS)
+                ex_ref.window[c][s] += d;
+        for (unsigned i = 0; i < EX_SLOTS; i++) {
+            struct ex_pmc *m = &ex_ref.pmc[i];
+            if (m->live && m->counting && (m->rings & 2) && ex_event(m->src) == EV_INSTRUCTIONS)
+                m->slack += d;
+        }
+    }
+}
+
+// After each step (and any NMI in it): what the reference learns from the model.
+void ex_note_step(void)
+{
+    note_demand();
+    ex_note_handler();
+}
+
+void ex_apply(const struct ex_op *op)
+{
     switch (op->kind) {
     case OP_ALLOC: op_alloc(op); break;
     case OP_ATTACH:
@@ -334,7 +361,6 @@ void ex_apply(const struct ex_op *op, char *msg, unsigned size)
     case OP_PMI: model_advance_time(1000); break;
     default: break; // OP_READ and OP_NMI: explore_run.c
     }
-    note_demand();
 }
 
 // Everything given back, as a user's exit and the admin's stop would.

@@ -37,7 +37,7 @@ unsigned ex_below(struct ex_rng *r, unsigned n)
 static const uint8_t weight[OP_KINDS] = {
     [OP_ALLOC] = 10,    [OP_ATTACH] = 8,   [OP_DETACH] = 2,     [OP_START] = 8,
     [OP_STOP] = 3,      [OP_READ] = 4,     [OP_WRITE] = 1,      [OP_RELEASE] = 4,
-    [OP_HAL_START] = 5, [OP_HAL_STOP] = 3, [OP_HAL_PERIOD] = 2, [OP_CSW_START] = 2,
+    [OP_HAL_START] = 7, [OP_HAL_STOP] = 3, [OP_HAL_PERIOD] = 2, [OP_CSW_START] = 2,
     [OP_CSW_STOP] = 1,  [OP_TRACE_ON] = 2, [OP_TRACE_OFF] = 1,  [OP_ROW_ADMIN] = 1,
     [OP_SWITCH] = 12,   [OP_EXIT] = 1,     [OP_TICK] = 5,       [OP_RETIRE] = 16,
     [OP_PMI] = 3,       [OP_NMI] = 2,
@@ -106,12 +106,12 @@ static struct ex_op draw(struct ex_rng *r, unsigned favourite)
     case OP_HAL_STOP:
     case OP_HAL_PERIOD:
         op.a = pick_source(r, favourite);
-        op.n = 500 + ex_below(r, 50000);
+        op.n = ex_below(r, 4) ? 500 + ex_below(r, 8000) : 0; // short periods: overflows
         break;
     case OP_CSW_START:
     case OP_TRACE_ON:
         op.a = logger_list(r, favourite);
-        op.c = (uint8_t)ex_below(r, 4);
+        op.c = (uint8_t)(ex_below(r, 2) ? 3 : ex_below(r, 4)); // mostly CSwitch and profile
         break;
     case OP_ROW_ADMIN:
     case OP_SWITCH:

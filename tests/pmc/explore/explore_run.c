@@ -65,7 +65,11 @@ static void print_step(unsigned i, const struct ex_op *op, const char *verdict)
 {
     char d[128];
     ex_describe(op, d, sizeof d);
-    printf("  step %2u: %-44s %s (MSR accesses %u)\n", i, d, verdict, run.r->accesses[i]);
+    unsigned pending = 0;
+    for (unsigned c = 0; c < ex_ref.ncpus; c++)
+        pending |= (unsigned)model_pmi_pending(c) << c;
+    printf("  step %2u: %-44s %s (MSR accesses %u, NMIs so far %u, PMIs pending 0x%x)\n", i, d,
+           verdict, run.r->accesses[i], run.r->nmis, pending);
 }
 
 static bool step(unsigned i, char *msg)
@@ -74,7 +78,7 @@ static bool step(unsigned i, char *msg)
     unsigned model_failures = tap_failures();
     run.step = i;
     run.armed = true;
-    ex_apply(op, msg, EX_MSG);
+    ex_apply(op);
     bool ok = true;
     ex_verbose = verbose_run && op->kind == OP_READ;
     if (op->kind == OP_READ)
@@ -83,6 +87,7 @@ static bool step(unsigned i, char *msg)
         inject(op->a % ex_ref.ncpus, true);
     run.armed = false;
     ex_verbose = false;
+    ex_note_step();
     if (ok && ex_pending[0]) {
         snprintf(msg, EX_MSG, "%s", ex_pending);
         ok = false;
