@@ -1,7 +1,7 @@
 // make pmu-explore: seeded random sequences over every model variant, each
 // failure shrunk and printed with the REPLAY= text that runs it again step by
 // step. Usage:
-//   explore [--seqs N] [--seed S] [--variant NAME] [--replay TEXT]
+//   explore [--seqs N] [--seed S] [--variant NAME] [--replay TEXT] [--trace 1] [--every 1]
 // Ends with "pmu-explore: N sequences, N steps, N NMIs injected, N variants,
 // N failures"; exits 1 when any sequence failed.
 #include <stdio.h>
@@ -113,10 +113,19 @@ static bool new_kind(const char *msg)
     return true;
 }
 
+static bool every, brief; // --every 1: each failure shrunk, on two lines
+
 static void report(struct ex_seq *s, struct ex_result *r, unsigned long long seq)
 {
-    if (!new_kind(r->msg))
+    if (!new_kind(r->msg) && !every) {
         return;
+    } else if (brief) {
+        ex_shrink(s, r);
+        char text[4096];
+        ex_format(s, text, sizeof text);
+        printf("FAIL %llu %u steps: %s\n  REPLAY='%s'\n", seq, s->nops, r->msg, text);
+        return;
+    }
     printf("FAIL sequence %llu (%s, %u steps): %s\n", seq, ex_variants[s->variant].name, s->nops,
            r->msg);
     ex_shrink(s, r);
@@ -215,6 +224,8 @@ int main(int argc, char **argv)
             seed = strtoull(argv[i + 1], NULL, 0);
         else if (strcmp(argv[i], "--replay") == 0)
             replay_text = argv[i + 1];
+        else if (strcmp(argv[i], "--every") == 0)
+            every = brief = atoi(argv[i + 1]) != 0;
         else if (strcmp(argv[i], "--trace") == 0)
             trace = atoi(argv[i + 1]) != 0;
         else if (strcmp(argv[i], "--variant") == 0)
@@ -233,11 +244,10 @@ int main(int argc, char **argv)
         return 2;
     if (!replay_text)
         explore(seqs, seed, v);
+    printf("time: %.1f s of CPU time, seed %llu\n", (double)(clock() - t0) / CLOCKS_PER_SEC, seed);
     printf("pmu-explore: %llu sequences, %llu steps, %llu NMIs injected, %u variants, %llu "
            "failures\n",
            tally.seqs, tally.steps, tally.nmis, only || replay_text ? 1 : ex_nvariants,
            tally.failures);
-    fprintf(stderr, "pmu-explore: %.1f s of CPU time, seed %llu\n",
-            (double)(clock() - t0) / CLOCKS_PER_SEC, seed);
     return tally.failures ? 1 : 0;
 }

@@ -80,6 +80,9 @@ static bool check_count(unsigned slot, char *msg, unsigned size)
                (unsigned long long)got, (unsigned long long)want,
                m->mux ? ", may be multiplexed" : "", (unsigned long long)v.time_enabled,
                (unsigned long long)v.time_running);
+    if (v.time_running > v.time_enabled)
+        return fail(msg, size, "times: P%u ran %llu ns of %llu ns enabled", slot,
+                    (unsigned long long)v.time_running, (unsigned long long)v.time_enabled);
     if (got < last)
         return fail(msg, size, "backwards: P%u read %llu after %llu", slot, (unsigned long long)got,
                     (unsigned long long)last);
