@@ -205,8 +205,11 @@ static int replay(const char *text)
         return 2;
     }
     struct ex_result r;
-    printf("replay on %s, %u steps, %u NMI points (density %u)\n", ex_variants[s.variant].name,
-           s.nops, s.npoints, s.density);
+    printf("replay on %s, %u steps, density %u, NMI points:", ex_variants[s.variant].name, s.nops,
+           s.density);
+    for (unsigned i = 0; i < s.npoints; i++)
+        printf(" step %u access %u", s.points[i].step, s.points[i].k);
+    printf("%s\n", s.npoints ? "" : " none");
     tap_set_stream(stdout);
     ex_run(&s, NULL, &r, true);
     count(&r);

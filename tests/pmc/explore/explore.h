@@ -1,9 +1,37 @@
-// The PMU explorer: seeded random sequences of what a user or the kernel can
-// do to the PMC layer (kernel/pmc and the PMC object above it, built for the
-// host against tests/pmc's register-level PMU model), a reference model of
-// what each count and sample must then be, and an NMI injected at the MSR
-// accesses the code makes outside the PMI, where a hypervisor that intercepts
-// rdmsr/wrmsr injects a pending NMI at the next VM entry.
+// The PMU explorer (make pmu-explore): seeded random sequences of what a user
+// or the kernel can do to the PMC layer (kernel/pmc and the PMC object above
+// it, built for the host against tests/pmc's register-level PMU model), and a
+// reference model of what every count, sample and logger record must then be.
+//
+// Steps (enum ex_op_kind): counting and sampling PMCs in the four modes
+// (allocate, attach to running and idle processes, detach, start, stop, read,
+// write, release); HAL start, stop and set-interval of each source; the
+// context-switch logger and a trace logger (counter lists, CSwitch and
+// SampledProfile hooks); row disable and enable; context switches,
+// migrations, exits, scheduler ticks (rotation); events retired in user and
+// kernel mode; PMIs (vector or NMI, per variant) and NMIs with nothing
+// overflowed. Each step is drawn from the reference's state so that most act
+// on something live; its operands are taken modulo what exists, so that a shrunk
+// sequence still replays (a step on nothing is a no-op).
+//
+// After every step (explore_check.c): no counter both loaded with a count and
+// sampling, and none enabled for no owner; every count exact (its targets'
+// events in its windows; the PMI path's own instructions tolerated in counts
+// that count the kernel), or when it may have been multiplexed no more than
+// exact, running <= enabled; no count backwards; no more samples per CPU and
+// source than whole periods retired; every sample the PMI reports delivered
+// to the profile callback, samples + lost periods <= periods retired; each
+// logger record's values moved by the events between it and the CPU's
+// previous record. After the last step everything is released and every
+// counter must be idle.
+//
+// NMIs: PMIs as NMI wait, as under a hypervisor, for the next VM entry
+// (late_pmi); the explorer delivers a pending one after an MSR access the
+// code makes outside the PMI: at random (one access in `density`) or at
+// chosen accesses (systematic: each access of a sequence in turn). That is
+// where a hypervisor injects a pending NMI after an intercepted rdmsr or
+// wrmsr: at the VM entry that resumes the guest (Intel SDM vol. 3C, "Event
+// Injection" under VM entries; AMD APM vol. 2, 15.20 "Event Injection").
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>

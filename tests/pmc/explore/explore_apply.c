@@ -130,6 +130,7 @@ static void op_pmc(const struct ex_op *op)
 
 static void close_windows(unsigned s)
 {
+    ex_note_handler(); // the PMI path's instructions up to the stop count in this window
     for (unsigned c = 0; c < ex_ref.ncpus; c++) {
         ex_ref.budget[c][s] += ex_ref.window[c][s] / ex_ref.hal_interval[s];
         ex_ref.window[c][s] = 0;
@@ -145,6 +146,7 @@ static void op_hal(const struct ex_op *op)
         HAL_PROFILE_SOURCE_INTERVAL in = {.ProfileSource = src, .Interval = op->n};
         if (op->n) // its period first, as KeSetIntervalProfile before KeStartProfile
             HalSetSystemInformation(HalProfileSourceInterval, sizeof(in), &in);
+        ex_note_handler(); // the PMI path's instructions before the start: not in its window
         if (NT_SUCCESS(HalStartProfileInterrupt(src, &why))) {
             ex_ref.hal_on[s] = true;
             uint64_t iv = KeQueryIntervalProfile(src);
