@@ -76,18 +76,17 @@ check-pmc-freestanding:
 # variant, with NMIs injected at the code's MSR accesses, checked against a
 # reference after every step. SEQS=N sequences (default 100000) from SEED=S;
 # VARIANT=NAME keeps to one variant; REPLAY='TEXT' runs a printed failure
-# again, step by step. Built with gcc -O2 and UBSan (a full run stays in minutes).
-PMU_EXPLORE := $(PMC_BUILD)/pmu-explore
+# again, step by step. Built as the other host tests are, under ASan and
+# UBSan; build/tests/pmc/pmu-explore.<compiler> for gcc and clang.
 PMU_EXPLORE_SRCS := $(PMC_KERNEL_SRCS) tests/pmc/pmu_model.c tests/pmc/ke_host.c tests/pmc/tap.c \
     tests/pmc/test_util.c $(wildcard tests/pmc/explore/*.c)
-PMU_EXPLORE_CFLAGS := -std=c11 -O2 -Wall -Wextra -Werror -g -fno-omit-frame-pointer \
-    -fsanitize=undefined -fno-sanitize-recover=all -DKERNEL_HOSTED -iquote kernel -iquote tests/pmc
+PMU_EXPLORE_CFLAGS := $(subst -O1,-O2,$(PMC_HOST_CFLAGS)) -iquote tests/pmc
 SEQS ?= 100000
 SEED ?= 1
-$(PMU_EXPLORE): $(PMC_HOST_DEPS) $(wildcard tests/pmc/explore/*)
+$(PMC_BUILD)/pmu-explore.%: $(PMC_HOST_DEPS) $(wildcard tests/pmc/explore/*)
 	@mkdir -p $(@D)
-	$(or $(PMU_EXPLORE_CC),gcc) $(PMU_EXPLORE_CFLAGS) -o $@ $(PMU_EXPLORE_SRCS)
+	$* $(PMU_EXPLORE_CFLAGS) -o $@ $(PMU_EXPLORE_SRCS)
 .PHONY: pmu-explore
-pmu-explore: $(PMU_EXPLORE)
-	@$(PMU_EXPLORE) --seqs $(SEQS) --seed $(SEED) $(if $(VARIANT),--variant $(VARIANT)) \
+pmu-explore: $(PMC_BUILD)/pmu-explore.gcc
+	@$(PMC_BUILD)/pmu-explore.gcc --seqs $(SEQS) --seed $(SEED) $(if $(VARIANT),--variant $(VARIANT)) \
 	    $(if $(REPLAY),--replay '$(REPLAY)')
