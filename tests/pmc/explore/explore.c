@@ -82,7 +82,7 @@ int ex_variant_find(const char *name)
 
 static struct {
     unsigned long long seqs, steps, nmis, failures;
-    char kinds[MAX_KINDS][64];
+    char kinds[MAX_KINDS][160];
     unsigned nkinds;
 } tally;
 
@@ -98,7 +98,7 @@ static void count(const struct ex_result *r)
 // and printed; later ones are only counted.
 static bool new_kind(const char *msg)
 {
-    char key[64];
+    char key[160];
     unsigned n = 0;
     for (const char *p = msg; *p && n + 1 < sizeof key; p++)
         if (*p < '0' || *p > '9') // the same invariant broken the same way, whatever the numbers
@@ -109,14 +109,17 @@ static bool new_kind(const char *msg)
             return false;
     if (tally.nkinds >= MAX_KINDS)
         return false;
-    snprintf(tally.kinds[tally.nkinds++], 64, "%s", key);
+    snprintf(tally.kinds[tally.nkinds++], sizeof tally.kinds[0], "%s", key);
     return true;
 }
 
 static bool every, brief; // --every 1: each failure shrunk, on two lines
 
-static void report(struct ex_seq *s, struct ex_result *r, unsigned long long seq)
+static void report(const struct ex_seq *failed, const struct ex_result *result,
+                   unsigned long long seq)
 {
+    struct ex_seq copy = *failed, *s = &copy; // shrunk apart: a systematic run goes on with it
+    struct ex_result rr = *result, *r = &rr;
     if (!new_kind(r->msg) && !every) {
         return;
     } else if (brief) {

@@ -69,6 +69,7 @@ enum ex_op_kind {
     OP_RETIRE,     // a: cpu, b: source's event, c: 1 user mode, n: events
     OP_PMI,        // time passes: PMIs latched (late_pmi) are taken, as at a VM entry
     OP_NMI,        // a: cpu: an NMI now (the PMI handler, a pending PMI or nothing overflowed)
+    OP_HOOK,       // a: cpu, b: 0 a system call (enter, exit), 1 a demand-zero page fault
     OP_KINDS
 };
 

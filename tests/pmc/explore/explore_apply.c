@@ -190,12 +190,15 @@ static bool trace_on(const struct ex_op *op, const uint32_t ev[4], unsigned n)
     TRACEHANDLE h = 0;
     if (!NT_SUCCESS(pmc_logger_create(&proc[0], &h)))
         return false;
-    uint32_t ids[2];
+    static const uint16_t hooks[5] = {ETW_HOOK_CSWITCH, ETW_HOOK_SAMPLED_PROFILE,
+                                      ETW_HOOK_SYSCALL_ENTER, ETW_HOOK_SYSCALL_EXIT,
+                                      ETW_HOOK_PAGE_FAULT_DZ};
+    static const uint8_t bit[5] = {1, 2, 4, 4, 8}; // op->c's bit for each
+    uint32_t ids[ETW_MAX_PMC_EVENTS];
     unsigned nids = 0;
-    if (op->c & 1 || !(op->c & 2))
-        ids[nids++] = ETW_HOOK_CSWITCH;
-    if (op->c & 2)
-        ids[nids++] = ETW_HOOK_SAMPLED_PROFILE;
+    for (unsigned i = 0; i < 5 && nids < ETW_MAX_PMC_EVENTS; i++)
+        if (op->c & bit[i] || (i == 0 && !(op->c & 15)))
+            ids[nids++] = hooks[i];
     if (!NT_SUCCESS(pmc_logger_set_counters(&proc[0], h, ev, n)) ||
         !NT_SUCCESS(pmc_logger_set_hooks(&proc[0], h, ids, nids))) {
         pmc_logger_close(&proc[0], h);
@@ -220,6 +223,24 @@ static void op_logger(const struct ex_op *op)
     else if (op->kind == OP_TRACE_OFF && tr->on &&
              NT_SUCCESS(pmc_logger_close(&proc[0], (TRACEHANDLE)ex_ref.trace)))
         tr->on = false;
+}
+
+// ---- the events loggers hook ----
+
+// A system call (its entry and exit hooks) or a ring-3 demand-zero page
+// fault, on the CPU, as the kernel's paths fire them.
+static void hook_here(void *arg)
+{
+    const struct ex_op *op = arg;
+    const struct process *p = cpus[cpu_id()].current->proc;
+    uint32_t pid = p ? p->pid : 0;
+    if (op->b & 1) {
+        if (process_fault_hook)
+            process_fault_hook(true);
+        return;
+    }
+    pmc_hook(HOOK_SYSCALL_ENTER, pid, op->n & 0xFF);
+    pmc_hook(HOOK_SYSCALL_EXIT, pid, op->n & 0xFF);
 }
 
 // ---- the scheduler ----
@@ -360,6 +381,7 @@ void ex_apply(const struct ex_op *op)
         ke_host_tick(cpu_of(op->a));
         break;
     case OP_RETIRE: op_retire(op); break;
+    case OP_HOOK: model_on_cpu(cpu_of(op->a), hook_here, (void *)op); break;
     case OP_PMI: model_advance_time(1000); break;
     default: break; // OP_READ and OP_NMI: explore_run.c
     }

@@ -87,7 +87,7 @@ static bool check_count(unsigned slot, char *msg, unsigned size)
         return fail(msg, size, "backwards: P%u read %llu after %llu", slot, (unsigned long long)got,
                     (unsigned long long)last);
     if (got > want + m->slack)
-        return fail(msg, size, "count: P%u counted %llu, its targets retired %llu", slot,
+        return fail(msg, size, "count: P%u counted %llu, more than its targets retired, %llu", slot,
                     (unsigned long long)got, (unsigned long long)want);
     if (exact && (got < want || got > want + m->slack))
         return fail(msg, size,
@@ -156,9 +156,9 @@ static bool check_record(struct ex_logger *l, unsigned cpu, const uint64_t *valu
         if (l->have[cpu] && (moved < want || moved > want + slack))
             return fail(msg, size,
                         "logger: %s record on cpu %u, counter %u (source %u) moved %llu, "
-                        "%llu events retired",
+                        "%llu events retired (%s)",
                         what, cpu, i, l->src[i], (unsigned long long)moved,
-                        (unsigned long long)want);
+                        (unsigned long long)want, moved < want ? "short" : "ahead");
         l->value[cpu][i] = value[i];
         l->truth[cpu][i] = truth;
     }

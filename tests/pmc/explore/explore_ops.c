@@ -40,7 +40,7 @@ static const uint8_t weight[OP_KINDS] = {
     [OP_HAL_START] = 7, [OP_HAL_STOP] = 3, [OP_HAL_PERIOD] = 2, [OP_CSW_START] = 2,
     [OP_CSW_STOP] = 1,  [OP_TRACE_ON] = 2, [OP_TRACE_OFF] = 1,  [OP_ROW_ADMIN] = 1,
     [OP_SWITCH] = 12,   [OP_EXIT] = 1,     [OP_TICK] = 5,       [OP_RETIRE] = 16,
-    [OP_PMI] = 3,       [OP_NMI] = 2,
+    [OP_PMI] = 3,       [OP_NMI] = 2,      [OP_HOOK] = 4,
 };
 
 static unsigned draw_kind(struct ex_rng *r)
@@ -111,12 +111,13 @@ static struct ex_op draw(struct ex_rng *r, unsigned favourite)
     case OP_CSW_START:
     case OP_TRACE_ON:
         op.a = logger_list(r, favourite);
-        op.c = (uint8_t)(ex_below(r, 2) ? 3 : ex_below(r, 4)); // mostly CSwitch and profile
+        op.c = (uint8_t)(ex_below(r, 2) ? 3 : ex_below(r, 16)); // mostly CSwitch and profile
         break;
     case OP_ROW_ADMIN:
     case OP_SWITCH:
     case OP_TICK:
-    case OP_NMI: op.a = (uint8_t)ex_below(r, ncpus); break;
+    case OP_NMI:
+    case OP_HOOK: op.a = (uint8_t)ex_below(r, ncpus); break;
     case OP_RETIRE:
         op.a = (uint8_t)ex_below(r, ncpus);
         op.b = op.c;
@@ -162,7 +163,7 @@ void ex_describe(const struct ex_op *op, char *buf, unsigned size)
     case OP_HAL_PERIOD: snprintf(buf, size, "%s source %u %u", k, op->a % EX_SOURCES, op->n); break;
     case OP_CSW_START:
     case OP_TRACE_ON:
-        snprintf(buf, size, "%s events 0x%x n %u hooks %u", k, op->a, 1 + op->b % 4, op->c % 4);
+        snprintf(buf, size, "%s events 0x%x n %u hooks 0x%x", k, op->a, 1 + op->b % 4, op->c % 16);
         break;
     case OP_ROW_ADMIN:
         snprintf(buf, size, "%s cpu %u row %u %s", k, op->a, op->b % 8, op->c & 1 ? "off" : "on");
@@ -175,6 +176,9 @@ void ex_describe(const struct ex_op *op, char *buf, unsigned size)
         break;
     case OP_TICK:
     case OP_NMI: snprintf(buf, size, "%s cpu %u", k, op->a); break;
+    case OP_HOOK:
+        snprintf(buf, size, "%s cpu %u %s", k, op->a, op->b & 1 ? "page fault" : "system call");
+        break;
     default: snprintf(buf, size, "%s P%u", k, slot); break;
     }
 }
