@@ -3,7 +3,12 @@
 // step. Usage:
 //   explore [--seqs N] [--seed S] [--variant NAME] [--replay TEXT] [--trace 1] [--every 1]
 // Ends with "pmu-explore: N sequences, N steps, N NMIs injected, N variants,
-// N failures"; exits 1 when any sequence failed.
+// N failures"; exits 1 when any sequence failed. Sequence i runs on variant
+// i mod 22 with 6 to 47 steps; by turns, its pending PMIs are delivered at
+// no MSR access, at every one, at one in 3, at one in 16 (at random), or
+// systematically: the sequence once without, then once per access (up to 48
+// of them, spread evenly) with an NMI at that access alone, each run counted
+// as a sequence.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
