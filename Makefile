@@ -12,6 +12,7 @@
 #   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC
 #   make profile-diff PROG=calib A="run -b 2" B="run -b 8"   two profiles compared per function
 #   make cpuid-replay  build/cpuid-replay: PMU detection over AIDA64 CPUID dumps (tests/fixtures/cpuid)
+#   make pmu-explore  100,000 seeded sequences of PMU-layer steps on the model (SEQS=, SEED=, REPLAY=)
 #   make fuzz       1,000,000 random system calls on 4 CPUs, then a leak check
 #   make fuzz-state 1,000,000 calls in sequences over live profiles, PMCs, the log, children
 #   make soak       both fuzzers in full, seeds 1-3 on -smp 4 and 1 on -smp 2: run before a release

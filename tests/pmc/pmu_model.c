@@ -171,7 +171,8 @@ struct mcpu {
     bool pmi_user;
     uint64_t pmis, lost, coalesced, masked_after;
     uint64_t counted[EV_COUNT];
-    uint64_t xclk_carry; // reference cycles not yet making a whole crystal tick
+    uint64_t handler_retired; // instructions (and core cycles) the PMI path retired
+    uint64_t xclk_carry;      // reference cycles not yet making a whole crystal tick
     uint64_t handler_ns;
     unsigned enable_while_masked;
     struct model_timer timers[TIMER_SLOTS];
@@ -980,6 +981,7 @@ static void retire_in_handler(void)
 {
     if (cfg.handler_insns == 0)
         return;
+    mcpus[current].handler_retired += cfg.handler_insns;
     retire(current, EV_INSTRUCTIONS, cfg.handler_insns, MODEL_HANDLER_IP, false);
     retire(current, EV_CORE_CYCLES, cfg.handler_insns, MODEL_HANDLER_IP, false);
 }
@@ -1056,6 +1058,11 @@ uint64_t model_counted(unsigned cpu, enum model_event ev)
 {
     return mcpus[cpu].counted[ev];
 }
+uint64_t model_handler_retired(unsigned cpu)
+{
+    return mcpus[cpu].handler_retired;
+}
+
 uint64_t model_handler_ns(unsigned cpu)
 {
     return mcpus[cpu].handler_ns;
@@ -1508,9 +1515,9 @@ void model_console_clear(void)
 #if defined(__SANITIZE_ADDRESS__)
 #define MODEL_ASAN 1
 #endif
+#include "../xorshift.h"
 #ifdef MODEL_ASAN
 #include <sanitizer/common_interface_defs.h>
-#include "../xorshift.h"
 #define FIBER_START(save, bottom, size)  __sanitizer_start_switch_fiber(save, bottom, size)
 #define FIBER_FINISH(save, bottom, size) __sanitizer_finish_switch_fiber(save, bottom, size)
 #else
