@@ -184,6 +184,10 @@ class Profile:
         self.mode_by_cpu = collections.defaultdict(collections.Counter)
         self.pid_names = {}
         self.lost = collections.Counter()
+        self.lost_records = []  # (cpu, count, tsc; 0 when the export has none)
+        self.parents = {}  # pid -> the pid that started it (image lines that say)
+        self.map_tsc = {}  # pid -> the TSC of its first map record
+        self.cpu_id = self.cpu_desc = ""  # `cpu VENDOR,FAMILY,MODEL,STEPPING BRAND`
         self.guest_folded = collections.Counter()
         self.warnings = []
         # An export's samples one by one, in log order: Sample tuples
@@ -256,9 +260,10 @@ Sample = collections.namedtuple("Sample", "tsc cpu pid tid mode frames truncated
 SAMPLE = re.compile(r"^sample (\d+) (\d+) (\d+) (\d+) ([uk]) (\S+)$")
 CLOCK = re.compile(r"^clock (\d+) (\d+)$")
 CSWITCH = re.compile(r"^cswitch (\d+) (\d+) (\d+) (\d+) (\S+)$")
-IMAGE = re.compile(r"^image (\d+) (\S+) ([0-9a-fA-F]+) ([0-9a-fA-F]+)$")
-LOST = re.compile(r"^lost (\d+) (\d+)$")
+IMAGE = re.compile(r"^image (\d+) (\S+) ([0-9a-fA-F]+) ([0-9a-fA-F]+)(?: (\d+) (\d+))?$")
+LOST = re.compile(r"^lost (\d+) (\d+)(?: (\d+))?$")
 FOLDED = re.compile(r"^folded (.+) (\d+)$")
+CPU = re.compile(r"^cpu (\S+) (.+)$")
 
 
 def from_export(block, syms, title="profile"):
@@ -271,6 +276,9 @@ def from_export(block, syms, title="profile"):
             pid, name = int(m.group(1)), m.group(2)
             p.images.append((pid, name, int(m.group(3), 16), int(m.group(4), 16)))
             p.pid_names.setdefault(pid, name)
+            if m.group(5):
+                p.parents.setdefault(pid, int(m.group(5)))
+                p.map_tsc.setdefault(pid, int(m.group(6)))
             continue
         m = SAMPLE.match(line)
         if m:
@@ -279,10 +287,15 @@ def from_export(block, syms, title="profile"):
         m = LOST.match(line)
         if m:
             p.lost[int(m.group(1))] += int(m.group(2))
+            p.lost_records.append((int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)))
             continue
         m = FOLDED.match(line)
         if m:
             p.guest_folded[m.group(1)] += int(m.group(2))
+            continue
+        m = CPU.match(line)
+        if m:
+            p.cpu_id, p.cpu_desc = m.group(1), m.group(2).strip()
             continue
         m = CLOCK.match(line)
         if m:
