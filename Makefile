@@ -93,10 +93,11 @@ deps-pictures:
 	@scripts/deps.sh pictures
 deps-browser:
 	@scripts/deps.sh pictures browser || echo "deps: chromium could not be installed; the browser test will skip"
-# Debian's perf (linux-perf), which reads build/perf.data, and python3-jsonschema,
-# which checks the speedscope file against speedscope's schema.
+# Debian's perf (linux-perf) and hotspot, which read build/perf.data, and
+# python3-jsonschema, which checks the speedscope file against speedscope's schema.
 deps-perf:
 	@scripts/deps.sh perf || echo "deps: linux-perf could not be installed; the perf checks will skip"
+	@scripts/deps.sh hotspot || echo "deps: hotspot could not be installed; the hotspot checks will skip"
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
