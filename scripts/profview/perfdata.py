@@ -51,8 +51,28 @@ MAGIC = b"PERFILE2"
 HEADER_SIZE = 104
 ATTR_SIZE = 128  # PERF_ATTR_SIZE_VER7
 
-PERF_TYPE_SOFTWARE = 1
-PERF_COUNT_SW_CPU_CLOCK = 0
+PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PERF_TYPE_RAW = 0, 1, 4
+PMU_TYPES = {PERF_TYPE_HARDWARE: ("cpu", 4), PERF_TYPE_SOFTWARE: ("software", 1), PERF_TYPE_RAW: ("cpu", 4)}
+
+# A KPROFILE_SOURCE as perf names it: ProfileTime is perf's cpu-clock
+# (PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK), the sources `profile` takes
+# perf's names for are its hardware events (PERF_TYPE_HARDWARE and the
+# PERF_COUNT_HW_* of include/uapi/linux/perf_event.h), any other a raw event
+# (config: the source) under the guest's own name.
+PERF_EVENTS = {0x00: ("cpu-clock", PERF_TYPE_SOFTWARE, 0), 0x13: ("cycles", PERF_TYPE_HARDWARE, 0),
+               0x1A: ("instructions", PERF_TYPE_HARDWARE, 1), 0x1C: ("cache-references", PERF_TYPE_HARDWARE, 2),
+               0x1D: ("cache-misses", PERF_TYPE_HARDWARE, 3), 0x1E: ("branches", PERF_TYPE_HARDWARE, 4),
+               0x1F: ("branch-misses", PERF_TYPE_HARDWARE, 5), 0x1B: ("ref-cycles", PERF_TYPE_HARDWARE, 9)}
+SOURCE_NAMES = ("ProfileTime ProfileAlignmentFixup ProfileTotalIssues ProfilePipelineDry "
+                "ProfileLoadInstructions ProfilePipelineFrozen ProfileBranchInstructions "
+                "ProfileTotalNonissues ProfileDcacheMisses ProfileIcacheMisses ProfileCacheMisses "
+                "ProfileBranchMispredictions ProfileStoreInstructions ProfileFpInstructions "
+                "ProfileIntegerInstructions Profile2Issue Profile3Issue Profile4Issue "
+                "ProfileSpecialInstructions ProfileTotalCycles ProfileIcacheIssues ProfileDcacheAccesses "
+                "ProfileMemoryBarrierCycles ProfileLoadLinkedIssues ProfileMaximum ProfileUnhaltedCoreCycles "
+                "ProfileInstructionRetired ProfileUnhaltedReferenceCycles ProfileLLCReference "
+                "ProfileLLCMisses ProfileBranchInstructionRetired ProfileBranchMispredictsRetired").split()
+PROFILE_TIME_UNIT_NS = 100  # ProfileTime's interval is in 100 ns units
 
 SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME = 1 << 0, 1 << 1, 1 << 2
 SAMPLE_CALLCHAIN, SAMPLE_CPU, SAMPLE_PERIOD = 1 << 5, 1 << 7, 1 << 8
@@ -85,12 +105,14 @@ KERNEL_MAP = KERNEL_DSO + "_text"
 
 
 class Event:
-    """One perf_event_attr: an event's name (as perf names it), its PMU type
-    and config, the sampling period and its ids, one per CPU."""
+    """One perf_event_attr: the samples of one KPROFILE_SOURCE, as perf names
+    the event (type, config, name), the sampling period and its ids, one per
+    CPU."""
 
-    def __init__(self, name, period, ids, switches=False):
-        self.name, self.period, self.ids = name, period, ids
-        self.type, self.config, self.pmu = PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, "software"
+    def __init__(self, source, period, ids, switches=False):
+        self.name, self.type, self.config = perf_event(source)
+        self.pmu, self.pmu_type = PMU_TYPES[self.type]
+        self.period, self.ids = period, ids
         self.flags = ATTR_FLAGS | (ATTR_CONTEXT_SWITCH if switches else 0)
 
     def attr(self):
@@ -100,6 +122,27 @@ class Event:
 
     def id_of(self, cpu):
         return self.ids[cpu % len(self.ids)]
+
+
+def perf_event(source):
+    """(name, type, config) of a KPROFILE_SOURCE."""
+    if source in PERF_EVENTS:
+        return PERF_EVENTS[source]
+    name = SOURCE_NAMES[source] if source < len(SOURCE_NAMES) else "source%d" % source
+    return name, PERF_TYPE_RAW, source
+
+
+def events_of(p, default_period):
+    """{source: Event} for every source with samples, ids numbered from 1
+    (an event's ids follow the previous one's); each period is the export's
+    interval for the source (ProfileTime's in ns), else DEFAULT_PERIOD."""
+    ncpus = p.ncpus or max([s.cpu for s in p.samples] + [0]) + 1
+    out = {}
+    for k, source in enumerate(sorted({s.source for s in p.samples}) or [0]):
+        period = p.sources.get(source, 0) * (PROFILE_TIME_UNIT_NS if source == 0 else 1) or default_period
+        ids = list(range(k * ncpus + 1, (k + 1) * ncpus + 1))
+        out[source] = Event(source, period, ids, switches=bool(p.cswitches))
+    return out
 
 
 # --- records ---------------------------------------------------------------------
@@ -260,10 +303,12 @@ def cache_kernel(path, build_id=None):
 
 class Recording:
     """A Profile's records for perf: the images (path and build-id each),
-    the event and the time base."""
+    the events by source (records other than samples name the first) and
+    the time base."""
 
-    def __init__(self, p, images, event):
-        self.p, self.images, self.event = p, images, event
+    def __init__(self, p, images, events):
+        self.p, self.images, self.events = p, images, events
+        self.event = events[min(events)]
         self.hz = p.tsc_hz or 10 ** 9
 
     def ns(self, tsc):
@@ -339,8 +384,11 @@ def process_records(r):
 
 
 def sample_records(r):
-    return [(r.ns(s.tsc), 5, sample_record(s, r.ns(s.tsc), r.event.period, r.event.id_of(s.cpu)))
-            for s in r.p.samples]
+    out = []
+    for s in r.p.samples:
+        event = r.events[s.source]
+        out.append((r.ns(s.tsc), 5, sample_record(s, r.ns(s.tsc), event.period, event.id_of(s.cpu))))
+    return out
 
 
 def lost_records(r):
@@ -412,24 +460,27 @@ def header_info(p, cmdline):
 
 
 def perf_data(p, syms, period=1, images=None, cmdline=("profile", "record")):
-    """The bytes of a perf.data file holding P's samples, each PERIOD ns of
-    cpu-clock (perf report's event count is their sum). IMAGES: image_files'
+    """The bytes of a perf.data file holding P's samples, an event per
+    source; PERIOD: the period of a source the export gives no interval for
+    (perf report's event count is the periods' sum). IMAGES: image_files'
     copies with build-ids; without them the MMAP2 records name the ELF files
     as they are, with no build-id (perf then names no kernel frame right)."""
-    ncpus = p.ncpus or max([s.cpu for s in p.samples] + [0]) + 1
-    event = Event("cpu-clock", period, list(range(1, ncpus + 1)), switches=bool(p.cswitches))
+    events = events_of(p, period)
     images = images or plain_images(p, syms)
-    data = data_section(Recording(p, images, event))
-    ids = struct.pack("<%dQ" % len(event.ids), *event.ids)
-    ids_off = HEADER_SIZE
-    attrs_off = ids_off + len(ids)
-    entry = event.attr() + struct.pack("<QQ", ids_off, len(ids))
-    data_off = attrs_off + len(entry)
-    features = perfheader.sections(header_info(p, list(cmdline)), [event], build_ids(p, images))
+    data = data_section(Recording(p, images, events))
+    order = [events[k] for k in sorted(events)]
+    ids = b"".join(struct.pack("<%dQ" % len(e.ids), *e.ids) for e in order)
+    attrs_off = HEADER_SIZE + len(ids)
+    entries, at = b"", HEADER_SIZE
+    for e in order:
+        entries += e.attr() + struct.pack("<QQ", at, 8 * len(e.ids))
+        at += 8 * len(e.ids)
+    data_off = attrs_off + len(entries)
+    features = perfheader.sections(header_info(p, list(cmdline)), order, build_ids(p, images))
     bitmap, tail = perfheader.layout(features, data_off + len(data))
-    header = MAGIC + struct.pack("<QQ", HEADER_SIZE, len(entry))
-    header += struct.pack("<QQQQQQ", attrs_off, len(entry), data_off, len(data), 0, 0) + bitmap
-    return header + ids + entry + data + tail
+    header = MAGIC + struct.pack("<QQ", HEADER_SIZE, len(entries) // len(order))
+    header += struct.pack("<QQQQQQ", attrs_off, len(entries), data_off, len(data), 0, 0) + bitmap
+    return header + ids + entries + data + tail
 
 
 def plain_images(p, syms):

@@ -73,7 +73,7 @@ def sections(info, events, build_ids):
         NRCPUS: struct.pack("<II", info["ncpus"], info["ncpus"]),
         CMDLINE: cmdline(info["cmdline"]),
         EVENT_DESC: event_desc(events),
-        PMU_MAPPINGS: pmu_mappings({e.pmu: e.type for e in events}),
+        PMU_MAPPINGS: pmu_mappings({e.pmu: e.pmu_type for e in events}),
     }
     if info.get("cpudesc"):
         out[CPUDESC] = string(info["cpudesc"])

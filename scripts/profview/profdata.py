@@ -188,6 +188,7 @@ class Profile:
         self.parents = {}  # pid -> the pid that started it (image lines that say)
         self.map_tsc = {}  # pid -> the TSC of its first map record
         self.cpu_id = self.cpu_desc = ""  # `cpu VENDOR,FAMILY,MODEL,STEPPING BRAND`
+        self.sources = {}  # KPROFILE_SOURCE -> its units per sample (`source` line)
         self.guest_folded = collections.Counter()
         self.warnings = []
         # An export's samples one by one, in log order: Sample tuples
@@ -255,9 +256,10 @@ def label(image, func):
     return func + KERNEL_SUFFIX if image == "kernel" and not func.endswith(KERNEL_SUFFIX) else func
 
 
-Sample = collections.namedtuple("Sample", "tsc cpu pid tid mode frames truncated")
+Sample = collections.namedtuple("Sample", "tsc cpu pid tid mode frames truncated source", defaults=(0,))
 
-SAMPLE = re.compile(r"^sample (\d+) (\d+) (\d+) (\d+) ([uk]) (\S+)$")
+SAMPLE = re.compile(r"^sample (\d+) (\d+) (\d+) (\d+) ([uk]) (\S+)(?: (\d+))?$")
+SOURCE = re.compile(r"^source (\d+) (\d+)$")
 CLOCK = re.compile(r"^clock (\d+) (\d+)$")
 CSWITCH = re.compile(r"^cswitch (\d+) (\d+) (\d+) (\d+) (\S+)$")
 IMAGE = re.compile(r"^image (\d+) (\S+) ([0-9a-fA-F]+) ([0-9a-fA-F]+)(?: (\d+) (\d+))?$")
@@ -292,6 +294,10 @@ def from_export(block, syms, title="profile"):
         m = FOLDED.match(line)
         if m:
             p.guest_folded[m.group(1)] += int(m.group(2))
+            continue
+        m = SOURCE.match(line)
+        if m:
+            p.sources[int(m.group(1))] = int(m.group(2))
             continue
         m = CPU.match(line)
         if m:
@@ -344,7 +350,8 @@ def from_export(block, syms, title="profile"):
             full.append((space, addr, image, func))
         if not named:
             continue
-        p.samples.append(Sample(int(m.group(4)), cpu, pid, int(m.group(3)), mode, full, bool(trunc)))
+        p.samples.append(Sample(int(m.group(4)), cpu, pid, int(m.group(3)), mode, full, bool(trunc),
+                                int(m.group(7) or 0)))
         stack = [label(image, func) for image, func in reversed(named)]
         if trunc:
             stack.insert(0, TRUNCATED)

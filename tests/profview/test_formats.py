@@ -134,6 +134,31 @@ class PerfData(unittest.TestCase):
         self.assertIn(b"[kernel.kallsyms]\0", build_id)
 
 
+class PerfDataSources(unittest.TestCase):
+    """A recording of two sources: an attribute each, named as perf names them."""
+
+    def test_an_attribute_per_source(self):
+        block = ["clock 1000000000 2", "source 0 1221", "image 5 calltree 400000 402000",
+                 "sample 0 5 5 1000 u u:400108 0", "sample 1 5 5 2000 u u:400108 19",
+                 "sample 1 5 5 3000 u u:400108,trunc 0"]
+        syms = profdata.SymbolDirs([FIXTURES], "/nonexistent")
+        data = perfdata.perf_data(profdata.from_export(block, syms), syms, 7)
+        attr_size, = struct.unpack_from("<Q", data, 16)
+        attrs_off, attrs_size = struct.unpack_from("<QQ", data, 24)
+        attrs = []
+        for off in range(attrs_off, attrs_off + attrs_size, attr_size):
+            ptype, _, config, period = struct.unpack_from("<IIQQ", data, off)
+            ids_off, ids_size = struct.unpack_from("<QQ", data, off + 128)
+            attrs.append((ptype, config, period, struct.unpack_from("<%dQ" % (ids_size // 8), data, ids_off)))
+        # ProfileTime: cpu-clock every 1221 * 100 ns; ProfileTotalCycles (19):
+        # cycles, no interval in the export: the default period.
+        self.assertEqual(attrs, [(1, 0, 122100, (1, 2)), (0, 0, 7, (3, 4))])
+        desc = features(data)[perfheader.EVENT_DESC]
+        self.assertLess(desc.index(b"cpu-clock\0"), desc.index(b"cycles\0"))
+        samples = [r for r in records(data) if r[0] == perfdata.RECORD_SAMPLE]
+        self.assertEqual([struct.unpack_from("<Q", r[2])[0] for r in samples], [1, 4, 2])
+
+
 class Speedscope(unittest.TestCase):
     def test_profiles_in_nanoseconds(self):
         p = profdata.from_export(BLOCK, profdata.SymbolDirs([FIXTURES], "/nonexistent"))

@@ -520,6 +520,8 @@ void callgraph_print_export(const struct callgraph *cg, const struct samplelog *
         return;
     printf("@@profile-export v1 begin\n");
     print_export_cpu();
+    if (log->trailer)
+        printf("source %u %lu\n", log->trailer->source, log->trailer->interval);
     size_t pos = 0;
     const struct pmclog_header *h;
     while ((h = samplelog_next(log, &pos))) {
@@ -540,6 +542,7 @@ void callgraph_print_export(const struct callgraph *cg, const struct samplelog *
                                       i < s->nkernel ? 'k' : 'u', s->frames[i]);
             if (s->flags & PMCLOG_SAMPLE_TRUNC)
                 n += (size_t)snprintf(buf + n, len - n, ",trunc");
+            n += (size_t)snprintf(buf + n, len - n, " %u", s->source);
             emit_line(&buf, &len, n);
         } else if (h->type == PMCLOG_LOST) {
             const struct pmclog_lost *l = (const struct pmclog_lost *)h;
