@@ -341,11 +341,18 @@ def kernel_records(r):
     return out
 
 
+def last_seen(p, pid, tid):
+    """The TSC of a thread's last sample or switch (in or out)."""
+    times = [s.tsc for s in p.samples if s.pid == pid and s.tid == tid]
+    times += [c[1] for c in p.cswitches if tid == pid and pid in (c[2], c[3])]
+    return max(times)
+
+
 def thread_records(r, pid, tids):
     """A process's FORK one nanosecond before its image was mapped (readers
     give the child its parent's maps at the fork), COMM and MMAP2 then, and
-    each thread's EXIT one nanosecond after its last sample (the log does not
-    say when a process ends)."""
+    each thread's EXIT one nanosecond after its last sample or switch (the
+    log does not say when a process ends)."""
     p = r.p
     first = min(s.tsc for s in p.samples if s.pid == pid)
     t = r.ns(min(p.map_tsc.get(pid, first), first))
@@ -356,7 +363,7 @@ def thread_records(r, pid, tids):
         ppid, ptid = (parent, parent) if tid == pid else (pid, pid)
         out.append((t - 1, 1, task_record(RECORD_FORK, pid, ppid, tid, ptid, t - 1, r.trailer(pid, tid, t - 1))))
         out.append((t, 2, comm_record(pid, tid, name, r.trailer(pid, tid, t), exec_=tid == pid)))
-        end = r.ns(max(s.tsc for s in p.samples if s.tid == tid and s.pid == pid)) + 1
+        end = r.ns(last_seen(p, pid, tid)) + 1
         out.append((end, 9, task_record(RECORD_EXIT, pid, ppid, tid, ptid, end, r.trailer(pid, tid, end))))
     for ipid, image, base, end in p.images:
         if ipid == pid and image in r.images:
