@@ -89,7 +89,7 @@ ATTR_CONTEXT_SWITCH, ATTR_BUILD_ID = 1 << 26, 1 << 34
 ATTR_FLAGS = (ATTR_DISABLED | ATTR_INHERIT | ATTR_MMAP | ATTR_COMM | ATTR_ENABLE_ON_EXEC | ATTR_TASK
               | ATTR_SAMPLE_ID_ALL | ATTR_EXCLUDE_GUEST | ATTR_MMAP2 | ATTR_COMM_EXEC | ATTR_BUILD_ID)
 
-RECORD_MMAP, RECORD_LOST, RECORD_COMM, RECORD_EXIT, RECORD_FORK = 1, 2, 3, 4, 7
+RECORD_LOST, RECORD_COMM, RECORD_EXIT, RECORD_FORK = 2, 3, 4, 7
 RECORD_SAMPLE, RECORD_MMAP2, RECORD_SWITCH_CPU_WIDE = 9, 10, 15
 MISC_KERNEL, MISC_USER = 1, 2
 MISC_COMM_EXEC = 1 << 13
@@ -273,10 +273,6 @@ def load_headers(path):
         data[phoff:phoff + phnum * phentsize] = b"".join(ph.ljust(phentsize, b"\0") for ph in table)
         f.seek(0)
         f.write(data)
-
-
-def kernel_with_build_id(kernel, out_dir):
-    return with_build_id(kernel, out_dir, "kernel.elf")
 
 
 def kallsyms_path(build_id):

@@ -11,8 +11,8 @@ MEM_TOPOLOGY; and SAMPLE_TIME, which hotspot's parser (1.3.0) does not read
 """
 import struct
 
-TRACING_DATA, BUILD_ID, HOSTNAME, OSRELEASE, VERSION, ARCH = 1, 2, 3, 4, 5, 6
-NRCPUS, CPUDESC, CPUID, TOTAL_MEM, CMDLINE, EVENT_DESC = 7, 8, 9, 10, 11, 12
+BUILD_ID, HOSTNAME, OSRELEASE, VERSION, ARCH = 2, 3, 4, 5, 6
+NRCPUS, CPUDESC, CPUID, CMDLINE, EVENT_DESC = 7, 8, 9, 11, 12
 PMU_MAPPINGS = 16
 
 NAME_ALIGN = 64  # header.c pads strings and build-id file names to 64 bytes

@@ -11,8 +11,9 @@
         per-function hits and % of two profiles, sorted by |change|;
         --html also writes a differential flame graph
     profview.py perfdata INPUT [--out DIR | -o FILE]
-        DIR/perf.data for perf report / perf script; the kernel ELF, with a
-        build-id added (DIR/perf/kernel.elf), goes into perf's build-id cache
+        DIR/perf.data for perf report, perf script, perf annotate and hotspot;
+        the images, with build-ids added, in DIR/perf/ (the kernel's goes into
+        perf's build-id cache, its symbols to ~/.debug/[kernel.kallsyms]/)
     profview.py speedscope INPUT [--out DIR]
         DIR/profile.speedscope.json (a sampled profile per process and per
         CPU, in ns) and, from a --cswitch recording's export,
@@ -112,8 +113,8 @@ def load_export(args, src):
 
 
 def record_command(src):
-    """The guest's command line that recorded P (the last `profile record`
-    typed before P's export block), as words without sudo."""
+    """The guest's command line that recorded the export load_export takes
+    (the last `profile record` typed before it), as words without sudo."""
     lines = profdata.console_lines(src)
     begins = [i for i, l in enumerate(lines) if l.strip() == profdata.EXPORT_BEGIN]
     blocks = profdata.export_blocks(lines)
