@@ -285,9 +285,12 @@ def cache_kernel(path, build_id=None):
     file is written all the same)."""
     if build_id:
         out = kallsyms_path(build_id)
-        os.makedirs(os.path.dirname(out), exist_ok=True)
-        with open(out, "w") as f:
-            f.writelines("%016x T %s\n" % (a, n) for a, n in profdata.elf_functions(path))
+        try:
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            with open(out, "w") as f:
+                f.writelines("%016x T %s\n" % (a, n) for a, n in profdata.elf_functions(path))
+        except OSError as e:
+            print("profview: cannot write %s (%s): hotspot needs --kallsyms for kernel frames" % (out, e))
     if not shutil.which("perf"):
         return False
     subprocess.run(["perf", "buildid-cache", "-a", path], check=True, capture_output=True)
