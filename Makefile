@@ -7,7 +7,7 @@
 #   make bench-peers  Linux's perf sampling the same workloads in the same emulator (docs/bench-peers.md)
 #   make profile-demo  the profiler end to end, with gprof reading its histogram
 #   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
-#   make perf-data PROG="calltree"    record PROG; build/perf.data for perf report / perf script
+#   make perf-data PROG="calltree"    record PROG; build/perf.data for perf and hotspot
 #   make speedscope PROG="calltree"   record PROG; build/profile.speedscope.json, profile.trace.json
 #   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC
 #   make profile-diff PROG=calib A="run -b 2" B="run -b 8"   two profiles compared per function
@@ -95,10 +95,11 @@ deps-pictures:
 	@scripts/deps.sh pictures
 deps-browser:
 	@scripts/deps.sh pictures browser || echo "deps: chromium could not be installed; the browser test will skip"
-# Debian's perf (linux-perf), which reads build/perf.data, and python3-jsonschema,
-# which checks the speedscope file against speedscope's schema.
+# Debian's perf (linux-perf) and hotspot, which read build/perf.data, and
+# python3-jsonschema, which checks the speedscope file against speedscope's schema.
 deps-perf:
 	@scripts/deps.sh perf || echo "deps: linux-perf could not be installed; the perf checks will skip"
+	@scripts/deps.sh hotspot || echo "deps: hotspot could not be installed; the hotspot checks will skip"
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
@@ -322,8 +323,9 @@ browser-vendor: $(BUILD)/browser/node_modules/.installed
 flamegraph: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) flamegraph --prog "$(PROG)" --out $(BUILD)
 
-# build/perf.data for perf report / perf script (the kernel ELF, with a build-id
-# added, goes into perf's build-id cache), and build/profile.speedscope.json
+# build/perf.data for perf report, perf script, perf annotate and hotspot (the
+# images, with build-ids added, in build/perf/; the kernel's goes into perf's
+# build-id cache), and build/profile.speedscope.json
 # with build/profile.trace.json (the context switches) for speedscope.
 perf-data: deps deps-perf all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) perf-data-run --prog "$(PROG)" --out $(BUILD)
