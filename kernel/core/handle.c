@@ -59,6 +59,9 @@ NTSTATUS handle_insert(struct handle_table *ht, struct object *o, HANDLE *out)
 // hand out: each process has one thread and no call takes a thread handle).
 // Anything else is looked up in the table; an object of another type is
 // STATUS_OBJECT_TYPE_MISMATCH, as NT's ObReferenceObjectByHandle says.
+// A slot holds a reference, and handle_close empties the slot under the
+// table's lock before it drops that reference (object.h's "unlink first"), so
+// an object found here under the lock is alive and object_ref is safe.
 NTSTATUS handle_lookup(struct handle_table *ht, HANDLE h, enum object_type type,
                        struct object **out)
 {

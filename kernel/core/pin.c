@@ -1,5 +1,8 @@
 // The pin table: a small hash of pinned frames, under one lock. Pinning happens
-// at profile start and stop, never on a hot path.
+// at profile start and stop, never on a hot path. A pin's count is taken and
+// dropped only under pin_lock, and the last unpin unlinks the entry in the
+// same critical section, so a pin_page that finds an entry never finds one
+// whose count has reached zero (object.h's "unlink first", for frames).
 #include "core/pin.h"
 #include "core/heap.h"
 #include "core/pmm.h"

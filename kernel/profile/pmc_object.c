@@ -224,7 +224,7 @@ static NTSTATUS attach_locked(struct pmc *m, struct process *p)
         kfree(t);
         return s;
     }
-    object_ref(&p->obj);
+    object_ref(&p->obj); // p is the caller's: a reference is held (object.h)
     t->proc_next = profile_of(p)->pmc_targets;
     profile_of(p)->pmc_targets = t;
     m->ntargets++;
