@@ -1,7 +1,8 @@
 // Who owns a hardware counter, and when: a count and a sampling period never
 // share one; a trace logger's counters are its alone; an NMI that reads a
 // count, or checks for overflows, never sees a counter half-updated or not yet
-// loaded; a count attached to a process that runs now counts from the attach.
+// loaded, and never re-arms one being stopped; a count attached to a process
+// that runs now counts from the attach.
 // Each behaviour is driven through the real kernel/pmc and kernel/profile
 // sources over the PMU model, as the system calls and the scheduler reach it.
 #include <stdio.h>
@@ -274,6 +275,68 @@ static void nmi_before_load(const struct model_config *cfg)
     pmc_pmi_as_nmi = false;
 }
 
+// ---- an NMI during a stop never re-arms the counter ----
+
+static unsigned stop_nmis;
+static uint32_t stop_msr;
+
+// The PMI latched by the counter's overflow, an NMI, lands right after the
+// wrmsr that halts the counter (as a hypervisor injects a pending NMI on the
+// VM entry after an intercepted wrmsr).
+static void pmi_after_halt(unsigned cpu, uint32_t msr, bool write)
+{
+    if (!write || msr != stop_msr || stop_nmis || !model_pmi_pending(cpu))
+        return;
+    stop_nmis++;
+    model_deliver_pending(cpu, USER_IP);
+}
+
+// The counters of cpu that are enabled with their overflow interrupt.
+static unsigned armed_counters(unsigned cpu)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        n += pmc_hw[i].kind == PMC_COUNTER_GENERAL &&
+             (model_gp_ctl(cpu, pmc_hw[i].number) & (PERFEVTSEL_EN | PERFEVTSEL_INT)) != 0;
+    return n;
+}
+
+// Branches sampled every 1,000 on a PMU whose PMI arrives late (a
+// hypervisor's, or NMI delivery): 1,554 branches overflow the counter and
+// latch a PMI, which arrives during HalStopProfileInterrupt, after the
+// wrmsr that halts the counter.
+static void nmi_during_stop(const struct model_config *base)
+{
+    struct model_config cfg = *base;
+    cfg.late_pmi = true;
+    pmc_pmi_as_nmi = true;
+    boot(&cfg);
+    char n[64];
+    snprintf(n, sizeof n, "%s, PMI during a stop", cfg.name);
+    set_interval(ProfileBranchInstructions, 1000);
+    start_ok(ProfileBranchInstructions);
+    int i = pmc_counter_find(1, ProfileBranchInstructions);
+    stop_nmis = 0;
+    if (i >= 0) {
+        stop_msr = pmc_hw[i].ctl_msr;
+        model_retire(1, EV_BRANCHES, 1554, USER_IP, true);
+        tap_ok(model_pmi_pending(1), "%s: the overflow latched a PMI on cpu 1", n);
+        model_nmi_hook = pmi_after_halt;
+        stop_ok(ProfileBranchInstructions);
+        model_nmi_hook = NULL;
+    }
+    tap_eq(stop_nmis, 1, "%s: the PMI came right after the halting wrmsr", n);
+    tap_eq(armed_counters(1), 0, "%s: no counter left enabled on cpu 1", n);
+    samples_clear();
+    uint64_t pmis = model_pmis_delivered(1);
+    model_retire(1, EV_BRANCHES, 5000, USER_IP, true);
+    model_deliver_pending(1, USER_IP);
+    tap_eq(model_pmis_delivered(1) - pmis, 0, "%s: no PMI after the stop (5,000 more branches)", n);
+    tap_eq(samples.count[1][ProfileBranchInstructions], 0, "%s: and no sample", n);
+    finish(n);
+    pmc_pmi_as_nmi = false;
+}
+
 // ---- attached while it runs: counted from the attach ----
 
 // proc[1] runs on cpu0, its child proc[2] on cpu1, and neither switches
@@ -319,6 +382,8 @@ void test_ownership(void)
     nmi_during_read(&MODEL_AMD_LEGACY);
     nmi_before_load(&MODEL_AMD_LEGACY);
     nmi_before_load(&MODEL_INTEL_V1);
+    nmi_during_stop(&MODEL_INTEL_V1);
+    nmi_during_stop(&MODEL_AMD_LEGACY);
     attach_running(&MODEL_INTEL_V4);
     attach_running(&MODEL_AMD_V2);
 }
