@@ -1,7 +1,8 @@
 // Who owns a hardware counter, and when: a count and a sampling period never
 // share one; a trace logger's counters are its alone; an NMI that reads a
 // count, or checks for overflows, never sees a counter half-updated or not yet
-// loaded, and never re-arms one being stopped; a count attached to a process
+// loaded, and never re-arms one being stopped; a logger record written after
+// an NMI's in the log holds no older values; a count attached to a process
 // that runs now counts from the attach.
 // Each behaviour is driven through the real kernel/pmc and kernel/profile
 // sources over the PMU model, as the system calls and the scheduler reach it.
@@ -230,6 +231,100 @@ static void nmi_during_read(const struct model_config *cfg)
     pmc_pmi_as_nmi = false;
 }
 
+// ---- records in log order: no value goes backwards ----
+
+static uint32_t first_read_msr;
+static unsigned record_nmis;
+
+// The counting counter whose MSR is msr, on cpu.
+static bool counting_msr(unsigned cpu, uint32_t msr)
+{
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if (((pmc_counting[cpu] >> i) & 1) && pmc_hw[i].ctr_msr == msr)
+            return true;
+    return false;
+}
+
+// An NMI right after the switch record's read of its second counter: its
+// path retires 40 instructions, writes its SampledProfile record, and
+// retires 40 more before it returns.
+static void nmi_writes_record(unsigned cpu, uint32_t msr, bool write)
+{
+    if (write || record_nmis || !counting_msr(cpu, msr))
+        return;
+    if (first_read_msr == 0)
+        first_read_msr = msr;
+    if (msr == first_read_msr)
+        return;
+    record_nmis++;
+    model_retire(cpu, EV_INSTRUCTIONS, 40, MODEL_HANDLER_IP, false);
+    pmc_hook_fire(HOOK_PROFILE, 0, ProfileTotalIssues);
+    model_retire(cpu, EV_INSTRUCTIONS, 40, MODEL_HANDLER_IP, false);
+}
+
+// Each hook record of cpu holds, counter by counter, at least the values of
+// the one before it in the log.
+static bool hook_records_monotonic(unsigned cpu, unsigned *records)
+{
+    const struct pmclog_hook *prev = NULL;
+    bool ok = true;
+    *records = 0;
+    for (size_t off = 0; off + sizeof(struct pmclog_header) <= ke_host_log.nbytes;) {
+        const struct pmclog_header *h = (const void *)(ke_host_log.bytes + off);
+        if (h->size == 0)
+            break;
+        const struct pmclog_hook *r = (const void *)h;
+        if (h->type == PMCLOG_HOOK && h->cpu == cpu) {
+            for (unsigned i = 0; prev && i < r->ncounters; i++)
+                ok &= r->value[i] >= prev->value[i];
+            prev = r;
+            ++*records;
+        }
+        off += h->size;
+    }
+    return ok;
+}
+
+// A logger of instructions and branches at CSwitch and SampledProfile. An
+// NMI that writes a SampledProfile record lands while the switch's record
+// is being read: the switch's record follows the NMI's in the log, so it
+// must hold values no older than the NMI's.
+static void nmi_record_order(const struct model_config *cfg)
+{
+    setup(cfg);
+    char n[64];
+    snprintf(n, sizeof n, "%s, NMI record in a record's read", cfg->name);
+    TRACEHANDLE h = 0;
+    uint32_t ev[2] = {ProfileTotalIssues, ProfileBranchInstructions};
+    uint32_t hooks[2] = {ETW_HOOK_CSWITCH, ETW_HOOK_SAMPLED_PROFILE};
+    bool ok = STATUS_EQ(pmc_logger_create(&proc[0], &h), STATUS_SUCCESS, "%s: a logger", n);
+    ok = ok && STATUS_EQ(pmc_logger_set_counters(&proc[0], h, ev, 2), STATUS_SUCCESS,
+                         "%s: counting instructions and branches", n);
+    ok = ok && STATUS_EQ(pmc_logger_set_hooks(&proc[0], h, hooks, 2), STATUS_SUCCESS,
+                         "%s: at CSwitch and SampledProfile", n);
+    if (ok) {
+        first_read_msr = 0;
+        record_nmis = 0;
+        model_retire(0, EV_INSTRUCTIONS, 1000, USER_IP, true);
+        model_nmi_hook = nmi_writes_record;
+        ke_host_switch(0, &thr[1]);
+        model_nmi_hook = NULL;
+        const struct pmclog_hook *p = last_hook(0, ETW_HOOK_SAMPLED_PROFILE);
+        const struct pmclog_hook *c = last_hook(0, ETW_HOOK_CSWITCH);
+        tap_ok(record_nmis == 1 && p && c, "%s: the NMI came, and both records were written", n);
+        tap_eq(p ? p->value[0] : 0, 1040, "%s: the NMI's record: 1,000 + its path's 40", n);
+        tap_eq(c ? c->value[0] : 0, 1080, "%s: the switch's, after it in the log: + the other 40",
+               n);
+        unsigned records;
+        bool monotonic = hook_records_monotonic(0, &records);
+        tap_ok(monotonic && records == 2, "%s: in log order, no value goes backwards (%u records)",
+               n, records);
+        ke_host_switch(0, NULL);
+    }
+    STATUS_EQ(pmc_logger_close(&proc[0], h), STATUS_SUCCESS, "%s: close the logger", n);
+    finish(n);
+}
+
 // ---- an NMI never samples a counter not yet loaded ----
 
 static unsigned overflow_nmis;
@@ -380,6 +475,8 @@ void test_ownership(void)
     logger_rows();
     nmi_during_read(&MODEL_INTEL_V4);
     nmi_during_read(&MODEL_AMD_LEGACY);
+    nmi_record_order(&MODEL_INTEL_V4);
+    nmi_record_order(&MODEL_AMD_LEGACY);
     nmi_before_load(&MODEL_AMD_LEGACY);
     nmi_before_load(&MODEL_INTEL_V1);
     nmi_during_stop(&MODEL_INTEL_V1);
