@@ -76,6 +76,11 @@ void *ring_reserve_failed(struct ring *r)
     return NULL;
 }
 
+void ring_cancel(struct ring *r)
+{
+    ring_reserve_failed(r);
+}
+
 // A writer that interrupted this CPU's writer of r (nest is 1): the side
 // buffer when it is free, big enough, and the ring has room for the
 // interrupted record (at most side_size), a pad and this one after it.

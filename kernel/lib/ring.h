@@ -139,6 +139,11 @@ static inline void ring_commit(struct ring *r, uint32_t bytes)
         ring_flush_pending(r);
 }
 
+// Give back the room the last ring_reserve handed out, writing nothing: as
+// a reservation that failed, a nested writer's record pending meanwhile is
+// published. The outermost writer's only (an NMI's writer never gives back).
+void ring_cancel(struct ring *r);
+
 // A record that found no room (ring_reserve said NULL), or that the caller
 // dropped for want of a ring: reported by the reader as PMCLOG_LOST.
 static inline void ring_lose(struct ring *r)

@@ -123,10 +123,12 @@ static NTSTATUS amd_enable(KPROFILE_SOURCE source, unsigned rings)
     return STATUS_SUCCESS;
 }
 
+// Marked stopped before it is halted, as emon.c's: a PMI taken right after
+// the halting wrmsr does not sample a counter being stopped.
 static void amd_stop_counter(unsigned i)
 {
+    pmc_counter_stopping(cpu_id(), i);
     pmc_wrmsr(pmc_hw[i].ctl_msr, 0);
-    pmc_counter(cpu_id(), i)->stopped = 1;
 }
 
 static void amd_disable(KPROFILE_SOURCE source)

@@ -121,6 +121,13 @@ void pmc_counter_loaded(unsigned cpu, unsigned i)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
+void pmc_counter_stopping(unsigned cpu, unsigned i)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pmc_counter(cpu, i)->stopped = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
 uint64_t pmc_enabled_bits(unsigned cpu)
 {
     uint64_t m = 0;

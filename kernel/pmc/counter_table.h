@@ -66,6 +66,11 @@ int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, unsigned rings, int 
 // Counter i of this CPU (cpu) now holds its first period: the PMI may
 // sample it from here on. Before the global enable is written.
 void pmc_counter_loaded(unsigned cpu, unsigned i);
+// Counter i of this CPU (cpu) is about to be halted: the PMI passes over it
+// from here on. Before the wrmsr that halts it, so that a PMI (an NMI with
+// pmi=nmi) taken between that wrmsr and the release neither samples it nor
+// re-enables it (Intel version 1's re-arm, pmc/emon.c).
+void pmc_counter_stopping(unsigned cpu, unsigned i);
 int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source); // owned counter or -1
 // Global-enable bits (status_bit) of the counters cpu samples with and has not
 // stopped, and of those it counts with: what IA32_PERF_GLOBAL_CTRL or

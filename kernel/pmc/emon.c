@@ -250,11 +250,16 @@ static void halt_counter(unsigned i)
     }
 }
 
-// Stop a sampling counter; the caller decides who owns it.
+// Stop a sampling counter; the caller decides who owns it. Marked stopped
+// before it is halted: version 1 has no global enable, so the PMI's re-arm
+// (emon_reload, emon_thaw) writes the counter's IA32_PERFEVTSELx back with
+// EN and INT set (Intel SDM vol. 3B, 21.2.1 "Architectural Performance
+// Monitoring Version 1"), and an NMI taken right after the halting wrmsr
+// would otherwise leave the counter enabled, interrupting for no owner.
 static void emon_stop_counter(unsigned i)
 {
+    pmc_counter_stopping(cpu_id(), i);
     halt_counter(i);
-    pmc_counter(cpu_id(), i)->stopped = 1;
 }
 
 static void emon_disable(KPROFILE_SOURCE source)

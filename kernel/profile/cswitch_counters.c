@@ -24,7 +24,8 @@
 #include "profile/pmc_log.h"
 #include "profile/sample_plan.h"
 
-#define LOGGER_EVENTS PMC_CSWITCH_MAX_EVENTS // the larger of the two lists' limits
+#define LOGGER_EVENTS     PMC_CSWITCH_MAX_EVENTS // the larger of the two lists' limits
+#define LOGGER_READ_TRIES 4                      // reads of a record's values (write_values)
 
 struct logger {
     bool used, legacy; // legacy: NtPmcCswitchLog's session (PMCLOG_CSWITCH records)
@@ -83,16 +84,37 @@ static uint64_t logger_value(const struct logger *l, struct cpu *c, unsigned i)
     return c->sw[l->events[i] - PMC_EVENT_SW(0)];
 }
 
+// Read the values of the record at h into value[] and write it. An NMI on
+// this CPU (the PMI, pmi=nmi) may write a record of its own, a
+// SampledProfile one, while they are read: its values are read later, but
+// it goes first in the log, so a value read before it would go backwards
+// there (the NMI path's own instructions and cycles are counted too). The
+// values are then read again, after it; a few times at most, so that a storm
+// of NMIs cannot hold the writer here.
+static void write_values(const struct logger *l, struct cpu *c, struct pmclog_header *h,
+                         uint32_t size, uint64_t *value, unsigned n)
+{
+    for (unsigned tries = 1;; tries++) {
+        uint32_t mark = pmc_log_mark();
+        for (unsigned i = 0; i < n; i++)
+            value[i] = logger_value(l, c, i);
+        if (tries == LOGGER_READ_TRIES) {
+            pmc_log_write_irqoff(h, size);
+            return;
+        }
+        if (pmc_log_write_unchanged(h, size, mark))
+            return;
+    }
+}
+
 static void write_legacy(const struct logger *l, struct cpu *c, uint32_t pid, uint32_t old_pid)
 {
     struct pmclog_cswitch r = {.h.type = PMCLOG_CSWITCH, .nevents = l->nevents};
     r.old_pid = old_pid;
     r.new_pid = pid;
-    for (unsigned i = 0; i < l->nevents; i++) {
+    for (unsigned i = 0; i < l->nevents; i++)
         r.event[i] = (uint16_t)l->events[i];
-        r.value[i] = logger_value(l, c, i);
-    }
-    pmc_log_write_irqoff(&r.h, sizeof r);
+    write_values(l, c, &r.h, sizeof r, r.value, l->nevents);
 }
 
 static void write_hook(const struct logger *l, struct cpu *c, uint32_t bit, uint32_t pid,
@@ -103,9 +125,7 @@ static void write_hook(const struct logger *l, struct cpu *c, uint32_t bit, uint
     r.pid = r.tid = pid; // one thread per process
     r.arg = arg;
     r.logger = (uint64_t)l->serial << 16 | (uint64_t)(l - loggers + 1);
-    for (unsigned i = 0; i < l->nevents && i < ETW_MAX_PMC_COUNTERS; i++)
-        r.value[i] = logger_value(l, c, i);
-    pmc_log_write_irqoff(&r.h, sizeof r);
+    write_values(l, c, &r.h, sizeof r, r.value, MIN(l->nevents, ETW_MAX_PMC_COUNTERS));
 }
 
 void pmc_hook_fire(uint32_t bit, uint32_t pid, uint32_t arg)

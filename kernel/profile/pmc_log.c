@@ -34,6 +34,7 @@ struct log_cpu {
     uint64_t delivered, logged; // this CPU only
     uint64_t dropped;           // non-sample records without room
     uint64_t truncated, unreadable;
+    uint32_t writes; // records pmc_log_write_irqoff wrote, an NMI's included
 } __attribute__((aligned(64)));
 
 static struct log_cpu logs[MAX_CPUS];
@@ -115,6 +116,18 @@ void pmc_log_sample(const struct sample_origin *o, const struct intr_frame *f, b
         sample_other(o, f, user);
 }
 
+// The record into room reserved for it, published.
+static void log_put(struct log_cpu *l, unsigned cpu, void *dst, struct pmclog_header *rec,
+                    uint32_t size)
+{
+    rec->cpu = (uint16_t)cpu;
+    rec->size = size;
+    rec->tsc = rdtsc();
+    memcpy(dst, rec, size);
+    ring_commit(&l->ring, size);
+    __atomic_fetch_add(&l->writes, 1, __ATOMIC_RELAXED);
+}
+
 void pmc_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
 {
     unsigned cpu = cpu_id();
@@ -126,11 +139,38 @@ void pmc_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
         l->dropped++;
         return;
     }
-    rec->cpu = (uint16_t)cpu;
-    rec->size = size;
-    rec->tsc = rdtsc();
-    memcpy(dst, rec, size);
-    ring_commit(&l->ring, size);
+    log_put(l, cpu, dst, rec, size);
+}
+
+uint32_t pmc_log_mark(void)
+{
+    uint32_t mark = __atomic_load_n(&logs[cpu_id()].writes, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); // before the caller reads its values
+    return mark;
+}
+
+// The count of writes is read once the room is reserved: an NMI before that
+// wrote its record first and is seen; one after it writes its record into
+// the ring's side buffer, which the commit publishes after this one.
+bool pmc_log_write_unchanged(struct pmclog_header *rec, uint32_t size, uint32_t mark)
+{
+    unsigned cpu = cpu_id();
+    struct log_cpu *l = &logs[cpu];
+    if (!READ_ONCE(log_ready))
+        return true;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); // the caller's values read before
+    void *dst = ring_reserve(&l->ring, size);
+    if (!dst) {
+        l->dropped++;
+        return true;
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); // reserved (nest set) before writes is read
+    if (__atomic_load_n(&l->writes, __ATOMIC_RELAXED) != mark) {
+        ring_cancel(&l->ring);
+        return false;
+    }
+    log_put(l, cpu, dst, rec, size);
+    return true;
 }
 
 void pmc_log_write(struct pmclog_header *rec, uint32_t size)

@@ -50,6 +50,17 @@ void pmc_log_write(struct pmclog_header *rec, uint32_t size);
 // The same from a context that already has interrupts off (the scheduler).
 void pmc_log_write_irqoff(struct pmclog_header *rec, uint32_t size);
 
+// A record of values read now, with interrupts off, kept in log order with
+// the records of NMIs: pmc_log_mark before the values are read, then
+// pmc_log_write_unchanged, which writes the record (or drops it, as
+// pmc_log_write_irqoff does) and returns true, unless a record was written on
+// this CPU since the mark (by an NMI that interrupted the reads). That record
+// precedes this one in the log and may hold later values: this one is not
+// written and false says to read the values again. An NMI's own writer is
+// never interrupted on its CPU, so it never sees false.
+uint32_t pmc_log_mark(void);
+bool pmc_log_write_unchanged(struct pmclog_header *rec, uint32_t size, uint32_t mark);
+
 NTSTATUS pmc_log_read(struct process *reader, uint64_t ubuf, uint64_t len, size_t *got);
 NTSTATUS pmc_log_flush(struct process *caller);
 void pmc_log_stats(struct pmc_driver_stats *out);

@@ -201,8 +201,26 @@ void pmc_log_sample(const struct sample_origin *o, const struct intr_frame *f, b
     ke_host_log.last_pmc = o->pmc;
 }
 
+// As kernel/profile/pmc_log.c's: the writes counted per CPU, and a record
+// not written when one was written since its mark.
+static uint32_t log_writes[MAX_CPUS];
+
+uint32_t pmc_log_mark(void)
+{
+    return log_writes[cpu_id()];
+}
+
+bool pmc_log_write_unchanged(struct pmclog_header *rec, uint32_t size, uint32_t mark)
+{
+    if (log_writes[cpu_id()] != mark)
+        return false;
+    pmc_log_write_irqoff(rec, size);
+    return true;
+}
+
 void pmc_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
 {
+    log_writes[cpu_id()]++;
     rec->cpu = (uint16_t)cpu_id();
     rec->size = size;
     ke_host_log.records[rec->type < 16 ? rec->type : 0]++;

@@ -1,7 +1,9 @@
 // Who owns a hardware counter, and when: a count and a sampling period never
 // share one; a trace logger's counters are its alone; an NMI that reads a
 // count, or checks for overflows, never sees a counter half-updated or not yet
-// loaded; a count attached to a process that runs now counts from the attach.
+// loaded, and never re-arms one being stopped; a logger record written after
+// an NMI's in the log holds no older values; a count attached to a process
+// that runs now counts from the attach.
 // Each behaviour is driven through the real kernel/pmc and kernel/profile
 // sources over the PMU model, as the system calls and the scheduler reach it.
 #include <stdio.h>
@@ -229,6 +231,100 @@ static void nmi_during_read(const struct model_config *cfg)
     pmc_pmi_as_nmi = false;
 }
 
+// ---- records in log order: no value goes backwards ----
+
+static uint32_t first_read_msr;
+static unsigned record_nmis;
+
+// The counting counter whose MSR is msr, on cpu.
+static bool counting_msr(unsigned cpu, uint32_t msr)
+{
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if (((pmc_counting[cpu] >> i) & 1) && pmc_hw[i].ctr_msr == msr)
+            return true;
+    return false;
+}
+
+// An NMI right after the switch record's read of its second counter: its
+// path retires 40 instructions, writes its SampledProfile record, and
+// retires 40 more before it returns.
+static void nmi_writes_record(unsigned cpu, uint32_t msr, bool write)
+{
+    if (write || record_nmis || !counting_msr(cpu, msr))
+        return;
+    if (first_read_msr == 0)
+        first_read_msr = msr;
+    if (msr == first_read_msr)
+        return;
+    record_nmis++;
+    model_retire(cpu, EV_INSTRUCTIONS, 40, MODEL_HANDLER_IP, false);
+    pmc_hook_fire(HOOK_PROFILE, 0, ProfileTotalIssues);
+    model_retire(cpu, EV_INSTRUCTIONS, 40, MODEL_HANDLER_IP, false);
+}
+
+// Each hook record of cpu holds, counter by counter, at least the values of
+// the one before it in the log.
+static bool hook_records_monotonic(unsigned cpu, unsigned *records)
+{
+    const struct pmclog_hook *prev = NULL;
+    bool ok = true;
+    *records = 0;
+    for (size_t off = 0; off + sizeof(struct pmclog_header) <= ke_host_log.nbytes;) {
+        const struct pmclog_header *h = (const void *)(ke_host_log.bytes + off);
+        if (h->size == 0)
+            break;
+        const struct pmclog_hook *r = (const void *)h;
+        if (h->type == PMCLOG_HOOK && h->cpu == cpu) {
+            for (unsigned i = 0; prev && i < r->ncounters; i++)
+                ok &= r->value[i] >= prev->value[i];
+            prev = r;
+            ++*records;
+        }
+        off += h->size;
+    }
+    return ok;
+}
+
+// A logger of instructions and branches at CSwitch and SampledProfile. An
+// NMI that writes a SampledProfile record lands while the switch's record
+// is being read: the switch's record follows the NMI's in the log, so it
+// must hold values no older than the NMI's.
+static void nmi_record_order(const struct model_config *cfg)
+{
+    setup(cfg);
+    char n[64];
+    snprintf(n, sizeof n, "%s, NMI record in a record's read", cfg->name);
+    TRACEHANDLE h = 0;
+    uint32_t ev[2] = {ProfileTotalIssues, ProfileBranchInstructions};
+    uint32_t hooks[2] = {ETW_HOOK_CSWITCH, ETW_HOOK_SAMPLED_PROFILE};
+    bool ok = STATUS_EQ(pmc_logger_create(&proc[0], &h), STATUS_SUCCESS, "%s: a logger", n);
+    ok = ok && STATUS_EQ(pmc_logger_set_counters(&proc[0], h, ev, 2), STATUS_SUCCESS,
+                         "%s: counting instructions and branches", n);
+    ok = ok && STATUS_EQ(pmc_logger_set_hooks(&proc[0], h, hooks, 2), STATUS_SUCCESS,
+                         "%s: at CSwitch and SampledProfile", n);
+    if (ok) {
+        first_read_msr = 0;
+        record_nmis = 0;
+        model_retire(0, EV_INSTRUCTIONS, 1000, USER_IP, true);
+        model_nmi_hook = nmi_writes_record;
+        ke_host_switch(0, &thr[1]);
+        model_nmi_hook = NULL;
+        const struct pmclog_hook *p = last_hook(0, ETW_HOOK_SAMPLED_PROFILE);
+        const struct pmclog_hook *c = last_hook(0, ETW_HOOK_CSWITCH);
+        tap_ok(record_nmis == 1 && p && c, "%s: the NMI came, and both records were written", n);
+        tap_eq(p ? p->value[0] : 0, 1040, "%s: the NMI's record: 1,000 + its path's 40", n);
+        tap_eq(c ? c->value[0] : 0, 1080, "%s: the switch's, after it in the log: + the other 40",
+               n);
+        unsigned records;
+        bool monotonic = hook_records_monotonic(0, &records);
+        tap_ok(monotonic && records == 2, "%s: in log order, no value goes backwards (%u records)",
+               n, records);
+        ke_host_switch(0, NULL);
+    }
+    STATUS_EQ(pmc_logger_close(&proc[0], h), STATUS_SUCCESS, "%s: close the logger", n);
+    finish(n);
+}
+
 // ---- an NMI never samples a counter not yet loaded ----
 
 static unsigned overflow_nmis;
@@ -270,6 +366,68 @@ static void nmi_before_load(const struct model_config *cfg)
     tap_eq(st.lost, 0, "%s: and no lost periods", n);
     stop_ok(ProfileBranchInstructions);
     stop_ok(ProfileTotalIssues);
+    finish(n);
+    pmc_pmi_as_nmi = false;
+}
+
+// ---- an NMI during a stop never re-arms the counter ----
+
+static unsigned stop_nmis;
+static uint32_t stop_msr;
+
+// The PMI latched by the counter's overflow, an NMI, lands right after the
+// wrmsr that halts the counter (as a hypervisor injects a pending NMI on the
+// VM entry after an intercepted wrmsr).
+static void pmi_after_halt(unsigned cpu, uint32_t msr, bool write)
+{
+    if (!write || msr != stop_msr || stop_nmis || !model_pmi_pending(cpu))
+        return;
+    stop_nmis++;
+    model_deliver_pending(cpu, USER_IP);
+}
+
+// The counters of cpu that are enabled with their overflow interrupt.
+static unsigned armed_counters(unsigned cpu)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        n += pmc_hw[i].kind == PMC_COUNTER_GENERAL &&
+             (model_gp_ctl(cpu, pmc_hw[i].number) & (PERFEVTSEL_EN | PERFEVTSEL_INT)) != 0;
+    return n;
+}
+
+// Branches sampled every 1,000 on a PMU whose PMI arrives late (a
+// hypervisor's, or NMI delivery): 1,554 branches overflow the counter and
+// latch a PMI, which arrives during HalStopProfileInterrupt, after the
+// wrmsr that halts the counter.
+static void nmi_during_stop(const struct model_config *base)
+{
+    struct model_config cfg = *base;
+    cfg.late_pmi = true;
+    pmc_pmi_as_nmi = true;
+    boot(&cfg);
+    char n[64];
+    snprintf(n, sizeof n, "%s, PMI during a stop", cfg.name);
+    set_interval(ProfileBranchInstructions, 1000);
+    start_ok(ProfileBranchInstructions);
+    int i = pmc_counter_find(1, ProfileBranchInstructions);
+    stop_nmis = 0;
+    if (i >= 0) {
+        stop_msr = pmc_hw[i].ctl_msr;
+        model_retire(1, EV_BRANCHES, 1554, USER_IP, true);
+        tap_ok(model_pmi_pending(1), "%s: the overflow latched a PMI on cpu 1", n);
+        model_nmi_hook = pmi_after_halt;
+        stop_ok(ProfileBranchInstructions);
+        model_nmi_hook = NULL;
+    }
+    tap_eq(stop_nmis, 1, "%s: the PMI came right after the halting wrmsr", n);
+    tap_eq(armed_counters(1), 0, "%s: no counter left enabled on cpu 1", n);
+    samples_clear();
+    uint64_t pmis = model_pmis_delivered(1);
+    model_retire(1, EV_BRANCHES, 5000, USER_IP, true);
+    model_deliver_pending(1, USER_IP);
+    tap_eq(model_pmis_delivered(1) - pmis, 0, "%s: no PMI after the stop (5,000 more branches)", n);
+    tap_eq(samples.count[1][ProfileBranchInstructions], 0, "%s: and no sample", n);
     finish(n);
     pmc_pmi_as_nmi = false;
 }
@@ -317,8 +475,12 @@ void test_ownership(void)
     logger_rows();
     nmi_during_read(&MODEL_INTEL_V4);
     nmi_during_read(&MODEL_AMD_LEGACY);
+    nmi_record_order(&MODEL_INTEL_V4);
+    nmi_record_order(&MODEL_AMD_LEGACY);
     nmi_before_load(&MODEL_AMD_LEGACY);
     nmi_before_load(&MODEL_INTEL_V1);
+    nmi_during_stop(&MODEL_INTEL_V1);
+    nmi_during_stop(&MODEL_AMD_LEGACY);
     attach_running(&MODEL_INTEL_V4);
     attach_running(&MODEL_AMD_V2);
 }
