@@ -195,6 +195,25 @@ uint32_t prof_process_list(const struct sys_process_info **rows)
     return count < 256 ? count : 256;
 }
 
+int prof_interrupted(void)
+{
+    static int seen;
+    uint32_t pending = 0;
+    if (NT_SUCCESS(SysInterruptMode(INTERRUPT_NOTIFY, &pending)) && pending)
+        seen = 1;
+    return seen;
+}
+
+NTSTATUS prof_wait(HANDLE child, int *exit_status)
+{
+    for (;;) {
+        NTSTATUS s = SysWait(child, exit_status);
+        if (s != STATUS_ALERTED)
+            return s;
+        prof_interrupted();
+    }
+}
+
 int prof_exited(uint32_t pid)
 {
     const struct sys_process_info *list;

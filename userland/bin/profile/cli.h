@@ -72,6 +72,15 @@ uint32_t prof_process_list(const struct sys_process_info **rows);
 // Whether process pid has ended (a zombie, or gone).
 int prof_exited(uint32_t pid);
 
+// Ctrl-C (abi.h, INTERRUPT_NOTIFY): main asks to be told, and every command
+// stops measuring when told and still prints what it gathered, as perf does;
+// profile then exits with EXIT_STATUS_INTERRUPTED. prof_interrupted takes a
+// pending interrupt and says whether one has come since the start.
+int prof_interrupted(void);
+// SysWait for a child of the same process group: an interrupt ends the child
+// (INTERRUPT_END), so a STATUS_ALERTED is taken and the wait goes on.
+NTSTATUS prof_wait(HANDLE child, int *exit_status);
+
 // -p PID [-d SECONDS] (attach.c): a running process measured for SECONDS or
 // until it exits (without -d: until it exits).
 struct attach {

@@ -93,9 +93,14 @@ int main(int argc, char **argv)
         return nmi;
     if (prof_load_sources() < 0)
         return EXIT_FAIL;
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(commands[i].name, argv[1]) == 0)
-            return commands[i].run(argc, argv);
+    SysInterruptMode(INTERRUPT_NOTIFY, NULL); // Ctrl-C: stop, report, then exit as interrupted
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(commands[i].name, argv[1]) != 0)
+            continue;
+        int status = commands[i].run(argc, argv);
+        fflush(NULL);
+        return prof_interrupted() ? EXIT_STATUS_INTERRUPTED : status;
+    }
     fprintf(stderr, "profile: unknown command '%s'\n%s\n", argv[1], usage_all);
     return EXIT_USAGE;
 }

@@ -248,6 +248,8 @@ static void record_drain(struct record *r)
             break;
         }
         r->bytes += got;
+        if (prof_interrupted())
+            break;
         if (r->at.pid  ? attach_done(&r->at)
             : r->timed ? clock_ns() - start >= r->seconds * 1000000000ull
                        : prof_exited(r->pid))
@@ -260,7 +262,7 @@ static void record_drain(struct record *r)
     if (r->at.pid)
         attach_finish(&r->at);
     else if (r->child)
-        SysWait(r->child, &r->exit_status);
+        prof_wait(r->child, &r->exit_status);
 }
 
 // The trailer appended to the file: the source, the PMC, the driver's statistics.

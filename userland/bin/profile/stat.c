@@ -53,7 +53,7 @@ static void stat_abandon(counters h, unsigned ncpu, HANDLE child)
     if (NT_SUCCESS(SysProcessId(child, &pid)))
         SysKill(pid);
     SysResume(child);
-    SysWait(child, NULL);
+    prof_wait(child, NULL);
     NtClose(child);
 }
 
@@ -142,7 +142,7 @@ static int stat_once(const struct stat_opts *o, char **argv, struct row *rows, u
         status = o->at.exit_status;
     } else {
         SysResume(child);
-        SysWait(child, &status);
+        prof_wait(child, &status);
     }
     *wall_ns = clock_ns() - t0;
     *exit_status = status;
