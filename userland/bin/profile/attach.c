@@ -64,7 +64,7 @@ int attach_extract(int *argc, char **argv, int first, const char *valued, int de
 int attach_open(struct attach *a)
 {
     NTSTATUS s = SysOpenProcess(a->pid, &a->process);
-    if (s == STATUS_INVALID_PARAMETER) {
+    if (s == STATUS_INVALID_CID) {
         a->process = NULL;
         fprintf(stderr, "profile: no process %u\n", a->pid);
         return EXIT_USAGE;
