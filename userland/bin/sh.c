@@ -6,6 +6,7 @@
 #include <clock.h>
 #include <process.h>
 #include <readline.h>
+#include <statfmt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,7 +134,7 @@ static int cmd_cpus(int argc, char **argv, uint32_t flags)
     for (uint32_t i = 0; i < count; i++) {
         struct sys_cpu_info *c = &cpus[i];
         uint64_t total = c->idle_ns + c->busy_ns;
-        unsigned busy = total ? (unsigned)(c->busy_ns * 100 / total) : 0;
+        unsigned busy = (unsigned)stat_ratio(c->busy_ns, total, 100);
         printf("cpu %u: apic %u, %s, ", c->id, c->apic_id, c->online ? "online" : "offline");
         if (c->current_pid)
             printf("running pid %u, ", c->current_pid);

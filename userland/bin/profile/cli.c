@@ -33,7 +33,15 @@ int usage_say(const char *usage, const char *tail, const char *fmt, ...)
     fprintf(stderr, "profile: ");
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n%s%s\n", usage, tail);
+    if (tail) {
+        fprintf(stderr, "\n%s%s\n", usage, tail);
+        return EXIT_USAGE;
+    }
+    // The command is the word after "usage: profile ".
+    const char *cmd = usage + strlen("usage: profile ");
+    const char *end = strchr(cmd, ' ');
+    int len = end ? (int)(end - cmd) : (int)strlen(cmd);
+    fprintf(stderr, "\n%s (see 'profile help %.*s')\n", usage, len, cmd);
     return EXIT_USAGE;
 }
 
@@ -193,6 +201,17 @@ uint32_t prof_process_list(const struct sys_process_info **rows)
     if (!NT_SUCCESS(SysProcessList(list, 256, &count)))
         return 0;
     return count < 256 ? count : 256;
+}
+
+const char note_approximate_time[] =
+    "Note: time sampling under QEMU without -icount follows the host's scheduling of the vCPUs "
+    "and is approximate; boot with `make run ICOUNT=1` (QEMU -icount shift=0,sleep=off) for "
+    "exact, repeatable shares.\n";
+
+int prof_time_approximate(void)
+{
+    struct sys_info info;
+    return NT_SUCCESS(SysInfo(&info)) && info.time_sampling_approximate;
 }
 
 int prof_interrupted(void)

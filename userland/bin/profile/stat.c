@@ -205,7 +205,7 @@ static void derived(const struct row *rows, unsigned n, const struct row *rw, ui
     } else if (tc >= 0) {
         uint64_t task_ns = stat_mean(rows[tc].value, runs);
         if (task_ns) { // events per second of CPU time, as perf's "/sec"
-            stat_fmt_fixed(r, sizeof r, stat_muldiv(mean, 1000000000000ull, task_ns), 3);
+            stat_fmt_fixed(r, sizeof r, stat_ratio(mean, task_ns, 1000000000000ull), 3);
             snprintf(extra, size, "#  %s /sec", r);
         }
     }
@@ -225,7 +225,7 @@ static void print_row(const struct row *rows, unsigned n, unsigned i, unsigned r
     if (EV_BASE(rw->event) == PMC_EVENT_SW(PMC_SW_TASK_CLOCK)) {
         stat_fmt_fixed(num, sizeof num, mean / 1000, 3); // ns -> msec with 3 decimals
         char cpus[24];
-        stat_fmt_fixed(cpus, sizeof cpus, stat_ratio_x100(mean, wall_mean) * 10, 3);
+        stat_fmt_fixed(cpus, sizeof cpus, stat_ratio(mean, wall_mean, 1000), 3);
         snprintf(extra, sizeof extra, "#  %s CPUs utilized", cpus);
         printf("%14s msec      %-22s %s", num, name, extra);
     } else {
