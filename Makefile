@@ -78,7 +78,7 @@ include tests/host/host.mk
 
 .PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz fuzz-state stress profile-demo debug clean deps help compile_commands.json \
 	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
-	perf-data speedscope deps-perf
+	perf-data speedscope speedscope-serve deps-perf
 all: $(KERNEL) $(USER_PROGS)
 
 help:
@@ -306,9 +306,18 @@ perf-data: deps deps-perf all $(BUILD)/tests/shell.iso
 
 speedscope: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) speedscope-run --prog "$(PROG)" --out $(BUILD)
-	@echo "speedscope: open $(BUILD)/profview/node_modules/speedscope/dist/release/index.html and load $(BUILD)/profile.speedscope.json"
+	@echo "speedscope: wrote $(BUILD)/profile.speedscope.json; open it with speedscope's Browse button in $(BUILD)/profview/node_modules/speedscope/dist/release/index.html, or record and open it in one step: make speedscope-serve"
+
+# speedscope opens a profile named in its URL (#profileURL=...) only over
+# HTTP, not from file://: record as `make speedscope` does, then serve build/
+# on this machine's loopback and print the address that opens the recording.
+SPEEDSCOPE_PORT ?= 8123
+speedscope-serve: speedscope
+	@echo "speedscope: open http://127.0.0.1:$(SPEEDSCOPE_PORT)/profview/node_modules/speedscope/dist/release/index.html#profileURL=http%3A%2F%2F127.0.0.1%3A$(SPEEDSCOPE_PORT)%2Fprofile.speedscope.json (Ctrl-C stops the server)"
+	@cd $(BUILD) && python3 -m http.server --bind 127.0.0.1 $(SPEEDSCOPE_PORT)
 
 annotate: deps all $(BUILD)/tests/shell.iso
+	@echo "annotate: boots QEMU under icount and runs PROG twice: half a minute on an idle host, over two minutes on a loaded one"
 	@$(PROFVIEW) annotate-run --prog "$(PROG)" --func "$(FUNC)" --out $(BUILD)
 
 profile-diff: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
