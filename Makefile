@@ -78,7 +78,7 @@ include tests/host/host.mk
 
 .PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz fuzz-state stress profile-demo debug clean deps help compile_commands.json \
 	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
-	perf-data speedscope speedscope-serve deps-perf
+	perf-data speedscope speedscope-serve speedscope-open deps-perf
 all: $(KERNEL) $(USER_PROGS)
 
 help:
@@ -309,12 +309,16 @@ speedscope: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 	@echo "speedscope: wrote $(BUILD)/profile.speedscope.json; open it with speedscope's Browse button in $(BUILD)/profview/node_modules/speedscope/dist/release/index.html, or record and open it in one step: make speedscope-serve"
 
 # speedscope opens a profile named in its URL (#profileURL=...) only over
-# HTTP, not from file://: record as `make speedscope` does, then serve build/
-# on this machine's loopback and print the address that opens the recording.
+# HTTP, not from file://: speedscope-serve records as `make speedscope` does,
+# then (speedscope-open alone: the last recording) serves build/ on this
+# machine's loopback and prints the address that opens the recording.
 SPEEDSCOPE_PORT ?= 8123
 speedscope-serve: speedscope
+	@$(MAKE) -s speedscope-open
+speedscope-open:
+	@test -f $(BUILD)/profile.speedscope.json || { echo "speedscope-open: no $(BUILD)/profile.speedscope.json (make speedscope PROG=... writes it)"; exit 1; }
 	@echo "speedscope: open http://127.0.0.1:$(SPEEDSCOPE_PORT)/profview/node_modules/speedscope/dist/release/index.html#profileURL=http%3A%2F%2F127.0.0.1%3A$(SPEEDSCOPE_PORT)%2Fprofile.speedscope.json (Ctrl-C stops the server)"
-	@cd $(BUILD) && python3 -m http.server --bind 127.0.0.1 $(SPEEDSCOPE_PORT)
+	@cd $(BUILD) && exec python3 -m http.server --bind 127.0.0.1 $(SPEEDSCOPE_PORT) 2>/dev/null
 
 annotate: deps all $(BUILD)/tests/shell.iso
 	@echo "annotate: boots QEMU under icount and runs PROG twice: half a minute on an idle host, over two minutes on a loaded one"
