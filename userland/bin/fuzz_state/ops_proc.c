@@ -51,7 +51,7 @@ static NTSTATUS spawn_mutate(struct fuzzer *f, const struct call *c, uint64_t *p
         *argv = c->how % 3 == 0 ? 0 : (uint64_t)kernel_argv;
         return STATUS_ACCESS_VIOLATION;
     case 3:
-        *flags = c->how & 1 ? SPAWN_PRIVILEGED : 0x4;
+        *flags = c->how & 1 ? SPAWN_PRIVILEGED : 0x80; // 0x80: no SPAWN_ flag
         return c->how & 1 ? (f->privileged ? NO_STATUS : STATUS_PRIVILEGE_NOT_HELD)
                           : STATUS_INVALID_PARAMETER;
     default: *ph = bad_pointer(f, c->how); return STATUS_ACCESS_VIOLATION;

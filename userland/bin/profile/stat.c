@@ -382,9 +382,14 @@ int profile_stat_main(int argc, char **argv)
     int status = 0;
     if (o.at.pid && (st = attach_open(&o.at)) != 0)
         return st;
-    for (unsigned r = 0; r < o.runs; r++)
+    for (unsigned r = 0; r < o.runs; r++) {
         if (stat_once(&o, &argv[o.first_arg], rows, r, &wall[r], &status) < 0)
             return EXIT_FAIL;
+        if (prof_interrupted()) { // Ctrl-C: the runs so far, as perf stat -r
+            o.runs = r + 1;
+            break;
+        }
+    }
     print_title(&o, argc, argv);
     uint64_t wall_mean = stat_mean(wall, o.runs);
     for (unsigned e = 0; e < o.nevents; e++)
@@ -394,7 +399,7 @@ int profile_stat_main(int argc, char **argv)
     print_times(&o, rows, wall);
     if (o.at.pid)
         attach_say_end(&o.at, "profile");
-    else if (status != 0)
+    else if (status != 0 && status != EXIT_STATUS_INTERRUPTED)
         printf(" (%s exited with status %d)\n", argv[o.first_arg], status);
     attach_close(&o.at);
     return 0;
