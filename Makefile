@@ -7,14 +7,16 @@
 #   make bench-peers  Linux's perf sampling the same workloads in the same emulator (docs/bench-peers.md)
 #   make profile-demo  the profiler end to end, with gprof reading its histogram
 #   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
-#   make perf-data PROG="calltree"    record PROG; build/perf.data for perf report / perf script
+#   make perf-data PROG="calltree"    record PROG; build/perf.data for perf and hotspot
 #   make speedscope PROG="calltree"   record PROG; build/profile.speedscope.json, profile.trace.json
 #   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC
 #   make profile-diff PROG=calib A="run -b 2" B="run -b 8"   two profiles compared per function
 #   make cpuid-replay  build/cpuid-replay: PMU detection over AIDA64 CPUID dumps (tests/fixtures/cpuid)
+#   make pmu-explore  100,000 seeded sequences of PMU-layer steps on the model (SEQS=, SEED=, REPLAY=)
 #   make fuzz       1,000,000 random system calls on 4 CPUs, then a leak check
 #   make fuzz-state 1,000,000 calls in sequences over live profiles, PMCs, the log, children
-#   make stress     profile storms, kills while sampled, 10 s of ticks on every CPU
+#   make soak       both fuzzers in full, seeds 1-3 on -smp 4 and 1 on -smp 2: run before a release
+#   make stress     profile storms, kills while sampled, lookups racing exits, 10 s of ticks
 #   make debug      QEMU waiting for gdb
 #   make CC=clang   the same with clang (gcc is the default)
 
@@ -76,7 +78,7 @@ KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 include tests/host/host.mk
 -include tests/pmc/pmc.mk
 
-.PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz fuzz-state stress profile-demo debug clean deps help compile_commands.json \
+.PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz fuzz-state soak stress profile-demo debug clean deps help compile_commands.json \
 	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
 	perf-data speedscope speedscope-serve speedscope-open deps-perf
 all: $(KERNEL) $(USER_PROGS)
@@ -93,10 +95,11 @@ deps-pictures:
 	@scripts/deps.sh pictures
 deps-browser:
 	@scripts/deps.sh pictures browser || echo "deps: chromium could not be installed; the browser test will skip"
-# Debian's perf (linux-perf), which reads build/perf.data, and python3-jsonschema,
-# which checks the speedscope file against speedscope's schema.
+# Debian's perf (linux-perf) and hotspot, which read build/perf.data, and
+# python3-jsonschema, which checks the speedscope file against speedscope's schema.
 deps-perf:
 	@scripts/deps.sh perf || echo "deps: linux-perf could not be installed; the perf checks will skip"
+	@scripts/deps.sh hotspot || echo "deps: hotspot could not be installed; the hotspot checks will skip"
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
@@ -239,31 +242,53 @@ bench-peers: deps $(USER_OUT)/bench
 	@tests/bench/peers/peers.py
 
 # 1,000,000 random system calls from 4 processes on 4 CPUs; no panic, no leak.
+# FUZZ_SEED picks the calls, FUZZ_SMP the CPUs; the log is build/fuzz-SEED-smpN.log.
 FUZZ_SEED ?= 1
+FUZZ_SMP ?= 4
+FUZZ_LOG = $(BUILD)/$(1)-$(FUZZ_SEED)-smp$(FUZZ_SMP).log
 fuzz: deps
 	@$(MAKE) -s $(BUILD)/tests/init+init~fuzz,1000000,$(FUZZ_SEED),4.iso
-	@timeout 1800 $(QEMU) $(QEMU_COMMON) -cpu max -smp 4 -m 512M -display none -serial stdio \
-		-cdrom $(BUILD)/tests/init+init~fuzz,1000000,$(FUZZ_SEED),4.iso | tee $(BUILD)/fuzz.log | grep -E '^fuzz|panic|^init'; \
-	 status=$${PIPESTATUS[0]}; [ $$status -eq 33 ] && echo "fuzz: passed" || { echo "fuzz: FAILED (QEMU status $$status, log in $(BUILD)/fuzz.log)"; exit 1; }
+	@start=$$(date +%s); timeout 3600 $(QEMU) $(QEMU_COMMON) -cpu max -smp $(FUZZ_SMP) -m 512M -display none -serial stdio \
+		-cdrom $(BUILD)/tests/init+init~fuzz,1000000,$(FUZZ_SEED),4.iso | tee $(call FUZZ_LOG,fuzz) | grep -E '^fuzz|panic|^init'; \
+	 status=$${PIPESTATUS[0]}; echo "fuzz: seed $(FUZZ_SEED), -smp $(FUZZ_SMP): $$(( $$(date +%s) - start )) s"; \
+	 [ $$status -eq 33 ] && echo "fuzz: passed" || { echo "fuzz: FAILED (QEMU status $$status, log in $(call FUZZ_LOG,fuzz))"; exit 1; }
 
 # The stateful fuzzer (userland/bin/fuzz_state/): 1,000,000 calls in
 # sequences over live profiles, PMCs, the log and children, from 4 processes on
 # 4 CPUs; invariants after every sequence, then a leak check. NARROW=N sets
 # the flags that keep it off the kernel bugs it found (fuzz_state.h; 0: none);
-# REPLAY=SEED,LEN[,I...] runs one sequence again, each call printed.
+# REPLAY=SEED,LEN[,I...] runs one sequence again, each call printed. When the
+# kernel fails, the sequence each fuzzing process was in is printed with its
+# REPLAY= (the log names each sequence before it runs).
 comma := ,
 FUZZ_STATE_ARGS = $(if $(REPLAY),--replay$(comma)$(REPLAY),1000000$(comma)$(FUZZ_SEED)$(comma)4$(if $(NARROW),$(comma)$(NARROW)))
 fuzz-state: deps
 	@$(MAKE) -s '$(BUILD)/tests/init+init~fuzz_state,$(FUZZ_STATE_ARGS).iso'
-	@start=$$(date +%s); timeout 3600 $(QEMU) $(QEMU_COMMON) -cpu max -smp 4 -m 512M -display none -serial stdio \
-		-cdrom '$(BUILD)/tests/init+init~fuzz_state,$(FUZZ_STATE_ARGS).iso' | tee $(BUILD)/fuzz-state.log | grep -E '^fuzz-state|panic|^init'; \
-	 status=$${PIPESTATUS[0]}; echo "fuzz-state: $$(( $$(date +%s) - start )) s"; \
-	 [ $$status -eq 33 ] && echo "fuzz-state: passed" || { echo "fuzz-state: FAILED (QEMU status $$status, log in $(BUILD)/fuzz-state.log)"; exit 1; }
+	@start=$$(date +%s); timeout 3600 $(QEMU) $(QEMU_COMMON) -cpu max -smp $(FUZZ_SMP) -m 512M -display none -serial stdio \
+		-cdrom '$(BUILD)/tests/init+init~fuzz_state,$(FUZZ_STATE_ARGS).iso' | tee $(call FUZZ_LOG,fuzz-state) | grep -E '^fuzz-state[:]|panic|^init|^  \['; \
+	 status=$${PIPESTATUS[0]}; echo "fuzz-state: seed $(FUZZ_SEED), -smp $(FUZZ_SMP): $$(( $$(date +%s) - start )) s"; \
+	 [ $$status -eq 33 ] && echo "fuzz-state: passed" || { echo "fuzz-state: FAILED (QEMU status $$status, log in $(call FUZZ_LOG,fuzz-state))"; \
+	   echo "fuzz-state: the sequence each process was running (make fuzz-state REPLAY=... runs one again):"; \
+	   tr -d '\r' < $(call FUZZ_LOG,fuzz-state) | awk '/^fuzz-state-run: /{last[$$3]=$$0} END{for (p in last) print "  " last[p]}'; exit 1; }
 
-# Start/stop/close storms, kills while sampled, and 10 s of ProfileTime at
-# 1,221 on every CPU with every tick accounted; each ends with a leak check.
+# The check before a release: both fuzzers at their full 1,000,000 calls with
+# seeds 1, 2 and 3 on -smp 4 and seed 1 on -smp 2 (8 runs of 10 to 20 minutes
+# each here under TCG), each ending with its summary line, then one line
+# "soak: N runs, N passed, N failed".
+SOAK_RUNS := 1:4 2:4 3:4 1:2
+soak: deps
+	@passed=0; failed=0; \
+	 for target in fuzz fuzz-state; do for run in $(SOAK_RUNS); do \
+	   if $(MAKE) -s $$target FUZZ_SEED=$${run%:*} FUZZ_SMP=$${run#*:}; then passed=$$((passed + 1)); \
+	   else failed=$$((failed + 1)); fi; \
+	 done; done; \
+	 echo "soak: $$((passed + failed)) runs, $$passed passed, $$failed failed"; [ $$failed -eq 0 ]
+
+# Start/stop/close storms, kills while sampled, faults, lookups racing exits,
+# and 10 s of ProfileTime at 1,221 on every CPU with every tick accounted;
+# each ends with a leak check.
 stress: deps
-	@for t in storm,400 kill,1000 faults,5000 ticks,10; do \
+	@for t in storm,400 kill,1000 faults,5000 lookups,20000 ticks,10; do \
 	    $(MAKE) -s $(BUILD)/tests/init+init~stress,$$t.iso || exit 1; \
 	    timeout 1800 $(QEMU) $(QEMU_COMMON) -cpu max -smp 4 -m 512M -display none -serial stdio \
 	        -cdrom $(BUILD)/tests/init+init~stress,$$t.iso | grep -E '^stress|panic'; \
@@ -298,8 +323,9 @@ browser-vendor: $(BUILD)/browser/node_modules/.installed
 flamegraph: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) flamegraph --prog "$(PROG)" --out $(BUILD)
 
-# build/perf.data for perf report / perf script (the kernel ELF, with a build-id
-# added, goes into perf's build-id cache), and build/profile.speedscope.json
+# build/perf.data for perf report, perf script, perf annotate and hotspot (the
+# images, with build-ids added, in build/perf/; the kernel's goes into perf's
+# build-id cache), and build/profile.speedscope.json
 # with build/profile.trace.json (the context switches) for speedscope.
 perf-data: deps deps-perf all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) perf-data-run --prog "$(PROG)" --out $(BUILD)

@@ -6,6 +6,7 @@
 #   scripts/deps.sh pictures   also Node.js and npm (the flame-graph pages' renderer)
 #   scripts/deps.sh browser    also Debian's chromium (the pages' browser test)
 #   scripts/deps.sh perf       also Debian's perf and python3-jsonschema (perf.data, speedscope checks)
+#   scripts/deps.sh hotspot    also Debian's hotspot (its parser reads perf.data in the checks)
 set -e
 PKGS="make gcc clang libclang-rt-14-dev nasm binutils grub-pc-bin grub-common xorriso \
 qemu-system-x86 python3 coreutils clang-format"
@@ -16,6 +17,7 @@ for group in "$@"; do
             PKGS="$PKGS nodejs npm" ;;
         browser) PKGS="$PKGS chromium" ;;
         perf) PKGS="$PKGS linux-perf python3-jsonschema" ;;
+        hotspot) PKGS="$PKGS hotspot" ;;
         *) echo "deps: unknown group '$group'" >&2; exit 2 ;;
     esac
 done

@@ -175,14 +175,17 @@ void process_resume(struct process *p)
         sched_make_runnable(p->thread);
 }
 
+// The list holds no reference: a process whose last reference is gone stays
+// on it until process_destroy takes process_lock to unlink it, so the finder
+// takes its reference only while the count is not zero (object.h's rule).
 struct process *process_by_pid(uint32_t pid)
 {
     uint64_t f = spin_lock_irqsave(&process_lock);
     struct process *p = processes;
     while (p && p->pid != pid)
         p = p->list_next;
-    if (p)
-        object_ref(&p->obj);
+    if (p && !object_ref_live(&p->obj))
+        p = NULL; // being destroyed: gone for finders
     spin_unlock_irqrestore(&process_lock, f);
     return p;
 }

@@ -118,6 +118,7 @@ static NTSTATUS amd_enable(KPROFILE_SOURCE source, unsigned rings)
     pmc_wrmsr(hw->ctl_msr, 0); // stopped while loaded
     pmc_wrmsr(hw->ctr_msr, pmc_arm_value(hw, pmc_counter(cpu, (unsigned)i)->period));
     pmc_wrmsr(hw->ctl_msr, amd_select(source, rings) | PERFEVTSEL_INT);
+    pmc_counter_loaded(cpu, (unsigned)i);
     write_global_ctl(cpu);
     return STATUS_SUCCESS;
 }

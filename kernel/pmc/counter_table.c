@@ -63,16 +63,23 @@ static bool general_fits(unsigned i, uint32_t mask)
            ((mask >> pmc_hw[i].number) & 1);
 }
 
-// Counting has reserved counter i's row, or it is disabled on cpu (NtPmcAdmin).
+// Counting has reserved counter i's row or has a count loaded on it here
+// (cpu is this CPU, interrupts off), or it is disabled on cpu (NtPmcAdmin).
 static bool held_elsewhere(unsigned cpu, unsigned i)
 {
-    return ((pmc_rows_reserved >> i) & 1) || pmc_row_off(cpu, i);
+    return ((pmc_rows_reserved >> i) & 1) || ((pmc_counting[cpu] >> i) & 1) || pmc_row_off(cpu, i);
 }
 
 // Take counter i unless counting has reserved its row or it is disabled on
 // cpu. The counter is taken first and the reservations and disabled rows read
 // after a full fence: counting.c sets a row's bit first and reads the counters
-// after one, so one of two racing sides sees the other.
+// after one, so one of two racing sides sees the other. It is taken stopped:
+// the PMI, which may be an NMI (pmi=nmi) taken between any two of the enable's
+// accesses, passes over it until the interface has loaded it
+// (pmc_counter_loaded). Until then it holds whatever it held before: where an
+// overflow is a counter's top bit come back clear (AMD before PerfMonV2,
+// Intel version 1), a stale value would read as an overflow of a source that
+// counted nothing.
 static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, unsigned rings,
                  uint64_t interval)
 {
@@ -81,8 +88,9 @@ static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, unsigned ring
     struct pmc_counter *c = pmc_counter(cpu, i);
     c->source = source;
     c->rings = rings;
-    c->stopped = 0;
+    c->stopped = 1;
     c->stretch = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); // stopped before the period makes it owned
     c->period = pmc_period_clamp(interval, pmc_hw[i].max_period);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (!held_elsewhere(cpu, i)) {
@@ -103,6 +111,14 @@ int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, unsigned rings, int 
         if (general_fits(i, general_mask) && take(cpu, i, source, rings, interval))
             return (int)i;
     return -1;
+}
+
+// The NMI is this CPU's own: a compiler barrier orders it against our stores.
+void pmc_counter_loaded(unsigned cpu, unsigned i)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pmc_counter(cpu, i)->stopped = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
 uint64_t pmc_enabled_bits(unsigned cpu)

@@ -28,7 +28,7 @@ struct pmc_counter {
     uint64_t period : 48; // events per sample; 0 = counter free
     uint64_t source : 6;  // KPROFILE_SOURCE counted (ProfileSourceCount <= 32)
     uint64_t rings : 2;   // enum pmc_rings it counts in
-    uint64_t stopped : 1; // reset by the PMI (stuck status): still owned, not counting
+    uint64_t stopped : 1; // owned, not counting: not loaded yet, or reset by the PMI (stuck)
     uint64_t stretch : 6; // log2 of how many periods the last arm covered (pmi.c's throttle)
     uint64_t unused : 1;
 };
@@ -59,9 +59,13 @@ static inline struct pmc_counter *pmc_counter(unsigned cpu, unsigned i)
 // is in general_mask (bit n = PMCn / PERF_CTRn may count the event; 0 = no GP
 // counter). Rows reserved for counting, and counters NtPmcAdmin disabled on
 // cpu (pmc/counting.h), are never free here.
-// Returns the counter index or -1.
+// Returns the counter index or -1. The counter is claimed stopped, which the
+// PMI passes over: the interface loads it, then calls pmc_counter_loaded.
 int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, unsigned rings, int fixed,
                       uint32_t general_mask, uint64_t interval);
+// Counter i of this CPU (cpu) now holds its first period: the PMI may
+// sample it from here on. Before the global enable is written.
+void pmc_counter_loaded(unsigned cpu, unsigned i);
 int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source); // owned counter or -1
 // Global-enable bits (status_bit) of the counters cpu samples with and has not
 // stopped, and of those it counts with: what IA32_PERF_GLOBAL_CTRL or

@@ -1,8 +1,10 @@
 // Counting on the hardware counters: row reservation, each CPU's loaded
 // counts, and their rotation (see counting.h).
 #include "pmc/counting.h"
+#include "arch/x86/clock.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/percpu.h"
+#include "core/smp.h"
 #include "core/spinlock.h"
 #include "core/uaccess.h"
 #include "lib/string.h"
@@ -57,8 +59,9 @@ static bool try_take_free(unsigned i, enum pmc_row_scope scope)
 
 // The row for a new reservation: a free row that can count the event, a fixed
 // counter first (it counts nothing else, and leaves the GP counters to events
-// that need them), else the least-shared unpinned row of the scope that can.
-static int pick_row(uint32_t fits, enum pmc_row_scope scope)
+// that need them), else (unless own) the least-shared unpinned row of the
+// scope that can.
+static int pick_row(uint32_t fits, enum pmc_row_scope scope, bool own)
 {
     for (int pass = 0; pass < 2; pass++) {
         enum pmc_counter_kind kind = pass == 0 ? PMC_COUNTER_FIXED : PMC_COUNTER_GENERAL;
@@ -68,15 +71,15 @@ static int pick_row(uint32_t fits, enum pmc_row_scope scope)
                 return (int)i;
     }
     int best = -1;
-    for (unsigned i = 0; i < pmc_ncounters; i++)
+    for (unsigned i = 0; !own && i < pmc_ncounters; i++)
         if ((fits >> i) & 1 && rows[i].scope == scope && !rows[i].pinned &&
             (best < 0 || rows[i].users < rows[best].users))
             best = (int)i;
     return best;
 }
 
-NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
-                         const char **reason)
+static NTSTATUS reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, bool own, unsigned *row,
+                        const char **reason)
 {
     struct pmc_source_query q = {0};
     if ((unsigned)source >= ProfileSourceCount || source == ProfileTime)
@@ -93,9 +96,10 @@ NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsig
     int i = -1;
     if (reserved_in[scope] >= PMC_COUNT_MAX_RESERVED)
         s = STATUS_PMC_TOO_MANY_RUNNING;
-    else if ((i = pick_row(fits, scope)) < 0)
+    else if ((i = pick_row(fits, scope, own)) < 0)
         s = STATUS_INSUFFICIENT_RESOURCES;
     if (NT_SUCCESS(s)) {
+        rows[i].pinned = own;
         rows[i].users++;
         reserved_in[scope]++;
         *row = (unsigned)i;
@@ -108,20 +112,49 @@ NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsig
     return s;
 }
 
+NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
+                         const char **reason)
+{
+    return reserve(source, scope, false, row, reason);
+}
+
+NTSTATUS pmc_row_reserve_own(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
+                             const char **reason)
+{
+    return reserve(source, scope, true, row, reason);
+}
+
+static void leave_row(void *arg);
+
+// The last reservation of a row gone, the row keeps its bit in
+// pmc_rows_reserved until no CPU has a count on its counter: place() puts a
+// count on another row of its scope when its home is busy, so another
+// reservation's count may still be loaded there. Sampling takes only counters
+// whose bit is clear (counter_table.c), and a counter it shared with a count
+// would be programmed by both: the count would read the sampler's period, and
+// its unload would clear the sampler's event select. Each CPU moves such a
+// count off the row (leave_row, with interrupts off, after any placement in
+// progress there) before the bit goes.
 void pmc_row_release(unsigned row)
 {
     uint64_t f = spin_lock_irqsave(&rows_lock);
     struct row *r = &rows[row];
-    if (r->users == 0) { // released by pmc_shutdown's reset already
-        spin_unlock_irqrestore(&rows_lock, f);
-        return;
+    bool freed = false;
+    if (r->users != 0) { // 0: released by pmc_shutdown's reset already
+        reserved_in[r->scope]--;
+        freed = --r->users == 0;
     }
-    reserved_in[r->scope]--;
-    if (--r->users == 0) {
-        r->scope = PMC_ROW_FREE;
+    if (freed) {
+        r->scope = PMC_ROW_FREE; // no count is placed on it from now on
         r->pinned = false;
-        __atomic_fetch_and(&pmc_rows_reserved, ~(1u << row), __ATOMIC_SEQ_CST);
     }
+    spin_unlock_irqrestore(&rows_lock, f);
+    if (!freed)
+        return;
+    smp_call_all(leave_row, (void *)(uintptr_t)row);
+    f = spin_lock_irqsave(&rows_lock);
+    if (rows[row].users == 0) // not reserved again meanwhile
+        __atomic_fetch_and(&pmc_rows_reserved, ~(1u << row), __ATOMIC_SEQ_CST);
     spin_unlock_irqrestore(&rows_lock, f);
 }
 
@@ -168,7 +201,7 @@ NTSTATUS pmc_row_admin_counter(unsigned cpu, unsigned row, bool disable)
 {
     uint64_t f = spin_lock_irqsave(&rows_lock);
     NTSTATUS s = STATUS_SUCCESS;
-    if (disable && rows[row].users) {
+    if (disable && (rows[row].users || ((pmc_rows_reserved >> row) & 1))) {
         s = STATUS_PMC_ROW_BUSY;
     } else {
         pmc_row_mark(cpu, row, disable);
@@ -223,13 +256,36 @@ static void advance(struct pmc_count *c, uint64_t now)
     c->since_ns = now;
 }
 
-// What the counter has counted since it was loaded (or last read), into value.
-static void harvest(struct pmc_count *c)
+// What counter i has counted since it was loaded (or last read), into value.
+//
+// A trace logger's hook reads a count from an NMI too (a sample delivered as
+// NMI, pmi=nmi: logger_value), on the CPU that has it loaded, and clearing IF
+// does not hold an NMI off (Intel SDM vol. 3A, 6.8.1 "Masking Maskable
+// Hardware Interrupts"): one may land between any two instructions here,
+// under KVM typically right after the intercepted rdmsr. So, as Linux's
+// x86_perf_event_update (arch/x86/events/core.c) does, the events since load
+// are claimed by moving load to the new reading with a compare-and-exchange,
+// retried with a fresh reading when an NMI moved load meanwhile, and only
+// then added to value: each event is added once, by whichever side claimed
+// it, and a reading never goes backwards.
+static void harvest(struct pmc_count *c, unsigned i)
 {
-    const struct pmc_counter_hw *hw = &pmc_hw[c->counter];
-    uint64_t now = pmc_rdmsr(hw->ctr_msr) & hw->mask;
-    c->value += (now - c->load) & hw->mask;
-    c->load = now;
+    const struct pmc_counter_hw *hw = &pmc_hw[i];
+    uint64_t prev = __atomic_load_n(&c->load, __ATOMIC_RELAXED), now;
+    do
+        now = pmc_rdmsr(hw->ctr_msr) & hw->mask;
+    while (!__atomic_compare_exchange_n(&c->load, &prev, now, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+    __atomic_fetch_add(&c->value, (now - prev) & hw->mask, __ATOMIC_RELAXED);
+}
+
+// An NMI on this CPU reads c->counter: it names a counter only while that
+// counter holds c's count (set after the load, cleared after the last read).
+static void publish_counter(struct pmc_count *c, int counter)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); // the NMI is this CPU's: order against it only
+    __atomic_store_n(&c->counter, (int8_t)counter, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
 // Counter i counts for someone other than the running process: a sampling
@@ -273,42 +329,50 @@ static bool place_on(struct count_cpu *cc, struct pmc_count *c, unsigned i)
         !((halp_profile_interface->CountersFor(c->source) >> i) & 1))
         return false;
     c->load = c->value & pmc_hw[i].max_period; // the low bits a write keeps as written
-    c->counter = (int8_t)i;
     cc->on[i] = c;
     pmc_counting[cpu_id()] |= 1u << i;
     halp_profile_interface->StartCounting(i, c->source, c->rings, c->load);
+    publish_counter(c, (int)i);
     return true;
 }
 
 static void unload(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
 {
+    unsigned i = (unsigned)c->counter;
     advance(c, now);
-    harvest(c);
-    cc->dirty |= 1u << c->counter;
-    pmc_counting[cpu_id()] &= ~(1u << c->counter);
-    halp_profile_interface->StopCounting((unsigned)c->counter);
-    cc->on[c->counter] = NULL;
-    c->counter = -1;
+    harvest(c, i);
+    cc->dirty |= 1u << i;
+    pmc_counting[cpu_id()] &= ~(1u << i);
+    halp_profile_interface->StopCounting(i);
+    cc->on[i] = NULL;
+    publish_counter(c, -1);
+}
+
+// A count whose home row is pinned: read from ring 3 (its reader was given
+// that counter's index) or by a trace logger (its records hold whole counts).
+// It goes only on its home row, always, and is never rotated out.
+static bool pinned(const struct pmc_count *c)
+{
+    return rows[c->home].pinned;
 }
 
 // Load c on its home row if that counter is free here, else another of its
-// scope. A count read from ring 3 goes only on its home row, the counter index
-// its reader was given, and takes it from a count placed there before the row
-// was pinned.
+// scope. A pinned count takes its home row from a count placed there before
+// the row was pinned.
 static bool place(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
 {
-    if (c->user_read && cc->on[c->home] && cc->on[c->home] != c)
+    if (pinned(c) && cc->on[c->home] && cc->on[c->home] != c)
         unload(cc, cc->on[c->home], now);
     if (place_on(cc, c, c->home))
         return true;
-    for (unsigned i = 0; !c->user_read && i < pmc_ncounters; i++)
+    for (unsigned i = 0; !pinned(c) && i < pmc_ncounters; i++)
         if (i != c->home && place_on(cc, c, i))
             return true;
     return false;
 }
 
 // Load the wanted counts of scope that have no counter, in rotation order;
-// ring-3-read counts first (pass 0).
+// pinned counts first (pass 0).
 static void fill_scope(struct count_cpu *cc, enum pmc_row_scope scope, uint64_t now)
 {
     struct pmc_count *order[PMC_COUNT_MAX_WANT];
@@ -320,7 +384,7 @@ static void fill_scope(struct count_cpu *cc, enum pmc_row_scope scope, uint64_t 
     for (int pass = 0; pass < 2; pass++) {
         for (unsigned k = 0; k < n; k++) {
             struct pmc_count *c = order[(cc->turn[scope] + k) % n];
-            if (c->counter >= 0 || c->user_read != (pass == 0))
+            if (c->counter >= 0 || pinned(c) != (pass == 0))
                 continue;
             advance(c, now); // its running time starts here, if it is placed
             if (!place(cc, c, now))
@@ -336,6 +400,19 @@ static void fill(struct count_cpu *cc, uint64_t now)
         fill_scope(cc, PMC_ROW_SYSTEM, now);
     }
     update_pce(cc);
+}
+
+// A count loaded on a row its scope no longer holds moves to another.
+static void leave_row(void *arg)
+{
+    unsigned row = (unsigned)(uintptr_t)arg;
+    struct count_cpu *cc = &percount[cpu_id()];
+    struct pmc_count *c = cc->on[row];
+    if (!c || rows[row].scope == c->scope) // the scope's again: it may stay
+        return;
+    uint64_t now = clock_ns();
+    unload(cc, c, now);
+    fill(cc, now);
 }
 
 void pmc_count_in(struct pmc_count *c, uint64_t now)
@@ -370,9 +447,10 @@ void pmc_count_out(struct pmc_count *c, uint64_t now)
 
 uint64_t pmc_count_read(struct pmc_count *c)
 {
-    if (c->counter >= 0 && c->cpu == (int)cpu_id())
-        harvest(c);
-    return c->value;
+    int i = __atomic_load_n(&c->counter, __ATOMIC_RELAXED);
+    if (i >= 0 && c->cpu == (int)cpu_id())
+        harvest(c, (unsigned)i);
+    return __atomic_load_n(&c->value, __ATOMIC_RELAXED);
 }
 
 void pmc_count_sync(uint64_t now)
@@ -381,7 +459,7 @@ void pmc_count_sync(uint64_t now)
     for (unsigned k = 0; k < cc->nwant; k++) {
         advance(cc->want[k], now);
         if (cc->want[k]->counter >= 0)
-            harvest(cc->want[k]);
+            harvest(cc->want[k], (unsigned)cc->want[k]->counter);
     }
 }
 
@@ -399,7 +477,7 @@ void pmc_count_tick(uint64_t now)
         return;
     for (unsigned k = 0; k < cc->nwant; k++) { // unload and fill bring the times up to date
         struct pmc_count *c = cc->want[k];
-        if (c->counter >= 0 && cc->waiting[c->scope] && !c->user_read)
+        if (c->counter >= 0 && cc->waiting[c->scope] && !pinned(c))
             unload(cc, c, now);
     }
     for (unsigned s = PMC_ROW_THREAD; s <= PMC_ROW_SYSTEM; s++)

@@ -62,6 +62,11 @@ struct pmc_count {
 // Any context but the PMI.
 NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
                          const char **reason);
+// The same, but only a free row, pinned at once (pmc_row_pin): a trace
+// logger's, whose records hold whole counts. Its counts are loaded on that
+// counter only, before any other count of the scope, and never rotated out.
+NTSTATUS pmc_row_reserve_own(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
+                             const char **reason);
 void pmc_row_release(unsigned row);
 // Keep row to its one reservation (a ring-3 reader relies on its counter
 // index); false when others share it already. Released with the reservation.

@@ -233,6 +233,7 @@ static NTSTATUS emon_enable(KPROFILE_SOURCE source, unsigned rings)
     PMC_TRACE_STEP(PMC_STEP_ENABLE, source, pmc_hw[i].ctr_msr);
     arm_counter((unsigned)i, pmc_arm_value(&pmc_hw[i], pmc_counter(cpu, (unsigned)i)->period),
                 true);
+    pmc_counter_loaded(cpu, (unsigned)i);
     write_global_ctrl(cpu);
     return STATUS_SUCCESS;
 }

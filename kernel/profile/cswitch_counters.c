@@ -200,17 +200,18 @@ static void logger_arm(struct logger *l)
     recompute_mask();
 }
 
-// A row of its own for each hardware event: the values at an event must be
-// whole counts, so these are never multiplexed (ETW records raw counters).
+// A row of its own for each hardware event, pinned: the values at an event
+// must be whole counts, so these are never shared with a later reservation
+// nor multiplexed (ETW records raw counters). More hardware events than free
+// counters is STATUS_INSUFFICIENT_RESOURCES.
 static NTSTATUS logger_hw_reserve(struct logger *l)
 {
     for (unsigned i = 0; i < l->nevents; i++) {
         if (PMC_EVENT_IS_SW(l->events[i]))
             continue;
         const char *why;
-        unsigned users;
         KPROFILE_SOURCE src = (KPROFILE_SOURCE)l->events[i];
-        NTSTATUS s = pmc_row_reserve(src, PMC_ROW_SYSTEM, &l->row[i], &why);
+        NTSTATUS s = pmc_row_reserve_own(src, PMC_ROW_SYSTEM, &l->row[i], &why);
         if (!NT_SUCCESS(s))
             return s; // STATUS_NOT_SUPPORTED: SysProfileSources says why
         l->hw[i] = kzalloc(ncpus * sizeof *l->hw[i]);
@@ -218,8 +219,6 @@ static NTSTATUS logger_hw_reserve(struct logger *l)
             pmc_row_release(l->row[i]);
             return STATUS_NO_MEMORY;
         }
-        if (pmc_row_scope(l->row[i], &users) && users > 1)
-            return STATUS_INSUFFICIENT_RESOURCES; // more events than counters
         for (unsigned c = 0; c < ncpus; c++)
             pmc_count_init(&l->hw[i][c], src, l->row[i], false);
     }

@@ -297,6 +297,18 @@ static void hw_start_on_cpu(void *arg)
     spin_unlock(&pmc_lock);
 }
 
+// A process attached while m runs may be running now, and go on running
+// without a switch (the scheduler switches nothing while the running thread is
+// its CPU's only runnable one): its count, and those of its descendants
+// running now, are loaded where they run, as at the start (perf's
+// perf_install_in_context likewise adds a new event to the task's context on
+// the CPU where the task runs, by a cross-CPU call).
+static void hw_attached(struct pmc *m)
+{
+    if (READ_ONCE(m->running))
+        smp_call_all(hw_start_on_cpu, m);
+}
+
 static NTSTATUS hw_start(struct pmc *m, struct process *caller)
 {
     NTSTATUS s = counting_start(m, caller);
@@ -545,6 +557,7 @@ const struct pmc_ops pmc_hw_counting = {
     .write = counting_write,
     .rdpmc_index = hw_rdpmc_index,
     .attach = counting_attach,
+    .attached = hw_attached,
     .detach = counting_detach,
     .wants_switch = counting_wants_switch,
     .switch_out = counting_switch_out,

@@ -284,6 +284,8 @@ NTSTATUS pmc_attach(struct pmc *m, struct process *caller, struct process *targe
     NTSTATUS s = pmc_attach_self(m, target);
     if (NT_SUCCESS(s) && (m->a.flags & PMC_F_DESCENDANTS))
         attach_descendants(m);
+    if (NT_SUCCESS(s) && m->ops->attached)
+        m->ops->attached(m);
     return s;
 }
 

@@ -114,6 +114,9 @@ struct pmc_ops {
     // CPU); what it counted stays in m's totals. exiting: its process is
     // ending (exit_status set), for PMC_F_LOG_PROCEXIT.
     NTSTATUS (*attach)(struct pmc_target *t);
+    // After pmc_attach has attached a process (and its descendants) to m,
+    // interrupts on and no lock held; NULL where nothing is to be done.
+    void (*attached)(struct pmc *m);
     void (*detach)(struct pmc_target *t, bool exiting);
     // Whether t's process has work at its switches while m runs.
     bool (*wants_switch)(const struct pmc *m);

@@ -1,33 +1,42 @@
-"""A recording as a perf.data file that Linux's perf reads (`perf report`,
-`perf script`, and what they feed: hotspot, the Firefox Profiler, the
-FlameGraph scripts).
+"""A recording as a perf.data file that Linux's perf (`perf report`, `perf
+script`, `perf annotate`) and hotspot read as they read one `perf record -g`
+wrote.
 
 The layout is perf's own, as tools/perf/Documentation/perf.data-file-format.txt
 describes it and include/uapi/linux/perf_event.h defines its records:
 
-    header     "PERFILE2", its size, the size of one attribute entry, and the
-               attrs, data and event_types sections as {offset, size}; a
-               256-bit feature bitmap (all clear: no feature sections)
-    attrs      one struct perf_event_attr (the 128-byte version 7) and the
-               {offset, size} of its ids (none)
-    data       COMM records (each process's name), MMAP records (the kernel
-               and every program image) and SAMPLE records
+    header     "PERFILE2", its size, the size of one attribute entry, the
+               attrs, data and event_types sections as {offset, size}, and
+               the 256-bit bitmap of the feature sections after the data
+    ids        each attribute's event ids (one per CPU)
+    attrs      one struct perf_event_attr (the 128-byte version 7) per event
+               and the {offset, size} of its ids
+    data       records in time order: COMM, FORK, MMAP2 and EXIT for every
+               process with samples, the kernel's MMAP2 once (pid -1), SAMPLE,
+               LOST, and SWITCH_CPU_WIDE where the recording has switches
+    features   perfheader.py: host, release, CPUs, command line, event
+               names and ids, build-ids
 
-A sample carries IP, TID, TIME, CPU, PERIOD and CALLCHAIN, in that order in
-the record; its call chain is PERF_CONTEXT_KERNEL and the kernel frames, then
-PERF_CONTEXT_USER and the program's, leaf first as the guest logged them.
+Every attribute has sample_id_all and PERF_SAMPLE_IDENTIFIER, so each record
+ends with (or, a sample, starts with) the id of its event: hotspot's parser
+(KDAB/perfparser app/perfdata.cpp) maps records to events by that id and the
+ids of the EVENT_DESC feature. A sample carries IDENTIFIER, IP, TID, TIME,
+CPU, PERIOD and CALLCHAIN, in that order; its call chain is
+PERF_CONTEXT_KERNEL and the kernel frames, then PERF_CONTEXT_USER and the
+program's, leaf first as the guest logged them. Times are nanoseconds of the
+guest's TSC (tsc * 10^9 / tsc_hz), since its boot as perf's are.
 
-Symbols: perf names a program's frame from the file its MMAP record names,
-taking ip - addr + pgoff as the file offset (build/userland/PROG by its
-absolute path). The kernel is perf's "[kernel.kallsyms]" mapping (pid -1, misc
-KERNEL, named after a symbol at its start, pgoff that symbol's address, as
-perf record writes it): named so, and with no build-id, perf would quietly
-name kernel frames from the host's own /proc/kallsyms. So the file also has
-the build-id feature section with the kernel's build-id, and the kernel ELF
-goes into perf's build-id cache (`perf buildid-cache -a`), where perf finds it
-with no option. build/kernel.elf has no build-id note: kernel_with_build_id()
-writes a copy with one (NT_GNU_BUILD_ID, the SHA-1 of the file).
+Symbols, by build-id as perf finds them: every image is a copy of its ELF
+file with a .note.gnu.build-id section (the SHA-1 of the file; the guest's
+programs and kernel have none) in OUT/perf/, named by the MMAP2 record that
+carries its build-id (PERF_RECORD_MISC_MMAP_BUILD_ID) and listed in the
+BUILD_ID feature. The kernel is perf's "[kernel.kallsyms]_text" mapping; its
+copy goes into perf's build-id cache (`perf buildid-cache -a`), and its
+symbols, as a kallsyms file, to ~/.debug/[kernel.kallsyms]/BUILD-ID/kallsyms,
+where perf record leaves it and hotspot's parser looks (perfparser
+app/perfunwind.cpp): so neither takes the host's /proc/kallsyms.
 """
+import collections
 import hashlib
 import os
 import shutil
@@ -35,30 +44,108 @@ import struct
 import subprocess
 import tempfile
 
+import perfheader
+import profdata
+
 MAGIC = b"PERFILE2"
 HEADER_SIZE = 104
 ATTR_SIZE = 128  # PERF_ATTR_SIZE_VER7
 
-PERF_TYPE_SOFTWARE = 1
-PERF_COUNT_SW_CPU_CLOCK = 0
+PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PERF_TYPE_RAW = 0, 1, 4
+PMU_TYPES = {PERF_TYPE_HARDWARE: ("cpu", 4), PERF_TYPE_SOFTWARE: ("software", 1), PERF_TYPE_RAW: ("cpu", 4)}
+
+# A KPROFILE_SOURCE as perf names it: ProfileTime is perf's cpu-clock
+# (PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK), the sources `profile` takes
+# perf's names for are its hardware events (PERF_TYPE_HARDWARE and the
+# PERF_COUNT_HW_* of include/uapi/linux/perf_event.h), any other a raw event
+# (config: the source) under the guest's own name.
+PERF_EVENTS = {0x00: ("cpu-clock", PERF_TYPE_SOFTWARE, 0), 0x13: ("cycles", PERF_TYPE_HARDWARE, 0),
+               0x1A: ("instructions", PERF_TYPE_HARDWARE, 1), 0x1C: ("cache-references", PERF_TYPE_HARDWARE, 2),
+               0x1D: ("cache-misses", PERF_TYPE_HARDWARE, 3), 0x1E: ("branches", PERF_TYPE_HARDWARE, 4),
+               0x1F: ("branch-misses", PERF_TYPE_HARDWARE, 5), 0x1B: ("ref-cycles", PERF_TYPE_HARDWARE, 9)}
+SOURCE_NAMES = ("ProfileTime ProfileAlignmentFixup ProfileTotalIssues ProfilePipelineDry "
+                "ProfileLoadInstructions ProfilePipelineFrozen ProfileBranchInstructions "
+                "ProfileTotalNonissues ProfileDcacheMisses ProfileIcacheMisses ProfileCacheMisses "
+                "ProfileBranchMispredictions ProfileStoreInstructions ProfileFpInstructions "
+                "ProfileIntegerInstructions Profile2Issue Profile3Issue Profile4Issue "
+                "ProfileSpecialInstructions ProfileTotalCycles ProfileIcacheIssues ProfileDcacheAccesses "
+                "ProfileMemoryBarrierCycles ProfileLoadLinkedIssues ProfileMaximum ProfileUnhaltedCoreCycles "
+                "ProfileInstructionRetired ProfileUnhaltedReferenceCycles ProfileLLCReference "
+                "ProfileLLCMisses ProfileBranchInstructionRetired ProfileBranchMispredictsRetired").split()
+PROFILE_TIME_UNIT_NS = 100  # ProfileTime's interval is in 100 ns units
 
 SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME = 1 << 0, 1 << 1, 1 << 2
 SAMPLE_CALLCHAIN, SAMPLE_CPU, SAMPLE_PERIOD = 1 << 5, 1 << 7, 1 << 8
-SAMPLE_TYPE = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_PERIOD | SAMPLE_CALLCHAIN
+SAMPLE_IDENTIFIER = 1 << 16
+SAMPLE_TYPE = (SAMPLE_IDENTIFIER | SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_PERIOD
+               | SAMPLE_CALLCHAIN)
+FORMAT_ID, FORMAT_LOST = 1 << 2, 1 << 4
 
-ATTR_FLAG_MMAP, ATTR_FLAG_COMM = 1 << 8, 1 << 9
-ATTR_FLAG_EXCLUDE_GUEST = 1 << 20  # as perf record sets it: the event is named plain "cpu-clock"
+# perf_event_attr's flag bits, as perf record sets them for a command
+ATTR_DISABLED, ATTR_INHERIT, ATTR_MMAP, ATTR_COMM = 1 << 0, 1 << 1, 1 << 8, 1 << 9
+ATTR_ENABLE_ON_EXEC, ATTR_TASK, ATTR_SAMPLE_ID_ALL = 1 << 12, 1 << 13, 1 << 18
+ATTR_EXCLUDE_GUEST, ATTR_MMAP2, ATTR_COMM_EXEC = 1 << 20, 1 << 23, 1 << 24
+ATTR_CONTEXT_SWITCH, ATTR_BUILD_ID = 1 << 26, 1 << 34
+ATTR_FLAGS = (ATTR_DISABLED | ATTR_INHERIT | ATTR_MMAP | ATTR_COMM | ATTR_ENABLE_ON_EXEC | ATTR_TASK
+              | ATTR_SAMPLE_ID_ALL | ATTR_EXCLUDE_GUEST | ATTR_MMAP2 | ATTR_COMM_EXEC | ATTR_BUILD_ID)
 
-RECORD_MMAP, RECORD_COMM, RECORD_SAMPLE = 1, 3, 9
+RECORD_LOST, RECORD_COMM, RECORD_EXIT, RECORD_FORK = 2, 3, 4, 7
+RECORD_SAMPLE, RECORD_MMAP2, RECORD_SWITCH_CPU_WIDE = 9, 10, 15
 MISC_KERNEL, MISC_USER = 1, 2
+MISC_COMM_EXEC = 1 << 13
+MISC_SWITCH_OUT = 1 << 13
+MISC_MMAP_BUILD_ID = 1 << 14
 
 CONTEXT_KERNEL = (1 << 64) - 128
 CONTEXT_USER = (1 << 64) - 512
-PID_ALL = 0xFFFFFFFF  # -1: the kernel's mappings belong to every process
-
-HEADER_BUILD_ID = 2  # the feature bit of the build-id table
-MISC_BUILD_ID_SIZE = 1 << 15  # the entry says how long its build-id is
+PID_ALL = 0xFFFFFFFF  # -1: the kernel's mapping belongs to every process
+PROT_READ_EXEC, MAP_PRIVATE = 5, 2
 KERNEL_DSO = "[kernel.kallsyms]"
+KERNEL_MAP = KERNEL_DSO + "_text"
+
+
+class Event:
+    """One perf_event_attr: the samples of one KPROFILE_SOURCE, as perf names
+    the event (type, config, name), the sampling period and its ids, one per
+    CPU."""
+
+    def __init__(self, source, period, ids, switches=False):
+        self.name, self.type, self.config = perf_event(source)
+        self.pmu, self.pmu_type = PMU_TYPES[self.type]
+        self.period, self.ids = period, ids
+        self.flags = ATTR_FLAGS | (ATTR_CONTEXT_SWITCH if switches else 0)
+
+    def attr(self):
+        head = struct.pack("<IIQQQQQ", self.type, ATTR_SIZE, self.config, self.period, SAMPLE_TYPE,
+                           FORMAT_ID | FORMAT_LOST, self.flags)
+        return head + b"\0" * (ATTR_SIZE - len(head))
+
+    def id_of(self, cpu):
+        return self.ids[cpu % len(self.ids)]
+
+
+def perf_event(source):
+    """(name, type, config) of a KPROFILE_SOURCE."""
+    if source in PERF_EVENTS:
+        return PERF_EVENTS[source]
+    name = SOURCE_NAMES[source] if source < len(SOURCE_NAMES) else "source%d" % source
+    return name, PERF_TYPE_RAW, source
+
+
+def events_of(p, default_period):
+    """{source: Event} for every source with samples, ids numbered from 1
+    (an event's ids follow the previous one's); each period is the export's
+    interval for the source (ProfileTime's in ns), else DEFAULT_PERIOD."""
+    ncpus = p.ncpus or max([s.cpu for s in p.samples] + [0]) + 1
+    out = {}
+    for k, source in enumerate(sorted({s.source for s in p.samples}) or [0]):
+        period = p.sources.get(source, 0) * (PROFILE_TIME_UNIT_NS if source == 0 else 1) or default_period
+        ids = list(range(k * ncpus + 1, (k + 1) * ncpus + 1))
+        out[source] = Event(source, period, ids, switches=bool(p.cswitches))
+    return out
+
+
+# --- records ---------------------------------------------------------------------
 
 
 def _padded(text):
@@ -74,30 +161,55 @@ def _record(rtype, misc, body):
     return struct.pack("<IHH", rtype, misc, size) + body
 
 
-def comm_record(pid, tid, name):
-    return _record(RECORD_COMM, 0, struct.pack("<II", pid, tid) + _padded(name[:15]))
+def sample_id(pid, tid, time_ns, cpu, ident):
+    """The sample_id_all trailer of a record that is not a sample, for
+    TID | TIME | CPU | IDENTIFIER: pid, tid, time, cpu, res, id."""
+    return struct.pack("<IIQIIQ", pid, tid, time_ns, cpu, 0, ident)
 
 
-def mmap_record(pid, tid, addr, length, pgoff, filename, misc):
-    return _record(RECORD_MMAP, misc, struct.pack("<IIQQQ", pid, tid, addr, length, pgoff) + _padded(filename))
+def comm_record(pid, tid, name, trailer, exec_=False):
+    body = struct.pack("<II", pid, tid) + _padded(name[:15]) + trailer
+    return _record(RECORD_COMM, MISC_COMM_EXEC if exec_ else 0, body)
 
 
-def sample_record(sample, time_ns, period):
-    """SAMPLE: ip, pid/tid, time, cpu/res, period, nr and the chain."""
+def task_record(rtype, pid, ppid, tid, ptid, time_ns, trailer):
+    """FORK or EXIT: pid, ppid, tid, ptid, time."""
+    return _record(rtype, 0, struct.pack("<IIIIQ", pid, ppid, tid, ptid, time_ns) + trailer)
+
+
+def mmap2_record(pid, tid, addr, length, pgoff, build_id, filename, misc, trailer):
+    """MMAP2 carrying a build-id (PERF_RECORD_MISC_MMAP_BUILD_ID): the id's
+    size, two reserved fields and the id in 20 bytes where maj, min, ino and
+    ino_generation would be; prot, flags, the file name."""
+    body = struct.pack("<IIQQQ", pid, tid, addr, length, pgoff)
+    body += struct.pack("<BBH", len(build_id), 0, 0) + build_id.ljust(20, b"\0")
+    body += struct.pack("<II", PROT_READ_EXEC, MAP_PRIVATE) + _padded(filename) + trailer
+    return _record(RECORD_MMAP2, misc | (MISC_MMAP_BUILD_ID if build_id else 0), body)
+
+
+def sample_record(sample, time_ns, period, ident):
+    """SAMPLE: identifier, ip, pid/tid, time, cpu/res, period, nr and the chain."""
     kernel = [a for space, a, _, _ in sample.frames if space == "k"]
     user = [a for space, a, _, _ in sample.frames if space == "u"]
     chain = ([CONTEXT_KERNEL] + kernel if kernel else []) + ([CONTEXT_USER] + user if user else [])
     ip = sample.frames[0][1]
-    body = struct.pack("<QIIQIIQQ", ip, sample.pid, sample.tid, time_ns, sample.cpu, 0, period, len(chain))
+    body = struct.pack("<QQIIQIIQQ", ident, ip, sample.pid, sample.tid, time_ns, sample.cpu, 0, period,
+                       len(chain))
     body += struct.pack("<%dQ" % len(chain), *chain)
     return _record(RECORD_SAMPLE, MISC_KERNEL if sample.mode == "k" else MISC_USER, body)
 
 
-def attr_bytes(period):
-    """struct perf_event_attr, version 7: cpu-clock samples every PERIOD ns."""
-    head = struct.pack("<IIQQQQQ", PERF_TYPE_SOFTWARE, ATTR_SIZE, PERF_COUNT_SW_CPU_CLOCK, period,
-                       SAMPLE_TYPE, 0, ATTR_FLAG_MMAP | ATTR_FLAG_COMM | ATTR_FLAG_EXCLUDE_GUEST)
-    return head + b"\0" * (ATTR_SIZE - len(head))
+def lost_record(ident, count, trailer):
+    return _record(RECORD_LOST, 0, struct.pack("<QQ", ident, count) + trailer)
+
+
+def switch_record(out, other_pid, trailer):
+    """SWITCH_CPU_WIDE: the thread switched to (out) or from (in)."""
+    return _record(RECORD_SWITCH_CPU_WIDE, MISC_SWITCH_OUT if out else 0,
+                   struct.pack("<II", other_pid, other_pid) + trailer)
+
+
+# --- the ELF files, with build-ids ----------------------------------------------
 
 
 def elf_file_offset(path, vaddr):
@@ -114,6 +226,97 @@ def elf_file_offset(path, vaddr):
     raise ValueError("%s: no loadable segment holds %#x" % (path, vaddr))
 
 
+def build_id_note(build_id):
+    """An ELF note section's bytes: NT_GNU_BUILD_ID (3), owner "GNU"."""
+    return struct.pack("<III", 4, len(build_id), 3) + b"GNU\0" + build_id
+
+
+def with_build_id(elf, out_dir, name=None):
+    """(path, build-id): a copy of ELF in OUT_DIR (as NAME) with a
+    .note.gnu.build-id section holding the SHA-1 of ELF's bytes."""
+    with open(elf, "rb") as f:
+        build_id = hashlib.sha1(f.read()).digest()
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir, name or os.path.basename(elf))
+    with tempfile.NamedTemporaryFile(suffix=".note") as note:
+        note.write(build_id_note(build_id))
+        note.flush()
+        subprocess.run(["objcopy", "--add-section", ".note.gnu.build-id=" + note.name,
+                        "--set-section-flags", ".note.gnu.build-id=readonly", elf, out],
+                       check=True, capture_output=True)
+    return os.path.abspath(out), build_id
+
+
+def load_headers(path):
+    """Makes the ELF file PATH say its headers are loaded below its text, in
+    a read-only PT_LOAD that takes the place of PT_GNU_STACK, first in the
+    table. The guest's programs put the text at file offset 0x1000 and map
+    no headers, so a process maps the text from that offset; hotspot's
+    parser (perfparser app/perfsymboltable.cpp) takes a mapping's address
+    less its file offset for where the ELF's first PT_LOAD starts, and with
+    no headers segment reports the file again for every address ("address
+    range overlaps an existing module"). Symbols and code are unchanged."""
+    with open(path, "r+b") as f:
+        data = bytearray(f.read())
+        phoff, = struct.unpack_from("<Q", data, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+        phdrs = [bytes(data[phoff + i * phentsize:phoff + (i + 1) * phentsize]) for i in range(phnum)]
+        kinds = [struct.unpack_from("<I", ph)[0] for ph in phdrs]
+        PT_LOAD, PT_GNU_STACK = 1, 0x6474E551
+        if PT_GNU_STACK not in kinds or PT_LOAD not in kinds:
+            return
+        _, _, offset, vaddr = struct.unpack_from("<IIQQ", phdrs[kinds.index(PT_LOAD)])
+        if offset == 0 or vaddr < offset:
+            return
+        head = struct.pack("<IIQQQQQQ", PT_LOAD, 4, 0, vaddr - offset, vaddr - offset, offset, offset, 0x1000)
+        table = [head] + [ph for ph, k in zip(phdrs, kinds) if k != PT_GNU_STACK]
+        data[phoff:phoff + phnum * phentsize] = b"".join(ph.ljust(phentsize, b"\0") for ph in table)
+        f.seek(0)
+        f.write(data)
+
+
+def kallsyms_path(build_id):
+    return os.path.join(os.path.expanduser("~"), ".debug", KERNEL_DSO, build_id.hex(), "kallsyms")
+
+
+def cache_kernel(path, build_id=None):
+    """Adds the kernel copy PATH to perf's build-id cache and its symbols as
+    a kallsyms file beside it; False when perf is not installed (the kallsyms
+    file is written all the same)."""
+    if build_id:
+        out = kallsyms_path(build_id)
+        try:
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            with open(out, "w") as f:
+                f.writelines("%016x T %s\n" % (a, n) for a, n in profdata.elf_functions(path))
+        except OSError as e:
+            print("profview: cannot write %s (%s): hotspot needs --kallsyms for kernel frames" % (out, e))
+    if not shutil.which("perf"):
+        return False
+    subprocess.run(["perf", "buildid-cache", "-a", path], check=True, capture_output=True)
+    return True
+
+
+# --- the data section --------------------------------------------------------------
+
+
+class Recording:
+    """A Profile's records for perf: the images (path and build-id each),
+    the events by source (records other than samples name the first) and
+    the time base."""
+
+    def __init__(self, p, images, events):
+        self.p, self.images, self.events = p, images, events
+        self.event = events[min(events)]
+        self.hz = p.tsc_hz or 10 ** 9
+
+    def ns(self, tsc):
+        return tsc * 10 ** 9 // self.hz
+
+    def trailer(self, pid, tid, time_ns, cpu=0):
+        return sample_id(pid, tid, time_ns, cpu, self.event.id_of(cpu))
+
+
 def process_names(p):
     """{pid: name}: each process's image name, the idle thread "swapper" (as
     perf names pid 0)."""
@@ -124,83 +327,173 @@ def process_names(p):
     return names
 
 
-def mapping_records(p, syms):
-    """MMAP records: the kernel's (every process's) and each program image's,
-    named by the absolute path of the ELF file that symbolizes it."""
+def kernel_records(r):
+    """The kernel's MMAP2 (pid -1, once), as perf record synthesizes it."""
     out = []
-    for pid, name, base, end in p.images:
-        path = syms.path(name)
-        if path is None or path.endswith(".nm"):
-            continue
-        path = os.path.abspath(path)
-        if pid == 0:
-            first = syms.get(name).lookup(base)[0] if syms.get(name) else None
-            dso = KERNEL_DSO + (first or "_text")
-            out.append(mmap_record(PID_ALL, 0, base, end - base, base, dso, MISC_KERNEL))
-        else:
-            out.append(mmap_record(pid, pid, base, end - base, elf_file_offset(path, base), path, MISC_USER))
+    for pid, name, base, end in r.p.images:
+        if pid == 0 and name in r.images:
+            path, build_id = r.images[name]
+            t = r.ns(r.p.map_tsc.get(0, 0))
+            out.append((t, 0, mmap2_record(PID_ALL, 0, base, end - base, base, build_id, KERNEL_MAP,
+                                           MISC_KERNEL, r.trailer(PID_ALL, 0, t))))
+            break
     return out
 
 
-def build_id_section(kernel_id):
-    """The build-id feature: one perf_record_header_build_id, the kernel's."""
-    body = struct.pack("<i", -1) + kernel_id + b"\0" * (20 - len(kernel_id)) + struct.pack("<BBH", len(kernel_id), 0, 0)
-    body += _padded(KERNEL_DSO)
-    return struct.pack("<IHH", 0, MISC_KERNEL | MISC_BUILD_ID_SIZE, 8 + len(body)) + body
+def last_seen(p, pid, tid):
+    """The TSC of a thread's last sample or switch (in or out)."""
+    times = [s.tsc for s in p.samples if s.pid == pid and s.tid == tid]
+    times += [c[1] for c in p.cswitches if tid == pid and pid in (c[2], c[3])]
+    return max(times)
 
 
-def build_id_note(build_id):
-    """An ELF note section's bytes: NT_GNU_BUILD_ID (3), owner "GNU"."""
-    return struct.pack("<III", 4, len(build_id), 3) + b"GNU\0" + build_id
+def thread_records(r, pid, tids):
+    """A process's FORK one nanosecond before its image was mapped (readers
+    give the child its parent's maps at the fork), COMM and MMAP2 then, and
+    each thread's EXIT one nanosecond after its last sample or switch (the
+    log does not say when a process ends)."""
+    p = r.p
+    first = min(s.tsc for s in p.samples if s.pid == pid)
+    t = r.ns(min(p.map_tsc.get(pid, first), first))
+    parent = p.parents.get(pid, 0)
+    name = process_names(p).get(pid, "pid%d" % pid)
+    out = []
+    for tid in sorted(tids):
+        ppid, ptid = (parent, parent) if tid == pid else (pid, pid)
+        out.append((t - 1, 1, task_record(RECORD_FORK, pid, ppid, tid, ptid, t - 1, r.trailer(pid, tid, t - 1))))
+        out.append((t, 2, comm_record(pid, tid, name, r.trailer(pid, tid, t), exec_=tid == pid)))
+        end = r.ns(last_seen(p, pid, tid)) + 1
+        out.append((end, 9, task_record(RECORD_EXIT, pid, ppid, tid, ptid, end, r.trailer(pid, tid, end))))
+    for ipid, image, base, end in p.images:
+        if ipid == pid and image in r.images:
+            path, build_id = r.images[image]
+            out.append((t, 3, mmap2_record(pid, pid, base, end - base, elf_file_offset(path, base), build_id,
+                                           path, MISC_USER, r.trailer(pid, pid, t))))
+            break
+    return out
 
 
-def kernel_with_build_id(kernel, out_dir):
-    """(path, build-id): a copy of KERNEL in OUT_DIR with a .note.gnu.build-id
-    section holding the SHA-1 of KERNEL's bytes."""
-    with open(kernel, "rb") as f:
-        build_id = hashlib.sha1(f.read()).digest()
-    os.makedirs(out_dir, exist_ok=True)
-    out = os.path.join(out_dir, "kernel.elf")
-    with tempfile.NamedTemporaryFile(suffix=".note") as note:
-        note.write(build_id_note(build_id))
-        note.flush()
-        subprocess.run(["objcopy", "--add-section", ".note.gnu.build-id=" + note.name,
-                        "--set-section-flags", ".note.gnu.build-id=readonly", kernel, out],
-                       check=True, capture_output=True)
-    return out, build_id
+def process_records(r):
+    """Every process's records: the idle thread's name, and the rest for
+    each process with samples."""
+    tids = collections.defaultdict(set)
+    for s in r.p.samples:
+        tids[s.pid].add(s.tid)
+    out = []
+    for pid in sorted(tids):
+        if pid == 0:
+            for tid in sorted(tids[0]):
+                out.append((0, 2, comm_record(0, tid, "swapper", r.trailer(0, tid, 0))))
+        else:
+            out += thread_records(r, pid, tids[pid])
+    return out
 
 
-def cache_kernel(path):
-    """Adds PATH to perf's build-id cache; False when perf is not installed."""
-    if not shutil.which("perf"):
-        return False
-    subprocess.run(["perf", "buildid-cache", "-a", path], check=True, capture_output=True)
-    return True
+def sample_records(r):
+    out = []
+    for s in r.p.samples:
+        event = r.events[s.source]
+        out.append((r.ns(s.tsc), 5, sample_record(s, r.ns(s.tsc), event.period, event.id_of(s.cpu))))
+    return out
 
 
-def perf_data(p, syms, period=1, kernel_id=None):
-    """The bytes of a perf.data file holding P's samples, each PERIOD ns of
-    cpu-clock (perf report's event count is their sum); KERNEL_ID, the
-    kernel ELF's build-id, makes the build-id feature section."""
-    names = process_names(p)
-    body = []
-    seen = set()
-    for s in p.samples:
-        if (s.pid, s.tid) not in seen:
-            seen.add((s.pid, s.tid))
-            body.append(comm_record(s.pid, s.tid, names.get(s.pid, "pid%d" % s.pid)))
-    body += mapping_records(p, syms)
-    body += [sample_record(s, p.ns(s.tsc), period) for s in sorted(p.samples, key=lambda s: s.tsc)]
-    data = b"".join(body)
-    entry = attr_bytes(period) + struct.pack("<QQ", 0, 0)
-    attrs_off = HEADER_SIZE
-    data_off = attrs_off + len(entry)
-    header = MAGIC + struct.pack("<QQ", HEADER_SIZE, len(entry))
-    header += struct.pack("<QQQQQQ", attrs_off, len(entry), data_off, len(data), 0, 0)
-    if not kernel_id:
-        return header + b"\0" * 32 + entry + data
-    # The features follow the data: an {offset, size} per set bit, then each one.
-    feature = build_id_section(kernel_id)
-    table_off = data_off + len(data)
-    header += struct.pack("<QQQQ", 1 << HEADER_BUILD_ID, 0, 0, 0)
-    return header + entry + data + struct.pack("<QQ", table_off + 16, len(feature)) + feature
+def lost_records(r):
+    """LOST: each `lost` line at its time (the CPU's last sample's when the
+    export has none), in the name of the thread that CPU last sampled."""
+    samples = sorted(r.p.samples, key=lambda s: s.tsc)
+    out = []
+    for cpu, count, tsc in r.p.lost_records:
+        before = [s for s in samples if s.cpu == cpu and (not tsc or s.tsc <= tsc)]
+        last = before[-1] if before else None
+        tsc = tsc or (last.tsc if last else 0)
+        pid, tid = (last.pid, last.tid) if last else (0, 0)
+        t = r.ns(tsc)
+        out.append((t, 6, lost_record(r.event.id_of(cpu), count, r.trailer(pid, tid, t, cpu))))
+    return out
+
+
+def switch_records(r):
+    """SWITCH_CPU_WIDE out of the old thread and into the new one at each
+    `cswitch` line (the guest's threads are its processes: tid = pid)."""
+    out = []
+    for cpu, tsc, old, new, _ in r.p.cswitches:
+        t = r.ns(tsc)
+        out.append((t, 7, switch_record(True, new, r.trailer(old, old, t, cpu))))
+        out.append((t, 8, switch_record(False, old, r.trailer(new, new, t, cpu))))
+    return out
+
+
+def data_section(r):
+    """The records in time order (at one time: the kernel's map, FORK, COMM,
+    MMAP2, samples, LOST, switches, EXIT)."""
+    records = kernel_records(r) + process_records(r) + sample_records(r) + lost_records(r) + switch_records(r)
+    records.sort(key=lambda t: (t[0], t[1]))
+    return b"".join(rec for _, _, rec in records)
+
+
+# --- the file ---------------------------------------------------------------------
+
+
+def image_files(p, syms, out_dir):
+    """{image name: (absolute path of a copy with a build-id, build-id)} for
+    every image with an ELF file; the kernel's copy is OUT_DIR/kernel.elf."""
+    out = {}
+    for _, name, _, _ in p.images:
+        path = syms.path(name)
+        if name in out or path is None or path.endswith(".nm"):
+            continue
+        out[name] = with_build_id(path, out_dir, "kernel.elf" if name == "kernel" else name)
+        if name != "kernel":
+            load_headers(out[name][0])
+    return out
+
+
+def build_ids(p, images):
+    """[(build-id, DSO name, is the kernel)] of the images with samples."""
+    hit = {image for s in p.samples for _, _, image, _ in s.frames}
+    out = []
+    for name, (path, build_id) in sorted(images.items()):
+        if name in hit:
+            out.append((build_id, KERNEL_DSO if name == "kernel" else path, name == "kernel"))
+    return out
+
+
+def header_info(p, cmdline):
+    """The features' facts: the guest's CPU as its export names it."""
+    ncpus = p.ncpus or max([s.cpu for s in p.samples] + [0]) + 1
+    return {"host": "pmc", "release": "pmc", "version": "6.1 (pmc profview)", "arch": "x86_64",
+            "ncpus": ncpus, "cpudesc": p.cpu_desc, "cpuid": p.cpu_id, "cmdline": cmdline}
+
+
+def perf_data(p, syms, period=1, images=None, cmdline=("profile", "record")):
+    """The bytes of a perf.data file holding P's samples, an event per
+    source; PERIOD: the period of a source the export gives no interval for
+    (perf report's event count is the periods' sum). IMAGES: image_files'
+    copies with build-ids; without them the MMAP2 records name the ELF files
+    as they are, with no build-id (perf then names no kernel frame right)."""
+    events = events_of(p, period)
+    images = images or plain_images(p, syms)
+    data = data_section(Recording(p, images, events))
+    order = [events[k] for k in sorted(events)]
+    ids = b"".join(struct.pack("<%dQ" % len(e.ids), *e.ids) for e in order)
+    attrs_off = HEADER_SIZE + len(ids)
+    entries, at = b"", HEADER_SIZE
+    for e in order:
+        entries += e.attr() + struct.pack("<QQ", at, 8 * len(e.ids))
+        at += 8 * len(e.ids)
+    data_off = attrs_off + len(entries)
+    features = perfheader.sections(header_info(p, list(cmdline)), order, build_ids(p, images))
+    bitmap, tail = perfheader.layout(features, data_off + len(data))
+    header = MAGIC + struct.pack("<QQ", HEADER_SIZE, len(entries) // len(order))
+    header += struct.pack("<QQQQQQ", attrs_off, len(entries), data_off, len(data), 0, 0) + bitmap
+    return header + ids + entries + data + tail
+
+
+def plain_images(p, syms):
+    """{image: (absolute path, no build-id)}: the ELF files as they are."""
+    out = {}
+    for _, name, _, _ in p.images:
+        path = syms.path(name)
+        if path and not path.endswith(".nm"):
+            out.setdefault(name, (os.path.abspath(path), b""))
+    return out

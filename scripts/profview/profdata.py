@@ -184,6 +184,11 @@ class Profile:
         self.mode_by_cpu = collections.defaultdict(collections.Counter)
         self.pid_names = {}
         self.lost = collections.Counter()
+        self.lost_records = []  # (cpu, count, tsc; 0 when the export has none)
+        self.parents = {}  # pid -> the pid that started it (image lines that say)
+        self.map_tsc = {}  # pid -> the TSC of its first map record
+        self.cpu_id = self.cpu_desc = ""  # `cpu VENDOR,FAMILY,MODEL,STEPPING BRAND`
+        self.sources = {}  # KPROFILE_SOURCE -> its units per sample (`source` line)
         self.guest_folded = collections.Counter()
         self.warnings = []
         # An export's samples one by one, in log order: Sample tuples
@@ -251,14 +256,16 @@ def label(image, func):
     return func + KERNEL_SUFFIX if image == "kernel" and not func.endswith(KERNEL_SUFFIX) else func
 
 
-Sample = collections.namedtuple("Sample", "tsc cpu pid tid mode frames truncated")
+Sample = collections.namedtuple("Sample", "tsc cpu pid tid mode frames truncated source", defaults=(0,))
 
-SAMPLE = re.compile(r"^sample (\d+) (\d+) (\d+) (\d+) ([uk]) (\S+)$")
+SAMPLE = re.compile(r"^sample (\d+) (\d+) (\d+) (\d+) ([uk]) (\S+)(?: (\d+))?$")
+SOURCE = re.compile(r"^source (\d+) (\d+)$")
 CLOCK = re.compile(r"^clock (\d+) (\d+)$")
 CSWITCH = re.compile(r"^cswitch (\d+) (\d+) (\d+) (\d+) (\S+)$")
-IMAGE = re.compile(r"^image (\d+) (\S+) ([0-9a-fA-F]+) ([0-9a-fA-F]+)$")
-LOST = re.compile(r"^lost (\d+) (\d+)$")
+IMAGE = re.compile(r"^image (\d+) (\S+) ([0-9a-fA-F]+) ([0-9a-fA-F]+)(?: (\d+) (\d+))?$")
+LOST = re.compile(r"^lost (\d+) (\d+)(?: (\d+))?$")
 FOLDED = re.compile(r"^folded (.+) (\d+)$")
+CPU = re.compile(r"^cpu (\S+) (.+)$")
 
 
 def from_export(block, syms, title="profile"):
@@ -271,6 +278,9 @@ def from_export(block, syms, title="profile"):
             pid, name = int(m.group(1)), m.group(2)
             p.images.append((pid, name, int(m.group(3), 16), int(m.group(4), 16)))
             p.pid_names.setdefault(pid, name)
+            if m.group(5):
+                p.parents.setdefault(pid, int(m.group(5)))
+                p.map_tsc.setdefault(pid, int(m.group(6)))
             continue
         m = SAMPLE.match(line)
         if m:
@@ -279,10 +289,19 @@ def from_export(block, syms, title="profile"):
         m = LOST.match(line)
         if m:
             p.lost[int(m.group(1))] += int(m.group(2))
+            p.lost_records.append((int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)))
             continue
         m = FOLDED.match(line)
         if m:
             p.guest_folded[m.group(1)] += int(m.group(2))
+            continue
+        m = SOURCE.match(line)
+        if m:
+            p.sources[int(m.group(1))] = int(m.group(2))
+            continue
+        m = CPU.match(line)
+        if m:
+            p.cpu_id, p.cpu_desc = m.group(1), m.group(2).strip()
             continue
         m = CLOCK.match(line)
         if m:
@@ -331,7 +350,8 @@ def from_export(block, syms, title="profile"):
             full.append((space, addr, image, func))
         if not named:
             continue
-        p.samples.append(Sample(int(m.group(4)), cpu, pid, int(m.group(3)), mode, full, bool(trunc)))
+        p.samples.append(Sample(int(m.group(4)), cpu, pid, int(m.group(3)), mode, full, bool(trunc),
+                                int(m.group(7) or 0)))
         stack = [label(image, func) for image, func in reversed(named)]
         if trunc:
             stack.insert(0, TRUNCATED)

@@ -11,8 +11,9 @@
         per-function hits and % of two profiles, sorted by |change|;
         --html also writes a differential flame graph
     profview.py perfdata INPUT [--out DIR | -o FILE]
-        DIR/perf.data for perf report / perf script; the kernel ELF, with a
-        build-id added (DIR/perf/kernel.elf), goes into perf's build-id cache
+        DIR/perf.data for perf report, perf script, perf annotate and hotspot;
+        the images, with build-ids added, in DIR/perf/ (the kernel's goes into
+        perf's build-id cache, its symbols to ~/.debug/[kernel.kallsyms]/)
     profview.py speedscope INPUT [--out DIR]
         DIR/profile.speedscope.json (a sampled profile per process and per
         CPU, in ns) and, from a --cswitch recording's export,
@@ -111,23 +112,39 @@ def load_export(args, src):
     return p
 
 
+def record_command(src):
+    """The guest's command line that recorded the export load_export takes
+    (the last `profile record` typed before it), as words without sudo."""
+    lines = profdata.console_lines(src)
+    begins = [i for i, l in enumerate(lines) if l.strip() == profdata.EXPORT_BEGIN]
+    blocks = profdata.export_blocks(lines)
+    end = len(lines)
+    for i, block in zip(begins, blocks):
+        if any(l.startswith("sample ") for l in block):
+            end = i
+    typed = [l[4:].split() for l in lines[:end] if l.startswith("sh$ ") and "profile record" in l]
+    words = typed[-1] if typed else ["profile", "record"]
+    return words[1:] if words[:1] == ["sudo"] else words
+
+
 def do_perfdata(args, src=None):
-    p = load_export(args, src or args.input)
+    src = src or args.input
+    p = load_export(args, src)
     if not p.samples:
-        print("profview: %s: no samples" % (src or args.input), file=sys.stderr)
+        print("profview: %s: no samples" % src, file=sys.stderr)
         return 1
     out = args.output or os.path.join(args.out, "perf.data")
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-    kernel_id = None
-    if args.kernel and os.path.exists(args.kernel):
-        elf, kernel_id = perfdata.kernel_with_build_id(args.kernel, os.path.join(os.path.dirname(out) or ".", "perf"))
-        if perfdata.cache_kernel(elf):
-            print("profview: %s is in perf's build-id cache (%s)" % (elf, kernel_id.hex()))
-        else:
-            print("profview: perf is not installed; `perf buildid-cache -a %s` names the kernel's frames" % elf)
+    syms = symbol_dirs(args)
+    images = perfdata.image_files(p, syms, os.path.join(os.path.dirname(out) or ".", "perf"))
     with open(out, "wb") as f:
-        f.write(perfdata.perf_data(p, symbol_dirs(args), speedscope.sample_interval(p), kernel_id))
-    print("wrote %s (%d samples; perf report -i %s)" % (out, len(p.samples), out))
+        f.write(perfdata.perf_data(p, syms, speedscope.sample_interval(p), images, record_command(src)))
+    if "kernel" in images:
+        kernel, build_id = images["kernel"]
+        cached = perfdata.cache_kernel(kernel, build_id)
+        print("profview: %s %s" % (kernel, "is in perf's build-id cache (%s)" % build_id.hex() if cached else
+                                   "(perf is not installed: `perf buildid-cache -a` it to name kernel frames)"))
+    print("wrote %s (%d samples; perf report -i %s, hotspot %s)" % (out, len(p.samples), out, out))
     return 0
 
 

@@ -46,3 +46,4 @@ void test_acpi(void);
 void test_cmdline(void);
 void test_profile_index(void);
 void test_ring(void);
+void test_object(void);

@@ -56,6 +56,7 @@ int main(void)
     test_ring();
     test_lapic();
     test_callchain();
+    test_object();
     printf("# host unit tests: %d passed, %d failed\n", harness_count - harness_failures,
            harness_failures);
     return harness_failures ? 1 : 0;

@@ -33,6 +33,7 @@ static struct {
 } switch_watchers[SCHED_SWITCH_WATCHERS];
 static unsigned nswitch_watchers;
 static struct profile_process areas[16]; // a process's area, by pid % 16
+static struct process *listed[16];       // the live processes, by pid % 16
 struct ke_host_log ke_host_log;
 
 void process_watch(process_watcher fn)
@@ -59,6 +60,7 @@ void ke_host_reset(unsigned n)
     sched_tick_hook = NULL;
     process_fault_hook = NULL;
     nprocess_watchers = nswitch_watchers = 0;
+    memset(listed, 0, sizeof listed);
     memset(&ke_host_log, 0, sizeof ke_host_log);
 }
 
@@ -89,6 +91,16 @@ void ke_host_process(struct process *p, struct thread *t, uint32_t pid)
     p->privileged = true;
     t->proc = p;
     t->cpu = -1;
+    listed[pid % 16] = p;
+}
+
+struct pmc *ke_host_allocate(struct process *owner, uint32_t source, uint32_t mode, uint32_t flags,
+                             NTSTATUS *st)
+{
+    struct pmc_alloc a = {.source = source, .mode = mode, .flags = flags, .cpu = PMC_CPU_ANY};
+    struct object *o = NULL;
+    *st = pmc_allocate(owner, &a, &o);
+    return NT_SUCCESS(*st) ? pmc_from_object(o) : NULL;
 }
 
 struct thread *ke_host_running(unsigned cpu)
@@ -232,18 +244,28 @@ void sample_plans_drop(void)
 
 // ---- what the PMC object calls and these tests do not exercise ----
 
+// The processes ke_host_process made, with their parents (0 unless the test
+// set one), as core/process.c lists them.
 unsigned process_list(struct sys_process_info *out, unsigned skip, unsigned max)
 {
-    (void)out;
-    (void)skip;
-    (void)max;
-    return 0;
+    unsigned n = 0, seen = 0;
+    for (unsigned k = 0; k < 16 && n < max; k++) {
+        const struct process *p = listed[k];
+        if (!p || p->exited || seen++ < skip)
+            continue;
+        out[n++] =
+            (struct sys_process_info){.pid = p->pid, .parent = p->parent, .state = PROC_RUNNABLE};
+    }
+    return n;
 }
 
 struct process *process_by_pid(uint32_t pid)
 {
-    (void)pid;
-    return NULL;
+    struct process *p = listed[pid % 16];
+    if (!p || p->pid != pid || p->exited)
+        return NULL;
+    object_ref(&p->obj);
+    return p;
 }
 
 const struct ramdisk_file *ramdisk_find(const char *name)

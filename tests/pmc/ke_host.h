@@ -14,6 +14,10 @@ struct model_config;
 void ke_host_boot(const struct model_config *cfg);
 // A live privileged process with one thread that has not run.
 void ke_host_process(struct process *p, struct thread *t, uint32_t pid);
+// pmc_allocate by owner of source in mode with flags, on every CPU: the PMC,
+// or NULL with *st the status.
+struct pmc *ke_host_allocate(struct process *owner, uint32_t source, uint32_t mode, uint32_t flags,
+                             NTSTATUS *st);
 // Switch cpu to next (NULL: its idle thread), as switch_to does: the PMC
 // layer's switch work runs there with interrupts off.
 void ke_host_switch(unsigned cpu, struct thread *next);

@@ -70,3 +70,23 @@ check-pmc-freestanding:
 	@for cc in $(PMC_HOST_CCS); do for f in $(PMC_KERNEL_SRCS); do \
 	    $$cc $(PMC_KERNEL_CFLAGS) -c $$f -o $(PMC_BUILD)/freestanding/$$cc-$$(basename $$f .c).o \
 	    || exit 1; done; echo "kernel/pmc compiles freestanding with $$cc"; done
+
+# make pmu-explore: the stateful explorer of the PMU layer (tests/pmc/explore):
+# seeded random sequences of what users and the kernel do, on every model
+# variant, with NMIs injected at the code's MSR accesses, checked against a
+# reference after every step. SEQS=N sequences (default 100000) from SEED=S;
+# VARIANT=NAME keeps to one variant; REPLAY='TEXT' runs a printed failure
+# again, step by step. Built as the other host tests are, under ASan and
+# UBSan; build/tests/pmc/pmu-explore.<compiler> for gcc and clang.
+PMU_EXPLORE_SRCS := $(PMC_KERNEL_SRCS) tests/pmc/pmu_model.c tests/pmc/ke_host.c tests/pmc/tap.c \
+    tests/pmc/test_util.c $(wildcard tests/pmc/explore/*.c)
+PMU_EXPLORE_CFLAGS := $(subst -O1,-O2,$(PMC_HOST_CFLAGS)) -iquote tests/pmc
+SEQS ?= 100000
+SEED ?= 1
+$(PMC_BUILD)/pmu-explore.%: $(PMC_HOST_DEPS) $(wildcard tests/pmc/explore/*)
+	@mkdir -p $(@D)
+	$* $(PMU_EXPLORE_CFLAGS) -o $@ $(PMU_EXPLORE_SRCS)
+.PHONY: pmu-explore
+pmu-explore: $(PMC_BUILD)/pmu-explore.gcc
+	@$(PMC_BUILD)/pmu-explore.gcc --seqs $(SEQS) --seed $(SEED) $(if $(VARIANT),--variant $(VARIANT)) \
+	    $(if $(REPLAY),--replay '$(REPLAY)')

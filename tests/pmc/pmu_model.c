@@ -171,7 +171,8 @@ struct mcpu {
     bool pmi_user;
     uint64_t pmis, lost, coalesced, masked_after;
     uint64_t counted[EV_COUNT];
-    uint64_t xclk_carry; // reference cycles not yet making a whole crystal tick
+    uint64_t handler_retired; // instructions (and core cycles) the PMI path retired
+    uint64_t xclk_carry;      // reference cycles not yet making a whole crystal tick
     uint64_t handler_ns;
     unsigned enable_while_masked;
     struct model_timer timers[TIMER_SLOTS];
@@ -264,6 +265,7 @@ void model_reset(const struct model_config *c)
 {
     cfg = *c;
     cpuid_table = NULL;
+    model_nmi_hook = NULL;
     cpuid_entries = 0;
     if (cfg.ncpus == 0 || cfg.ncpus > MODEL_MAX_CPUS)
         cfg.ncpus = 1;
@@ -601,6 +603,20 @@ static bool msr_write(uint32_t msr, uint64_t v, const char **why)
     return true;
 }
 
+void (*model_nmi_hook)(unsigned cpu, uint32_t msr, bool write);
+static bool in_nmi_hook;
+
+// An NMI taken right after an access made outside the PMI: where a hypervisor
+// injects a pending NMI, on the VM entry after an intercepted rdmsr/wrmsr.
+static void nmi_after_access(uint32_t msr, bool write)
+{
+    if (!model_nmi_hook || in_nmi_hook || mcpus[current].in_pmi)
+        return;
+    in_nmi_hook = true;
+    model_nmi_hook(current, msr, write);
+    in_nmi_hook = false;
+}
+
 // One access: its cost, and its #GP. A plain rdmsr/wrmsr that faults panics
 // the kernel (a failed check); the _safe ones return false, as the fixup does.
 static bool access(bool write, bool safe, uint32_t msr, uint64_t *v)
@@ -613,6 +629,7 @@ static bool access(bool write, bool safe, uint32_t msr, uint64_t *v)
         safe_faults++;
     else if (!ok)
         gp_fault(write ? "wrmsr" : "rdmsr", msr, write ? *v : 0, why);
+    nmi_after_access(msr, write);
     if (interleaving)
         yield_to_scheduler(false); // another CPU may run between any two accesses
     return ok;
@@ -964,6 +981,7 @@ static void retire_in_handler(void)
 {
     if (cfg.handler_insns == 0)
         return;
+    mcpus[current].handler_retired += cfg.handler_insns;
     retire(current, EV_INSTRUCTIONS, cfg.handler_insns, MODEL_HANDLER_IP, false);
     retire(current, EV_CORE_CYCLES, cfg.handler_insns, MODEL_HANDLER_IP, false);
 }
@@ -1040,6 +1058,11 @@ uint64_t model_counted(unsigned cpu, enum model_event ev)
 {
     return mcpus[cpu].counted[ev];
 }
+uint64_t model_handler_retired(unsigned cpu)
+{
+    return mcpus[cpu].handler_retired;
+}
+
 uint64_t model_handler_ns(unsigned cpu)
 {
     return mcpus[cpu].handler_ns;
@@ -1492,9 +1515,9 @@ void model_console_clear(void)
 #if defined(__SANITIZE_ADDRESS__)
 #define MODEL_ASAN 1
 #endif
+#include "../xorshift.h"
 #ifdef MODEL_ASAN
 #include <sanitizer/common_interface_defs.h>
-#include "../xorshift.h"
 #define FIBER_START(save, bottom, size)  __sanitizer_start_switch_fiber(save, bottom, size)
 #define FIBER_FINISH(save, bottom, size) __sanitizer_finish_switch_fiber(save, bottom, size)
 #else

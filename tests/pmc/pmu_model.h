@@ -127,6 +127,9 @@ uint64_t model_pmis_lost(unsigned cpu);      // overflow while LVTPC masked, non
 uint64_t model_pmis_coalesced(unsigned cpu); // overflow while a PMI was already pending
 uint64_t model_counted(unsigned cpu, enum model_event ev); // events counted by >= 1 counter
 uint64_t model_handler_ns(unsigned cpu); // model time spent inside pmc_pmi_handler
+// Instructions the PMI path retired on cpu (handler_insns at entry and after
+// each access); as many core cycles. Kernel mode, counted by running counters.
+uint64_t model_handler_retired(unsigned cpu);
 // Handler time of the PMIs entered in each aligned window of window_ns: the
 // largest total, and how many windows had any.
 uint64_t model_max_handler_per_window(unsigned cpu, uint64_t window_ns, unsigned *windows);
@@ -163,6 +166,13 @@ bool model_user_rdpmc(unsigned cpu, uint32_t ecx, uint64_t *value);
 // as a context switch or the scheduler tick there; a PMI latched meanwhile is
 // taken after it, when interrupts come back on.
 void model_on_cpu(unsigned cpu, void (*fn)(void *arg), void *arg);
+// Called after every MSR access made outside the PMI, on the CPU that made
+// it, as an NMI taken there (not while the hook itself runs): where a
+// hypervisor that intercepts rdmsr/wrmsr injects a pending NMI at the VM entry
+// that resumes the guest. The hook does what the NMI would, e.g. retire
+// events that overflow a counter whose PMI is an NMI, deliver a pending PMI,
+// or fire a hook an NMI-delivered sample fires.
+extern void (*model_nmi_hook)(unsigned cpu, uint32_t msr, bool write);
 // Called once, then cleared, when the next smp_call_all begins (before any
 // CPU runs its function): a call the code under test makes at that point
 // races it, as another CPU's system call would.

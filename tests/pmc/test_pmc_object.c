@@ -22,10 +22,7 @@ static void retire(unsigned cpu, enum model_event ev, uint64_t n)
 
 static struct pmc *alloc_flags(uint32_t source, uint32_t mode, uint32_t flags, NTSTATUS *st)
 {
-    struct pmc_alloc a = {.source = source, .mode = mode, .flags = flags, .cpu = PMC_CPU_ANY};
-    struct object *o = NULL;
-    *st = pmc_allocate(&proc[0], &a, &o);
-    return NT_SUCCESS(*st) ? pmc_from_object(o) : NULL;
+    return ke_host_allocate(&proc[0], source, mode, flags, st);
 }
 
 static struct pmc *alloc(uint32_t source, uint32_t mode, NTSTATUS *st)

@@ -66,3 +66,4 @@ void test_pmc_object(void);
 void test_review(void);
 void test_interleave(void);
 void test_rings(void);
+void test_ownership(void);

@@ -8,15 +8,18 @@ import unittest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "profview"))
 import perfdata  # noqa: E402
+import perfheader  # noqa: E402
 import profdata  # noqa: E402
 import speedscope  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 CALLTREE_LOG = os.path.join(FIXTURES, "calltree-export.log")
 
-BLOCK = ["clock 2000000000 2",
-         "image 0 kernel ffffffff80100000 ffffffff80200000",
+BLOCK = ["cpu GenuineIntel,6,85,4 Test CPU",
+         "clock 2000000000 2",
+         "image 0 kernel ffffffff80100000 ffffffff80200000 0 500",
          "image 5 calltree 400000 402000",
+         "lost 0 4 2000",
          "sample 0 5 5 1000 u u:400108,u:4001e9",
          "sample 1 5 5 3000 k k:ffffffff80100010,u:4001e9",
          "sample 0 5 5 9000 u u:400108,u:4001e9",
@@ -27,7 +30,6 @@ BLOCK = ["clock 2000000000 2",
 
 def records(data):
     """[(type, misc, body)] of a perf.data file's data section."""
-    self_size, attr_size = struct.unpack_from("<QQ", data, 8)
     data_off, data_size = struct.unpack_from("<QQ", data, 40)
     out, off = [], data_off
     while off < data_off + data_size:
@@ -37,41 +39,124 @@ def records(data):
     return out
 
 
+def features(data):
+    """{feature bit: section bytes}."""
+    data_off, data_size = struct.unpack_from("<QQ", data, 40)
+    bitmap = int.from_bytes(data[72:104], "little")
+    bits = [b for b in range(256) if bitmap >> b & 1]
+    out = {}
+    for i, b in enumerate(bits):
+        off, size = struct.unpack_from("<QQ", data, data_off + data_size + 16 * i)
+        out[b] = data[off:off + size]
+    return out
+
+
+def trailer(body):
+    """A non-sample record's sample_id: (pid, tid, time, cpu, id)."""
+    pid, tid, t, cpu, _, ident = struct.unpack_from("<IIQIIQ", body, len(body) - 32)
+    return pid, tid, t, cpu, ident
+
+
 class PerfData(unittest.TestCase):
     def setUp(self):
         self.syms = profdata.SymbolDirs([FIXTURES], "/nonexistent")
         self.p = profdata.from_export(BLOCK, self.syms)
+        self.data = perfdata.perf_data(self.p, self.syms, 1000, {"kernel": ("/k/kernel.elf", bytes(range(20)))},
+                                       ["profile", "record", "-g", "calltree"])
 
-    def test_header_attr_and_samples(self):
-        data = perfdata.perf_data(self.p, self.syms)
+    def test_header_attr_and_ids(self):
+        data = self.data
         self.assertEqual(data[:8], b"PERFILE2")
         self.assertEqual(struct.unpack_from("<QQ", data, 8), (104, 144))
-        attr_type, attr_size = struct.unpack_from("<II", data, 104)
-        self.assertEqual((attr_type, attr_size), (1, 128))
-        recs = records(data)
-        samples = [r for r in recs if r[0] == perfdata.RECORD_SAMPLE]
+        attrs_off, = struct.unpack_from("<Q", data, 24)
+        attr_type, attr_size, _, period, sample_type, _, flags = struct.unpack_from("<IIQQQQQ", data, attrs_off)
+        self.assertEqual((attr_type, attr_size, period), (1, 128, 1000))
+        self.assertTrue(sample_type & perfdata.SAMPLE_IDENTIFIER)
+        self.assertTrue(flags & perfdata.ATTR_SAMPLE_ID_ALL and flags & perfdata.ATTR_CONTEXT_SWITCH)
+        ids_off, ids_size = struct.unpack_from("<QQ", data, attrs_off + 128)
+        self.assertEqual(struct.unpack_from("<2Q", data, ids_off), (1, 2))  # one per CPU (clock line: 2)
+
+    def test_samples(self):
+        samples = [r for r in records(self.data) if r[0] == perfdata.RECORD_SAMPLE]
         self.assertEqual(len(samples), 3)
-        comms = [r for r in recs if r[0] == perfdata.RECORD_COMM]
-        self.assertEqual(comms[0][2][8:16].rstrip(b"\0"), b"calltree")
-        # The kernel sample: ip, pid/tid, time in ns (TSC at 2 GHz), cpu,
-        # period, then KERNEL context, the kernel frame, USER context, the user's.
+        # The kernel sample: identifier (CPU 1's id), ip, pid/tid, time in
+        # ns (TSC 3000 at 2 GHz), cpu, period, then KERNEL context, the
+        # kernel frame, USER context, the user's.
         misc, body = samples[1][1], samples[1][2]
         self.assertEqual(misc, perfdata.MISC_KERNEL)
-        ip, pid, tid, t, cpu, _, period, nr = struct.unpack_from("<QIIQIIQQ", body)
-        self.assertEqual((ip, pid, tid, t, cpu, period, nr), (0xffffffff80100010, 5, 5, 1000, 1, 1, 4))
-        chain = struct.unpack_from("<4Q", body, 48)
+        ident, ip, pid, tid, t, cpu, _, period, nr = struct.unpack_from("<QQIIQIIQQ", body)
+        self.assertEqual((ident, ip, pid, tid, t, cpu, period, nr), (2, 0xffffffff80100010, 5, 5, 1500, 1, 1000, 4))
+        chain = struct.unpack_from("<4Q", body, 56)
         self.assertEqual(chain, (perfdata.CONTEXT_KERNEL, 0xffffffff80100010, perfdata.CONTEXT_USER, 0x4001e9))
 
-    def test_build_id_feature(self):
-        data = perfdata.perf_data(self.p, self.syms, kernel_id=bytes(range(20)))
-        features, = struct.unpack_from("<Q", data, 72)
-        self.assertEqual(features, 1 << perfdata.HEADER_BUILD_ID)
-        data_off, data_size = struct.unpack_from("<QQ", data, 40)
-        off, size = struct.unpack_from("<QQ", data, data_off + data_size)
-        section = data[off:off + size]
-        self.assertEqual(struct.unpack_from("<i", section, 8)[0], -1)
-        self.assertEqual(section[12:32], bytes(range(20)))
-        self.assertIn(b"[kernel.kallsyms]\0", section)
+    def test_tasks_in_time_order(self):
+        recs = [r for r in records(self.data) if r[0] != perfdata.RECORD_SAMPLE]
+        kinds = [r[0] for r in recs]
+        fork, comm = kinds.index(perfdata.RECORD_FORK), kinds.index(perfdata.RECORD_COMM)
+        self.assertLess(fork, comm)
+        self.assertEqual(struct.unpack_from("<4I", recs[fork][2]), (5, 0, 5, 0))
+        self.assertEqual(recs[comm][2][8:16].rstrip(b"\0"), b"calltree")
+        self.assertEqual(recs[comm][1], perfdata.MISC_COMM_EXEC)
+        exit_ = recs[kinds.index(perfdata.RECORD_EXIT)]
+        self.assertEqual(trailer(exit_[2])[2], 4501)  # just after the last sample (TSC 9000)
+        kernel = recs[kinds.index(perfdata.RECORD_MMAP2)]
+        self.assertEqual(kernel[1], perfdata.MISC_KERNEL | perfdata.MISC_MMAP_BUILD_ID)
+        self.assertIn(b"[kernel.kallsyms]_text\0", kernel[2])
+        times = [trailer(r[2])[2] for r in recs if r[0] != perfdata.RECORD_MMAP2]
+        self.assertEqual(times, sorted(times))
+
+    def test_switches_and_lost(self):
+        recs = records(self.data)
+        switches = [r for r in recs if r[0] == perfdata.RECORD_SWITCH_CPU_WIDE]
+        self.assertEqual(len(switches), 6)  # out and in at each of 3 switches
+        out, into = switches[0], switches[1]
+        self.assertEqual((out[1], struct.unpack_from("<I", out[2])[0], trailer(out[2])[0]),
+                         (perfdata.MISC_SWITCH_OUT, 5, 0))
+        self.assertEqual((into[1], struct.unpack_from("<I", into[2])[0], trailer(into[2])[0]), (0, 0, 5))
+        lost = [r for r in recs if r[0] == perfdata.RECORD_LOST]
+        self.assertEqual(struct.unpack_from("<QQ", lost[0][2]), (1, 4))
+        self.assertEqual(trailer(lost[0][2])[:4], (5, 5, 1000, 0))
+
+    def test_features(self):
+        f = features(self.data)
+        for bit in (perfheader.HOSTNAME, perfheader.OSRELEASE, perfheader.ARCH, perfheader.NRCPUS,
+                    perfheader.CPUDESC, perfheader.CMDLINE, perfheader.EVENT_DESC, perfheader.BUILD_ID):
+            self.assertIn(bit, f)
+        self.assertEqual(struct.unpack_from("<II", f[perfheader.NRCPUS]), (2, 2))
+        self.assertIn(b"Test CPU\0", f[perfheader.CPUDESC])
+        nr, attr_size = struct.unpack_from("<II", f[perfheader.EVENT_DESC])
+        self.assertEqual((nr, attr_size), (1, 128))
+        self.assertIn(b"cpu-clock\0", f[perfheader.EVENT_DESC])
+        self.assertEqual(struct.unpack_from("<I", f[perfheader.CMDLINE])[0], 4)
+        build_id = f[perfheader.BUILD_ID]
+        self.assertEqual(struct.unpack_from("<i", build_id, 8)[0], -1)
+        self.assertEqual(build_id[12:32], bytes(range(20)))
+        self.assertIn(b"[kernel.kallsyms]\0", build_id)
+
+
+class PerfDataSources(unittest.TestCase):
+    """A recording of two sources: an attribute each, named as perf names them."""
+
+    def test_an_attribute_per_source(self):
+        block = ["clock 1000000000 2", "source 0 1221", "image 5 calltree 400000 402000",
+                 "sample 0 5 5 1000 u u:400108 0", "sample 1 5 5 2000 u u:400108 19",
+                 "sample 1 5 5 3000 u u:400108,trunc 0"]
+        syms = profdata.SymbolDirs([FIXTURES], "/nonexistent")
+        data = perfdata.perf_data(profdata.from_export(block, syms), syms, 7)
+        attr_size, = struct.unpack_from("<Q", data, 16)
+        attrs_off, attrs_size = struct.unpack_from("<QQ", data, 24)
+        attrs = []
+        for off in range(attrs_off, attrs_off + attrs_size, attr_size):
+            ptype, _, config, period = struct.unpack_from("<IIQQ", data, off)
+            ids_off, ids_size = struct.unpack_from("<QQ", data, off + 128)
+            attrs.append((ptype, config, period, struct.unpack_from("<%dQ" % (ids_size // 8), data, ids_off)))
+        # ProfileTime: cpu-clock every 1221 * 100 ns; ProfileTotalCycles (19):
+        # cycles, no interval in the export: the default period.
+        self.assertEqual(attrs, [(1, 0, 122100, (1, 2)), (0, 0, 7, (3, 4))])
+        desc = features(data)[perfheader.EVENT_DESC]
+        self.assertLess(desc.index(b"cpu-clock\0"), desc.index(b"cycles\0"))
+        samples = [r for r in records(data) if r[0] == perfdata.RECORD_SAMPLE]
+        self.assertEqual([struct.unpack_from("<Q", r[2])[0] for r in samples], [1, 4, 2])
 
 
 class Speedscope(unittest.TestCase):

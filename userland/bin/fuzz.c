@@ -14,6 +14,7 @@
 // itself, unmapping its own image or stack, reading the console (it would wait
 // for a key), long sleeps, writing valid buffers to the console (noise), and
 // spawning real programs.
+#include <mix.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,7 @@ static uint64_t argument(void)
 }
 
 static uint64_t succeeded, per_number[SYSCALL_COUNT + 3];
+static uint64_t first_call[1 + CALL_ARGS]; // printed: no two children may share it
 
 static void one_call(void)
 {
@@ -125,6 +127,10 @@ static void one_call(void)
     uint64_t n = next() % (SYSCALL_COUNT + 3); // a few past the end too
     for (int i = 0; i < CALL_ARGS; i++)
         a[i] = argument();
+    if (!first_call[0]) {
+        first_call[0] = n + 1;
+        memcpy(first_call + 1, a, sizeof a);
+    }
     switch (n) {
     case SYS_SysExit: return;
     case SYS_SysRead:
@@ -164,7 +170,7 @@ static void one_call(void)
 
 static int child(uint64_t count, uint64_t seed)
 {
-    rng = seed | 1;
+    rng = seed; // stream_seed's: never zero
     void *area = NULL;
     if (!NT_SUCCESS(SysMap(&area, SCRATCH + 4096, PROT_READ | PROT_WRITE)))
         return 1;
@@ -188,8 +194,8 @@ static int child(uint64_t count, uint64_t seed)
     unsigned numbers = 0;
     for (unsigned i = 0; i < SYSCALL_COUNT + 3; i++)
         numbers += per_number[i] > 0;
-    printf("fuzz: pid %u: %lu calls over %u numbers, %lu succeeded\n", SysGetPid(), count, numbers,
-           succeeded);
+    printf("fuzz: pid %u: %lu calls over %u numbers, %lu succeeded; first call %lu(%#lx, %#lx)\n",
+           SysGetPid(), count, numbers, succeeded, first_call[0] - 1, first_call[1], first_call[2]);
     return 0;
 }
 
@@ -210,7 +216,7 @@ static int driver(uint64_t count, uint64_t seed, unsigned procs)
             char n[24], s[24];
             batch[started] = count - done < per ? count - done : per;
             snprintf(n, sizeof n, "%lu", batch[started]);
-            snprintf(s, sizeof s, "%lu", seed * 1000003 + round * 64 + i);
+            snprintf(s, sizeof s, "%lu", stream_seed(seed, round * 64 + i));
             const char *argv[] = {"fuzz", "--child", n, s, NULL};
             if (!NT_SUCCESS(SysSpawn("fuzz", argv, 0, &h[started]))) {
                 printf("fuzz: cannot spawn a child\n");

@@ -6,6 +6,11 @@
 //                        by its own, killed while both are started
 //   stress faults N      N programs killed by their own faults (NULL write,
 //                        divide by zero, privileged instruction, ud2, int3)
+//   stress lookups N     2 processes each spawn, reap and close N children that
+//                        exit at once, while 2 others look every process up
+//                        by pid and attach a descendants PMC to themselves
+//                        (which looks up every process): a lookup must never
+//                        take a process whose last reference is going
 //   stress ticks SECONDS ProfileTime at 1,221 on every CPU, every CPU busy, for
 //                        SECONDS: each CPU's ticks must match the time (none
 //                        lost, none skipped) and the system profile must have
@@ -122,6 +127,67 @@ static void kill_sampled(unsigned times)
     }
 }
 
+// Spawns, reaps and closes rounds children that exit at once: the close drops
+// a process's last reference while the finders look processes up.
+static int churn_child(unsigned rounds)
+{
+    for (unsigned i = 0; i < rounds; i++) {
+        HANDLE h;
+        NTSTATUS s = spawn_child(0, &h, "exit", "0");
+        if (!NT_SUCCESS(s))
+            return failed("spawn", s), 1;
+        int status = -1;
+        SysWait(h, &status);
+        NtClose(h); // usually the last reference: the process is destroyed here
+    }
+    return 0;
+}
+
+// Looks every listed process up by pid, and attaches a descendants PMC to
+// itself (the attach walks the process list and looks each process up), until
+// it is killed.
+static int find_child(void)
+{
+    static struct sys_process_info list[64];
+    struct pmc_alloc a = {PMC_EVENT_SW(PMC_SW_SYSCALLS), PMC_MODE_TC, PMC_F_DESCENDANTS,
+                          PMC_CPU_ANY, 0};
+    HANDLE pmc = 0;
+    NTSTATUS s = NtPmcAllocate(&pmc, &a);
+    if (!NT_SUCCESS(s))
+        return failed("pmc", s), 1;
+    for (unsigned i = 0;; i++) {
+        uint32_t n = 0;
+        SysProcessList(list, 64, &n);
+        for (uint32_t k = 0; k < n && k < 64; k++) {
+            HANDLE h;
+            if (NT_SUCCESS(SysOpenProcess(list[k].pid, &h)))
+                NtClose(h);
+        }
+        if (i % 4 == 0 && NT_SUCCESS(NtPmcAttach(pmc, NtCurrentProcess())))
+            NtPmcDetach(pmc, NtCurrentProcess());
+    }
+}
+
+static void lookups(unsigned rounds)
+{
+    HANDLE finders[2];
+    for (unsigned i = 0; i < 2; i++)
+        if (!NT_SUCCESS(spawn_child(0, &finders[i], "find", "0")))
+            return failed("spawn", STATUS_UNSUCCESSFUL);
+    if (run_children("churn", 2, rounds))
+        failures++;
+    for (unsigned i = 0; i < 2; i++) {
+        uint32_t pid = 0;
+        int status = 0;
+        SysProcessId(finders[i], &pid);
+        SysKill(pid);
+        SysWait(finders[i], &status);
+        NtClose(finders[i]);
+        if (status != EXIT_STATUS_KILLED)
+            failed("finder's status", STATUS_UNSUCCESSFUL);
+    }
+}
+
 // usertests' fault tests, each run alone in a child: every one must be killed.
 static void faults(unsigned times)
 {
@@ -212,12 +278,20 @@ int main(int argc, char **argv)
 {
     self = "stress"; // its path in the ramdisk, whatever argv[0] says
     if (argc >= 4 && strcmp(argv[1], "--child") == 0) {
+        unsigned n = (unsigned)strtoul(argv[3], NULL, 0);
         if (strcmp(argv[2], "storm") == 0)
-            return storm_child((unsigned)strtoul(argv[3], NULL, 0));
+            return storm_child(n);
+        if (strcmp(argv[2], "churn") == 0)
+            return churn_child(n);
+        if (strcmp(argv[2], "find") == 0)
+            return find_child();
+        if (strcmp(argv[2], "exit") == 0)
+            return 0;
         spin_forever();
     }
     if (argc < 3) {
-        printf("usage: stress storm N | stress kill N | stress faults N | stress ticks SECONDS\n");
+        printf("usage: stress storm N | stress kill N | stress faults N | stress lookups N | "
+               "stress ticks SECONDS\n");
         return 2;
     }
     struct sys_self_check before, after;
@@ -234,6 +308,8 @@ int main(int argc, char **argv)
         ticks(n);
     else if (strcmp(argv[1], "faults") == 0)
         faults(n);
+    else if (strcmp(argv[1], "lookups") == 0)
+        lookups(n);
     else
         return printf("stress: unknown test %s\n", argv[1]), 2;
     SysSelfCheck(&after);

@@ -481,6 +481,37 @@ static void print_export_other(const struct pmclog_header *h)
     }
 }
 
+static void cpuid(uint32_t leaf, uint32_t r[4])
+{
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(0));
+}
+
+// The CPU, as perf's header names it (`cpu VENDOR,FAMILY,MODEL,STEPPING
+// BRAND`): CPUID leaf 0's vendor, leaf 1's signature with the extended family
+// and model folded in (Intel SDM vol. 2A, CPUID), leaves 0x80000002-4's brand.
+static void print_export_cpu(void)
+{
+    uint32_t r[4], brand[13] = {0};
+    char vendor[13] = {0};
+    cpuid(0, r);
+    memcpy(vendor, &r[1], 4);
+    memcpy(vendor + 4, &r[3], 4);
+    memcpy(vendor + 8, &r[2], 4);
+    cpuid(1, r);
+    uint32_t sig = r[0], family = (sig >> 8) & 0xf, model = (sig >> 4) & 0xf;
+    if (family == 0xf)
+        family += (sig >> 20) & 0xff;
+    if (family >= 6)
+        model |= ((sig >> 16) & 0xf) << 4;
+    cpuid(0x80000000, r);
+    for (uint32_t i = 0; r[0] >= 0x80000004 && i < 3; i++)
+        cpuid(0x80000002 + i, brand + 4 * i);
+    const char *b = (const char *)brand;
+    while (*b == ' ')
+        b++;
+    printf("cpu %s,%u,%u,%u %s\n", vendor, family, model, sig & 0xf, *b ? b : "-");
+}
+
 void callgraph_print_export(const struct callgraph *cg, const struct samplelog *log)
 {
     size_t len = 32 + 20 * (PMC_DEPTH_MAX + 2) + 64;
@@ -488,6 +519,9 @@ void callgraph_print_export(const struct callgraph *cg, const struct samplelog *
     if (!buf)
         return;
     printf("@@profile-export v1 begin\n");
+    print_export_cpu();
+    if (log->trailer)
+        printf("source %u %lu\n", log->trailer->source, log->trailer->interval);
     size_t pos = 0;
     const struct pmclog_header *h;
     while ((h = samplelog_next(log, &pos))) {
@@ -496,7 +530,8 @@ void callgraph_print_export(const struct callgraph *cg, const struct samplelog *
             char name[PROCESS_NAME_MAX];
             memcpy(name, m->name, sizeof name);
             name[sizeof name - 1] = '\0';
-            printf("image %u %s %lx %lx\n", m->pid, name, m->base, m->end);
+            printf("image %u %s %lx %lx %u %lu\n", m->pid, name, m->base, m->end, m->parent,
+                   m->h.tsc);
         } else if (h->type == PMCLOG_SAMPLE) {
             const struct pmclog_sample *s = (const struct pmclog_sample *)h;
             size_t n =
@@ -507,10 +542,11 @@ void callgraph_print_export(const struct callgraph *cg, const struct samplelog *
                                       i < s->nkernel ? 'k' : 'u', s->frames[i]);
             if (s->flags & PMCLOG_SAMPLE_TRUNC)
                 n += (size_t)snprintf(buf + n, len - n, ",trunc");
+            n += (size_t)snprintf(buf + n, len - n, " %u", s->source);
             emit_line(&buf, &len, n);
         } else if (h->type == PMCLOG_LOST) {
             const struct pmclog_lost *l = (const struct pmclog_lost *)h;
-            printf("lost %u %lu\n", l->h.cpu, l->count);
+            printf("lost %u %lu %lu\n", l->h.cpu, l->count, l->h.tsc);
         } else {
             print_export_other(h);
         }

@@ -11,6 +11,7 @@
 // call must give where the kernel's rules fix it (a closed handle:
 // STATUS_INVALID_HANDLE), and otherwise which statuses the call may give.
 #pragma once
+#include <mix.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -199,7 +200,6 @@ static inline uint8_t *slot_base(const struct fuzzer *f, unsigned k)
 }
 
 // gen.c: the calls of a sequence.
-uint64_t mix64(uint64_t x);
 uint64_t seq_seed(uint64_t fuzzer_seed, uint64_t j, bool privileged);
 unsigned seq_len(uint64_t seed);
 void gen_call(uint64_t seed, unsigned index, struct call *c);

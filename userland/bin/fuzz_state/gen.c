@@ -2,15 +2,6 @@
 #include "fuzz_state.h"
 #include <stdio.h>
 
-// splitmix64's finalizer: a good 64-bit mix of its argument.
-uint64_t mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
 // Sequence j of a fuzzing process. Bit 0 says whether the process that runs
 // it holds the privilege, so that a replay runs it the same way.
 uint64_t seq_seed(uint64_t fuzzer_seed, uint64_t j, bool privileged)

@@ -25,7 +25,10 @@
 // lost on every CPU and the records read add up to the driver's counts; no
 // counting PMC went down; then everything is closed, the children are reaped
 // and no handle is left. A failing sequence is shortened (minimize.c) and
-// printed so that --replay runs it again.
+// printed so that --replay runs it again. Each sequence is named on a
+// "fuzz-state-run:" line before it runs, so that when the kernel itself
+// fails the log says which sequence each process was in (make fuzz-state
+// prints those lines and the REPLAY= that runs each again).
 //
 // Fuzzing process i (odd ones with the privilege, or the only one) runs
 // sequences whose seeds come from SEED and i: the same SEED gives the same
@@ -44,7 +47,7 @@ static const char *self_path = "fuzz_state";
 
 static uint64_t fuzzer_seed(uint64_t seed, unsigned i)
 {
-    return seed * 1000003 + i; // the seed and the fuzzing process's index
+    return stream_seed(seed, i); // a stream of its own for each fuzzing process
 }
 
 // Sequences a fuzzing process runs for its share of the calls.
@@ -83,6 +86,8 @@ static int fuzz_child(uint64_t seed, unsigned index, uint64_t calls, unsigned na
     for (uint64_t j = 0; left; j++, sequences++) {
         uint64_t s = seq_seed(fseed, j, f.privileged);
         unsigned len = seq_len(s) < left ? seq_len(s) : (unsigned)left;
+        // Said before it runs: if the kernel dies in it, the log names it.
+        printf("fuzz-state-run: pid %u sequence %lu REPLAY=%lu,%u\n", SysGetPid(), j, s, len);
         enum fail_kind k = run_sequence(&f, s, len, NULL);
         if (k != FAIL_NONE && failures++ < MINIMIZE_MAX)
             minimize(&f, s, len, k);
