@@ -9,7 +9,8 @@
 #   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
 #   make perf-data PROG="calltree"    record PROG; build/perf.data for perf and hotspot
 #   make speedscope PROG="calltree"   record PROG; build/profile.speedscope.json, profile.trace.json
-#   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC
+#   make speedscope-serve PROG="calltree"   the same, then serve it on 127.0.0.1 and print the address that opens it
+#   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC (half a minute to over two)
 #   make profile-diff PROG=calib A="run -b 2" B="run -b 8"   two profiles compared per function
 #   make cpuid-replay  build/cpuid-replay: PMU detection over AIDA64 CPUID dumps (tests/fixtures/cpuid)
 #   make pmu-explore  100,000 seeded sequences of PMU-layer steps on the model (SEQS=, SEED=, REPLAY=)
