@@ -9,7 +9,8 @@
 #   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
 #   make perf-data PROG="calltree"    record PROG; build/perf.data for perf and hotspot
 #   make speedscope PROG="calltree"   record PROG; build/profile.speedscope.json, profile.trace.json
-#   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC
+#   make speedscope-serve PROG="calltree"   the same, then serve it on 127.0.0.1 and print the address that opens it
+#   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC (half a minute to over two)
 #   make profile-diff PROG=calib A="run -b 2" B="run -b 8"   two profiles compared per function
 #   make cpuid-replay  build/cpuid-replay: PMU detection over AIDA64 CPUID dumps (tests/fixtures/cpuid)
 #   make pmu-explore  100,000 seeded sequences of PMU-layer steps on the model (SEQS=, SEED=, REPLAY=)
@@ -80,7 +81,7 @@ include tests/host/host.mk
 
 .PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz fuzz-state soak stress profile-demo debug clean deps help compile_commands.json \
 	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
-	perf-data speedscope deps-perf
+	perf-data speedscope speedscope-serve speedscope-open deps-perf
 all: $(KERNEL) $(USER_PROGS)
 
 help:
@@ -332,9 +333,22 @@ perf-data: deps deps-perf all $(BUILD)/tests/shell.iso
 
 speedscope: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) speedscope-run --prog "$(PROG)" --out $(BUILD)
-	@echo "speedscope: open $(BUILD)/profview/node_modules/speedscope/dist/release/index.html and load $(BUILD)/profile.speedscope.json"
+	@echo "speedscope: wrote $(BUILD)/profile.speedscope.json; open it with speedscope's Browse button in $(BUILD)/profview/node_modules/speedscope/dist/release/index.html, or record and open it in one step: make speedscope-serve"
+
+# speedscope opens a profile named in its URL (#profileURL=...) only over
+# HTTP, not from file://: speedscope-serve records as `make speedscope` does,
+# then (speedscope-open alone: the last recording) serves build/ on this
+# machine's loopback and prints the address that opens the recording.
+SPEEDSCOPE_PORT ?= 8123
+speedscope-serve: speedscope
+	@$(MAKE) -s speedscope-open
+speedscope-open:
+	@test -f $(BUILD)/profile.speedscope.json || { echo "speedscope-open: no $(BUILD)/profile.speedscope.json (make speedscope PROG=... writes it)"; exit 1; }
+	@echo "speedscope: open http://127.0.0.1:$(SPEEDSCOPE_PORT)/profview/node_modules/speedscope/dist/release/index.html#profileURL=http%3A%2F%2F127.0.0.1%3A$(SPEEDSCOPE_PORT)%2Fprofile.speedscope.json (Ctrl-C stops the server)"
+	@cd $(BUILD) && exec python3 -m http.server --bind 127.0.0.1 $(SPEEDSCOPE_PORT) 2>/dev/null
 
 annotate: deps all $(BUILD)/tests/shell.iso
+	@echo "annotate: boots QEMU under icount and runs PROG twice: half a minute on an idle host, over two minutes on a loaded one"
 	@$(PROFVIEW) annotate-run --prog "$(PROG)" --func "$(FUNC)" --out $(BUILD)
 
 profile-diff: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso

@@ -2,6 +2,7 @@
 #include "core/console.h"
 #include "arch/x86/serial.h"
 #include "arch/x86/vga.h"
+#include "core/process.h"
 #include "core/sched.h"
 #include "core/spinlock.h"
 #include "lib/kprintf.h"
@@ -42,8 +43,33 @@ static char input[INPUT_SIZE];
 static unsigned input_head, input_tail; // head: next to read; tail: next to write
 volatile bool console_has_input;
 
+static volatile uint32_t foreground; // the group Ctrl-C interrupts; 0: none
+
+void console_set_foreground(uint32_t pgid)
+{
+    WRITE_ONCE(foreground, pgid);
+}
+
+// Ctrl-C with a foreground group: echo it, discard the typed-ahead input,
+// interrupt the group (lib/abi.h, after POSIX's ISIG without NOFLSH).
+static bool console_interrupt(char c)
+{
+    uint32_t pgid = READ_ONCE(foreground);
+    if (c != CONSOLE_INTR || !pgid)
+        return false;
+    console_write("^C\n", 3);
+    uint64_t flags = spin_lock_irqsave(&input_lock);
+    input_head = input_tail;
+    console_has_input = false;
+    spin_unlock_irqrestore(&input_lock, flags);
+    process_interrupt_group(pgid);
+    return true;
+}
+
 void console_input(char c)
 {
+    if (console_interrupt(c))
+        return;
     uint64_t flags = spin_lock_irqsave(&input_lock);
     if (input_tail - input_head < INPUT_SIZE) // full: drop the byte
         input[input_tail++ % INPUT_SIZE] = c;

@@ -121,10 +121,13 @@ NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint
     handle_table_init(&p->handles);
     p->parent = parent;
     p->privileged = privileged;
+    p->kill_status = PROCESS_KILLED_STATUS;
+    struct process *spawner = process_current();
     const char *name = basename(path);
     memcpy(p->name, name, MIN(strlen(name), sizeof p->name - 1));
     uint64_t f = spin_lock_irqsave(&process_lock);
     p->pid = next_pid++;
+    p->pgid = spawner && !(flags & SPAWN_NEW_GROUP) ? spawner->pgid : p->pid;
     p->list_next = processes;
     processes = p;
     live++;
@@ -191,13 +194,15 @@ NTSTATUS process_kill(uint32_t pid)
 {
     struct process *p = process_by_pid(pid), *me = process_current();
     if (!p)
-        return STATUS_INVALID_PARAMETER;
+        return STATUS_INVALID_CID;
     NTSTATUS s = STATUS_SUCCESS;
     if (!process_may_control(me, p)) {
         s = STATUS_ACCESS_DENIED;
     } else if (p->exited) {
         s = STATUS_PROCESS_IS_TERMINATING;
     } else {
+        if (!p->killed)
+            p->kill_status = PROCESS_KILLED_STATUS;
         p->killed = true;
         uint64_t f = spin_lock_irqsave(&process_lock);
         struct thread *t = p->exited ? NULL : p->thread;
@@ -216,9 +221,10 @@ NTSTATUS process_kill(uint32_t pid)
 
 int process_wait(struct process *p)
 {
+    struct process *me = process_current();
     uint64_t f = irq_save();
-    while (!p->exited && !process_current()->killed)
-        sleep_on(p, &p->exited, 0);
+    while (!p->exited && !me->killed && !me->alerted)
+        sleep_alertable(p, &p->exited, 0);
     irq_restore(f);
     return p->exited ? p->exit_status : PROCESS_KILLED_STATUS;
 }
@@ -228,13 +234,13 @@ void process_exit_current(int status)
     struct process *p = process_current();
     sti(); // closing handles may free memory and take locks
     handle_table_close_all(&p->handles);
-    p->exit_status = p->killed ? PROCESS_KILLED_STATUS : status;
+    p->exit_status = p->killed ? p->kill_status : status;
     notify(p, PROCESS_EXITING);
     cli();
     vm_load_kernel(); // off the tables we are about to free
     as_destroy(&p->as);
     uint64_t f = spin_lock_irqsave(&process_lock);
-    p->exit_status = p->killed ? PROCESS_KILLED_STATUS : status;
+    p->exit_status = p->killed ? p->kill_status : status;
     p->thread = NULL;
     spin_unlock_irqrestore(&process_lock, f);
     thread_exit(); // process_thread_gone follows once the thread's stack is freed
@@ -248,6 +254,39 @@ void process_thread_gone(struct process *p)
     wakeup(p);
     notify(p, PROCESS_EXITED);
     object_unref(&p->obj); // the thread's reference; p may be gone now
+}
+
+void process_interrupt_group(uint32_t pgid)
+{
+    uint64_t f = spin_lock_irqsave(&process_lock);
+    for (struct process *p = processes; p; p = p->list_next) {
+        if (p->pgid != pgid || p->exited || !p->thread)
+            continue;
+        if (p->interrupt_notify) {
+            p->alerted = true;
+        } else if (!p->killed) {
+            p->kill_status = EXIT_STATUS_INTERRUPTED;
+            p->killed = true;
+        }
+        if (!p->suspended) // a suspended one meets its flag when resumed
+            wakeup_thread(p->thread);
+    }
+    spin_unlock_irqrestore(&process_lock, f);
+}
+
+NTSTATUS process_group_check(const struct process *me, uint32_t pgid)
+{
+    if (pgid == 0 || (me && pgid == me->pgid))
+        return STATUS_SUCCESS;
+    NTSTATUS s = STATUS_INVALID_CID;
+    uint64_t f = spin_lock_irqsave(&process_lock);
+    for (struct process *p = processes; p; p = p->list_next)
+        if (p->pid == pgid && p->pgid == pgid && !p->exited) {
+            s = process_may_control(me, p) ? STATUS_SUCCESS : STATUS_ACCESS_DENIED;
+            break;
+        }
+    spin_unlock_irqrestore(&process_lock, f);
+    return s;
 }
 
 void (*process_fault_hook)(bool demand_zero);

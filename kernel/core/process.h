@@ -24,6 +24,10 @@ struct process {
     volatile bool exited;
     bool suspended; // created with SPAWN_SUSPENDED, not yet resumed
     int exit_status;
+    int kill_status;           // the exit status a kill gives (SysKill's or Ctrl-C's)
+    uint32_t pgid;             // process group (abi.h: console interrupts)
+    bool interrupt_notify;     // INTERRUPT_NOTIFY: a console interrupt sets alerted
+    volatile bool alerted;     // a console interrupt is pending (INTERRUPT_NOTIFY)
     struct process *list_next; // all processes (process_lock)
     void *layer_area;          // the upper layer's per-process state (process_area_reserve)
 };
@@ -68,7 +72,17 @@ static inline bool process_may_control(const struct process *me, const struct pr
     return !me || me->privileged || target == me || target->parent == me->pid;
 }
 NTSTATUS process_kill(uint32_t pid);
-int process_wait(struct process *p); // until it exits; returns the exit status
+// A console interrupt for every process of group pgid: each in INTERRUPT_END
+// mode is killed with EXIT_STATUS_INTERRUPTED, each in INTERRUPT_NOTIFY mode
+// gets its alerted flag set; a sleeping one is woken. Any context, an
+// interrupt handler's included.
+void process_interrupt_group(uint32_t pgid);
+// Whether me may make pgid the console's foreground group (abi.h):
+// STATUS_SUCCESS, STATUS_INVALID_CID or STATUS_ACCESS_DENIED.
+NTSTATUS process_group_check(const struct process *me, uint32_t pgid);
+// Until p exits, the caller is killed, or its alerted flag is set (then
+// p->exited is still false); returns the exit status.
+int process_wait(struct process *p);
 void NORETURN process_exit_current(int status);
 void process_thread_gone(struct process *p); // the scheduler, after the thread's stack is freed
 struct process *process_current(void);

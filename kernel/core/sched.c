@@ -275,12 +275,13 @@ void thread_exit(void)
     panic("thread_exit: a dead thread ran again");
 }
 
-void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns)
+static void sleep_until(const void *chan, const volatile bool *done, uint64_t wake_ns,
+                        bool alertable)
 {
     assert(!irq_enabled());
     struct thread *t = current_thread();
     spin_lock(&rq_lock);
-    if ((done && *done) || (t->proc && t->proc->killed)) {
+    if ((done && *done) || (t->proc && (t->proc->killed || (alertable && t->proc->alerted)))) {
         spin_unlock(&rq_lock);
         return;
     }
@@ -291,6 +292,16 @@ void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns)
     t->wait_chan = NULL;
     t->wake_ns = 0;
     sched_after_switch();
+}
+
+void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns)
+{
+    sleep_until(chan, done, wake_ns, false);
+}
+
+void sleep_alertable(const void *chan, const volatile bool *done, uint64_t wake_ns)
+{
+    sleep_until(chan, done, wake_ns, true);
 }
 
 static void wake_locked(struct thread *t)

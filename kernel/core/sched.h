@@ -52,6 +52,10 @@ void NORETURN thread_exit(void); // the current thread ends; its stack is freed 
 // under the scheduler's lock before sleeping: a waker sets it, then calls
 // wakeup(chan), so no wake-up is lost between the caller's check and the sleep.
 void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns);
+// The same, and also until the process's alerted flag is set (a console
+// interrupt told to a process in INTERRUPT_NOTIFY mode, abi.h): for the waits
+// a system call may end with STATUS_ALERTED.
+void sleep_alertable(const void *chan, const volatile bool *done, uint64_t wake_ns);
 void wakeup_thread(struct thread *t);
 void wakeup(const void *chan);
 void sched_tick(void); // from the per-CPU scheduler timer

@@ -10,6 +10,7 @@ typedef int32_t NTSTATUS;
 #define NT_SUCCESS(s) ((NTSTATUS)(s) >= 0)
 
 #define STATUS_SUCCESS                ((NTSTATUS)0x00000000)
+#define STATUS_ALERTED                ((NTSTATUS)0x00000101) // a wait ended by an interrupt
 #define STATUS_DATATYPE_MISALIGNMENT  ((NTSTATUS)0x80000002)
 #define STATUS_BUFFER_OVERFLOW        ((NTSTATUS)0x80000005)
 #define STATUS_UNSUCCESSFUL           ((NTSTATUS)0xC0000001)
@@ -18,6 +19,7 @@ typedef int32_t NTSTATUS;
 #define STATUS_INFO_LENGTH_MISMATCH   ((NTSTATUS)0xC0000004)
 #define STATUS_ACCESS_VIOLATION       ((NTSTATUS)0xC0000005)
 #define STATUS_INVALID_HANDLE         ((NTSTATUS)0xC0000008)
+#define STATUS_INVALID_CID            ((NTSTATUS)0xC000000B) // no process has that id
 #define STATUS_INVALID_PARAMETER      ((NTSTATUS)0xC000000D)
 #define STATUS_NO_MEMORY              ((NTSTATUS)0xC0000017)
 #define STATUS_OBJECT_NAME_NOT_FOUND  ((NTSTATUS)0xC0000034)
@@ -34,6 +36,7 @@ typedef int32_t NTSTATUS;
 #define STATUS_NOT_SUPPORTED          ((NTSTATUS)0xC00000BB)
 #define STATUS_PROFILING_AT_LIMIT     ((NTSTATUS)0xC00000D3)
 #define STATUS_INVALID_PARAMETER_7    ((NTSTATUS)0xC00000F5)
+#define STATUS_CONTROL_C_EXIT         ((NTSTATUS)0xC000013A) // the exit status of a Ctrl-C death
 #define STATUS_DEVICE_BUSY            ((NTSTATUS)0x80000011)
 
 // KPROFILE_SOURCE: 0x00-0x18 as in WDM.H, 0x19-0x1F Emon-specific.
@@ -159,7 +162,9 @@ typedef uint64_t KAFFINITY;
     X(56, NtPmcAdmin, 3)           /* (uint32_t cpu, uint32_t row, uint32_t state): PMC_STATE_*; privileged */ \
     X(57, NtPmcGetCpuInfo, 1)      /* (struct pmc_cpuinfo *out): rows per CPU, classes */ \
     X(58, NtPmcGetPmcInfo, 4)      /* (uint32_t cpu, struct pmc_rowinfo *buf, uint32_t len, uint32_t *needed) */ \
-    X(59, NtPmcGetModuleVersion, 1) /* (uint32_t *version): PMC_MODULE_VERSION */
+    X(59, NtPmcGetModuleVersion, 1) /* (uint32_t *version): PMC_MODULE_VERSION */ \
+    X(60, SysConsoleForeground, 1) /* (uint32_t pgid): the group Ctrl-C interrupts, 0 none; see below */ \
+    X(61, SysInterruptMode, 2)     /* (uint32_t mode, uint32_t *pending): INTERRUPT_*; see below */
 
 enum {
 #define SYSCALL_ENUM(num, name, nargs) SYS_##name = num,
@@ -176,6 +181,34 @@ enum {
 // SysSpawn flags.
 #define SPAWN_SUSPENDED  0x1 // created but not run until SysResume (a profiler attaches first)
 #define SPAWN_PRIVILEGED 0x2 // grant the system-profile privilege (caller must hold it)
+#define SPAWN_NEW_GROUP  0x4 // the child leads a new process group (its id: the child's pid)
+
+// Console interrupts (Ctrl-C), after POSIX's terminal ISIG and foreground
+// process group (tcsetpgrp) and NT's STATUS_CONTROL_C_EXIT.
+//
+// Every process belongs to a process group, inherited from its parent; a
+// process spawned with SPAWN_NEW_GROUP starts one, with its own pid as the
+// group id. SysConsoleForeground(pgid) names the console's foreground group:
+// the caller's own, one led by a process it may control (its child, or any
+// with the privilege), or 0 for none (STATUS_INVALID_CID when no live process
+// leads that group). While a foreground group is set, a Ctrl-C (byte 0x03)
+// from the serial line or the keyboard is no input: the console echoes "^C",
+// discards the input not yet read (POSIX: "If ISIG is set, ... the input
+// queue ... shall be flushed"), and interrupts every process of the group at
+// its next return to user mode. Without a foreground group, 0x03 is input.
+//
+// An interrupted process in mode INTERRUPT_END (every process's at start)
+// ends with exit status EXIT_STATUS_INTERRUPTED. One that asked for
+// INTERRUPT_NOTIFY is told instead: its pending flag is set, and while it is
+// set SysWait, SysSleep and SysRead return STATUS_ALERTED at once (SysWait
+// without an exit status). SysInterruptMode(mode, pending) sets the mode and,
+// when pending is not NULL, stores there whether an interrupt was pending and
+// clears it: polling is SysInterruptMode(INTERRUPT_NOTIFY, &pending). A program
+// told of an interrupt that then ends because of it exits with
+// EXIT_STATUS_INTERRUPTED, so its shell reports it as interrupted.
+#define INTERRUPT_END           0 // a console interrupt ends the process
+#define INTERRUPT_NOTIFY        1 // it sets the pending flag instead
+#define EXIT_STATUS_INTERRUPTED ((int)STATUS_CONTROL_C_EXIT)
 
 // SysMap protection.
 #define PROT_READ   0x1

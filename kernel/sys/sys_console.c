@@ -1,4 +1,5 @@
-// System calls for the console: write to fd 1 and 2, read from fd 0.
+// System calls for the console: write to fd 1 and 2, read from fd 0, the
+// foreground process group and the interrupt mode (Ctrl-C, lib/abi.h).
 #include "arch/x86/cpu.h"
 #include "core/console.h"
 #include "core/process.h"
@@ -47,12 +48,42 @@ uint64_t do_SysRead(const uint64_t *a, struct trapframe *tf)
         got = console_read(buf, MIN(a[2], (uint64_t)CHUNK));
         if (got || p->killed)
             break;
+        if (p->alerted)
+            return STATUS(STATUS_ALERTED);
         uint64_t f = irq_save();
-        sleep_on((const void *)&console_has_input, &console_has_input, 0);
+        sleep_alertable((const void *)&console_has_input, &console_has_input, 0);
         irq_restore(f);
     }
     s = copy_to_user(a[1], buf, got);
     if (NT_SUCCESS(s))
         s = copy_to_user(a[3], &got, sizeof got);
     return STATUS(s);
+}
+
+uint64_t do_SysConsoleForeground(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    if (a[0] > UINT32_MAX)
+        return STATUS(STATUS_INVALID_CID);
+    NTSTATUS s = process_group_check(process_current(), (uint32_t)a[0]);
+    if (NT_SUCCESS(s))
+        console_set_foreground((uint32_t)a[0]);
+    return STATUS(s);
+}
+
+uint64_t do_SysInterruptMode(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    struct process *p = process_current();
+    if (a[0] != INTERRUPT_END && a[0] != INTERRUPT_NOTIFY)
+        return STATUS(STATUS_INVALID_PARAMETER);
+    uint32_t pending = 0;
+    if (a[1]) {
+        NTSTATUS s = copy_to_user(a[1], &pending, sizeof pending); // probe before taking it
+        if (!NT_SUCCESS(s))
+            return STATUS(s);
+        pending = __atomic_exchange_n(&p->alerted, false, __ATOMIC_ACQ_REL);
+    }
+    p->interrupt_notify = a[0] == INTERRUPT_NOTIFY;
+    return STATUS(a[1] ? copy_to_user(a[1], &pending, sizeof pending) : STATUS_SUCCESS);
 }

@@ -63,7 +63,7 @@ uint64_t do_SysSpawn(const uint64_t *a, struct trapframe *tf)
     int argc;
     uint32_t flags = (uint32_t)a[2];
     HANDLE h = 0;
-    if (flags & ~(uint32_t)(SPAWN_SUSPENDED | SPAWN_PRIVILEGED))
+    if (flags & ~(uint32_t)(SPAWN_SUSPENDED | SPAWN_PRIVILEGED | SPAWN_NEW_GROUP))
         return STATUS(STATUS_INVALID_PARAMETER);
     if ((flags & SPAWN_PRIVILEGED) && !me()->privileged)
         return STATUS(STATUS_PRIVILEGE_NOT_HELD);
@@ -127,6 +127,8 @@ uint64_t do_SysWait(const uint64_t *a, struct trapframe *tf)
     status = process_wait(p);
     bool done = p->exited;
     object_unref(&p->obj);
+    if (!done && me()->alerted && !me()->killed)
+        return STATUS(STATUS_ALERTED); // a console interrupt, INTERRUPT_NOTIFY
     if (!done)
         return STATUS(STATUS_PROCESS_IS_TERMINATING); // we were killed while waiting
     return STATUS(copy_to_user(a[1], &status, sizeof status));
@@ -169,7 +171,7 @@ uint64_t do_SysOpenProcess(const uint64_t *a, struct trapframe *tf)
         return STATUS(s);
     struct process *p = process_by_pid((uint32_t)a[0]);
     if (!p)
-        return STATUS(STATUS_INVALID_PARAMETER);
+        return STATUS(STATUS_INVALID_CID);
     if (!process_may_control(me(), p)) {
         object_unref(&p->obj);
         return STATUS(STATUS_ACCESS_DENIED);
@@ -226,8 +228,8 @@ uint64_t do_SysSleep(const uint64_t *a, struct trapframe *tf)
     UNUSED(tf);
     uint64_t deadline = clock_ns() + a[0] * 1000000ull;
     uint64_t f = irq_save();
-    while (clock_ns() < deadline && !me()->killed)
-        sleep_on(me(), NULL, deadline);
+    while (clock_ns() < deadline && !me()->killed && !me()->alerted)
+        sleep_alertable(me(), NULL, deadline);
     irq_restore(f);
-    return STATUS(STATUS_SUCCESS);
+    return STATUS(me()->alerted ? STATUS_ALERTED : STATUS_SUCCESS);
 }

@@ -8,6 +8,7 @@
 //   etwtests                  every test, KTAP lines, "etwtests: N passed, N failed"
 //   etwtests --unprivileged   the privileged calls, each refused (exit 0 when all are)
 //   etwtests --exit N         exits with status N
+#include <childtest.h>
 #include <nt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,6 @@
 #define LOG_BUF (256u << 10)
 
 static int checks, failed;
-static const char *self = "etwtests";
 static uint8_t logbuf[LOG_BUF];
 
 #define CHECK(cond, ...) \
@@ -337,6 +337,10 @@ int main(int argc, char **argv)
         return unprivileged();
     if (argc == 3 && strcmp(argv[1], "--exit") == 0)
         return atoi(argv[2]);
+    if (!privileged()) { // every logger call but the query needs it
+        printf("etwtests: needs the system-profile privilege: run it as 'sudo etwtests'\n");
+        return 2;
+    }
     test_query();
     TRACEHANDLE h = 0;
     CHECK_STATUS(NtPmcTraceLogger(PMC_LOGGER_CREATE, &h), STATUS_PMC_NO_LOG,

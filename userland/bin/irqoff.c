@@ -11,6 +11,7 @@
 // us), so a maskable tick that falls in a locked section is delayed to its
 // unlock, not merged with the next one there (timer.c counts those as
 // missed): each delayed sample is then one sample moved, none lost.
+#include <statfmt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <syscall.h>
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
     printf("irqoff: %lu rounds of %lu us with interrupts off, then %lu us on\n", rounds, us, us);
     print_ms("irqoff_spin_locked", sum.locked_tsc, sum.tsc_hz);
     print_ms("irqoff_spin_open", sum.open_tsc, sum.tsc_hz);
-    uint64_t h = total ? sum.locked_tsc * 10000 / total : 0; // hundredths of a percent
+    uint64_t h = stat_ratio(sum.locked_tsc, total, 10000); // hundredths of a percent, rounded
     printf("irqoff: split %lu.%02lu%% off / %lu.%02lu%% on (expect 50/50)\n", h / 100, h % 100,
            (10000 - h) / 100, (10000 - h) % 100);
     return 0;

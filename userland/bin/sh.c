@@ -6,12 +6,15 @@
 #include <clock.h>
 #include <process.h>
 #include <readline.h>
+#include <statfmt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syscall.h>
 
-#define LINE_SIZE 512
+#define LINE_SIZE      512
+// The status of a command Ctrl-C ended, as POSIX shells give a SIGINT death.
+#define SH_INTERRUPTED 130
 
 struct builtin {
     const char *name;
@@ -131,7 +134,7 @@ static int cmd_cpus(int argc, char **argv, uint32_t flags)
     for (uint32_t i = 0; i < count; i++) {
         struct sys_cpu_info *c = &cpus[i];
         uint64_t total = c->idle_ns + c->busy_ns;
-        unsigned busy = total ? (unsigned)(c->busy_ns * 100 / total) : 0;
+        unsigned busy = (unsigned)stat_ratio(c->busy_ns, total, 100);
         printf("cpu %u: apic %u, %s, ", c->id, c->apic_id, c->online ? "online" : "offline");
         if (c->current_pid)
             printf("running pid %u, ", c->current_pid);
@@ -230,6 +233,8 @@ static int job_reap(int n)
         printf("[%d] Done       %s\n", n + 1, j->command);
     else if (status == EXIT_STATUS_KILLED)
         printf("[%d] Killed     %s\n", n + 1, j->command);
+    else if (status == EXIT_STATUS_INTERRUPTED)
+        printf("[%d] Interrupt  %s\n", n + 1, j->command);
     else
         printf("[%d] Exit %-5d %s\n", n + 1, status, j->command);
     NtClose(j->process);
@@ -261,7 +266,7 @@ static int job_start(int argc, char **argv, uint32_t flags)
         return 1;
     }
     struct job *j = &jobs[n];
-    NTSTATUS s = SysSpawn(argv[0], (const char *const *)argv, flags, &j->process);
+    NTSTATUS s = SysSpawn(argv[0], (const char *const *)argv, flags | SPAWN_NEW_GROUP, &j->process);
     if (!NT_SUCCESS(s)) {
         j->process = 0;
         fprintf(stderr, "sh: %s: %s\n", argv[0],
@@ -296,13 +301,19 @@ static int job_find(const char *cmd, const char *text)
     return -1;
 }
 
+// An ended job is reported as it ended (Done, Killed, Exit S) and forgotten,
+// as bash's jobs does: the next prompt does not report it again.
 static int cmd_jobs(int argc, char **argv, uint32_t flags)
 {
     (void)argc, (void)argv, (void)flags;
-    for (int n = 0; n < MAX_JOBS; n++)
-        if (jobs[n].process)
-            printf("[%d] %-5u %-10s %s\n", n + 1, jobs[n].pid,
-                   job_state(&jobs[n]) == PROC_ZOMBIE ? "Done" : "Running", jobs[n].command);
+    for (int n = 0; n < MAX_JOBS; n++) {
+        if (!jobs[n].process)
+            continue;
+        if (job_state(&jobs[n]) == PROC_ZOMBIE)
+            job_reap(n);
+        else
+            printf("[%d] %-5u %-10s %s\n", n + 1, jobs[n].pid, "Running", jobs[n].command);
+    }
     return 0;
 }
 
@@ -314,24 +325,41 @@ static int cmd_wait(int argc, char **argv, uint32_t flags)
         fprintf(stderr, "usage: wait [PID|%%N]\n");
         return 2;
     }
-    if (argc == 2) {
-        int n = job_find("wait", argv[1]);
-        return n < 0 ? 127 : job_reap(n);
+    int one = argc == 2 ? job_find("wait", argv[1]) : -1;
+    if (argc == 2 && one < 0)
+        return 127;
+    // Ctrl-C ends the wait, not the jobs (POSIX: wait returns > 128 on a signal).
+    SysConsoleForeground(SysGetPid());
+    int status = 0;
+    for (int n = 0; n < MAX_JOBS && status != SH_INTERRUPTED; n++) {
+        if (!jobs[n].process || (one >= 0 && n != one))
+            continue;
+        int ignored;
+        bool alerted = SysWait(jobs[n].process, &ignored) == STATUS_ALERTED;
+        status = alerted ? SH_INTERRUPTED : job_reap(n); // ended: the reap does not wait
     }
-    for (int n = 0; n < MAX_JOBS; n++)
-        if (jobs[n].process)
-            job_reap(n);
-    return 0;
+    SysConsoleForeground(0);
+    uint32_t pending;
+    SysInterruptMode(INTERRUPT_NOTIFY, &pending); // taken: the next wait is not cut short
+    return one >= 0 || status == SH_INTERRUPTED ? status : 0;
 }
 
-// `$!` anywhere as a whole word: the last background job's PID.
-static void expand_last_pid(int argc, char **argv)
+// `$!` anywhere as a whole word: the last background job's PID. Before the
+// first job there is none: the command is not run (-1) rather than given 0.
+static int expand_last_pid(int argc, char **argv)
 {
     static char text[12];
     snprintf(text, sizeof text, "%u", last_job_pid);
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "$!") == 0)
-            argv[i] = text;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "$!") != 0)
+            continue;
+        if (!last_job_pid) {
+            fprintf(stderr, "sh: $!: no background job yet (start one with CMD &)\n");
+            return -1;
+        }
+        argv[i] = text;
+    }
+    return 0;
 }
 
 static int cmd_kill(int argc, char **argv, uint32_t flags)
@@ -354,10 +382,24 @@ static int cmd_kill(int argc, char **argv, uint32_t flags)
         return 2;
     }
     NTSTATUS s = SysKill((uint32_t)pid);
-    if (!NT_SUCCESS(s)) {
+    if (s == STATUS_INVALID_CID)
+        fprintf(stderr, "kill: %lu: no such process\n", pid);
+    else if (!NT_SUCCESS(s))
         fprintf(stderr, "kill: %lu: %s\n", pid, nt_status_name(s));
-        return 1;
-    }
+    return NT_SUCCESS(s) ? 0 : 1;
+}
+
+// echo [-n] [ARGS]: the words, one blank between them, then a newline (none with -n).
+static int cmd_echo(int argc, char **argv, uint32_t flags)
+{
+    (void)flags;
+    int i = 1, newline = 1;
+    if (argc > 1 && strcmp(argv[1], "-n") == 0)
+        i++, newline = 0;
+    for (int first = i; i < argc; i++)
+        printf("%s%s", i > first ? " " : "", argv[i]);
+    if (newline)
+        printf("\n");
     return 0;
 }
 
@@ -378,6 +420,7 @@ static int cmd_exit(int argc, char **argv, uint32_t flags)
 
 static const struct builtin builtins[] = {
     {"help", "help                 this list and the programs in the ramdisk", cmd_help},
+    {"echo", "echo [-n] [ARGS]     print the words (-n: no newline)", cmd_echo},
     {"ps", "ps                   processes: pid, parent, state, cpu, pages", cmd_ps},
     {"cpus", "cpus                 one line per CPU", cmd_cpus},
     {"mem", "mem                  free and total pages, kernel heap", cmd_mem},
@@ -406,6 +449,7 @@ static int cmd_help(int argc, char **argv, uint32_t flags)
         free(list);
     }
     printf("line editing: backspace, ctrl-U (kill line), ctrl-C, up/down (history)\n");
+    printf("ctrl-C while a command runs ends it (exit status 130); CMD & runs in the background\n");
     return 0;
 }
 
@@ -420,19 +464,46 @@ static const struct builtin *find_builtin(const char *name)
 // ---------------------------------------------------------------------------
 // Running a command: a builtin, or a program from the ramdisk.
 
+// A foreground job: the program leads a process group of its own (its
+// children join it), which is the console's foreground group while the shell
+// waits: Ctrl-C interrupts it and what it started, not the shell or the
+// background jobs. It starts suspended so that no Ctrl-C falls between its
+// start and the console knowing its group.
+static NTSTATUS run_foreground(char **argv, uint32_t flags, int *status)
+{
+    HANDLE h;
+    uint32_t pid = 0;
+    NTSTATUS s =
+        SysSpawn(argv[0], (const char *const *)argv, flags | SPAWN_SUSPENDED | SPAWN_NEW_GROUP, &h);
+    if (!NT_SUCCESS(s))
+        return s;
+    SysProcessId(h, &pid);
+    SysConsoleForeground(pid);
+    SysResume(h);
+    s = SysWait(h, status);
+    SysConsoleForeground(0);
+    NtClose(h);
+    return s;
+}
+
 static int run_program_verbose(int argc, char **argv, uint32_t flags)
 {
     (void)argc;
     int status = 0;
-    NTSTATUS s = run_program(argv[0], (const char *const *)argv, flags, &status);
+    NTSTATUS s = run_foreground(argv, flags, &status);
     if (!NT_SUCCESS(s)) {
         spawn_failed("sh", argv[0], s, "command not found");
         return 127;
     }
-    if (status == EXIT_STATUS_KILLED)
+    if (status == EXIT_STATUS_KILLED) {
         fprintf(stderr, "[exit status %d: killed]\n", status);
-    else if (status != 0)
+    } else if (status == EXIT_STATUS_INTERRUPTED) {
+        // POSIX shells report a death by SIGINT as 128 + 2.
+        fprintf(stderr, "[exit status %d: interrupted]\n", SH_INTERRUPTED);
+        status = SH_INTERRUPTED;
+    } else if (status != 0) {
         fprintf(stderr, "[exit status %d]\n", status);
+    }
     return status;
 }
 
@@ -462,17 +533,22 @@ int main(void)
     static char line[LINE_SIZE];
     char *argv[MAX_ARGS + 1];
     fine_profile_interval();
+    SysInterruptMode(INTERRUPT_NOTIFY, NULL); // Ctrl-C stops a wait, never the shell
     printf("sh: type help for the commands\n");
     for (;;) {
         jobs_reap_ended();
-        if (readline("sh$ ", line, sizeof line) < 0) {
+        int len = readline("sh$ ", line, sizeof line);
+        if (len == READLINE_TOO_LONG) {
+            fprintf(stderr, "sh: line too long (at most %d characters): not run\n", LINE_SIZE - 1);
+            continue;
+        }
+        if (len < 0) {
             fprintf(stderr, "sh: cannot read the console\n");
             return 1;
         }
         int argc = tokenize(line, argv, MAX_ARGS + 1);
-        if (argc <= 0)
+        if (argc <= 0 || expand_last_pid(argc, argv) < 0)
             continue;
-        expand_last_pid(argc, argv);
         if (strcmp(argv[argc - 1], "&") == 0 && argc > 1)
             job_start(argc - 1, argv, 0);
         else

@@ -242,9 +242,43 @@ static void test_kill_suspended(void)
 
 static void test_kill_bad_pid(void)
 {
-    EXPECT_FAILS(SysKill(0));
-    EXPECT_FAILS(SysKill(0x7ffffff0));
-    EXPECT_FAILS(SysKill(UINT32_MAX));
+    EXPECT_STATUS(SysKill(0), STATUS_INVALID_CID);
+    EXPECT_STATUS(SysKill(0x7ffffff0), STATUS_INVALID_CID);
+    EXPECT_STATUS(SysKill(UINT32_MAX), STATUS_INVALID_CID);
+    HANDLE h;
+    EXPECT_STATUS(SysOpenProcess(0x7ffffff0, &h), STATUS_INVALID_CID);
+}
+
+// Process groups and the console's foreground group (abi.h): a child leads a
+// group only when spawned with SPAWN_NEW_GROUP, else it is in its parent's;
+// no group is led by a stranger's pid; the interrupt mode's statuses.
+static void test_console_groups(void)
+{
+    HANDLE led, joined;
+    uint32_t led_pid = 0, joined_pid = 0, pending = 7;
+    NTSTATUS s = spawn_child(SPAWN_SUSPENDED | SPAWN_NEW_GROUP, &led, "exit", "0");
+    EXPECT(NT_SUCCESS(s), "spawn with SPAWN_NEW_GROUP: %s", nt_status_name(s));
+    s = spawn_child(SPAWN_SUSPENDED, &joined, "exit", "0");
+    EXPECT(NT_SUCCESS(s), "spawn: %s", nt_status_name(s));
+    SysProcessId(led, &led_pid);
+    SysProcessId(joined, &joined_pid);
+    EXPECT_STATUS(SysConsoleForeground(led_pid), STATUS_SUCCESS);
+    EXPECT_STATUS(SysConsoleForeground(joined_pid), STATUS_INVALID_CID); // in our group
+    EXPECT_STATUS(SysConsoleForeground(0x7ffffff0), STATUS_INVALID_CID);
+    EXPECT_STATUS(SysConsoleForeground(0), STATUS_SUCCESS);
+    EXPECT_STATUS(SysInterruptMode(2, NULL), STATUS_INVALID_PARAMETER);
+    EXPECT_STATUS(SysInterruptMode(INTERRUPT_NOTIFY, (uint32_t *)16), STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysInterruptMode(INTERRUPT_NOTIFY, &pending), STATUS_SUCCESS);
+    EXPECT(pending == 0, "an interrupt pending with none sent: %u", pending);
+    EXPECT_STATUS(SysInterruptMode(INTERRUPT_END, NULL), STATUS_SUCCESS);
+    for (int i = 0; i < 2; i++) {
+        HANDLE h = i ? joined : led;
+        int status = -1000;
+        SysResume(h);
+        EXPECT_STATUS(SysWait(h, &status), STATUS_SUCCESS);
+        EXPECT(status == 0, "child %d: exit status %d", i, status);
+        NtClose(h);
+    }
 }
 
 static void test_suspended_resume(void)
@@ -829,6 +863,11 @@ static NTSTATUS via_irqoff_spin(void *p)
     return SysIrqoffSpin(1, p);
 }
 
+static NTSTATUS via_interrupt_mode(void *p)
+{
+    return SysInterruptMode(INTERRUPT_END, p);
+}
+
 // What a call may answer besides STATUS_ACCESS_VIOLATION.
 enum also {
     ONLY_AV,
@@ -877,6 +916,7 @@ static const struct pointer_call {
     {"SysPmcInfo got", via_pmc_info_got, ONLY_AV},
     {"SysSelfCheck", via_self_check, ONLY_AV},
     {"SysIrqoffSpin out", via_irqoff_spin, ONLY_AV},
+    {"SysInterruptMode pending", via_interrupt_mode, NULL_ENDS},
 };
 
 // A misaligned bad pointer may also be refused for its alignment.
@@ -1109,6 +1149,7 @@ static const struct child_test tests[] = {
     CHILD_TEST(kill_sleeping),
     CHILD_TEST(kill_suspended),
     CHILD_TEST(kill_bad_pid),
+    CHILD_TEST(console_groups),
     CHILD_TEST(suspended_resume),
     CHILD_TEST(close_before_exit),
     CHILD_TEST(concurrent_processes),

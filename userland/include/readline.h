@@ -7,5 +7,8 @@
 
 // Prints prompt, reads one line into buf (at most size - 1 characters, always
 // terminated, without the newline) and returns its length; -1 when the
-// console cannot be read. Non-empty lines join the history.
+// console cannot be read; READLINE_TOO_LONG when the line had more than
+// size - 1 characters (read to its end, the rest not kept, not echoed, and
+// not in the history). Non-empty lines join the history.
+#define READLINE_TOO_LONG (-2)
 int readline(const char *prompt, char *buf, size_t size);

@@ -12,11 +12,15 @@
 struct samplelog_trailer {
     struct pmclog_header h;
     uint32_t source, mode;
-    uint32_t flags, reserved;
-    uint64_t interval; // source units per sample
+    uint32_t flags, notes; // notes: SAMPLELOG_NOTE_*
+    uint64_t interval;     // source units per sample
     struct pmc_driver_stats stats;
     char command[128];
 };
+
+// Time sampling under QEMU without -icount (SysInfo's time_sampling_approximate):
+// the shares follow the host's scheduling of the vCPUs.
+#define SAMPLELOG_NOTE_APPROXIMATE_TIME 0x1
 
 struct samplelog {
     uint8_t *data; // the whole file

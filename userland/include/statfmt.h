@@ -12,10 +12,17 @@ uint64_t stat_muldiv(uint64_t a, uint64_t b, uint64_t c);
 // itself when running == enabled, 0 when running is 0 (never counted).
 uint64_t stat_scale(uint64_t count, uint64_t enabled, uint64_t running);
 
-// running / enabled in tenths of a percent (625 = 62.5 %); 1000 when enabled is 0.
+// running / enabled in tenths of a percent (625 = 62.5 %), rounded, at most
+// 999 while running < enabled; 1000 when enabled is 0 or running >= enabled.
 unsigned stat_running_permille(uint64_t running, uint64_t enabled);
 
-// a / b in hundredths (IPC 0.85 = 85); 0 when b is 0.
+// a * scale / b rounded to the nearest integer (halves up): a ratio in
+// units of 1/scale (CPUs utilized 0.997 = 997 of 1000, 16.67 % = 1667 of
+// 10000); 0 when b is 0. Every figure printed with a fixed number of
+// decimals is rounded, not cut, as printf's %.3f rounds.
+uint64_t stat_ratio(uint64_t a, uint64_t b, uint64_t scale);
+
+// a / b in hundredths (IPC 0.85 = 85), rounded; 0 when b is 0.
 uint64_t stat_ratio_x100(uint64_t a, uint64_t b);
 
 // Mean of v[0..n-1] (n >= 1), rounded down.

@@ -98,3 +98,6 @@ NTSTATUS NtPmcAdmin(uint32_t cpu, uint32_t row, uint32_t state);
 NTSTATUS NtPmcGetCpuInfo(struct pmc_cpuinfo *out);
 NTSTATUS NtPmcGetPmcInfo(uint32_t cpu, struct pmc_rowinfo *buf, uint32_t len, uint32_t *needed);
 NTSTATUS NtPmcGetModuleVersion(uint32_t *version);
+// Console interrupts (Ctrl-C): the foreground process group and the mode (abi.h).
+NTSTATUS SysConsoleForeground(uint32_t pgid);
+NTSTATUS SysInterruptMode(uint32_t mode, uint32_t *pending);

@@ -97,6 +97,7 @@ int readline(const char *prompt, char *buf, size_t size)
     if (size == 0)
         return -1;
     struct line l = {.buf = buf, .size = size, .at = history_count};
+    int too_long = 0;
     buf[0] = '\0';
     fputs(prompt, stdout);
     fflush(stdout);
@@ -107,6 +108,8 @@ int readline(const char *prompt, char *buf, size_t size)
         if (c == '\n' || c == '\r') {
             putchar('\n'); // flushes: stdout is line-buffered
             buf[l.len] = '\0';
+            if (too_long)
+                return READLINE_TOO_LONG;
             history_add(buf);
             return (int)l.len;
         }
@@ -121,6 +124,7 @@ int readline(const char *prompt, char *buf, size_t size)
             buf[0] = '\0';
             return 0;
         } else if (c == CTRL('U')) {
+            too_long = 0;
             erase(l.len);
             l.len = 0;
             buf[0] = '\0';
@@ -130,6 +134,8 @@ int readline(const char *prompt, char *buf, size_t size)
             buf[l.len++] = (char)c;
             buf[l.len] = '\0';
             putchar(c);
+        } else if (isprint(c)) {
+            too_long = 1;
         }
         fflush(stdout);
     }

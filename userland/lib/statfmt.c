@@ -41,12 +41,20 @@ unsigned stat_running_permille(uint64_t running, uint64_t enabled)
 {
     if (enabled == 0 || running >= enabled)
         return 1000;
-    return (unsigned)stat_muldiv(running, 1000, enabled);
+    uint64_t p = stat_ratio(running, enabled, 1000);
+    return p > 999 ? 999 : (unsigned)p; // [100.0%] only when it always ran
+}
+
+uint64_t stat_ratio(uint64_t a, uint64_t b, uint64_t scale)
+{
+    // round(x) = floor((floor(2x) + 1) / 2), x = a * scale / b.
+    uint64_t twice = b ? stat_muldiv(a, 2 * scale, b) : 0;
+    return twice / 2 + (twice & 1);
 }
 
 uint64_t stat_ratio_x100(uint64_t a, uint64_t b)
 {
-    return b ? stat_muldiv(a, 100, b) : 0;
+    return stat_ratio(a, b, 100);
 }
 
 uint64_t stat_mean(const uint64_t *v, unsigned n)

@@ -269,7 +269,9 @@ static const struct {
     {"\x1b[A\x1b[A\x1b[A\n", 0, 2, "ac", "up three times (repeats are stored once)"},
     {"new\x1b[A\x1b[B\n", 0, 3, "new", "down returns to the draft"},
     {"\x1b[1;5A\x1b[C\n", 0, 3, "new", "modified arrows and other sequences"},
-    {"abcdefghij\n", 5, 4, "abcd", "buffer limit"},
+    {"abcd\n", 5, 4, "abcd", "a line that just fits the buffer"},
+    {"abcdefghij\n", 5, -2, "abcd", "a longer line: READLINE_TOO_LONG, its start kept"},
+    {"abcdefghij\x15xy\n", 5, 2, "xy", "ctrl-U forgets a line too long"},
     {"x\x03", 0, 0, "", "ctrl-C abandons"},
     {"eof", 0, -1, NULL, "end of input"},
     {"\t\x01z\r", 0, 1, "z", "control characters ignored, CR ends"},
@@ -302,6 +304,14 @@ static void test_statfmt(void)
     CHECK(stat_scale(1000, 8000, 8000) == 1000 && stat_running_permille(8000, 8000) == 1000,
           "scale: fully running is unscaled, 100.0%%");
     CHECK(stat_scale(1000, 8000, 0) == 0, "scale: never running counts 0 (<not counted>)");
+    // CPUs utilized, task-clock / wall time to three decimals: rounded, not cut.
+    CHECK(stat_ratio(1996780, 2003260, 1000) == 997, "CPUs utilized 1996.78 / 2003.26 = 0.997");
+    CHECK(stat_ratio(13099, 13873, 1000) == 944, "CPUs utilized 13.099 / 13.873 = 0.944");
+    CHECK(stat_ratio(2008, 210000, 1000) == 10, "CPUs utilized 2.008 / 210 ms = 0.010");
+    CHECK(stat_ratio(3, 18, 10000) == 1667 && stat_ratio(7, 18, 10000) == 3889,
+          "percentages rounded: 3/18 = 16.67 %%, 7/18 = 38.89 %%");
+    CHECK(stat_ratio(1, 2, 1) == 1 && stat_ratio(5, 0, 1000) == 0, "halves round up; b = 0 is 0");
+    CHECK(stat_running_permille(9999, 10000) == 999, "99.99 %% running is 99.9 %%, not 100");
     CHECK(stat_ratio_x100(850, 1000) == 85 && stat_ratio_x100(1, 0) == 0,
           "ratio: 850 insns / 1000 cycles = 0.85; a zero divisor gives 0");
     uint64_t same[3] = {7, 7, 7};

@@ -51,7 +51,7 @@ static NTSTATUS spawn_mutate(struct fuzzer *f, const struct call *c, uint64_t *p
         *argv = c->how % 3 == 0 ? 0 : (uint64_t)kernel_argv;
         return STATUS_ACCESS_VIOLATION;
     case 3:
-        *flags = c->how & 1 ? SPAWN_PRIVILEGED : 0x4;
+        *flags = c->how & 1 ? SPAWN_PRIVILEGED : 0x80; // 0x80: no SPAWN_ flag
         return c->how & 1 ? (f->privileged ? NO_STATUS : STATUS_PRIVILEGE_NOT_HELD)
                           : STATUS_INVALID_PARAMETER;
     default: *ph = bad_pointer(f, c->how); return STATUS_ACCESS_VIOLATION;
@@ -131,9 +131,9 @@ void op_kill(struct fuzzer *f, const struct call *c)
     uint32_t pid = k >= 0 ? f->proc[k].pid : 0;
     NTSTATUS want = NO_STATUS;
     if (c->variant % 6 == 3 || pid == 0)
-        pid = 0, want = STATUS_INVALID_PARAMETER; // no such process
+        pid = 0, want = STATUS_INVALID_CID; // no such process
     else if (c->variant % 6 == 4)
-        pid = 0xFFFFFFF0u, want = STATUS_INVALID_PARAMETER;
+        pid = 0xFFFFFFF0u, want = STATUS_INVALID_CID;
     else if (c->variant % 6 == 5 && !f->privileged)
         pid = f->parent, want = STATUS_ACCESS_DENIED; // our parent is not ours to kill
     NTSTATUS s = SysKill(pid);
@@ -216,7 +216,7 @@ static uint32_t open_pid(const struct fuzzer *f, const struct call *c, int *k, N
         return f->proc[i].pid;
     }
     if (c->variant % 5 == 3) {
-        *want = STATUS_INVALID_PARAMETER;
+        *want = STATUS_INVALID_CID;
         return 0;
     }
     if (c->variant % 5 == 4 && !f->privileged) {

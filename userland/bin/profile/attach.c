@@ -64,7 +64,7 @@ int attach_extract(int *argc, char **argv, int first, const char *valued, int de
 int attach_open(struct attach *a)
 {
     NTSTATUS s = SysOpenProcess(a->pid, &a->process);
-    if (s == STATUS_INVALID_PARAMETER) {
+    if (s == STATUS_INVALID_CID) {
         a->process = NULL;
         fprintf(stderr, "profile: no process %u\n", a->pid);
         return EXIT_USAGE;
@@ -92,16 +92,19 @@ int attach_open(struct attach *a)
 
 int attach_done(const struct attach *a)
 {
-    if (prof_exited(a->pid))
+    if (prof_exited(a->pid) || prof_interrupted())
         return 1;
     return a->ms && clock_ns() - a->start_ns >= a->ms * 1000000ull;
 }
 
 void attach_wait(struct attach *a)
 {
-    if (!a->ms) {
-        SysWait(a->process, &a->exit_status);
-        a->exited = 1;
+    if (!a->ms) { // until it exits, or Ctrl-C detaches (the process is not ours to end)
+        NTSTATUS s = SysWait(a->process, &a->exit_status);
+        if (s == STATUS_ALERTED && prof_interrupted())
+            attach_finish(a);
+        else
+            a->exited = 1;
         return;
     }
     while (!attach_done(a))

@@ -33,7 +33,15 @@ int usage_say(const char *usage, const char *tail, const char *fmt, ...)
     fprintf(stderr, "profile: ");
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n%s%s\n", usage, tail);
+    if (tail) {
+        fprintf(stderr, "\n%s%s\n", usage, tail);
+        return EXIT_USAGE;
+    }
+    // The command is the word after "usage: profile ".
+    const char *cmd = usage + strlen("usage: profile ");
+    const char *end = strchr(cmd, ' ');
+    int len = end ? (int)(end - cmd) : (int)strlen(cmd);
+    fprintf(stderr, "\n%s (see 'profile help %.*s')\n", usage, len, cmd);
     return EXIT_USAGE;
 }
 
@@ -193,6 +201,36 @@ uint32_t prof_process_list(const struct sys_process_info **rows)
     if (!NT_SUCCESS(SysProcessList(list, 256, &count)))
         return 0;
     return count < 256 ? count : 256;
+}
+
+const char note_approximate_time[] =
+    "Note: time sampling under QEMU without -icount follows the host's scheduling of the vCPUs "
+    "and is approximate; boot with `make run ICOUNT=1` (QEMU -icount shift=0,sleep=off) for "
+    "exact, repeatable shares.\n";
+
+int prof_time_approximate(void)
+{
+    struct sys_info info;
+    return NT_SUCCESS(SysInfo(&info)) && info.time_sampling_approximate;
+}
+
+int prof_interrupted(void)
+{
+    static int seen;
+    uint32_t pending = 0;
+    if (NT_SUCCESS(SysInterruptMode(INTERRUPT_NOTIFY, &pending)) && pending)
+        seen = 1;
+    return seen;
+}
+
+NTSTATUS prof_wait(HANDLE child, int *exit_status)
+{
+    for (;;) {
+        NTSTATUS s = SysWait(child, exit_status);
+        if (s != STATUS_ALERTED)
+            return s;
+        prof_interrupted();
+    }
 }
 
 int prof_exited(uint32_t pid)

@@ -17,8 +17,8 @@ extern const char usage_all[], usage_sources[], usage_run[], usage_kernel[], usa
 
 // "profile: WHAT", then the usage line ended by tail: EXIT_USAGE.
 PRINTF_LIKE(3, 4) int usage_say(const char *usage, const char *tail, const char *fmt, ...);
-// "profile: WHAT", then the usage and "(see 'profile help')": EXIT_USAGE.
-#define usage_error(usage, ...) usage_say(usage, " (see 'profile help')", __VA_ARGS__)
+// "profile: WHAT", then the usage and "(see 'profile help COMMAND')": EXIT_USAGE.
+#define usage_error(usage, ...) usage_say(usage, NULL, __VA_ARGS__)
 // "profile: WHAT", then the usage alone (stat's and --cswitch's form): EXIT_USAGE.
 #define usage_short(usage, ...) usage_say(usage, "", __VA_ARGS__)
 
@@ -71,6 +71,24 @@ int prof_holds_privilege(void);
 uint32_t prof_process_list(const struct sys_process_info **rows);
 // Whether process pid has ended (a zombie, or gone).
 int prof_exited(uint32_t pid);
+
+// profile help [COMMAND] (help.c).
+int cmd_help(int argc, char **argv);
+
+// The note under every report of time samples taken under QEMU without
+// -icount (run, kernel, record, report); prof_time_approximate: whether this
+// machine is one (SysInfo).
+extern const char note_approximate_time[];
+int prof_time_approximate(void);
+
+// Ctrl-C (abi.h, INTERRUPT_NOTIFY): main asks to be told, and every command
+// stops measuring when told and still prints what it gathered, as perf does;
+// profile then exits with EXIT_STATUS_INTERRUPTED. prof_interrupted takes a
+// pending interrupt and says whether one has come since the start.
+int prof_interrupted(void);
+// SysWait for a child of the same process group: an interrupt ends the child
+// (INTERRUPT_END), so a STATUS_ALERTED is taken and the wait goes on.
+NTSTATUS prof_wait(HANDLE child, int *exit_status);
 
 // -p PID [-d SECONDS] (attach.c): a running process measured for SECONDS or
 // until it exits (without -d: until it exits).

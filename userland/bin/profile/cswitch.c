@@ -177,8 +177,9 @@ static long cswitch_run(HANDLE child, uint32_t pid, int *status)
         bytes = got < 0 ? -1 : bytes + got;
         if (prof_exited(pid))
             break;
+        prof_interrupted(); // taken: the child, of our group, ends by itself
     }
-    SysWait(child, status);
+    prof_wait(child, status);
     record_stop();
     NtPmcFlushLog();
     long got = buf ? samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF, 0) : -1;

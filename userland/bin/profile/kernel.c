@@ -39,11 +39,15 @@ static int kernel_measure(struct options *o, const struct elf_image *img, uint64
     if (start_all(ps, nprof) < 0)
         goto out;
     uint64_t t0 = clock_ns();
-    SysSleep(seconds * 1000);
+    SysSleep(seconds * 1000); // STATUS_ALERTED on Ctrl-C: the report of what was sampled
     uint64_t elapsed = clock_ns() - t0;
     stop_all(ps, nprof);
     char title[64];
-    snprintf(title, sizeof title, "kernel, %lu s, every CPU", seconds);
+    if (prof_interrupted())
+        snprintf(title, sizeof title, "kernel, %lu.%03lu s of %lu (Ctrl-C), every CPU",
+                 elapsed / 1000000000, elapsed / 1000000 % 1000, seconds);
+    else
+        snprintf(title, sizeof title, "kernel, %lu s, every CPU", seconds);
     report_all(o, ps, 1, title, elapsed, note);
     status = 0;
 out:

@@ -2,7 +2,9 @@
 // kernel` print for one source. Integer arithmetic only (the formatter has no
 // floating point): percentages are hundredths, rates are rounded down.
 #include "kernrate.h"
+#include "cli.h"
 #include <sort.h>
+#include <statfmt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +20,10 @@ uint64_t prof_range_hits(const struct prof_range *r)
     return n;
 }
 
-// "12.34%" (two decimals, rounded down) into buf.
+// "12.34%" (two decimals, rounded) into buf.
 static const char *percent(char *buf, size_t size, uint64_t part, uint64_t total)
 {
-    uint64_t hundredths = total ? part * 10000 / total : 0;
+    uint64_t hundredths = stat_ratio(part, total, 10000);
     snprintf(buf, size, "%lu.%02lu%%", hundredths / 100, hundredths % 100);
     return buf;
 }
@@ -158,10 +160,7 @@ static void print_losses(const struct prof_report *rep)
                rep->source->name, rep->periods, rep->ncpus, rep->missed);
     // Written as it is, not formatted: no buffer's size can cut it short.
     if (rep->approximate_time)
-        fputs("Note: time sampling under QEMU without -icount follows the host's scheduling of "
-              "the vCPUs and is approximate; boot with `make run ICOUNT=1` (QEMU -icount "
-              "shift=0,sleep=off) for exact, repeatable shares.\n",
-              stdout);
+        fputs(note_approximate_time, stdout);
 }
 
 void prof_report_print(const struct prof_report *rep)

@@ -7,6 +7,7 @@
 //   profile record [options] PROG       sample with call chains into a log      (record.c)
 //   profile report [options] [FILE]     the reports made from that log          (report.c)
 //   profile record/report --cswitch     counters at every context switch        (cswitch.c)
+//   profile help [COMMAND]              the commands, or one command's options  (help.c)
 //
 // What they share is in cli.c; run and kernel also share histogram.c (profile
 // objects) and kernrate.c (their report).
@@ -17,35 +18,6 @@
 #include <stdlib.h>
 #include <syscall.h>
 #include "cli.h"
-
-static int cmd_help(int argc, char **argv)
-{
-    (void)argc, (void)argv;
-    printf("%s\n%s\n", usage_run, usage_kernel);
-    printf("usage: profile sources | help\n\n"
-           "  sources        every profile source: number, name, counter kind, intervals, support\n"
-           "  run            profile PROG from start to exit; one report per source\n"
-           "  kernel         profile the kernel on every CPU for SECONDS (needs sudo)\n\n"
-           "  -s SOURCE[:N]  a source by name (Time, ProfileTime, totalcycles...) or number,\n"
-           "                 optionally with its own interval; repeat for several (default Time)\n"
-           "  -i N           interval for sources without their own: 100 ns units for Time,\n"
-           "                 events otherwise (default: Time's minimum, 1221 = 122.1 us;\n"
-           "                 a counter's default interval). Setting it needs sudo: without,\n"
-           "                 the interval in force is used and the report says so\n"
-           "  -b SHIFT       bucket size 2^SHIFT bytes, 2..31 (default 2: 4-byte buckets)\n"
-           "  -k             also the kernel's text, system scope, every CPU (needs sudo)\n"
-           "  -n TOP         functions listed per module (default 20)\n"
-           "  -p PID         attach to running process PID instead of PROG (its own process,\n"
-           "                 a child, or sudo), until it exits or -d SECONDS have passed\n"
-           "  -g             also send each histogram as gmon.out on the console (between\n"
-           "                 'gmon: begin' and 'gmon: end'; scripts/gmon-extract.py saves it;\n"
-           "                 gprof reads it with the program's ELF, or build/kernel.elf)\n\n"
-           "A short program wants the 1221 interval, which only sudo may set:\n"
-           "  sudo profile run primes 300000\n\n"
-           "Exit status: 0 when the report was printed (whatever PROG's status), 1 when\n"
-           "profiling failed, 2 for a bad command line.\n");
-    return 0;
-}
 
 static const struct command {
     const char *name;
@@ -93,9 +65,14 @@ int main(int argc, char **argv)
         return nmi;
     if (prof_load_sources() < 0)
         return EXIT_FAIL;
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(commands[i].name, argv[1]) == 0)
-            return commands[i].run(argc, argv);
+    SysInterruptMode(INTERRUPT_NOTIFY, NULL); // Ctrl-C: stop, report, then exit as interrupted
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(commands[i].name, argv[1]) != 0)
+            continue;
+        int status = commands[i].run(argc, argv);
+        fflush(NULL);
+        return prof_interrupted() ? EXIT_STATUS_INTERRUPTED : status;
+    }
     fprintf(stderr, "profile: unknown command '%s'\n%s\n", argv[1], usage_all);
     return EXIT_USAGE;
 }

@@ -79,6 +79,8 @@ static int value_option(struct record_opts *o, const char *a, const char *arg)
         o->interval = v;
     } else if (a[1] == 'r') {
         o->ring_kb = (uint32_t)v;
+    } else if (v < 1 || v > PMC_DEPTH_MAX) { // 0 would mean the kernel's default
+        return usage_error(usage_record, "-d DEPTH: 1..%u frames, not '%s'", PMC_DEPTH_MAX, arg);
     } else {
         o->depth = (uint32_t)v;
     }
@@ -248,6 +250,8 @@ static void record_drain(struct record *r)
             break;
         }
         r->bytes += got;
+        if (prof_interrupted())
+            break;
         if (r->at.pid  ? attach_done(&r->at)
             : r->timed ? clock_ns() - start >= r->seconds * 1000000000ull
                        : prof_exited(r->pid))
@@ -260,7 +264,7 @@ static void record_drain(struct record *r)
     if (r->at.pid)
         attach_finish(&r->at);
     else if (r->child)
-        SysWait(r->child, &r->exit_status);
+        prof_wait(r->child, &r->exit_status);
 }
 
 // The trailer appended to the file: the source, the PMC, the driver's statistics.
@@ -273,6 +277,8 @@ static void record_trailer(const struct record *r, struct samplelog_trailer *t)
     t->interval = r->count ? r->count : r->iv.in_force;
     NtPmcGetDriverStats(&t->stats);
     strlcpy(t->command, r->command, sizeof t->command);
+    if (t->source == ProfileTime && prof_time_approximate())
+        t->notes |= SAMPLELOG_NOTE_APPROXIMATE_TIME;
     SysTmpWrite(r->o.file, t, sizeof *t, 0);
 }
 
@@ -296,6 +302,8 @@ static int record_summary(const struct record *r, const struct samplelog_trailer
         attach_say_end(&r->at, "record");
     else if (r->child)
         printf("record: %s exited with status %d\n", prog, r->exit_status);
+    if (t->notes & SAMPLELOG_NOTE_APPROXIMATE_TIME)
+        fputs(note_approximate_time, stdout);
     return delivered == logged + lost ? 0 : EXIT_FAIL;
 }
 

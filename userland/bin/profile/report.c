@@ -96,6 +96,8 @@ static void print_report(const struct report_opts *o, const struct callgraph *cg
     callgraph_print_flat(cg, (unsigned)o->top);
     printf("\n");
     callgraph_print_tree(cg, (unsigned)(o->top < 5 ? o->top : 5));
+    if (log->trailer && (log->trailer->notes & SAMPLELOG_NOTE_APPROXIMATE_TIME))
+        fputs(note_approximate_time, stdout);
 }
 
 int profile_report_main(int argc, char **argv)

@@ -120,7 +120,7 @@ static int run_measure(struct run *r)
     } else {
         s = SysResume(r->child);
         if (NT_SUCCESS(s))
-            s = SysWait(r->child, &exit_status);
+            s = prof_wait(r->child, &exit_status);
     }
     r->elapsed_ns = clock_ns() - t0;
     stop_all(r->ps, r->nprof);
@@ -132,8 +132,9 @@ static int run_measure(struct run *r)
         fprintf(stderr, "profile: running %s: %s\n", r->prog, nt_status_name(s));
         return -1;
     }
-    if (exit_status == EXIT_STATUS_KILLED)
-        printf("profile: %s was killed; the report covers what was sampled until then\n", r->prog);
+    if (exit_status == EXIT_STATUS_KILLED || exit_status == EXIT_STATUS_INTERRUPTED)
+        printf("profile: %s was %s; the report covers what was sampled until then\n", r->prog,
+               exit_status == EXIT_STATUS_KILLED ? "killed" : "interrupted (Ctrl-C)");
     else
         printf("profile: %s exited with status %d\n", r->prog, exit_status);
     return 0;

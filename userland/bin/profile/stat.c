@@ -53,7 +53,7 @@ static void stat_abandon(counters h, unsigned ncpu, HANDLE child)
     if (NT_SUCCESS(SysProcessId(child, &pid)))
         SysKill(pid);
     SysResume(child);
-    SysWait(child, NULL);
+    prof_wait(child, NULL);
     NtClose(child);
 }
 
@@ -142,7 +142,7 @@ static int stat_once(const struct stat_opts *o, char **argv, struct row *rows, u
         status = o->at.exit_status;
     } else {
         SysResume(child);
-        SysWait(child, &status);
+        prof_wait(child, &status);
     }
     *wall_ns = clock_ns() - t0;
     *exit_status = status;
@@ -205,7 +205,7 @@ static void derived(const struct row *rows, unsigned n, const struct row *rw, ui
     } else if (tc >= 0) {
         uint64_t task_ns = stat_mean(rows[tc].value, runs);
         if (task_ns) { // events per second of CPU time, as perf's "/sec"
-            stat_fmt_fixed(r, sizeof r, stat_muldiv(mean, 1000000000000ull, task_ns), 3);
+            stat_fmt_fixed(r, sizeof r, stat_ratio(mean, task_ns, 1000000000000ull), 3);
             snprintf(extra, size, "#  %s /sec", r);
         }
     }
@@ -225,7 +225,7 @@ static void print_row(const struct row *rows, unsigned n, unsigned i, unsigned r
     if (EV_BASE(rw->event) == PMC_EVENT_SW(PMC_SW_TASK_CLOCK)) {
         stat_fmt_fixed(num, sizeof num, mean / 1000, 3); // ns -> msec with 3 decimals
         char cpus[24];
-        stat_fmt_fixed(cpus, sizeof cpus, stat_ratio_x100(mean, wall_mean) * 10, 3);
+        stat_fmt_fixed(cpus, sizeof cpus, stat_ratio(mean, wall_mean, 1000), 3);
         snprintf(extra, sizeof extra, "#  %s CPUs utilized", cpus);
         printf("%14s msec      %-22s %s", num, name, extra);
     } else {
@@ -382,9 +382,14 @@ int profile_stat_main(int argc, char **argv)
     int status = 0;
     if (o.at.pid && (st = attach_open(&o.at)) != 0)
         return st;
-    for (unsigned r = 0; r < o.runs; r++)
+    for (unsigned r = 0; r < o.runs; r++) {
         if (stat_once(&o, &argv[o.first_arg], rows, r, &wall[r], &status) < 0)
             return EXIT_FAIL;
+        if (prof_interrupted()) { // Ctrl-C: the runs so far, as perf stat -r
+            o.runs = r + 1;
+            break;
+        }
+    }
     print_title(&o, argc, argv);
     uint64_t wall_mean = stat_mean(wall, o.runs);
     for (unsigned e = 0; e < o.nevents; e++)
@@ -394,7 +399,7 @@ int profile_stat_main(int argc, char **argv)
     print_times(&o, rows, wall);
     if (o.at.pid)
         attach_say_end(&o.at, "profile");
-    else if (status != 0)
+    else if (status != 0 && status != EXIT_STATUS_INTERRUPTED)
         printf(" (%s exited with status %d)\n", argv[o.first_arg], status);
     attach_close(&o.at);
     return 0;
