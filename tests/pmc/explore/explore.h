@@ -40,7 +40,7 @@
 
 #define EX_MAX_OPS    48 // steps in one sequence
 #define EX_MAX_INJECT 32 // explicit NMI injection points of one sequence
-#define EX_SLOTS      6  // PMC objects a sequence juggles
+#define EX_SLOTS      8  // PMC objects a sequence juggles
 #define EX_PROCS      4  // processes: 0 owns the PMCs and the log, 1-3 are targets
 #define EX_SOURCES    3  // profile sources used (explore_ops.c's ex_source)
 #define EX_MSG        512
@@ -89,6 +89,7 @@ struct ex_seq {
     unsigned nops;
     struct ex_op ops[EX_MAX_OPS];
     uint8_t favourite; // the source most steps use (drawing)
+    uint32_t swarm;    // the kinds of step this sequence draws from (drawing)
     uint32_t density;  // random injection: one access in `density` on average (0: none)
     uint64_t inject_seed;
     unsigned npoints; // explicit injection points (used when density is 0)

@@ -43,16 +43,49 @@ static const uint8_t weight[OP_KINDS] = {
     [OP_PMI] = 3,       [OP_NMI] = 2,      [OP_HOOK] = 4,
 };
 
-static unsigned draw_kind(struct ex_rng *r)
+// Swarm testing (Groce, Zhang, Eide, Chen and Regehr, "Swarm Testing", ISSTA
+// 2012): each sequence draws its steps from a random subset of the kinds, so
+// that some sequences never stop, detach or switch and pile up state that an
+// even mix keeps undoing (five counts on four counters, a row released under
+// another's count). One sequence in three keeps every kind. Allocation and
+// retiring events are always in. The PMC modes a sequence allocates are
+// drawn the same way (SWARM_MODES: bits above the kinds), so that some
+// sequences have only system-scope counts contending for one scope's rows.
+#define SWARM_MODES 24
+_Static_assert(OP_KINDS <= SWARM_MODES, "the kinds and the modes share the swarm word");
+
+static uint32_t draw_swarm(struct ex_rng *r)
+{
+    uint32_t all = (1u << OP_KINDS) - 1, modes = 1 + ex_below(r, 15);
+    if (ex_below(r, 3) == 0)
+        return all | 15u << SWARM_MODES;
+    return ((uint32_t)ex_rand(r) & all) | 1u << OP_ALLOC | 1u << OP_RETIRE | modes << SWARM_MODES;
+}
+
+// The mode of an allocation: SC and TC three times as often as SS and TS
+// when all four are in, else one of the sequence's modes.
+static uint8_t draw_mode(struct ex_rng *r, uint32_t swarm)
+{
+    unsigned modes = (swarm >> SWARM_MODES) & 15, pick[4], n = 0;
+    if (modes == 15)
+        return (uint8_t)(ex_below(r, 4) ? 1 + 2 * ex_below(r, 2) : 2 * ex_below(r, 2));
+    for (unsigned m = 0; m < 4; m++)
+        if ((modes >> m) & 1)
+            pick[n++] = m;
+    return (uint8_t)pick[ex_below(r, n)];
+}
+
+static unsigned draw_kind(struct ex_rng *r, uint32_t swarm)
 {
     unsigned sum = 0;
     for (unsigned k = 0; k < OP_KINDS; k++)
-        sum += weight[k];
+        sum += (swarm >> k) & 1 ? weight[k] : 0;
     unsigned x = ex_below(r, sum);
     for (unsigned k = 0; k < OP_KINDS; k++) {
-        if (x < weight[k])
+        unsigned w = (swarm >> k) & 1 ? weight[k] : 0;
+        if (x < w)
             return k;
-        x -= weight[k];
+        x -= w;
     }
     return OP_RETIRE;
 }
@@ -89,9 +122,9 @@ static uint8_t logger_list(struct ex_rng *r, unsigned favourite)
     return (uint8_t)a;
 }
 
-static struct ex_op draw(struct ex_rng *r, unsigned favourite)
+static struct ex_op draw(struct ex_rng *r, unsigned favourite, uint32_t swarm)
 {
-    struct ex_op op = {.kind = (uint8_t)draw_kind(r)};
+    struct ex_op op = {.kind = (uint8_t)draw_kind(r, swarm)};
     unsigned ncpus = ex_ref.ncpus ? ex_ref.ncpus : 1;
     op.a = pick_slot(r, op.kind != OP_ALLOC);
     op.b = (uint8_t)ex_below(r, 256);
@@ -99,7 +132,7 @@ static struct ex_op draw(struct ex_rng *r, unsigned favourite)
     op.n = draw_events(r);
     switch (op.kind) {
     case OP_ALLOC:
-        op.b = (uint8_t)(ex_below(r, 4) ? 1 + 2 * ex_below(r, 2) : 2 * ex_below(r, 2)); // SC/TC
+        op.b = draw_mode(r, swarm); // mode_names' order
         op.n = ex_below(r, 4) == 0 ? 1 + ex_below(r, 2) : 0; // mostly both rings
         break;
     case OP_HAL_START:
@@ -131,9 +164,11 @@ static struct ex_op draw(struct ex_rng *r, unsigned favourite)
 // Step i of a sequence drawn as it runs, from the reference's state then.
 void ex_draw(struct ex_rng *r, struct ex_seq *s, unsigned i)
 {
-    if (i == 0)
+    if (i == 0) {
         s->favourite = (uint8_t)ex_below(r, EX_SOURCES);
-    s->ops[i] = draw(r, s->favourite);
+        s->swarm = draw_swarm(r);
+    }
+    s->ops[i] = draw(r, s->favourite, s->swarm);
 }
 
 static const char *const kind_names[OP_KINDS] = {
