@@ -132,7 +132,7 @@ static struct ex_op draw(struct ex_rng *r, unsigned favourite, uint32_t swarm)
     op.n = draw_events(r);
     switch (op.kind) {
     case OP_ALLOC:
-        op.b = draw_mode(r, swarm); // mode_names' order
+        op.b = draw_mode(r, swarm);                          // mode_names' order
         op.n = ex_below(r, 4) == 0 ? 1 + ex_below(r, 2) : 0; // mostly both rings
         break;
     case OP_HAL_START:
