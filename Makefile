@@ -289,7 +289,7 @@ soak: deps
 # and 10 s of ProfileTime at 1,221 on every CPU with every tick accounted;
 # each ends with a leak check.
 stress: deps
-	@for t in storm,400 kill,1000 faults,5000 lookups,20000 ticks,10; do \
+	@for t in storm,400 kill,1000 faults,5000 lookups,20000 reap,5000 ticks,10; do \
 	    $(MAKE) -s $(BUILD)/tests/init+init~stress,$$t.iso || exit 1; \
 	    timeout 1800 $(QEMU) $(QEMU_COMMON) -cpu max -smp 4 -m 512M -display none -serial stdio \
 	        -cdrom $(BUILD)/tests/init+init~stress,$$t.iso | grep -E '^stress|panic'; \

@@ -40,6 +40,17 @@ void object_unref(struct object *o)
     }
 }
 
+bool object_unref_unless_last(struct object *o)
+{
+    uint32_t n = __atomic_load_n(&o->refs, __ATOMIC_RELAXED);
+    do {
+        if (n <= 1)
+            return false; // the last: the caller drops it with object_unref
+    } while (!__atomic_compare_exchange_n(&o->refs, &n, n - 1, true, __ATOMIC_RELEASE,
+                                          __ATOMIC_RELAXED));
+    return true;
+}
+
 uint64_t object_live_count(void)
 {
     return __atomic_load_n(&live, __ATOMIC_RELAXED);

@@ -38,4 +38,9 @@ void object_init(struct object *o, enum object_type type, void (*destroy)(struct
 void object_ref(struct object *o);      // the caller holds a reference (panics on a dead object)
 bool object_ref_live(struct object *o); // found through a list: false when destroy has begun
 void object_unref(struct object *o);
+// Drop a reference unless it is the last: false (and nothing dropped) when it
+// is, as Linux's refcount_dec_not_one (lib/refcount.c). For a holder that must
+// keep using the object's memory after its drop under a lock that the object's
+// destroy takes first (process_thread_gone).
+bool object_unref_unless_last(struct object *o);
 uint64_t object_live_count(void); // objects created and not yet destroyed (leak checks)

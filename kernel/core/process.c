@@ -204,16 +204,16 @@ NTSTATUS process_kill(uint32_t pid)
         if (!p->killed)
             p->kill_status = PROCESS_KILLED_STATUS;
         p->killed = true;
+        // The thread is woken under process_lock: exit clears p->thread under
+        // it before the thread ends, and only then can the thread be freed.
         uint64_t f = spin_lock_irqsave(&process_lock);
         struct thread *t = p->exited ? NULL : p->thread;
         bool suspended = p->suspended;
+        if (t && !suspended)
+            wakeup_thread(t);
         spin_unlock_irqrestore(&process_lock, f);
-        if (t) {
-            if (suspended)
-                process_resume(p); // it dies on its way to ring 3
-            else
-                wakeup_thread(t);
-        }
+        if (t && suspended)
+            process_resume(p); // it dies on its way to ring 3
     }
     object_unref(&p->obj);
     return s;
@@ -247,13 +247,23 @@ void process_exit_current(int status)
 }
 
 // After the last thread's kernel stack is gone (sched.c): only now is the
-// process reported as exited, so a waiter sees every resource returned.
+// process reported as exited, so a waiter sees every resource returned. That
+// includes the thread's reference: it is dropped before exited is set, or a
+// waiter could reap the process and close its handle while the process object
+// still lived on the thread's reference (stress reap). When that reference is
+// not the last, another holder may drop the last one as soon as ours is gone;
+// process_destroy then waits for process_lock to unlink before it frees p, so
+// p stays valid while the lock is held here.
 void process_thread_gone(struct process *p)
 {
-    p->exited = true;
-    wakeup(p);
     notify(p, PROCESS_EXITED);
-    object_unref(&p->obj); // the thread's reference; p may be gone now
+    uint64_t f = spin_lock_irqsave(&process_lock);
+    bool others = object_unref_unless_last(&p->obj); // the thread's reference
+    p->exited = true;
+    spin_unlock_irqrestore(&process_lock, f);
+    wakeup(p); // the address only: p may be gone now
+    if (!others)
+        object_unref(&p->obj); // it was the last: nobody waits on p
 }
 
 void process_interrupt_group(uint32_t pgid)

@@ -49,7 +49,8 @@ static inline void *process_area(const struct process *p)
 //                      spawning thread (process_current() is the parent)
 //   PROCESS_EXITING    called by the exiting thread itself, its handles
 //                      closed, its address space not yet freed; exit_status set
-//   PROCESS_EXITED     its last thread is gone (a waiter may now see it)
+//   PROCESS_EXITED     its last thread is gone; called before a waiter can see
+//                      it exited (the thread's reference still holds p)
 //   PROCESS_DESTROYED  the last reference is going: free what hangs on p
 enum process_event { PROCESS_SPAWNED, PROCESS_EXITING, PROCESS_EXITED, PROCESS_DESTROYED };
 typedef void (*process_watcher)(struct process *p, enum process_event event);

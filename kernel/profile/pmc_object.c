@@ -201,10 +201,12 @@ void pmc_switch_work(struct pmc *m, bool on)
             switch_work_set(m->targets[k], on && m->ops->wants_switch(m));
 }
 
-// Attach p (pmc_lock held): a new target, with a reference to p.
+// Attach p (pmc_lock held): a new target, with a reference to p. A process
+// whose exit has released its targets (process_exiting) takes no new one: it
+// still has its thread until the exit ends, but nothing would release it.
 static NTSTATUS attach_locked(struct pmc *m, struct process *p)
 {
-    if (p->exited || READ_ONCE(p->killed) || !p->thread)
+    if (p->exited || READ_ONCE(p->killed) || !p->thread || profile_of(p)->pmc_exited)
         return STATUS_PROCESS_IS_TERMINATING;
     if (pmc_target_of(m, p))
         return STATUS_PMC_ALREADY_ATTACHED;
@@ -346,7 +348,7 @@ static void release_targets(struct pmc_target *list, bool exiting)
     while (list) {
         struct pmc_target *t = list;
         list = t->proc_next;
-        object_unref(&t->proc->obj); // not the last: the caller or the process list holds it
+        object_unref(&t->proc->obj); // the last when the process ended meanwhile
         kfree(t);
     }
 }
@@ -463,16 +465,15 @@ static void process_exiting(struct process *p)
 {
     struct pmc_target *list = NULL;
     struct profile_process *pp = profile_of(p);
-    if (READ_ONCE(pp->pmc_targets)) {
-        uint64_t f = spin_lock_irqsave(&pmc_lock);
-        while (pp->pmc_targets) {
-            struct pmc_target *t = pp->pmc_targets;
-            unlink_locked(t);
-            t->proc_next = list;
-            list = t;
-        }
-        spin_unlock_irqrestore(&pmc_lock, f);
+    uint64_t f = spin_lock_irqsave(&pmc_lock); // taken even with no target: pmc_exited
+    pp->pmc_exited = true;
+    while (pp->pmc_targets) {
+        struct pmc_target *t = pp->pmc_targets;
+        unlink_locked(t);
+        t->proc_next = list;
+        list = t;
     }
+    spin_unlock_irqrestore(&pmc_lock, f);
     release_targets(list, true);
     pmc_log_process_gone(p);
 }

@@ -12,6 +12,7 @@ struct profile_process {
         *slot[ProfileSourceCount];  // started profiles on it, by source (ke_profile.c)
     struct pmc_target *pmc_targets; // PMCs attached to it (pmc_object.c, pmc_lock)
     uint32_t pmc_switch_work;       // of those, ones with work at its switches
+    bool pmc_exited;                // its exit released its targets: no new one (pmc_lock)
 };
 
 static inline struct profile_process *profile_of(const struct process *p)

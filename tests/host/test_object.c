@@ -1,7 +1,8 @@
 // kernel/core/object.c on the host: the rule of taking a reference (object.h).
 // A finder's object_ref_live fails once the count has reached zero, and never
 // brings a dead object back, even when it races the last unref on another
-// thread; object_ref on a dead object panics instead of reviving it.
+// thread; object_ref on a dead object panics instead of reviving it;
+// object_unref_unless_last never drops the last reference.
 #include <pthread.h>
 #include <stdint.h>
 #include "core/object.h"
@@ -71,6 +72,15 @@ void test_object(void)
           "object: a finder gets nothing once the count is zero, and revives nothing");
     CHECK(PANICS(object_ref(&o)) && destroyed == 1,
           "object: object_ref on a dead object panics instead of reviving it");
+    object_init(&o, OBJ_PROCESS, count_destroy);
+    destroyed = 0;
+    object_ref(&o);
+    CHECK(object_unref_unless_last(&o) && o.refs == 1 && destroyed == 0,
+          "object: object_unref_unless_last drops a reference that is not the last");
+    CHECK(!object_unref_unless_last(&o) && o.refs == 1 && destroyed == 0,
+          "object: object_unref_unless_last keeps the last reference and destroys nothing");
+    object_unref(&o);
+    CHECK(destroyed == 1 && object_live_count() == live, "object: the last unref destroys it");
     bool ok = true;
     for (int i = 0; i < 200 && ok; i++)
         ok = race_once();

@@ -11,6 +11,10 @@
 //                        by pid and attach a descendants PMC to themselves
 //                        (which looks up every process): a lookup must never
 //                        take a process whose last reference is going
+//   stress reap N        N times: spawn a child that exits at once, wait for
+//                        it and close the handle; the child must then be
+//                        gone (SysWait returns once every resource of the
+//                        child is back, the process object included)
 //   stress ticks SECONDS ProfileTime at 1,221 on every CPU, every CPU busy, for
 //                        SECONDS: each CPU's ticks must match the time (none
 //                        lost, none skipped) and the system profile must have
@@ -188,6 +192,31 @@ static void lookups(unsigned rounds)
     }
 }
 
+// Nothing else runs, so once the child is reaped and its only handle closed,
+// the live objects and processes must be back at their count before the spawn.
+static void reap(unsigned rounds)
+{
+    struct sys_self_check base, now;
+    SysSelfCheck(&base);
+    for (unsigned i = 0; i < rounds; i++) {
+        HANDLE h;
+        NTSTATUS s = spawn_child(0, &h, "exit", "0");
+        if (!NT_SUCCESS(s))
+            return failed("spawn", s);
+        int status = -1;
+        SysWait(h, &status);
+        NtClose(h);
+        SysSelfCheck(&now);
+        if (status != 0 || now.live_objects != base.live_objects ||
+            now.live_processes != base.live_processes) {
+            printf("stress: reap: round %u: status %d, objects %lu -> %lu, processes %lu -> %lu\n",
+                   i, status, base.live_objects, now.live_objects, base.live_processes,
+                   now.live_processes);
+            return failed("reap", STATUS_UNSUCCESSFUL);
+        }
+    }
+}
+
 // usertests' fault tests, each run alone in a child: every one must be killed.
 static void faults(unsigned times)
 {
@@ -291,7 +320,7 @@ int main(int argc, char **argv)
     }
     if (argc < 3) {
         printf("usage: stress storm N | stress kill N | stress faults N | stress lookups N | "
-               "stress ticks SECONDS\n");
+               "stress reap N | stress ticks SECONDS\n");
         return 2;
     }
     struct sys_self_check before, after;
@@ -310,6 +339,8 @@ int main(int argc, char **argv)
         faults(n);
     else if (strcmp(argv[1], "lookups") == 0)
         lookups(n);
+    else if (strcmp(argv[1], "reap") == 0)
+        reap(n);
     else
         return printf("stress: unknown test %s\n", argv[1]), 2;
     SysSelfCheck(&after);
