@@ -218,7 +218,7 @@ int process_wait(struct process *p)
 {
     uint64_t f = irq_save();
     while (!p->exited && !process_current()->killed)
-        sleep_on(p, &p->exited, 0);
+        sleep_on(p, &p->exited, 0, WAIT_CHILD);
     irq_restore(f);
     return p->exited ? p->exit_status : PROCESS_KILLED_STATUS;
 }

@@ -275,7 +275,7 @@ void thread_exit(void)
     panic("thread_exit: a dead thread ran again");
 }
 
-void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns)
+void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns, enum thread_wait why)
 {
     assert(!irq_enabled());
     struct thread *t = current_thread();
@@ -286,6 +286,7 @@ void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns)
     }
     t->wait_chan = chan;
     t->wake_ns = wake_ns;
+    t->wait_why = why;
     t->state = T_SLEEPING;
     sched_locked();
     t->wait_chan = NULL;

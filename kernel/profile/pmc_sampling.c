@@ -13,6 +13,7 @@
 #include "arch/x86/percpu.h"
 #include "core/heap.h"
 #include "core/process.h"
+#include "core/sched.h"
 #include "core/spinlock.h"
 #include "lib/string.h"
 #include "pmc/hal.h"
@@ -207,7 +208,7 @@ static void sampling_release(struct pmc *m)
 
 static bool sampling_wants_switch(const struct pmc *m)
 {
-    return (m->a.flags & PMC_F_LOG_PROCCSW) != 0;
+    return (m->a.flags & (PMC_F_LOG_PROCCSW | PMC_F_LOG_OFFCPU)) != 0;
 }
 
 static NTSTATUS sampling_start(struct pmc *m, struct process *caller)
@@ -284,12 +285,55 @@ static void sampling_detach(struct pmc_target *t, bool exiting)
     pmc_log_write_irqoff(&r.h, sizeof r);
 }
 
+// PMC_F_LOG_OFFCPU: the target's thread (this CPU's current one) leaves the
+// CPU at now: why (what it sleeps on, or runnable when it was preempted or
+// yielded) and where (its kernel and user chain), as Brendan Gregg's
+// "Off-CPU Analysis" records at each switch-out. A thread that dies leaves
+// for good: no record.
+static void offcpu_out(struct pmc_target *t, uint64_t now, unsigned cpu)
+{
+    const struct thread *th = percpu_read(current);
+    if (th->state == T_DEAD)
+        return;
+    struct pmc *m = t->pmc;
+    bool chain = (m->a.flags & PMC_F_CALLCHAIN) != 0;
+    uint16_t why = (uint16_t)(th->state == T_SLEEPING ? th->wait_why : WAIT_RUNNABLE);
+    t->off_since = now;
+    t->off_reason = why;
+    t->off_seq++;
+    struct sample_origin o = {t->proc->pid,
+                              t->proc->pid,
+                              m->id,
+                              (uint16_t)cpu,
+                              0,
+                              chain,
+                              chain ? PMCLOG_SAMPLE_CHAIN : 0};
+    pmc_log_offcpu(&o, &pmc_switch_frame[cpu], why, t->off_seq);
+}
+
+// The target is back at now: how long it was away.
+static void offcpu_in(struct pmc_target *t, uint64_t now)
+{
+    if (!t->off_since)
+        return; // attached while away, or never ran: nothing to end
+    struct pmclog_oncpu r = {.h.type = PMCLOG_ONCPU, .pid = t->proc->pid, .tid = t->proc->pid};
+    r.pmc = t->pmc->id;
+    r.seq = t->off_seq;
+    r.reason = t->off_reason;
+    r.off_ns = now - t->off_since;
+    t->off_since = 0;
+    pmc_log_write_irqoff(&r.h, sizeof r);
+}
+
 // PMC_F_LOG_PROCCSW: the slice of the process leaving this CPU.
 static void sampling_switch_out(struct pmc_target *t, uint64_t now)
 {
-    UNUSED(now);
     struct pmc *m = t->pmc;
     unsigned cpu = cpu_id();
+    if (m->a.flags & PMC_F_LOG_OFFCPU)
+        offcpu_out(t, now, cpu);
+    if (!(m->a.flags & PMC_F_LOG_PROCCSW))
+        return;
     struct pmclog_csw r = {.h.type = PMCLOG_CSW, .pid = t->proc->pid, .pmc = m->id};
     r.value = m->s.slice[cpu];
     pmc_log_write_irqoff(&r.h, sizeof r);
@@ -298,7 +342,8 @@ static void sampling_switch_out(struct pmc_target *t, uint64_t now)
 
 static void sampling_switch_in(struct pmc_target *t, uint64_t now)
 {
-    UNUSED(now);
+    if (t->pmc->a.flags & PMC_F_LOG_OFFCPU)
+        offcpu_in(t, now);
     t->pmc->s.slice[cpu_id()] = 0;
 }
 

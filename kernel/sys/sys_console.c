@@ -48,7 +48,7 @@ uint64_t do_SysRead(const uint64_t *a, struct trapframe *tf)
         if (got || p->killed)
             break;
         uint64_t f = irq_save();
-        sleep_on((const void *)&console_has_input, &console_has_input, 0);
+        sleep_on((const void *)&console_has_input, &console_has_input, 0, WAIT_CONSOLE);
         irq_restore(f);
     }
     s = copy_to_user(a[1], buf, got);
