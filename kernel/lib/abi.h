@@ -102,7 +102,7 @@ typedef uint64_t KAFFINITY;
 #define SYSCALL_LIST(X) \
     X(0, SysExit, 1)               /* void (int status): ends the calling process */ \
     X(1, SysWrite, 3)              /* (int fd, const void *buf, size_t len): fd 1, 2 = console */ \
-    X(2, SysRead, 4)               /* (int fd, void *buf, size_t len, size_t *got): fd 0, blocks for >= 1 byte */ \
+    X(2, SysRead, 4)               /* (int fd, void *buf, size_t len, size_t *got): fd 0, blocks for >= 1 byte; fd 0 | SYS_READ_NOWAIT: does not */ \
     X(3, SysSpawn, 4)              /* (const char *path, const char *const *argv, uint32_t flags, HANDLE *process): argv NULL-terminated, required */ \
     X(4, SysResume, 1)             /* (HANDLE process): start a SPAWN_SUSPENDED process */ \
     X(5, SysWait, 2)               /* (HANDLE process, int *exit_status): until it exits */ \
@@ -189,6 +189,10 @@ enum {
 #define PROCESS_NAME_MAX 32
 #define MAX_ARGS         32   // argv entries
 #define MAX_ARG_BYTES    4096 // all argv strings together
+
+// SysRead's fd 0 with this bit: return at once with the input already
+// waiting, *got 0 when there is none (a poll, as O_NONBLOCK without EAGAIN).
+#define SYS_READ_NOWAIT 0x100
 
 struct sys_clock {
     uint64_t ns;     // monotonic nanoseconds since boot
