@@ -486,9 +486,13 @@ struct pmclog_oncpu {
     uint32_t pid, tid;
     uint32_t pmc, seq; // seq: the PMCLOG_OFFCPU record this ends
     uint16_t reason;   // as in that record
-    uint16_t reserved[3];
+    uint16_t flags;    // PMCLOG_ONCPU_*
+    uint16_t reserved[2];
     uint64_t off_ns; // from the switch-out to this switch-in (the scheduler's clock)
 };
+// The PMC stopped while the target was still away: off_ns runs to the stop,
+// and h.tsc is the stop's (a wait that outlasts the recording is not lost).
+#define PMCLOG_ONCPU_STOPPED 0x1
 
 struct pmclog_map {
     struct pmclog_header h;

@@ -38,7 +38,7 @@ int offcpu_take_flag(int *argc, char **argv)
 struct pid_times {
     uint32_t pid;
     uint64_t samples;
-    uint64_t ns[WAIT_KINDS], switches[WAIT_KINDS];
+    uint64_t ns[WAIT_KINDS], switches[WAIT_KINDS], stopped[WAIT_KINDS];
 };
 
 // The row of pid, added when new; NULL when the table is full.
@@ -75,6 +75,7 @@ static unsigned tally_pids(const struct callgraph *cg, const struct samplelog *l
             if (in && row && r->reason < WAIT_KINDS) {
                 row->ns[r->reason] += in->off_ns;
                 row->switches[r->reason]++;
+                row->stopped[r->reason] += (in->flags & PMCLOG_ONCPU_STOPPED) != 0;
             }
         }
     }
@@ -99,14 +100,17 @@ static void print_pid(const struct pid_times *p, const struct samplelog_trailer 
         all += p->ns[r];
     printf("Pid %u %s: %lu.%03lu ms on and off CPU\n", p->pid, name, all / 1000000,
            all / 1000 % 1000);
-    char count[48];
+    char count[64];
     snprintf(count, sizeof count, "%lu samples%s", p->samples, timed ? "" : " (not a time source)");
     print_share("on-CPU", on, all, count);
     for (unsigned r = 0; r < WAIT_KINDS; r++) {
         if (!p->switches[r])
             continue;
-        snprintf(count, sizeof count, "%lu switch%s", p->switches[r],
-                 p->switches[r] == 1 ? "" : "es");
+        int n = snprintf(count, sizeof count, "%lu switch%s", p->switches[r],
+                         p->switches[r] == 1 ? "" : "es");
+        if (p->stopped[r] && n > 0)
+            snprintf(count + n, sizeof count - (size_t)n, ", %lu still away at the end",
+                     p->stopped[r]);
         print_share(callgraph_reason_name(r), p->ns[r], all, count);
     }
 }
