@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <syscall.h>
 #include "cli.h"
+#include "offcpu.h"
 #include "top.h"
 
 static int cmd_help(int argc, char **argv)
@@ -59,7 +60,8 @@ static const struct command {
     {"stat", profile_stat_main},     // counting
     {"record", profile_record_main}, // sampling with call chains, or --cswitch
     {"report", profile_report_main},
-    {"top", profile_top_main}, // the hottest functions, live (top.c)
+    {"top", profile_top_main},       // the hottest functions, live (top.c)
+    {"offcpu", profile_offcpu_main}, // record --off-cpu, then its report (offcpu.c)
 };
 
 // --nmi (run, record, kernel): ProfileTime must be delivered as NMI, which the

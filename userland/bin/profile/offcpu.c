@@ -21,6 +21,26 @@
 static const char usage_offcpu_report[] =
     "usage: profile report --off-cpu [--folded] [-n TOP] [FILE]";
 
+int profile_offcpu_main(int argc, char **argv)
+{
+    // profile offcpu ARGS: profile record --off-cpu ARGS, then the report.
+    static char *rec[64];
+    static char flag[] = "--off-cpu", cmd[] = "record", rep[] = "report";
+    if (argc < 3 || argc > 62)
+        return usage_error(
+            "usage: profile offcpu [record options] (PROG [ARGS] | -p PID [-d SECONDS])",
+            argc < 3 ? "no program" : "too many arguments");
+    rec[0] = argv[0], rec[1] = cmd, rec[2] = flag;
+    for (int i = 2; i < argc; i++)
+        rec[i + 1] = argv[i];
+    rec[argc + 1] = NULL;
+    int st = profile_record_main(argc + 1, rec);
+    if (st)
+        return st;
+    char *report[] = {argv[0], rep, flag, NULL};
+    return profile_offcpu_report_main(3, report);
+}
+
 int offcpu_take_flag(int *argc, char **argv)
 {
     int found = 0, k = 2;

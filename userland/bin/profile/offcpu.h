@@ -5,3 +5,5 @@
 int offcpu_take_flag(int *argc, char **argv);
 // `profile report --off-cpu [--folded] [-n TOP] [FILE]`.
 int profile_offcpu_report_main(int argc, char **argv);
+// `profile offcpu ARGS`: record --off-cpu ARGS, then report --off-cpu.
+int profile_offcpu_main(int argc, char **argv);
