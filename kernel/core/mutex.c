@@ -12,7 +12,7 @@ void mutex_lock(struct mutex *m)
             return;
         }
         spin_unlock_irqrestore(&m->lock, 0); // interrupts stay off for sleep_on
-        sleep_on(m, &m->free, 0);
+        sleep_on(m, &m->free, 0, WAIT_MUTEX);
         irq_restore(f);
     }
 }

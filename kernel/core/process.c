@@ -224,7 +224,7 @@ int process_wait(struct process *p)
     struct process *me = process_current();
     uint64_t f = irq_save();
     while (!p->exited && !me->killed && !me->alerted)
-        sleep_alertable(p, &p->exited, 0);
+        sleep_alertable(p, &p->exited, 0, WAIT_CHILD);
     irq_restore(f);
     return p->exited ? p->exit_status : PROCESS_KILLED_STATUS;
 }

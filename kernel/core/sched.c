@@ -276,7 +276,7 @@ void thread_exit(void)
 }
 
 static void sleep_until(const void *chan, const volatile bool *done, uint64_t wake_ns,
-                        bool alertable)
+                        bool alertable, enum thread_wait why)
 {
     assert(!irq_enabled());
     struct thread *t = current_thread();
@@ -287,6 +287,7 @@ static void sleep_until(const void *chan, const volatile bool *done, uint64_t wa
     }
     t->wait_chan = chan;
     t->wake_ns = wake_ns;
+    t->wait_why = why;
     t->state = T_SLEEPING;
     sched_locked();
     t->wait_chan = NULL;
@@ -294,14 +295,15 @@ static void sleep_until(const void *chan, const volatile bool *done, uint64_t wa
     sched_after_switch();
 }
 
-void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns)
+void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns, enum thread_wait why)
 {
-    sleep_until(chan, done, wake_ns, false);
+    sleep_until(chan, done, wake_ns, false, why);
 }
 
-void sleep_alertable(const void *chan, const volatile bool *done, uint64_t wake_ns)
+void sleep_alertable(const void *chan, const volatile bool *done, uint64_t wake_ns,
+                     enum thread_wait why)
 {
-    sleep_until(chan, done, wake_ns, true);
+    sleep_until(chan, done, wake_ns, true, why);
 }
 
 static void wake_locked(struct thread *t)

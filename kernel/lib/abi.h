@@ -105,7 +105,7 @@ typedef uint64_t KAFFINITY;
 #define SYSCALL_LIST(X) \
     X(0, SysExit, 1)               /* void (int status): ends the calling process */ \
     X(1, SysWrite, 3)              /* (int fd, const void *buf, size_t len): fd 1, 2 = console */ \
-    X(2, SysRead, 4)               /* (int fd, void *buf, size_t len, size_t *got): fd 0, blocks for >= 1 byte */ \
+    X(2, SysRead, 4)               /* (int fd, void *buf, size_t len, size_t *got): fd 0, blocks for >= 1 byte; fd 0 | SYS_READ_NOWAIT: does not */ \
     X(3, SysSpawn, 4)              /* (const char *path, const char *const *argv, uint32_t flags, HANDLE *process): argv NULL-terminated, required */ \
     X(4, SysResume, 1)             /* (HANDLE process): start a SPAWN_SUSPENDED process */ \
     X(5, SysWait, 2)               /* (HANDLE process, int *exit_status): until it exits */ \
@@ -222,6 +222,10 @@ enum {
 #define PROCESS_NAME_MAX 32
 #define MAX_ARGS         32   // argv entries
 #define MAX_ARG_BYTES    4096 // all argv strings together
+
+// SysRead's fd 0 with this bit: return at once with the input already
+// waiting, *got 0 when there is none (a poll, as O_NONBLOCK without EAGAIN).
+#define SYS_READ_NOWAIT 0x100
 
 struct sys_clock {
     uint64_t ns;     // monotonic nanoseconds since boot
@@ -377,7 +381,12 @@ struct sys_profile_stats {
 #define PMC_F_KERNEL       0x10 // ring 0 (sampling: needs the privilege)
 #define PMC_F_USER         0x20 // ring 3
 #define PMC_F_RINGS        (PMC_F_USER | PMC_F_KERNEL)
-#define PMC_F_ALL          0x3F
+// Sampling, process scope: at each switch-out of a target a PMCLOG_OFFCPU
+// record (its chain, PMC_F_CALLCHAIN or not, and why it left), at the
+// switch-in that ends the absence a PMCLOG_ONCPU record with the time away
+// (Brendan Gregg, "Off-CPU Analysis"; perf record --off-cpu).
+#define PMC_F_LOG_OFFCPU   0x4000
+#define PMC_F_ALL          (0x3F | PMC_F_LOG_OFFCPU)
 
 #define PMC_CPU_ANY 0xFFFFFFFFu
 
@@ -450,6 +459,22 @@ enum pmclog_type {
     PMCLOG_INITIALIZE = 8, // struct pmclog_initialize: the log's time base, first
     PMCLOG_CSWITCH = 9,    // struct pmclog_cswitch: counter values at a context switch
     PMCLOG_HOOK = 10,      // struct pmclog_hook: a trace logger's counter values at a hook event
+    PMCLOG_OFFCPU = 11,    // struct pmclog_offcpu: a target left its CPU (PMC_F_LOG_OFFCPU)
+    PMCLOG_ONCPU = 12,     // struct pmclog_oncpu: it came back, and how long it was away
+};
+
+// Why a thread left its CPU: what it blocked on (the scheduler's sleep_on
+// callers say), or runnable (preempted at the end of its slice, or yielded)
+// when it was still ready to run. Linux's perf sched timehist tells "wait
+// time" from "scheduling delay" the same way.
+enum thread_wait {
+    WAIT_RUNNABLE = 0, // preempted or yielded: ready, waiting for a CPU
+    WAIT_SLEEP = 1,    // a timed sleep (SysSleep)
+    WAIT_CHILD = 2,    // a process's exit (SysWait)
+    WAIT_CONSOLE = 3,  // console input
+    WAIT_MUTEX = 4,    // a kernel mutex
+    WAIT_OTHER = 5,    // any other event
+    WAIT_KINDS = 6
 };
 
 struct pmclog_header {
@@ -474,6 +499,33 @@ struct pmclog_sample {
     uint32_t reserved;
     uint64_t frames[];
 };
+
+// Laid out as struct pmclog_sample (the chain is captured the same way):
+// reason where the sample has its source, seq where it has reserved.
+struct pmclog_offcpu {
+    struct pmclog_header h;
+    uint32_t pid, tid;
+    uint32_t pmc;
+    uint16_t reason;  // enum thread_wait
+    uint16_t flags;   // PMCLOG_SAMPLE_* (never PMCLOG_SAMPLE_USER: it is in the kernel)
+    uint16_t nframes; // frames[0] is where the kernel switched; leaf first
+    uint16_t nkernel;
+    uint32_t seq; // the target's switch-outs so far: its PMCLOG_ONCPU record repeats it
+    uint64_t frames[];
+};
+
+struct pmclog_oncpu {
+    struct pmclog_header h; // h.tsc: the switch-in
+    uint32_t pid, tid;
+    uint32_t pmc, seq; // seq: the PMCLOG_OFFCPU record this ends
+    uint16_t reason;   // as in that record
+    uint16_t flags;    // PMCLOG_ONCPU_*
+    uint16_t reserved[2];
+    uint64_t off_ns; // from the switch-out to this switch-in (the scheduler's clock)
+};
+// The PMC stopped while the target was still away: off_ns runs to the stop,
+// and h.tsc is the stop's (a wait that outlasts the recording is not lost).
+#define PMCLOG_ONCPU_STOPPED 0x1
 
 struct pmclog_map {
     struct pmclog_header h;
@@ -591,6 +643,13 @@ struct pmclog_trace {
 _Static_assert(sizeof(struct pmclog_header) == 16, "log header");
 _Static_assert(sizeof(struct pmclog_sample) == 40, "sample header");
 _Static_assert(sizeof(struct pmclog_trace) == 48, "trace record");
+_Static_assert(sizeof(struct pmclog_offcpu) == sizeof(struct pmclog_sample) &&
+                   __builtin_offsetof(struct pmclog_offcpu, nframes) ==
+                       __builtin_offsetof(struct pmclog_sample, nframes) &&
+                   __builtin_offsetof(struct pmclog_offcpu, seq) ==
+                       __builtin_offsetof(struct pmclog_sample, reserved) &&
+                   sizeof(struct pmclog_oncpu) % 8 == 0,
+               "an off-CPU record is a sample's layout");
 _Static_assert(sizeof(struct pmclog_initialize) % 8 == 0 && sizeof(struct pmclog_cswitch) % 8 == 0,
                "records are multiples of 8 bytes");
 _Static_assert(sizeof(struct pmclog_map) % 8 == 0 && sizeof(struct pmclog_exit) % 8 == 0 &&

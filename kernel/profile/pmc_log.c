@@ -50,6 +50,19 @@ static uint32_t log_frames = PMC_DEPTH_DEFAULT + 1; // a chain's frames: log_dep
 // and the IP). Kept with log_depth, so the interrupt computes nothing.
 static uint32_t max_sample_bytes = sizeof(struct pmclog_sample) + 8u * (PMC_DEPTH_DEFAULT + 1);
 
+// The fields a sample and an off-CPU record share, the chain aside.
+static inline __attribute__((always_inline)) void
+record_fill(struct pmclog_sample *r, const struct sample_origin *o, uint16_t type, uint16_t flags)
+{
+    r->h.type = type;
+    r->h.cpu = o->cpu;
+    r->h.tsc = rdtsc();
+    r->pid = o->pid;
+    r->tid = o->tid;
+    r->pmc = o->pmc;
+    r->flags = flags;
+}
+
 // A sample's record, the chain aside: reserved and its header filled in
 // before the walk (so that little is live across it), or NULL when lost.
 static inline struct pmclog_sample *record_begin(struct log_cpu *l, const struct sample_origin *o,
@@ -62,14 +75,8 @@ static inline struct pmclog_sample *record_begin(struct log_cpu *l, const struct
         ring_lose(&l->ring);
         return NULL;
     }
-    r->h.type = PMCLOG_SAMPLE;
-    r->h.cpu = o->cpu;
-    r->h.tsc = rdtsc();
-    r->pid = o->pid;
-    r->tid = o->tid;
-    r->pmc = o->pmc;
+    record_fill(r, o, PMCLOG_SAMPLE, (uint16_t)(o->flags | (user ? PMCLOG_SAMPLE_USER : 0)));
     r->source = o->source;
-    r->flags = (uint16_t)(o->flags | (user ? PMCLOG_SAMPLE_USER : 0));
     r->reserved = 0;
     return r;
 }
@@ -126,6 +133,28 @@ static void log_put(struct log_cpu *l, unsigned cpu, void *dst, struct pmclog_he
     memcpy(dst, rec, size);
     ring_commit(&l->ring, size);
     __atomic_fetch_add(&l->writes, 1, __ATOMIC_RELAXED);
+}
+
+void pmc_log_offcpu(const struct sample_origin *o, const struct intr_frame *f, uint16_t reason,
+                    uint32_t seq)
+{
+    struct log_cpu *l = &logs[o->cpu];
+    if (!READ_ONCE(log_ready))
+        return;
+    struct pmclog_offcpu *r = ring_reserve(&l->ring, READ_ONCE(max_sample_bytes));
+    if (!r) {
+        l->dropped++;
+        return;
+    }
+    record_fill((struct pmclog_sample *)r, o, PMCLOG_OFFCPU, o->flags);
+    r->reason = reason;
+    r->seq = seq;
+    // The same layout as a sample's (abi.h), so the same walk fills it.
+    unsigned how = callchain_capture(f, false, o->chain, (struct pmclog_sample *)r, log_frames);
+    if (how)
+        r->flags |= PMCLOG_SAMPLE_TRUNC;
+    r->h.size = (uint32_t)sizeof *r + 8u * r->nframes;
+    ring_commit(&l->ring, r->h.size);
 }
 
 void pmc_log_write_irqoff(struct pmclog_header *rec, uint32_t size)

@@ -43,6 +43,14 @@ struct sample_origin {
 // Counts it delivered on o->cpu, then logged or lost.
 void pmc_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user);
 
+// PMC_F_LOG_OFFCPU: this CPU's current thread (o's process) leaves the CPU
+// for reason (enum thread_wait): a PMCLOG_OFFCPU record with the chain from
+// the kernel context f (the scheduler's, pmc_switch_frame) and the ring-3
+// state at the top of its kernel stack, with o->chain. Scheduler context,
+// interrupts off; without room the record is dropped (and counted).
+void pmc_log_offcpu(const struct sample_origin *o, const struct intr_frame *f, uint16_t reason,
+                    uint32_t seq);
+
 // Any other record, from process context (interrupts are disabled inside).
 // rec->h.type and the body are the caller's; cpu, size and tsc are filled in.
 // Dropped (and counted) when there is no log or no room.

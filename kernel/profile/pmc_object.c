@@ -87,9 +87,10 @@ static NTSTATUS check_request(const struct process *owner, const struct pmc_allo
         return STATUS_PMC_BAD_MODE;
     if (a->flags & ~(uint32_t)PMC_F_ALL)
         return STATUS_PMC_BAD_FLAGS;
-    if (!proc && (a->flags & (PMC_F_DESCENDANTS | PMC_F_LOG_PROCCSW | PMC_F_LOG_PROCEXIT)))
+    if (!proc && (a->flags &
+                  (PMC_F_DESCENDANTS | PMC_F_LOG_PROCCSW | PMC_F_LOG_PROCEXIT | PMC_F_LOG_OFFCPU)))
         return STATUS_PMC_FLAG_NEEDS_PROCESS;
-    if (counting && (a->flags & PMC_F_CALLCHAIN))
+    if (counting && (a->flags & (PMC_F_CALLCHAIN | PMC_F_LOG_OFFCPU)))
         return STATUS_PMC_CALLCHAIN_COUNTING;
     if (!counting && PMC_EVENT_IS_SW(a->source))
         return STATUS_PMC_SOURCE_UNSUPPORTED; // software events are counted, not sampled
@@ -499,13 +500,22 @@ static void process_switch(struct process *out, struct process *in, uint64_t now
     spin_unlock(&pmc_lock);
 }
 
+struct intr_frame pmc_switch_frame[MAX_CPUS];
+
 // The switch watcher (core/sched.h), called while some target has switch work.
+// Called through a pointer, never inlined: its frame links to the scheduler's.
 static void pmc_context_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t now)
 {
-    UNUSED(c);
     struct process *out = cur->proc, *in = next->proc;
     out = out && READ_ONCE(profile_of(out)->pmc_switch_work) ? out : NULL;
     in = in && READ_ONCE(profile_of(in)->pmc_switch_work) ? in : NULL;
+    if (out) { // the chain of an off-CPU record starts in the scheduler, not here
+        const uint64_t *fp = __builtin_frame_address(0);
+        struct intr_frame *f = &pmc_switch_frame[c->id];
+        f->rip = (uint64_t)__builtin_return_address(0);
+        f->rbp = fp[0];
+        f->rsp = fp[0];
+    }
     if (out || in)
         process_switch(out, in, now);
 }

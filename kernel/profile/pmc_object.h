@@ -34,6 +34,7 @@
 #include "lib/param.h"
 #include "lib/types.h"
 #include "core/spinlock.h"
+#include "arch/x86/trapframe.h"
 #include "pmc/counting.h"
 
 struct process;
@@ -53,6 +54,9 @@ struct pmc_target {
     uint64_t base;                 // software counting: the process's total when this count began
     uint64_t counted;              // counting: what earlier start/stop periods counted
     uint64_t csw_base;             // PMC_F_LOG_PROCCSW: the total at the last switch-in
+    uint64_t off_since;            // PMC_F_LOG_OFFCPU: its last switch-out (0: on a CPU)
+    uint32_t off_seq;              // PMC_F_LOG_OFFCPU: its switch-outs
+    uint16_t off_reason;           // PMC_F_LOG_OFFCPU: why it left (enum thread_wait)
     struct pmc_count hw;           // hardware counting: the process's virtual counter
 };
 
@@ -157,6 +161,10 @@ struct pmc_target *pmc_target_of(const struct pmc *m, const struct process *p);
 NTSTATUS pmc_attach_self(struct pmc *m, struct process *me);
 // Turn the switch work of m's targets on or off (pmc_lock held).
 void pmc_switch_work(struct pmc *m, bool on);
+// Where the scheduler called the switch watcher on each CPU, as an
+// interrupted kernel context for the chain of an off-CPU record: the switch
+// path's return address and frame pointer, set before the kinds' switch_out.
+extern struct intr_frame pmc_switch_frame[MAX_CPUS];
 // Every CPU has passed a point with interrupts on since the call began.
 void pmc_barrier(void);
 extern struct spinlock pmc_lock;

@@ -30,8 +30,9 @@ uint64_t do_SysWrite(const uint64_t *a, struct trapframe *tf)
 uint64_t do_SysRead(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
-    if (a[0] != 0)
+    if ((a[0] & ~(uint64_t)SYS_READ_NOWAIT) != 0)
         return STATUS(STATUS_INVALID_HANDLE);
+    bool nowait = (a[0] & SYS_READ_NOWAIT) != 0;
     size_t got = 0;
     NTSTATUS s = copy_to_user(a[3], &got, sizeof got); // probe before blocking
     if (!NT_SUCCESS(s))
@@ -46,12 +47,12 @@ uint64_t do_SysRead(const uint64_t *a, struct trapframe *tf)
     struct process *p = process_current();
     for (;;) {
         got = console_read(buf, MIN(a[2], (uint64_t)CHUNK));
-        if (got || p->killed)
+        if (got || p->killed || nowait)
             break;
         if (p->alerted)
             return STATUS(STATUS_ALERTED);
         uint64_t f = irq_save();
-        sleep_alertable((const void *)&console_has_input, &console_has_input, 0);
+        sleep_alertable((const void *)&console_has_input, &console_has_input, 0, WAIT_CONSOLE);
         irq_restore(f);
     }
     s = copy_to_user(a[1], buf, got);

@@ -229,7 +229,7 @@ uint64_t do_SysSleep(const uint64_t *a, struct trapframe *tf)
     uint64_t deadline = clock_ns() + a[0] * 1000000ull;
     uint64_t f = irq_save();
     while (clock_ns() < deadline && !me()->killed && !me()->alerted)
-        sleep_alertable(me(), NULL, deadline);
+        sleep_alertable(me(), NULL, deadline, WAIT_SLEEP);
     irq_restore(f);
     return STATUS(me()->alerted ? STATUS_ALERTED : STATUS_SUCCESS);
 }

@@ -135,6 +135,10 @@ def report_page(p, vendor_dir, folded_name="profile.folded"):
 
     parts.append('<h2 id="flame-graph">Flame graph</h2>')
     parts.append(_flame("flame", "tree", flame_caption(p)))
+    data = {"tree": p.tree()}
+    if p.offcpu:
+        parts.append(offcpu_view(p))
+        data["offtree"] = p.tree(p.off_stacks)
     if p.samples:
         parts.append('<h2 id="time">Time</h2><p class="caption">The run from its first sample to its last '
                      'in %d slices, a row per CPU and per process: each cell is coloured by the function '
@@ -185,8 +189,51 @@ def report_page(p, vendor_dir, folded_name="profile.folded"):
     parts.append('<h2 id="folded">Folded stacks</h2><p>The same stacks as <code>%s</code> '
                  '(loads in speedscope and FlameGraph):</p><pre class="folded">%s</pre>'
                  % (html.escape(folded_name), html.escape("\n".join(p.folded_lines()))))
-    stacks = [[list(st), n] for st, n in sorted(p.stacks.items()) if n]
-    return _page("profile: " + p.title, "\n".join(parts), {"tree": p.tree(), "stacks": stacks}, vendor_dir)
+    if p.offcpu:
+        parts.append('<h2 id="off-cpu-folded">Off-CPU folded stacks</h2><p>Microseconds away, the reason '
+                     'as the leaf:</p><pre class="folded">%s</pre>' % html.escape("\n".join(p.off_folded_lines())))
+    data["stacks"] = [[list(st), n] for st, n in sorted(p.stacks.items()) if n]
+    return _page("profile: " + p.title, "\n".join(parts), data, vendor_dir)
+
+
+def offcpu_times(p):
+    """{pid: (on-CPU ns, {reason: [ns, switches]})}: time on the CPU (the
+    samples times the interval, when the source is ProfileTime) and away by
+    reason."""
+    import collections
+    unit = p.sources.get(0, 0) * 100  # ProfileTime's interval is in 100 ns units
+    out = {}
+    for pid in sorted({o.pid for o in p.offcpu}):
+        on = unit * sum(1 for s in p.samples if s.pid == pid and s.source == 0)
+        away = collections.OrderedDict()
+        for o in p.offcpu:
+            if o.pid == pid:
+                row = away.setdefault(o.reason, [0, 0])
+                row[0] += o.off_ns
+                row[1] += 1
+        out[pid] = (on, away)
+    return out
+
+
+def offcpu_view(p):
+    """The off-CPU flame graph beside the on-CPU one, and each process's
+    time on and off the CPU by reason (Brendan Gregg, "Off-CPU Analysis")."""
+    from profdata import reason_name
+    rows = []
+    for pid, (on, away) in offcpu_times(p).items():
+        total = on + sum(ns for ns, _ in away.values())
+        name = "%s (pid %d)" % (p.pid_names.get(pid, "?"), pid)
+        rows.append((name, "on-CPU", "%.3f" % (on / 1e6), pct(on, total), "-"))
+        for reason, (ns, n) in sorted(away.items(), key=lambda kv: -kv[1][0]):
+            rows.append((name, reason_name(reason), "%.3f" % (ns / 1e6), pct(ns, total), n))
+    total_us = sum(p.off_stacks.values())
+    return "\n".join([
+        '<h2 id="off-cpu">Off-CPU flame graph</h2>',
+        _flame("offflame", "offtree", "Where the program waited instead of running: each switch-out's "
+               "stack, the reason it left on top ([sleep], [child], [console], [mutex], [runnable]: "
+               "preempted or yielded), widths the %.3f ms spent away. The on-CPU graph above cannot "
+               "show this time; this one cannot show computing." % (total_us / 1e3)),
+        _table(["Process", "State", "ms", "% of its time", "Switches"], rows)])
 
 
 # --- the time view and the sandwich view ------------------------------------------------
@@ -203,7 +250,7 @@ def time_rows(p, buckets=TIME_BUCKETS):
     import collections
     from profdata import label
     times = [p.ns(s.tsc) for s in p.samples]
-    span = max(times) + 1 if times else 1
+    span = max(times + [p.ns(o.tsc) + o.off_ns for o in p.offcpu]) + 1 if times else 1
     rows = collections.OrderedDict()
     names = dict(p.pid_names)
     names[0] = "idle"
@@ -218,6 +265,45 @@ def time_rows(p, buckets=TIME_BUCKETS):
         rows[("cpu %d" % s.cpu, "cpu")][b][leaf] += 1
         rows[("%s (pid %d)" % (names.get(s.pid, "?"), s.pid), "pid")][b][leaf] += 1
     return span, [(k[0], k[1], v) for k, v in rows.items()]
+
+
+def off_cells(p, name_of_pid, span, buckets=TIME_BUCKETS):
+    """{row label: [Counter of reason -> ns away, per bucket]}: each
+    off-CPU interval spread over the buckets it covers."""
+    import collections
+    from profdata import reason_name
+    out = {}
+    for o in p.offcpu:
+        cells = out.setdefault(name_of_pid(o.pid), [collections.Counter() for _ in range(buckets)])
+        t0 = p.ns(o.tsc)
+        t1 = t0 + o.off_ns
+        for b in range(max(0, t0 * buckets // span), min(buckets - 1, t1 * buckets // span) + 1):
+            lo, hi = max(t0, span * b // buckets), min(t1, span * (b + 1) // buckets)
+            if hi > lo:
+                cells[b][reason_name(o.reason)] += hi - lo
+    return out
+
+
+OFF_COLOURS = {"sleep": "#c7c7c7", "child": "#aec7e8", "console": "#ffbb78", "mutex": "#ff9896",
+               "runnable": "#f7b6d2", "other": "#dbdb8d"}
+
+
+def gap_rects(name, cells, span, left, y, cell_w, cell_h):
+    """A process row's off-CPU gaps: a pale cell, coloured by the reason with
+    the most time, where the process was away from the CPU."""
+    out = []
+    for b, c in enumerate(cells):
+        if not c:
+            continue
+        reason, ns = c.most_common(1)[0]
+        t0, t1 = span * b // TIME_BUCKETS, span * (b + 1) // TIME_BUCKETS
+        tip = "%s, %.3f-%.3f ms: off CPU %s" % (name, t0 / 1e6, t1 / 1e6, ", ".join(
+            "%s %.3f ms" % (r, n / 1e6) for r, n in c.most_common()))
+        out.append('<rect class="gap" data-row="%s" data-kind="off" data-bucket="%d" data-reason="%s" '
+                   'x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s</title></rect>' % (
+                       html.escape(name), b, reason, left + b * cell_w, y + 5, cell_w, cell_h - 10,
+                       OFF_COLOURS.get(reason, OTHER_COLOUR), html.escape(tip)))
+    return out
 
 
 def time_view(p):
@@ -236,9 +322,13 @@ def time_view(p):
     width, height = left + cell_w * TIME_BUCKETS + 10, cell_h * (len(rows) + 1) + 20
     out = ['<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" data-span-ns="%d">'
            % (width, height, span)]
+    names = dict(p.pid_names)
+    gaps = off_cells(p, lambda pid: "%s (pid %d)" % (names.get(pid, "?"), pid), span)
     for r, (name, kind, cells) in enumerate(rows):
         y = r * cell_h
         out.append('<text x="0" y="%d" class="row-label">%s</text>' % (y + 13, html.escape(name)))
+        if kind == "pid" and name in gaps:
+            out += gap_rects(name, gaps[name], span, left, y, cell_w, cell_h)
         for b, c in enumerate(cells):
             n = sum(c.values())
             if not n:
@@ -259,6 +349,10 @@ def time_view(p):
     out.append("</svg>")
     legend = " ".join('<span class="swatch" style="background:%s"></span>%s' % (c, html.escape(f))
                       for f, c in colours.items())
+    if p.offcpu:
+        legend += " &mdash; off CPU (thin cells): " + " ".join(
+            '<span class="swatch" style="background:%s"></span>%s' % (c, r if r != "other" else "other wait")
+            for r, c in OFF_COLOURS.items())
     return ("\n".join(out) + '<p class="legend">%s <span class="swatch" style="background:%s"></span>other</p>'
             % (legend, OTHER_COLOUR))
 

@@ -26,6 +26,13 @@ PERF_CONTEXT_KERNEL and the kernel frames, then PERF_CONTEXT_USER and the
 program's, leaf first as the guest logged them. Times are nanoseconds of the
 guest's TSC (tsc * 10^9 / tsc_hz), since its boot as perf's are.
 
+An off-CPU recording (profile record --off-cpu) adds the event perf record
+--off-cpu writes, "offcpu-time" (a software event, PERF_COUNT_SW_BPF_OUTPUT
+as perf's tools/perf/util/bpf_off_cpu.c allocates it): one sample per
+switch-out at its time, its chain the stack where the thread left, its
+period the nanoseconds until it ran again, so `perf report` weighs the
+stacks by time away.
+
 Symbols, by build-id as perf finds them: every image is a copy of its ELF
 file with a .note.gnu.build-id section (the SHA-1 of the file; the guest's
 programs and kernel have none) in OUT/perf/, named by the MMAP2 record that
@@ -52,6 +59,7 @@ HEADER_SIZE = 104
 ATTR_SIZE = 128  # PERF_ATTR_SIZE_VER7
 
 PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PERF_TYPE_RAW = 0, 1, 4
+PERF_COUNT_SW_BPF_OUTPUT = 10  # the config of perf's offcpu-time event
 PMU_TYPES = {PERF_TYPE_HARDWARE: ("cpu", 4), PERF_TYPE_SOFTWARE: ("software", 1), PERF_TYPE_RAW: ("cpu", 4)}
 
 # A KPROFILE_SOURCE as perf names it: ProfileTime is perf's cpu-clock
@@ -125,7 +133,9 @@ class Event:
 
 
 def perf_event(source):
-    """(name, type, config) of a KPROFILE_SOURCE."""
+    """(name, type, config) of a KPROFILE_SOURCE, or of the off-CPU samples."""
+    if source == profdata.OFFCPU_SOURCE:
+        return "offcpu-time", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_BPF_OUTPUT
     if source in PERF_EVENTS:
         return PERF_EVENTS[source]
     name = SOURCE_NAMES[source] if source < len(SOURCE_NAMES) else "source%d" % source
@@ -138,11 +148,16 @@ def events_of(p, default_period):
     interval for the source (ProfileTime's in ns), else DEFAULT_PERIOD."""
     ncpus = p.ncpus or max([s.cpu for s in p.samples] + [0]) + 1
     out = {}
-    for k, source in enumerate(sorted({s.source for s in p.samples}) or [0]):
+    for k, source in enumerate(sorted({s.source for s in all_samples(p)}) or [0]):
         period = p.sources.get(source, 0) * (PROFILE_TIME_UNIT_NS if source == 0 else 1) or default_period
         ids = list(range(k * ncpus + 1, (k + 1) * ncpus + 1))
         out[source] = Event(source, period, ids, switches=bool(p.cswitches))
     return out
+
+
+def all_samples(p):
+    """The samples and the off-CPU samples (OffCpu: the same fields, more)."""
+    return p.samples + p.offcpu
 
 
 # --- records ---------------------------------------------------------------------
@@ -342,7 +357,8 @@ def kernel_records(r):
 
 def last_seen(p, pid, tid):
     """The TSC of a thread's last sample or switch (in or out)."""
-    times = [s.tsc for s in p.samples if s.pid == pid and s.tid == tid]
+    times = [s.tsc for s in all_samples(p) if s.pid == pid and s.tid == tid]
+    times += [o.tsc + o.off_ns * (p.tsc_hz or 10 ** 9) // 10 ** 9 for o in p.offcpu if o.pid == pid]
     times += [c[1] for c in p.cswitches if tid == pid and pid in (c[2], c[3])]
     return max(times)
 
@@ -353,7 +369,7 @@ def thread_records(r, pid, tids):
     each thread's EXIT one nanosecond after its last sample or switch (the
     log does not say when a process ends)."""
     p = r.p
-    first = min(s.tsc for s in p.samples if s.pid == pid)
+    first = min(s.tsc for s in all_samples(p) if s.pid == pid)
     t = r.ns(min(p.map_tsc.get(pid, first), first))
     parent = p.parents.get(pid, 0)
     name = process_names(p).get(pid, "pid%d" % pid)
@@ -377,7 +393,7 @@ def process_records(r):
     """Every process's records: the idle thread's name, and the rest for
     each process with samples."""
     tids = collections.defaultdict(set)
-    for s in r.p.samples:
+    for s in all_samples(r.p):
         tids[s.pid].add(s.tid)
     out = []
     for pid in sorted(tids):
@@ -394,6 +410,9 @@ def sample_records(r):
     for s in r.p.samples:
         event = r.events[s.source]
         out.append((r.ns(s.tsc), 5, sample_record(s, r.ns(s.tsc), event.period, event.id_of(s.cpu))))
+    for o in r.p.offcpu:  # period: the time away
+        event = r.events[o.source]
+        out.append((r.ns(o.tsc), 5, sample_record(o, r.ns(o.tsc), o.off_ns, event.id_of(o.cpu))))
     return out
 
 
@@ -450,7 +469,7 @@ def image_files(p, syms, out_dir):
 
 def build_ids(p, images):
     """[(build-id, DSO name, is the kernel)] of the images with samples."""
-    hit = {image for s in p.samples for _, _, image, _ in s.frames}
+    hit = {image for s in all_samples(p) for _, _, image, _ in s.frames}
     out = []
     for name, (path, build_id) in sorted(images.items()):
         if name in hit:

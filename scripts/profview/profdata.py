@@ -199,10 +199,19 @@ class Profile:
         self.tsc_hz = 0
         self.ncpus = 0
         self.cswitches = []  # (cpu, tsc, old pid, new pid, [(event, value)])
+        # Off-CPU records (profile record --off-cpu): OffCpu tuples in log
+        # order, and their stacks, root first with the reason ("[sleep]") as
+        # the leaf, weighted by microseconds away.
+        self.offcpu = []
+        self.off_stacks = collections.Counter()
 
     def ns(self, tsc):
         """A TSC time in nanoseconds since the first sample or switch."""
-        t0 = min([s.tsc for s in self.samples[:1]] + [c[1] for c in self.cswitches[:1]] or [0])
+        key = (len(self.samples), len(self.cswitches), len(self.offcpu))
+        if getattr(self, "_t0", (None,))[0] != key:
+            self._t0 = (key, min([s.tsc for s in self.samples[:1]] + [c[1] for c in self.cswitches[:1]] +
+                                 [o.tsc for o in self.offcpu] or [0]))
+        t0 = self._t0[1]
         hz = self.tsc_hz or 10 ** 9
         return (tsc - t0) * 10 ** 9 // hz
 
@@ -234,11 +243,16 @@ class Profile:
                 out[name] += n
         return out
 
-    def tree(self):
-        """The stacks as nested {name, value, children}, value inclusive,
-        under a root named "all" (d3-flame-graph's input)."""
+    def off_folded_lines(self):
+        """The off-CPU stacks as folded lines weighted by microseconds."""
+        return ["%s %d" % (";".join(s), n) for s, n in sorted(self.off_stacks.items()) if n]
+
+    def tree(self, stacks=None):
+        """The stacks (default: the samples'; or STACKS, a Counter) as nested
+        {name, value, children}, value inclusive, under a root named "all"
+        (d3-flame-graph's input)."""
         root = {"name": "all", "value": 0, "children": {}}
-        for stack, n in self.stacks.items():
+        for stack, n in (self.stacks if stacks is None else stacks).items():
             node = root
             node["value"] += n
             for name in stack:
@@ -257,8 +271,19 @@ def label(image, func):
 
 
 Sample = collections.namedtuple("Sample", "tsc cpu pid tid mode frames truncated source", defaults=(0,))
+# A switch-out whose switch-in is known: the TSC of the switch-out, the time
+# away in ns, why (REASONS), the chain where the thread left (always in the
+# kernel); source OFFCPU_SOURCE, so perf.data gives it an event of its own.
+OFFCPU_SOURCE = 0x10000
+OffCpu = collections.namedtuple("OffCpu", "tsc cpu pid tid mode frames truncated source off_ns reason")
+REASONS = ["runnable", "sleep", "child", "console", "mutex", "other"]  # enum thread_wait (abi.h)
+
+
+def reason_name(reason):
+    return REASONS[reason] if 0 <= reason < len(REASONS) else "reason%d" % reason
 
 SAMPLE = re.compile(r"^sample (\d+) (\d+) (\d+) (\d+) ([uk]) (\S+)(?: (\d+))?$")
+OFFCPU = re.compile(r"^offcpu (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\S+)$")
 SOURCE = re.compile(r"^source (\d+) (\d+)$")
 CLOCK = re.compile(r"^clock (\d+) (\d+)$")
 CSWITCH = re.compile(r"^cswitch (\d+) (\d+) (\d+) (\d+) (\S+)$")
@@ -271,7 +296,7 @@ CPU = re.compile(r"^cpu (\S+) (.+)$")
 def from_export(block, syms, title="profile"):
     """A Profile from the lines of one export block, symbolized on the host."""
     p = Profile(title)
-    raw = []
+    raw, offraw = [], []
     for line in block:
         m = IMAGE.match(line)
         if m:
@@ -285,6 +310,10 @@ def from_export(block, syms, title="profile"):
         m = SAMPLE.match(line)
         if m:
             raw.append(m)
+            continue
+        m = OFFCPU.match(line)
+        if m:
+            offraw.append(m)
             continue
         m = LOST.match(line)
         if m:
@@ -328,38 +357,46 @@ def from_export(block, syms, title="profile"):
         func = table.lookup(addr)[0] if table else None
         return image or "?", func or UNKNOWN
 
-    for m in raw:
-        cpu, pid, mode = int(m.group(1)), int(m.group(2)), m.group(5)
-        frames = m.group(6).split(",")
-        trunc = frames and frames[-1] == "trunc"
-        if trunc:
-            frames = frames[:-1]
-        named = []
+    def frames_of(pid, text):
+        """([(space, address, image, function)] leaf first, truncated)."""
+        frames = text.split(",")
+        trunc = bool(frames) and frames[-1] == "trunc"
         full = []
-        leaf_addr = None
-        for i, fr in enumerate(frames):
+        for fr in frames[:-1] if trunc else frames:
             space, _, hexaddr = fr.partition(":")
             if space not in ("u", "k") or not hexaddr:
                 p.warnings.append("bad frame %r" % fr)
                 continue
             addr = int(hexaddr, 16)
-            image, func = name_of(pid, space, addr)
-            if i == 0:
-                leaf_addr = (image, addr)
-            named.append((image, func))
-            full.append((space, addr, image, func))
-        if not named:
+            full.append((space, addr) + name_of(pid, space, addr))
+        return full, trunc
+
+    for m in raw:
+        cpu, pid, mode = int(m.group(1)), int(m.group(2)), m.group(5)
+        full, trunc = frames_of(pid, m.group(6))
+        if not full:
             continue
-        p.samples.append(Sample(int(m.group(4)), cpu, pid, int(m.group(3)), mode, full, bool(trunc),
+        named = [(image, func) for _, _, image, func in full]
+        p.samples.append(Sample(int(m.group(4)), cpu, pid, int(m.group(3)), mode, full, trunc,
                                 int(m.group(7) or 0)))
         stack = [label(image, func) for image, func in reversed(named)]
         if trunc:
             stack.insert(0, TRUNCATED)
-        p.add(stack, 1, leaf_key=named[0], addr_key=leaf_addr)
+        p.add(stack, 1, leaf_key=named[0], addr_key=(full[0][2], full[0][1]))
         p.by_pid[pid][named[0]] += 1
         p.by_cpu[cpu][named[0]] += 1
         p.mode_by_pid[pid][mode] += 1
         p.mode_by_cpu[cpu][mode] += 1
+    for m in offraw:
+        pid = int(m.group(2))
+        full, trunc = frames_of(pid, m.group(7))
+        if not full:
+            continue
+        o = OffCpu(int(m.group(4)), int(m.group(1)), pid, int(m.group(3)), "k", full, trunc, OFFCPU_SOURCE,
+                   int(m.group(5)), int(m.group(6)))
+        p.offcpu.append(o)
+        stack = [label(image, func) for _, _, image, func in reversed(full)] + ["[%s]" % reason_name(o.reason)]
+        p.off_stacks[tuple(([TRUNCATED] if trunc else []) + stack)] += (o.off_ns + 500) // 1000
     host = collections.Counter({";".join(s): n for s, n in p.stacks.items()})
     if p.guest_folded and p.guest_folded != host:
         # The guest's folded lines define the stacks (`profile report

@@ -11,6 +11,12 @@ longer than that an empty stack fills the gap, so speedscope's Time Order
 view is the recording's timeline: a sample's position is its time since the
 recording's first record (startValue 0).
 
+An off-CPU recording (profile record --off-cpu) adds, per process, a
+sampled profile of its time away: each switch-out's stack with the reason
+as its leaf frame, weighing the nanoseconds until the switch-in, in time
+order with empty stacks where the process ran (Brendan Gregg's off-CPU
+flame graph; speedscope's Left Heavy view is that graph).
+
 Chrome trace events (the Trace Event Format document of Chromium's catapult
 project: docs/trace-event-format.md), from the export's `cswitch` lines: one
 track (tid) per CPU under one process "CPUs", a complete event ("ph": "X") for
@@ -75,6 +81,26 @@ def sampled_profile(name, samples, p, frames, interval):
             "endValue": end or 0, "samples": stacks, "weights": weights}
 
 
+def offcpu_profile(name, records, p, frames):
+    """A process's off-CPU stacks (in time order), weighted by the time
+    away; the time between them (on the CPU) is an empty stack."""
+    stacks, weights = [], []
+    start = end = None
+    for o in records:
+        t = p.ns(o.tsc)
+        if end is None:
+            start = end = t
+        elif t > end:
+            stacks.append([])
+            weights.append(t - end)
+        stacks.append([frames.of(image, func) for _, _, image, func in reversed(o.frames)] +
+                      [frames.of("", "[%s]" % profdata.reason_name(o.reason))])
+        weights.append(o.off_ns)
+        end = max(end, t) + o.off_ns
+    return {"type": "sampled", "name": name, "unit": "nanoseconds", "startValue": start or 0,
+            "endValue": end or 0, "samples": stacks, "weights": weights}
+
+
 def speedscope(p, title):
     """The speedscope document of an export's samples."""
     frames = Frames()
@@ -92,6 +118,12 @@ def speedscope(p, title):
         profiles.append(sampled_profile(label, by_pid[pid], p, frames, interval))
     for cpu in sorted(by_cpu):
         profiles.append(sampled_profile("cpu %d" % cpu, by_cpu[cpu], p, frames, interval))
+    off = collections.defaultdict(list)
+    for o in sorted(p.offcpu, key=lambda o: o.tsc):
+        off[o.pid].append(o)
+    for pid in sorted(off, key=lambda k: -sum(o.off_ns for o in off[k])):
+        label = "off-CPU: %s (pid %d)" % (names.get(pid, "pid %d" % pid), pid)
+        profiles.append(offcpu_profile(label, off[pid], p, frames))
     return {"$schema": SCHEMA, "name": title, "exporter": "profview", "activeProfileIndex": 0,
             "shared": {"frames": frames.table}, "profiles": profiles}
 

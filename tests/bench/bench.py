@@ -11,6 +11,9 @@ Figures (the notes column gives each one's target, where it has one):
       by the samples taken, under -icount shift=0,sleep=off on one CPU (the TSC
       then counts instructions exactly)
   overhead_1221/10000/78125  slowdown of that workload with one profile started
+  cswitch_cost_0, cswitch_cost_4, cswitch_cost_offcpu  guest instructions per
+      context switch (a yield each way, -smp 1, icount) with nothing started,
+      with 4 software counters, and with profile record --off-cpu's PMC
   callchain_cost_16  guest instructions per sample of a sampling PMC with call
       chains (profile record -g) over a workload 16 user frames deep: the
       interrupt, the walk and the log record (`bench callchain 16`, icount)
@@ -136,6 +139,10 @@ def main():
     figures.append(("cswitch_cost_4", cs4, unit,
                     f"{int(cs4) / int(cs0):.2f} x cswitch_cost_0 with 4 software counters, "
                     "target <= 1.15 x"))
+    cso, unit = figure(run_init(["bench", "cswitch", "offcpu"], 1, ICOUNT), "cswitch_cost_offcpu")
+    figures.append(("cswitch_cost_offcpu", cso, unit,
+                    f"{int(cso) / int(cs0):.2f} x cswitch_cost_0 with profile record --off-cpu "
+                    "(a chain and a reason at each switch-out, the time away at each switch-in)"))
     lost, unit = figure(run_init(["bench", "smp"], 4), "smp_lost_samples")
     figures.append(("smp_lost_samples", lost, unit, "-smp 4, target 0"))
     hello, _ = time_to_line("build/bench/hello.iso", b"hello", 4)

@@ -197,5 +197,60 @@ class Speedscope(unittest.TestCase):
         self.assertIn({"name": "thread_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "cpu 0"}}, events)
 
 
+OFFCPU_LOG = os.path.join(FIXTURES, "offcpu-export.log")
+# Off-CPU records (profile record --off-cpu): one sleep of 3 us, one
+# preemption of 1 us, between samples.
+OFF_BLOCK = ["clock 1000000000 1", "source 0 1221", "image 0 kernel ffffffff80100000 ffffffff80200000 0 0",
+             "image 5 offcpu 400000 402000",
+             "sample 0 5 5 1000 u u:400108,u:4001e9 0",
+             "offcpu 0 5 5 2000 3000 1 k:ffffffff80100010,u:400120,u:4001e9",
+             "sample 0 5 5 6000 u u:400108,u:4001e9 0",
+             "offcpu 0 5 5 7000 1000 0 k:ffffffff80100020,u:400108,u:4001e9"]
+
+
+class OffCpu(unittest.TestCase):
+    """Off-CPU records in the export: stacks by time away, perf's
+    offcpu-time event, speedscope's off-CPU profile."""
+
+    def setUp(self):
+        self.syms = profdata.SymbolDirs([FIXTURES], "/nonexistent")
+        self.p = profdata.from_export(OFF_BLOCK, self.syms)
+
+    def test_stacks_weighted_by_time_away(self):
+        self.assertEqual(len(self.p.offcpu), 2)
+        self.assertEqual(sorted((s[-1], n) for s, n in self.p.off_stacks.items()),
+                         [("[runnable]", 1), ("[sleep]", 3)])
+        self.assertEqual(self.p.total, 2)  # the on-CPU picture is unchanged
+
+    def test_perf_offcpu_time_event(self):
+        data = perfdata.perf_data(self.p, self.syms, 1)
+        attrs_off, attrs_size = struct.unpack_from("<QQ", data, 24)
+        attrs = [struct.unpack_from("<IIQ", data, off)[::2] for off in range(attrs_off, attrs_off + attrs_size, 144)]
+        self.assertEqual(attrs, [(1, 0), (1, perfdata.PERF_COUNT_SW_BPF_OUTPUT)])
+        self.assertIn(b"offcpu-time\0", features(data)[perfheader.EVENT_DESC])
+        samples = [r[2] for r in records(data) if r[0] == perfdata.RECORD_SAMPLE]
+        # identifier, ip, pid/tid, time, cpu/res, period: the off-CPU ones' period is the time away
+        periods = [struct.unpack_from("<QQIIQIIQ", b)[7] for b in samples]
+        self.assertEqual(periods, [122100, 3000, 122100, 1000])
+
+    def test_speedscope_off_cpu_profile(self):
+        doc = speedscope.speedscope(self.p, "t")
+        off = [q for q in doc["profiles"] if q["name"].startswith("off-CPU")]
+        self.assertEqual(len(off), 1)
+        self.assertEqual([w for s, w in zip(off[0]["samples"], off[0]["weights"]) if s], [3000, 1000])
+        leaves = [doc["shared"]["frames"][s[-1]]["name"] for s in off[0]["samples"] if s]
+        self.assertEqual(leaves, ["[sleep]", "[runnable]"])
+
+    def test_fixture_offcpu_split(self):
+        # offcpu 1000 under icount: 40% computing, then 30% asleep, 30% waiting for its child.
+        p, _ = profdata.load(OFFCPU_LOG, self.syms)
+        away = {}
+        for o in p.offcpu:
+            if o.pid == 3:
+                away[profdata.reason_name(o.reason)] = away.get(profdata.reason_name(o.reason), 0) + o.off_ns
+        self.assertAlmostEqual(away["sleep"] / 1e6, 300, delta=6)
+        self.assertAlmostEqual(away["child"] / 1e6, 300, delta=6)
+
+
 if __name__ == "__main__":
     unittest.main()

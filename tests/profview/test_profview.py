@@ -186,6 +186,20 @@ class Pages(unittest.TestCase):
             self.assertIn('id="tree"', text)
             self.assertEqual(text.count("</script>"), text.count("<script"))
 
+    def test_off_cpu_flame_graph_and_gaps(self):
+        vendor = os.path.join(ROOT, "build", "profview", "node_modules")
+        if not os.path.isdir(vendor):
+            self.skipTest("renderer not installed (make profview-vendor)")
+        import pages
+        p, _ = profdata.load(os.path.join(FIXTURES, "offcpu-export.log"), profdata.SymbolDirs([FIXTURES], KERNEL))
+        text = pages.report_page(p, vendor)
+        self.assertIn('id="offflame" data-source="offtree"', text)
+        self.assertIn('id="offtree"', text)
+        # The parent's sleep and wait, 30% of the run each, leave gaps in its time line.
+        self.assertGreaterEqual(text.count('data-kind="off" data-bucket'), 40)
+        self.assertIn('data-reason="sleep"', text)
+        self.assertIn('data-reason="child"', text)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -16,7 +16,9 @@
 //                        chain walk and the log record, all included
 //   bench cswitch K      instructions per context switch (-smp 1: this process
 //                        and a child yield to each other) with K counting PMCs
-//                        of software events started on this process (0 or 4)
+//                        of software events started on this process (0 or 4),
+//                        or with K "offcpu" a sampling PMC that logs off-CPU
+//                        records with call chains (profile record --off-cpu)
 //
 // Each prints `bench: NAME VALUE UNIT` lines; cost and callchain name theirs
 // nmi_... when ProfileTime is delivered as NMI (a boot with profile_nmi=1).
@@ -217,11 +219,52 @@ __attribute__((noinline)) static int callchain(unsigned frames)
 
 #define CSWITCH_YIELDS 4000
 
-static int cswitch(unsigned k)
+// profile record --off-cpu's PMC on this process and its children, at the
+// coarsest interval (a sample a second: the switches are what costs), with a
+// log that holds every record of the run.
+static int offcpu_pmc(HANDLE *pmc)
+{
+    struct pmc_log_config cfg = {4u << 20, 0};
+    struct pmc_alloc a = {ProfileTime, PMC_MODE_TS,
+                          PMC_F_LOG_OFFCPU | PMC_F_CALLCHAIN | PMC_F_DESCENDANTS, PMC_CPU_ANY,
+                          10000000};
+    NTSTATUS s = NtPmcConfigureLog(&cfg);
+    if (NT_SUCCESS(s))
+        s = NtPmcAllocate(pmc, &a);
+    if (NT_SUCCESS(s))
+        s = NtPmcAttach(*pmc, NtCurrentProcess());
+    if (NT_SUCCESS(s))
+        s = NtPmcStart(*pmc);
+    return NT_SUCCESS(s) ? 0 : fail("off-CPU PMC", s);
+}
+
+// The off-CPU records the run logged.
+static void offcpu_records(HANDLE pmc)
+{
+    static uint8_t log[1 << 20];
+    uint64_t out = 0, in = 0;
+    size_t got;
+    NtPmcStop(pmc);
+    while (NT_SUCCESS(NtPmcReadLog(log, sizeof log, &got)) && got)
+        for (size_t pos = 0; pos + sizeof(struct pmclog_header) <= got;) {
+            const struct pmclog_header *h = (const void *)(log + pos);
+            out += h->type == PMCLOG_OFFCPU;
+            in += h->type == PMCLOG_ONCPU;
+            pos += h->size;
+        }
+    NtClose(pmc);
+    NtPmcConfigureLog(NULL);
+    printf("bench: %lu switch-out and %lu switch-in records for %u yields\n", out, in,
+           CSWITCH_YIELDS);
+}
+
+static int cswitch(unsigned k, int offcpu)
 {
     static const enum pmc_sw_event ev[4] = {PMC_SW_TASK_CLOCK, PMC_SW_CONTEXT_SWITCHES,
                                             PMC_SW_PAGE_FAULTS, PMC_SW_SYSCALLS};
-    HANDLE pmc[4] = {0}, child = 0;
+    HANDLE pmc[4] = {0}, child = 0, off = 0;
+    if (offcpu && offcpu_pmc(&off))
+        return 1;
     for (unsigned i = 0; i < k && i < 4; i++) {
         struct pmc_alloc a = {PMC_EVENT_SW(ev[i]), PMC_MODE_TC, 0, PMC_CPU_ANY, 0};
         NTSTATUS s = NtPmcAllocate(&pmc[i], &a);
@@ -252,7 +295,11 @@ static int cswitch(unsigned k)
     }
     for (unsigned i = 0; i < k && i < 4; i++)
         NtClose(pmc[i]);
-    printf("bench: cswitch_cost_%u %llu instructions\n", k,
+    if (offcpu)
+        offcpu_records(off);
+    char name[16];
+    snprintf(name, sizeof name, offcpu ? "offcpu" : "%u", k);
+    printf("bench: cswitch_cost_%s %llu instructions\n", name,
            (unsigned long long)(t / (2 * CSWITCH_YIELDS)));
     return 0;
 }
@@ -265,7 +312,7 @@ int main(int argc, char **argv)
         for (;;)
             SysYield();
     if (argc >= 3 && strcmp(argv[1], "cswitch") == 0)
-        return cswitch((unsigned)strtoul(argv[2], NULL, 0));
+        return cswitch((unsigned)strtoul(argv[2], NULL, 0), strcmp(argv[2], "offcpu") == 0);
     if (argc >= 3 && strcmp(argv[1], "cost") == 0)
         return cost((unsigned)strtoul(argv[2], NULL, 0));
     if (argc >= 3 && strcmp(argv[1], "overhead") == 0)

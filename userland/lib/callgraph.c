@@ -27,8 +27,9 @@ struct cg_pid {
 };
 
 struct cg_sample {
-    const struct pmclog_sample *rec;
-    uint32_t first, n; // ids[first .. first + n), root first
+    const struct pmclog_sample *rec; // or a struct pmclog_offcpu, laid out the same
+    uint32_t first, n;               // ids[first .. first + n), root first
+    uint64_t weight;                 // 1 a sample; an off-CPU stack: microseconds away
 };
 
 struct strmap { // open addressing, name -> id
@@ -50,7 +51,11 @@ struct callgraph {
     size_t nframes, cap_frames;
     struct cg_sample *samples;
     size_t nsamples, cap_samples;
+    uint64_t total; // the samples' weights
     uint64_t lost;
+    const struct pmclog_oncpu **ins; // the switch-ins, by pid and seq
+    size_t nins;
+    int offcpu; // chains of off-CPU records, weighted by microseconds
 };
 
 static uint64_t hash_str(const char *s)
@@ -174,15 +179,12 @@ static void symbolize(struct callgraph *cg, uint32_t pid, uint64_t addr, int ker
         snprintf(out, size, "0x%lx%s", addr, kernel ? "_[k]" : "");
 }
 
-struct callgraph *callgraph_build(const struct samplelog *log)
+// The processes' images, from the map records (a sample may come before
+// its process's map record in the file). 0 or -1 (no memory).
+static int build_images(struct callgraph *cg, const struct samplelog *log)
 {
-    struct callgraph *cg = calloc(1, sizeof *cg);
-    if (!cg)
-        return NULL;
-    cg->log = log;
     size_t pos = 0;
     const struct pmclog_header *h;
-    // Images first: a sample may come before its process's map record in the file.
     while ((h = samplelog_next(log, &pos))) {
         if (h->type != PMCLOG_MAP)
             continue;
@@ -190,7 +192,7 @@ struct callgraph *callgraph_build(const struct samplelog *log)
         struct cg_pid *p = pid_entry(cg, m->pid);
         if (!p) {
             if (grow((void **)&cg->pids, &cg->cap_pids, cg->npids + 1, sizeof *cg->pids))
-                goto fail;
+                return -1;
             p = &cg->pids[cg->npids++];
         }
         p->pid = m->pid;
@@ -198,35 +200,144 @@ struct callgraph *callgraph_build(const struct samplelog *log)
         p->name[sizeof p->name - 1] = '\0';
         p->image = image_for(cg, p->name);
     }
-    pos = 0;
-    while ((h = samplelog_next(log, &pos))) {
-        if (h->type == PMCLOG_LOST) {
-            cg->lost += ((const struct pmclog_lost *)h)->count;
-            continue;
-        }
-        if (h->type != PMCLOG_SAMPLE)
-            continue;
-        const struct pmclog_sample *s = (const struct pmclog_sample *)h;
-        if (grow((void **)&cg->samples, &cg->cap_samples, cg->nsamples + 1, sizeof *cg->samples) ||
-            grow((void **)&cg->ids, &cg->cap_frames, cg->nframes + s->nframes, sizeof *cg->ids))
-            goto fail;
-        struct cg_sample *cs = &cg->samples[cg->nsamples++];
-        cs->rec = s;
-        cs->first = (uint32_t)cg->nframes;
-        cs->n = s->nframes;
-        for (unsigned i = 0; i < s->nframes; i++) { // root first: reversed
-            char name[96];
-            uint64_t a = s->frames[i];
-            symbolize(cg, s->pid, i ? a - 1 : a, i < s->nkernel, name, sizeof name);
-            if (intern(cg, name, &cg->ids[cs->first + s->nframes - 1 - i]))
-                goto fail;
-        }
-        cg->nframes += s->nframes;
+    return 0;
+}
+
+// One symbolized chain of weight w, root first, and leaf (when not NULL)
+// as one more frame above the chain's own leaf. 0 or -1.
+static int add_chain(struct callgraph *cg, const struct pmclog_sample *s, uint64_t w,
+                     const char *leaf)
+{
+    unsigned n = s->nframes + (leaf != NULL);
+    if (grow((void **)&cg->samples, &cg->cap_samples, cg->nsamples + 1, sizeof *cg->samples) ||
+        grow((void **)&cg->ids, &cg->cap_frames, cg->nframes + n, sizeof *cg->ids))
+        return -1;
+    struct cg_sample *cs = &cg->samples[cg->nsamples++];
+    *cs = (struct cg_sample){s, (uint32_t)cg->nframes, n, w};
+    for (unsigned i = 0; i < s->nframes; i++) { // root first: reversed
+        char name[96];
+        uint64_t a = s->frames[i];
+        symbolize(cg, s->pid, i ? a - 1 : a, i < s->nkernel, name, sizeof name);
+        if (intern(cg, name, &cg->ids[cs->first + s->nframes - 1 - i]))
+            return -1;
     }
+    if (leaf && intern(cg, leaf, &cg->ids[cs->first + n - 1]))
+        return -1;
+    cg->nframes += n;
+    cg->total += w;
+    return 0;
+}
+
+static const char *const reason_names[WAIT_KINDS] = {"runnable", "sleep", "child",
+                                                     "console",  "mutex", "other"};
+
+const char *callgraph_reason_name(unsigned reason)
+{
+    return reason < WAIT_KINDS ? reason_names[reason] : "?";
+}
+
+static int by_pid_seq(const void *a, const void *b)
+{
+    const struct pmclog_oncpu *x = *(const struct pmclog_oncpu *const *)a;
+    const struct pmclog_oncpu *y = *(const struct pmclog_oncpu *const *)b;
+    int c = cmp_up(x->pid, y->pid);
+    return c ? c : cmp_up(x->seq, y->seq);
+}
+
+// The switch-in that ends r's absence (same pid and seq), or NULL.
+static const struct pmclog_oncpu *switch_in_of(const struct pmclog_oncpu **in, size_t n,
+                                               const struct pmclog_offcpu *r)
+{
+    size_t lo = 0, hi = n;
+    struct pmclog_oncpu key = {.pid = r->pid, .seq = r->seq};
+    const struct pmclog_oncpu *k = &key;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = by_pid_seq(&in[mid], &k);
+        if (!c)
+            return in[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+// The switch-ins of the log, sorted by pid and seq (caller frees); NULL and
+// *n 0 when there are none.
+static const struct pmclog_oncpu **switch_ins(const struct samplelog *log, size_t *n)
+{
+    const struct pmclog_oncpu **in = NULL;
+    size_t cap = 0, pos = 0;
+    const struct pmclog_header *h;
+    *n = 0;
+    while ((h = samplelog_next(log, &pos))) {
+        if (h->type != PMCLOG_ONCPU)
+            continue;
+        if (grow((void **)&in, &cap, *n + 1, sizeof *in)) {
+            free(in);
+            *n = 0;
+            return NULL;
+        }
+        in[(*n)++] = (const struct pmclog_oncpu *)h;
+    }
+    sort_array(in, *n, sizeof *in, by_pid_seq);
+    return in;
+}
+
+const struct pmclog_oncpu *callgraph_offcpu_end(const struct callgraph *cg,
+                                                const struct pmclog_offcpu *r)
+{
+    return switch_in_of(cg->ins, cg->nins, r);
+}
+
+// One record's chain: a sample (weight 1), or an off-CPU record whose
+// switch-in is known (microseconds away, the reason as leaf). 0 or -1.
+static int add_record(struct callgraph *cg, const struct pmclog_header *h)
+{
+    if (h->type == PMCLOG_LOST && !cg->offcpu)
+        cg->lost += ((const struct pmclog_lost *)h)->count;
+    if (h->type == PMCLOG_SAMPLE && !cg->offcpu)
+        return add_chain(cg, (const void *)h, 1, NULL);
+    if (h->type != PMCLOG_OFFCPU || !cg->offcpu)
+        return 0;
+    const struct pmclog_offcpu *r = (const struct pmclog_offcpu *)h;
+    const struct pmclog_oncpu *in = switch_in_of(cg->ins, cg->nins, r);
+    char leaf[24];
+    snprintf(leaf, sizeof leaf, "[%s]", callgraph_reason_name(r->reason));
+    return in ? add_chain(cg, (const void *)r, (in->off_ns + 500) / 1000, leaf) : 0;
+}
+
+static struct callgraph *build(const struct samplelog *log, int offcpu)
+{
+    struct callgraph *cg = calloc(1, sizeof *cg);
+    if (!cg)
+        return NULL;
+    cg->log = log;
+    cg->offcpu = offcpu;
+    cg->ins = switch_ins(log, &cg->nins);
+    if (build_images(cg, log))
+        goto fail;
+    size_t pos = 0;
+    const struct pmclog_header *h;
+    while ((h = samplelog_next(log, &pos)))
+        if (add_record(cg, h))
+            goto fail;
     return cg;
 fail:
     callgraph_free(cg);
     return NULL;
+}
+
+struct callgraph *callgraph_build(const struct samplelog *log)
+{
+    return build(log, 0);
+}
+
+struct callgraph *callgraph_build_offcpu(const struct samplelog *log)
+{
+    return build(log, 1);
 }
 
 void callgraph_free(struct callgraph *cg)
@@ -243,12 +354,18 @@ void callgraph_free(struct callgraph *cg)
     free(cg->ids);
     free(cg->samples);
     free(cg->pids);
+    free(cg->ins);
     free(cg);
 }
 
 uint64_t callgraph_samples(const struct callgraph *cg)
 {
     return cg->nsamples;
+}
+
+uint64_t callgraph_total(const struct callgraph *cg)
+{
+    return cg->total;
 }
 
 // Percent with two decimals, as "12.34".
@@ -290,11 +407,11 @@ static struct fstat *function_stats(const struct callgraph *cg)
             uint32_t id = cg->ids[s->first + j];
             if (seen[id] != k + 1) { // recursion counts once per sample
                 seen[id] = k + 1;
-                st[id].total++;
+                st[id].total += s->weight;
             }
         }
         if (s->n)
-            st[cg->ids[s->first + s->n - 1]].self++;
+            st[cg->ids[s->first + s->n - 1]].self += s->weight;
     }
     free(seen);
     sort_array(st, cg->nids, sizeof *st, by_total);
@@ -306,11 +423,11 @@ void callgraph_print_flat(const struct callgraph *cg, unsigned top)
     struct fstat *st = function_stats(cg);
     if (!st)
         return;
-    printf("%9s %9s %8s  %s\n", "Children", "Self", "Samples", "Function");
+    printf("%9s %9s %8s  %s\n", "Children", "Self", cg->offcpu ? "us" : "Samples", "Function");
     for (size_t i = 0; i < cg->nids && i < top; i++) {
         char c[16], s[16];
-        pct(c, sizeof c, st[i].total, cg->nsamples);
-        pct(s, sizeof s, st[i].self, cg->nsamples);
+        pct(c, sizeof c, st[i].total, cg->total);
+        pct(s, sizeof s, st[i].self, cg->total);
         printf("%8s%% %8s%% %8lu  %s\n", c, s, st[i].total, cg->id_names[st[i].id]);
     }
     free(st);
@@ -352,15 +469,15 @@ void callgraph_print_tree(const struct callgraph *cg, unsigned top)
             for (uint32_t j = 0; j < s->n; j++) {
                 if (cg->ids[s->first + j] != f)
                     continue;
-                callers[j ? cg->ids[s->first + j - 1] : cg->nids].count++;
+                callers[j ? cg->ids[s->first + j - 1] : cg->nids].count += s->weight;
                 if (j + 1 < s->n)
-                    callees[cg->ids[s->first + j + 1]].count++;
+                    callees[cg->ids[s->first + j + 1]].count += s->weight;
                 break;
             }
         }
         char tp[16], sp[16];
-        pct(tp, sizeof tp, st[t].total, cg->nsamples);
-        pct(sp, sizeof sp, st[t].self, cg->nsamples);
+        pct(tp, sizeof tp, st[t].total, cg->total);
+        pct(sp, sizeof sp, st[t].self, cg->total);
         printf("  %s  (children %s%%, self %s%%)\n", cg->id_names[f], tp, sp);
         print_edges(cg, callers, cg->nids + 1, st[t].total, "callers");
         print_edges(cg, callees, cg->nids + 1, st[t].total, "callees");
@@ -413,7 +530,7 @@ void callgraph_print_folded(const struct callgraph *cg, const char *prefix)
                 goto out;
             out[nout++] = (struct folded){strdup(buf), 0};
         }
-        out[*v].count++;
+        out[*v].count += s->weight;
     }
     sort_array(out, nout, sizeof *out, by_folded);
     for (size_t i = 0; i < nout; i++)
@@ -433,11 +550,11 @@ void callgraph_print_breakdown(const struct callgraph *cg, int by_pid, int by_cp
         for (size_t i = 0; i < cg->npids; i++) {
             uint64_t n = 0;
             for (size_t k = 0; k < cg->nsamples; k++)
-                n += cg->samples[k].rec->pid == cg->pids[i].pid;
+                n += cg->samples[k].rec->pid == cg->pids[i].pid ? cg->samples[k].weight : 0;
             if (!n)
                 continue;
             char p[16];
-            pct(p, sizeof p, n, cg->nsamples);
+            pct(p, sizeof p, n, cg->total);
             printf("%7u %-20s %8lu %7s%%\n", cg->pids[i].pid, cg->pids[i].name, n, p);
         }
     }
@@ -446,14 +563,25 @@ void callgraph_print_breakdown(const struct callgraph *cg, int by_pid, int by_cp
         for (unsigned c = 0; c < 64; c++) {
             uint64_t n = 0;
             for (size_t k = 0; k < cg->nsamples; k++)
-                n += cg->samples[k].rec->h.cpu == c;
+                n += cg->samples[k].rec->h.cpu == c ? cg->samples[k].weight : 0;
             if (!n)
                 continue;
             char p[16];
-            pct(p, sizeof p, n, cg->nsamples);
+            pct(p, sizeof p, n, cg->total);
             printf("%7u %8lu %7s%%\n", c, n, p);
         }
     }
+}
+
+// The frames of a sample or off-CPU record, "k:HEX,...,u:HEX[,trunc]", at buf + n.
+static size_t export_frames(char *buf, size_t len, size_t n, const struct pmclog_sample *s)
+{
+    for (unsigned i = 0; i < s->nframes && n + 24 < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%c:%lx", i ? "," : "",
+                              i < s->nkernel ? 'k' : 'u', s->frames[i]);
+    if (s->flags & PMCLOG_SAMPLE_TRUNC)
+        n += (size_t)snprintf(buf + n, len - n, ",trunc");
+    return n;
 }
 
 // One line built whole and written with one call, however long.
@@ -512,6 +640,20 @@ static void print_export_cpu(void)
     printf("cpu %s,%u,%u,%u %s\n", vendor, family, model, sig & 0xf, *b ? b : "-");
 }
 
+// `offcpu CPU PID TID TSC OFF_NS REASON FRAMES`: a switch-out whose switch-in
+// is in the log, the time away in ns, why (enum thread_wait) and the chain.
+static void export_offcpu(const struct callgraph *cg, const struct pmclog_offcpu *r, char **buf,
+                          size_t *len)
+{
+    const struct pmclog_oncpu *in = switch_in_of(cg->ins, cg->nins, r);
+    if (!in)
+        return; // still away when the recording ended
+    size_t n = (size_t)snprintf(*buf, *len, "offcpu %u %u %u %lu %lu %u ", r->h.cpu, r->pid, r->tid,
+                                r->h.tsc, in->off_ns, r->reason);
+    n = export_frames(*buf, *len, n, (const struct pmclog_sample *)r);
+    emit_line(buf, len, n);
+}
+
 void callgraph_print_export(const struct callgraph *cg, const struct samplelog *log)
 {
     size_t len = 32 + 20 * (PMC_DEPTH_MAX + 2) + 64;
@@ -537,13 +679,11 @@ void callgraph_print_export(const struct callgraph *cg, const struct samplelog *
             size_t n =
                 (size_t)snprintf(buf, len, "sample %u %u %u %lu %c ", s->h.cpu, s->pid, s->tid,
                                  s->h.tsc, s->flags & PMCLOG_SAMPLE_USER ? 'u' : 'k');
-            for (unsigned i = 0; i < s->nframes && n + 24 < len; i++)
-                n += (size_t)snprintf(buf + n, len - n, "%s%c:%lx", i ? "," : "",
-                                      i < s->nkernel ? 'k' : 'u', s->frames[i]);
-            if (s->flags & PMCLOG_SAMPLE_TRUNC)
-                n += (size_t)snprintf(buf + n, len - n, ",trunc");
+            n = export_frames(buf, len, n, s);
             n += (size_t)snprintf(buf + n, len - n, " %u", s->source);
             emit_line(&buf, &len, n);
+        } else if (h->type == PMCLOG_OFFCPU) {
+            export_offcpu(cg, (const struct pmclog_offcpu *)h, &buf, &len);
         } else if (h->type == PMCLOG_LOST) {
             const struct pmclog_lost *l = (const struct pmclog_lost *)h;
             printf("lost %u %lu %lu\n", l->h.cpu, l->count, l->h.tsc);

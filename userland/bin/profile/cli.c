@@ -8,7 +8,8 @@
 #include "cli.h"
 
 const char usage_all[] =
-    "usage: profile sources | run ... | kernel ... | stat ... | record ... | report ... | help";
+    "usage: profile sources | run ... | kernel ... | stat ... | record ... | report ... | top ... "
+    "| offcpu ... | help";
 const char usage_sources[] = "usage: profile sources";
 const char usage_run[] = "usage: profile run [-s SOURCE[:INTERVAL]]... [-i INTERVAL] [-b "
                          "BUCKETSHIFT] [-k] [-n TOP] [-g] (PROG [ARGS] | -p PID [-d SECONDS])";

@@ -13,7 +13,7 @@
 #define EXIT_FAIL  1
 
 extern const char usage_all[], usage_sources[], usage_run[], usage_kernel[], usage_record[],
-    usage_report[], usage_stat[], usage_cswitch_record[], usage_cswitch_report[];
+    usage_report[], usage_stat[], usage_cswitch_record[], usage_cswitch_report[], usage_top[];
 
 // "profile: WHAT", then the usage line ended by tail: EXIT_USAGE.
 PRINTF_LIKE(3, 4) int usage_say(const char *usage, const char *tail, const char *fmt, ...);

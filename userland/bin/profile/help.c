@@ -53,6 +53,8 @@ static const char help_record[] =
     "  -d DEPTH       call-chain depth, 1 to 512 frames (default 128); with -p PID,\n"
     "                 -d SECONDS is the attachment's time instead\n"
     "  -p PID         sample running process PID until it exits or -d SECONDS pass\n"
+    "  --off-cpu      also each switch-out with its chain and why it left, and the\n"
+    "                 time away (implies -g; not with -a; docs/off-cpu.md)\n"
     "  --cswitch, --pmc-events HOOK,...  counter totals at every context switch or\n"
     "                 hook event instead of samples (see the second usage line)\n";
 
@@ -62,7 +64,24 @@ static const char help_report[] =
     "  --export       the log's samples and symbols for scripts/profview\n"
     "  --sort pid,cpu samples per process, per CPU, or both, before the table\n"
     "  -n TOP         rows of the flat table (default 20)\n"
+    "  --off-cpu      the time off the CPU by reason and stack (--folded: in microseconds)\n"
     "  --cswitch, --pmc-events  the counters recorded with those options (--json: as JSON)\n";
+
+static const char help_top[] =
+    "The hottest functions, redrawn every -d SECONDS (default 1) until q or Ctrl-C,\n"
+    "as perf top: share, hits in the last interval and in all, module, function.\n\n"
+    "  -a             the whole machine, the kernel too (the default; needs sudo)\n"
+    "  -p PID         only process PID (its user code; -k adds the kernel)\n"
+    "  -k             kernel-mode samples too\n"
+    "  -s SOURCE      the source (default ProfileTime)\n"
+    "  -n ROWS        rows of the table (default 20)\n";
+
+static const char help_offcpu[] =
+    "profile record --off-cpu ARGS, then profile report --off-cpu: where PROG's\n"
+    "time on and off the CPU went (docs/off-cpu.md).\n";
+
+static const char usage_offcpu[] =
+    "usage: profile offcpu [record options] (PROG [ARGS] | -p PID [-d SECONDS])";
 
 static const char help_tail[] =
     "\nCtrl-C stops the measurement and the report of what was gathered is still\n"
@@ -79,6 +98,8 @@ static const struct {
     {"stat", usage_stat, NULL, help_stat, NULL},
     {"record", usage_record, usage_cswitch_record, help_record, NULL},
     {"report", usage_report, usage_cswitch_report, help_report, NULL},
+    {"top", usage_top, NULL, help_top, NULL},
+    {"offcpu", usage_offcpu, NULL, help_offcpu, NULL},
 };
 #define NTOPICS (sizeof topics / sizeof topics[0])
 
@@ -91,6 +112,8 @@ static void help_overview(void)
            "  stat      count events while PROG runs (perf stat)\n"
            "  record    sample PROG with call chains into a log (perf record)\n"
            "  report    the reports made from that log (perf report)\n"
+           "  top       the hottest functions, refreshed (perf top)\n"
+           "  offcpu    record and report time on and off the CPU\n"
            "  help      this list; profile help COMMAND: that command's options\n\n");
     for (size_t i = 0; i < NTOPICS; i++)
         printf("%s\n", topics[i].usage);

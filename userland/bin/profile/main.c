@@ -18,15 +18,22 @@
 #include <stdlib.h>
 #include <syscall.h>
 #include "cli.h"
+#include "offcpu.h"
+#include "top.h"
 
 static const struct command {
     const char *name;
     int (*run)(int argc, char **argv);
 } commands[] = {
-    {"sources", cmd_sources},        {"run", cmd_run}, {"kernel", cmd_kernel}, {"help", cmd_help},
+    {"sources", cmd_sources},
+    {"run", cmd_run},
+    {"kernel", cmd_kernel},
+    {"help", cmd_help},
     {"stat", profile_stat_main},     // counting
     {"record", profile_record_main}, // sampling with call chains, or --cswitch
     {"report", profile_report_main},
+    {"top", profile_top_main},       // the hottest functions, live (top.c)
+    {"offcpu", profile_offcpu_main}, // record --off-cpu, then its report (offcpu.c)
 };
 
 // --nmi (run, record, kernel): ProfileTime must be delivered as NMI, which the

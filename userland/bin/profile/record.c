@@ -12,12 +12,13 @@
 #include <syscall.h>
 #include "cli.h"
 #include "events.h"
+#include "offcpu.h"
 
 #define DRAIN_MS  20
 #define DRAIN_BUF (128u << 10)
 
 struct record_opts {
-    int chain, kernel, system;
+    int chain, kernel, system, offcpu;
     uint32_t rings; // PMC_F_USER, PMC_F_KERNEL of the source's :u, :k; 0: none given
     const char *file;
     const struct sys_profile_source *src;
@@ -210,7 +211,8 @@ static int record_start(struct record *r)
     r->alloc = (struct pmc_alloc){
         .source = o->src->source,
         .mode = o->system ? PMC_MODE_SS : PMC_MODE_TS,
-        .flags = (o->chain ? PMC_F_CALLCHAIN : 0) | record_rings(o) |
+        .flags = (o->chain || o->offcpu ? PMC_F_CALLCHAIN : 0) | record_rings(o) |
+                 (o->offcpu ? PMC_F_LOG_OFFCPU : 0) |
                  (o->system ? 0 : PMC_F_DESCENDANTS | PMC_F_LOG_PROCEXIT),
         .cpu = PMC_CPU_ANY,
         .count = r->count,
@@ -327,7 +329,11 @@ int profile_record_main(int argc, char **argv)
         return profile_cswitch_record_main(argc, argv);
     static struct record r;
     memset(&r, 0, sizeof r);
+    int offcpu = offcpu_take_flag(&argc, argv); // --off-cpu: switch-outs and -ins too
     int rc = record_prepare(&r, argc, argv);
+    r.o.offcpu = offcpu;
+    if (!rc && offcpu && r.o.system)
+        rc = usage_error(usage_record, "--off-cpu follows processes: PROG or -p PID, not -a");
     if (rc) {
         free(r.joined);
         return rc;
