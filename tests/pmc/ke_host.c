@@ -201,6 +201,18 @@ void pmc_log_sample(const struct sample_origin *o, const struct intr_frame *f, b
     ke_host_log.last_pmc = o->pmc;
 }
 
+// An off-CPU record (a process-scope PMC with PMC_F_LOG_OFFCPU): counted as
+// a record of its type; its chain is the kernel's own walk, not modelled.
+void pmc_log_offcpu(const struct sample_origin *o, const struct intr_frame *f, uint16_t reason,
+                    uint32_t seq)
+{
+    (void)o;
+    (void)f;
+    (void)reason;
+    (void)seq;
+    ke_host_log.records[PMCLOG_OFFCPU < 16 ? PMCLOG_OFFCPU : 0]++;
+}
+
 // As kernel/profile/pmc_log.c's: the writes counted per CPU, and a record
 // not written when one was written since its mark.
 static uint32_t log_writes[MAX_CPUS];
