@@ -12,6 +12,10 @@
 
 // ---- rows ------------------------------------------------------------------------
 
+// A row of a scope with no reservation (users 0) is a spare: the scope holds
+// it while it has more reservations than rows, so that the counts of the
+// reservations that share a row find a counter of their own once one is free
+// (take_spare, drop_spares).
 static struct row {
     uint8_t scope; // enum pmc_row_scope
     uint8_t users; // reservations whose home it is
@@ -59,8 +63,8 @@ static bool try_take_free(unsigned i, enum pmc_row_scope scope)
 
 // The row for a new reservation: a free row that can count the event, a fixed
 // counter first (it counts nothing else, and leaves the GP counters to events
-// that need them), else (unless own) the least-shared unpinned row of the
-// scope that can.
+// that need them), else the least-shared unpinned row of the scope that can
+// (a spare first; only a spare when own).
 static int pick_row(uint32_t fits, enum pmc_row_scope scope, bool own)
 {
     for (int pass = 0; pass < 2; pass++) {
@@ -71,9 +75,9 @@ static int pick_row(uint32_t fits, enum pmc_row_scope scope, bool own)
                 return (int)i;
     }
     int best = -1;
-    for (unsigned i = 0; !own && i < pmc_ncounters; i++)
+    for (unsigned i = 0; i < pmc_ncounters; i++)
         if ((fits >> i) & 1 && rows[i].scope == scope && !rows[i].pinned &&
-            (best < 0 || rows[i].users < rows[best].users))
+            (!own || rows[i].users == 0) && (best < 0 || rows[i].users < rows[best].users))
             best = (int)i;
     return best;
 }
@@ -126,36 +130,85 @@ NTSTATUS pmc_row_reserve_own(KPROFILE_SOURCE source, enum pmc_row_scope scope, u
 
 static void leave_row(void *arg);
 
-// The last reservation of a row gone, the row keeps its bit in
-// pmc_rows_reserved until no CPU has a count on its counter: place() puts a
-// count on another row of its scope when its home is busy, so another
-// reservation's count may still be loaded there. Sampling takes only counters
-// whose bit is clear (counter_table.c), and a counter it shared with a count
-// would be programmed by both: the count would read the sampler's period, and
-// its unload would clear the sampler's event select. Each CPU moves such a
-// count off the row (leave_row, with interrupts off, after any placement in
-// progress there) before the bit goes.
+// Under rows_lock: the reservations of scope beyond the rows they hold (those
+// that share a row); the scope's spares, and how many.
+static unsigned excess(enum pmc_row_scope scope)
+{
+    unsigned held = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        held += rows[i].scope == scope && rows[i].users;
+    return reserved_in[scope] - held;
+}
+
+static uint32_t spares(enum pmc_row_scope scope, unsigned *n)
+{
+    uint32_t m = 0;
+    *n = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        if (rows[i].scope == scope && rows[i].users == 0) {
+            m |= 1u << i;
+            ++*n;
+        }
+    return m;
+}
+
+// Under rows_lock: the spares of scope beyond its excess become free (no
+// count is placed on them from now on). Returns them.
+static uint32_t drop_spares(enum pmc_row_scope scope)
+{
+    unsigned n, keep = excess(scope);
+    uint32_t s = spares(scope, &n), freed = 0;
+    for (unsigned i = 0; n > keep && i < pmc_ncounters; i++) {
+        if ((s >> i) & 1) {
+            rows[i].scope = PMC_ROW_FREE;
+            freed |= 1u << i;
+            n--;
+        }
+    }
+    return freed;
+}
+
+// A row its scope no longer holds keeps its bit in pmc_rows_reserved until no
+// CPU has a count on its counter: place() puts a count on another row of its
+// scope when its home is busy, so another reservation's count may still be
+// loaded there. Sampling takes only counters whose bit is clear
+// (counter_table.c), and a counter it shared with a count would be programmed
+// by both: the count would read the sampler's period, and its unload would
+// clear the sampler's event select. Each CPU moves such a count off the row
+// (leave_row, with interrupts off, after any placement in progress there)
+// before the bit goes.
+static void free_rows(uint32_t freed)
+{
+    for (unsigned row = 0; row < pmc_ncounters; row++) {
+        if (!((freed >> row) & 1))
+            continue;
+        smp_call_all(leave_row, (void *)(uintptr_t)row);
+        uint64_t f = spin_lock_irqsave(&rows_lock);
+        if (rows[row].scope == PMC_ROW_FREE) // not reserved or taken again meanwhile
+            __atomic_fetch_and(&pmc_rows_reserved, ~(1u << row), __ATOMIC_SEQ_CST);
+        spin_unlock_irqrestore(&rows_lock, f);
+    }
+}
+
+// The last reservation of a row gone, the row is free; one reservation fewer
+// may leave its scope a spare too many, which is freed too.
 void pmc_row_release(unsigned row)
 {
     uint64_t f = spin_lock_irqsave(&rows_lock);
     struct row *r = &rows[row];
-    bool freed = false;
+    uint32_t freed = 0;
     if (r->users != 0) { // 0: released by pmc_shutdown's reset already
-        reserved_in[r->scope]--;
-        freed = --r->users == 0;
-    }
-    if (freed) {
-        r->scope = PMC_ROW_FREE; // no count is placed on it from now on
-        r->pinned = false;
+        enum pmc_row_scope scope = (enum pmc_row_scope)r->scope;
+        reserved_in[scope]--;
+        if (--r->users == 0) {
+            r->scope = PMC_ROW_FREE; // no count is placed on it from now on
+            r->pinned = false;
+            freed = 1u << row;
+        }
+        freed |= drop_spares(scope);
     }
     spin_unlock_irqrestore(&rows_lock, f);
-    if (!freed)
-        return;
-    smp_call_all(leave_row, (void *)(uintptr_t)row);
-    f = spin_lock_irqsave(&rows_lock);
-    if (rows[row].users == 0) // not reserved again meanwhile
-        __atomic_fetch_and(&pmc_rows_reserved, ~(1u << row), __ATOMIC_SEQ_CST);
-    spin_unlock_irqrestore(&rows_lock, f);
+    free_rows(freed);
 }
 
 bool pmc_row_pin(unsigned row)
@@ -371,8 +424,32 @@ static bool place(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
     return false;
 }
 
+// A spare for c, whose scope has more reservations than rows: a free row that
+// can count c's event, taken as try_take_free takes one for a reservation;
+// -1 when none is free or the scope has spares enough.
+static int take_spare(const struct pmc_count *c)
+{
+    uint32_t fits = halp_profile_interface->CountersFor(c->source);
+    uint64_t f = spin_lock_irqsave(&rows_lock);
+    int got = -1;
+    enum pmc_row_scope scope = (enum pmc_row_scope)c->scope;
+    unsigned n;
+    spares(scope, &n);
+    bool wanted = n < excess(scope);
+    for (unsigned i = 0; wanted && got < 0 && i < pmc_ncounters; i++)
+        if ((fits >> i) & 1 && rows[i].scope == PMC_ROW_FREE && !pmc_row_off_anywhere(i) &&
+            try_take_free(i, scope))
+            got = (int)i;
+    spin_unlock_irqrestore(&rows_lock, f);
+    return got;
+}
+
 // Load the wanted counts of scope that have no counter, in rotation order;
-// pinned counts first (pass 0).
+// pinned counts first (pass 0). A count that finds no counter of its scope
+// free here takes a spare where a free row can count its event: a count
+// whose reservation shares a row (made while no row was free: a logger's or
+// sampling's counters taken, or rows disabled) is not left to wait for
+// counters freed since, nor put on the row a later reservation takes.
 static void fill_scope(struct count_cpu *cc, enum pmc_row_scope scope, uint64_t now)
 {
     struct pmc_count *order[PMC_COUNT_MAX_WANT];
@@ -387,7 +464,10 @@ static void fill_scope(struct count_cpu *cc, enum pmc_row_scope scope, uint64_t 
             if (c->counter >= 0 || pinned(c) != (pass == 0))
                 continue;
             advance(c, now); // its running time starts here, if it is placed
-            if (!place(cc, c, now))
+            if (place(cc, c, now))
+                continue;
+            int spare = pinned(c) ? -1 : take_spare(c);
+            if (spare < 0 || !place_on(cc, c, (unsigned)spare))
                 cc->waiting[scope]++;
         }
     }

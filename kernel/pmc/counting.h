@@ -10,11 +10,14 @@
 //
 // Each reservation (one per counting PMC) has a home row. A reservation that
 // finds no free row able to count its event shares a row of its scope that
-// can. On each CPU the counts that want a counter (the system-scope counts of
-// that CPU, the running process's counts) are loaded onto their scope's rows;
-// when they outnumber those rows, pmc_count_tick rotates which are loaded
-// (perf's multiplexing), and every count keeps time enabled (wanted) and time
-// running (loaded), so that value x enabled / running estimates the whole.
+// can. While a scope's reservations outnumber its rows, a count that finds no
+// counter of its scope free takes a row freed since (a logger's, sampling's)
+// as a spare of the scope, a row with no reservation, given back once the
+// reservations no longer outnumber the rows. On each CPU the counts that want a counter (the
+// system-scope counts of that CPU, the running process's counts) are loaded onto their scope's
+// rows; when they outnumber those rows, pmc_count_tick rotates which are loaded (perf's
+// multiplexing), and every count keeps time enabled (wanted) and time running (loaded), so that
+// value x enabled / running estimates the whole.
 //
 // A count's value is 64 bits wide in memory. A counter is loaded with the
 // value's low bits it can hold (47 with full-width writes or on AMD, 31

@@ -151,6 +151,51 @@ static void logger_rows(void)
     finish(n);
 }
 
+// A system-scope branch count P0 runs; a switch logger of three branch counts
+// takes the other three GP counters, so P1 shares P0's row and waits for its
+// turn. Once the logger stops, three counters are free again and P2 reserves
+// one of them: three counts on four counters need no multiplexing, so P1,
+// loaded wherever a counter of its scope is free, must not keep P2 waiting.
+// P2 is loaded from its start on every CPU and counts the 1,000 branches.
+static void freed_rows_used(void)
+{
+    setup(&MODEL_INTEL_V4);
+    const char *n = "freed rows used";
+    NTSTATUS st[3];
+    struct pmc *p[3] = {0};
+    p[0] = ke_host_allocate(&proc[0], ProfileBranchInstructions, PMC_MODE_SC, 0, &st[0]);
+    bool ok = STATUS_EQ(st[0], STATUS_SUCCESS, "%s: a system-scope branch count P0", n);
+    ok = ok && STATUS_EQ(pmc_start(p[0], &proc[0]), STATUS_SUCCESS, "%s: start P0", n);
+    uint32_t ev[3] = {ProfileBranchInstructions, ProfileBranchInstructions,
+                      ProfileBranchInstructions};
+    ok = ok && STATUS_EQ(cswitch_counters_start(&proc[0], ev, 3), STATUS_SUCCESS,
+                         "%s: a switch logger of 3 branch counts", n);
+    p[1] = ke_host_allocate(&proc[0], ProfileBranchInstructions, PMC_MODE_SC, 0, &st[1]);
+    ok = ok && STATUS_EQ(st[1], STATUS_SUCCESS, "%s: P1, on P0's row", n);
+    ok = ok && STATUS_EQ(pmc_start(p[1], &proc[0]), STATUS_SUCCESS, "%s: start P1", n);
+    ok = ok && STATUS_EQ(cswitch_counters_stop(), STATUS_SUCCESS, "%s: stop the logger", n);
+    p[2] = ke_host_allocate(&proc[0], ProfileBranchInstructions, PMC_MODE_SC, 0, &st[2]);
+    ok = ok && STATUS_EQ(st[2], STATUS_SUCCESS, "%s: P2, on a row the logger freed", n);
+    ok = ok && STATUS_EQ(pmc_start(p[2], &proc[0]), STATUS_SUCCESS, "%s: start P2", n);
+    if (ok) {
+        unsigned r2 = p[2]->c.row;
+        tap_ok(r2 != p[0]->c.row && p[1]->c.row == p[0]->c.row,
+               "%s: P2 has a row of its own (%u), P1 shares P0's (%u)", n, r2, p[0]->c.row);
+        tap_ok(ALL_CPUS(p[2]->c.cpu_hw[cpu].counter >= 0), "%s: P2 is loaded on every CPU", n);
+        model_retire(0, EV_BRANCHES, 1000, USER_IP, true);
+        struct pmc_value v = {0};
+        pmc_read(p[2], &v);
+        tap_eq(v.value, 1000, "%s: P2 reads the 1,000 branches retired", n);
+        tap_ok(v.time_running == v.time_enabled,
+               "%s: and ran all the time it was enabled (%llu of %llu ns)", n,
+               (unsigned long long)v.time_running, (unsigned long long)v.time_enabled);
+    }
+    for (unsigned i = 0; i < 3; i++)
+        release(p[i]);
+    tap_eq(pmc_rows_reserved, 0, "%s: every row free once the PMCs are gone", n);
+    finish(n);
+}
+
 // ---- an NMI reads a count the code it interrupted is updating ----
 
 static uint32_t nmi_msr;
@@ -473,6 +518,7 @@ void test_ownership(void)
 {
     released_row();
     logger_rows();
+    freed_rows_used();
     nmi_during_read(&MODEL_INTEL_V4);
     nmi_during_read(&MODEL_AMD_LEGACY);
     nmi_record_order(&MODEL_INTEL_V4);
