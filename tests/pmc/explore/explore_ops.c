@@ -51,7 +51,10 @@ static const uint8_t weight[OP_KINDS] = {
 // retiring events are always in. The PMC modes a sequence allocates are
 // drawn the same way (SWARM_MODES: bits above the kinds), so that some
 // sequences have only system-scope counts contending for one scope's rows.
-#define SWARM_MODES 24
+// SWARM_ONE_SOURCE: every step of the sequence uses its favourite source, so
+// that counts, samplers and loggers all want the same counters.
+#define SWARM_MODES      24
+#define SWARM_ONE_SOURCE (1u << 28)
 _Static_assert(OP_KINDS <= SWARM_MODES, "the kinds and the modes share the swarm word");
 
 static uint32_t draw_swarm(struct ex_rng *r)
@@ -59,7 +62,9 @@ static uint32_t draw_swarm(struct ex_rng *r)
     uint32_t all = (1u << OP_KINDS) - 1, modes = 1 + ex_below(r, 15);
     if (ex_below(r, 3) == 0)
         return all | 15u << SWARM_MODES;
-    return ((uint32_t)ex_rand(r) & all) | 1u << OP_ALLOC | 1u << OP_RETIRE | modes << SWARM_MODES;
+    uint32_t one = ex_below(r, 2) ? SWARM_ONE_SOURCE : 0;
+    return ((uint32_t)ex_rand(r) & all) | 1u << OP_ALLOC | 1u << OP_RETIRE | modes << SWARM_MODES |
+           one;
 }
 
 // The mode of an allocation: SC and TC three times as often as SS and TS
@@ -107,18 +112,21 @@ static uint8_t pick_slot(struct ex_rng *r, bool live)
     return (uint8_t)(n ? c[ex_below(r, n)] : ex_below(r, EX_SLOTS));
 }
 
-// Sources: one favourite per sequence most of the time, so that counts,
-// samplers and loggers contend for the same counters.
-static uint8_t pick_source(struct ex_rng *r, unsigned favourite)
+// Sources: one favourite per sequence most of the time (always, in a
+// one-source swarm), so that counts, samplers and loggers contend for the
+// same counters.
+static uint8_t pick_source(struct ex_rng *r, unsigned favourite, uint32_t swarm)
 {
+    if (swarm & SWARM_ONE_SOURCE)
+        return (uint8_t)favourite;
     return (uint8_t)(ex_below(r, 3) ? favourite : ex_below(r, EX_SOURCES));
 }
 
-static uint8_t logger_list(struct ex_rng *r, unsigned favourite)
+static uint8_t logger_list(struct ex_rng *r, unsigned favourite, uint32_t swarm)
 {
     unsigned a = 0;
     for (unsigned i = 0; i < 4; i++)
-        a |= (unsigned)pick_source(r, favourite) << (2 * i);
+        a |= (unsigned)pick_source(r, favourite, swarm) << (2 * i);
     return (uint8_t)a;
 }
 
@@ -128,7 +136,7 @@ static struct ex_op draw(struct ex_rng *r, unsigned favourite, uint32_t swarm)
     unsigned ncpus = ex_ref.ncpus ? ex_ref.ncpus : 1;
     op.a = pick_slot(r, op.kind != OP_ALLOC);
     op.b = (uint8_t)ex_below(r, 256);
-    op.c = pick_source(r, favourite);
+    op.c = pick_source(r, favourite, swarm);
     op.n = draw_events(r);
     switch (op.kind) {
     case OP_ALLOC:
@@ -138,12 +146,12 @@ static struct ex_op draw(struct ex_rng *r, unsigned favourite, uint32_t swarm)
     case OP_HAL_START:
     case OP_HAL_STOP:
     case OP_HAL_PERIOD:
-        op.a = pick_source(r, favourite);
+        op.a = pick_source(r, favourite, swarm);
         op.n = ex_below(r, 4) ? 500 + ex_below(r, 8000) : 0; // short periods: overflows
         break;
     case OP_CSW_START:
     case OP_TRACE_ON:
-        op.a = logger_list(r, favourite);
+        op.a = logger_list(r, favourite, swarm);
         op.c = (uint8_t)(ex_below(r, 2) ? 3 : ex_below(r, 16)); // mostly CSwitch and profile
         break;
     case OP_ROW_ADMIN:
