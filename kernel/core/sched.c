@@ -18,6 +18,7 @@
 #include "lib/string.h"
 #include "core/vm.h"
 #include "core/swevent.h"
+#include "core/grace.h"
 
 void switch_context(uint64_t *save_rsp, uint64_t load_rsp);
 void thread_start(void);
@@ -70,6 +71,8 @@ static void sched_timer(const struct intr_frame *f, void *arg)
     UNUSED(arg);
     this_cpu()->ticks++;
     sched_tick();
+    if (grace_waits_for_this_cpu())
+        this_cpu()->need_resched = true; // a pass through the scheduler is its quiescent state
     void (*hook)(void) = READ_ONCE(sched_tick_hook);
     if (hook)
         hook();
@@ -138,7 +141,10 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
     next->state = T_RUNNING;
     next->cpu = (int)c->id;
     c->current = next;
-    c->current_process = next->proc;
+    // A locked exchange (a full fence), so a CPU that changes what a
+    // process's samples read, then asks which CPUs run it (sched_cpus_running),
+    // either sees this CPU run it or is seen by this CPU's next sample.
+    (void)__atomic_exchange_n(&c->current_process, next->proc, __ATOMIC_SEQ_CST);
     c->kill_pending = next->killed;
     c->user_tsc = &next->user_tsc;
     if (next->proc) {
@@ -215,6 +221,7 @@ static void sched_locked(void)
 void schedule(void)
 {
     assert(!irq_enabled());
+    grace_quiescent(); // no interrupt handler is running here
     spin_lock(&rq_lock);
     sched_locked();
     sched_after_switch();
@@ -369,16 +376,30 @@ void sched_user_return_slow(void)
     struct thread *t = c->current;
     if (t->proc && READ_ONCE(t->proc->killed))
         process_exit_current(PROCESS_KILLED_STATUS);
-    if (c->need_resched)
+    if (c->need_resched) {
         schedule();
+        grace_poll(); // free what the grace periods have made safe
+    }
     if (t->proc && READ_ONCE(t->proc->killed))
         process_exit_current(PROCESS_KILLED_STATUS);
+}
+
+uint64_t sched_cpus_running(const struct process *p)
+{
+    uint64_t mask = 0;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); // the caller's change is seen before this
+    for (unsigned i = 0; i < ncpus; i++)
+        if (__atomic_load_n(&cpus[i].current_process, __ATOMIC_ACQUIRE) == p)
+            mask |= 1ull << i;
+    return mask;
 }
 
 void sched_idle(void)
 {
     struct cpu *c = this_cpu();
     for (;;) {
+        grace_quiescent(); // between interrupts: no sample is in progress here
+        grace_poll();
         cli();
         if (READ_ONCE(rq_head))
             schedule();

@@ -44,6 +44,12 @@ void NORETURN sched_idle(void); // the idle loop
 // its kernel stack). NULL when out of memory. Not runnable until sched_make_runnable.
 struct thread *thread_create_user(struct process *p, const struct trapframe *tf);
 void sched_make_runnable(struct thread *t);
+// The CPUs whose running thread belongs to p now. A CPU not in the mask runs
+// no sample of p at the moment of the call, and its next sample of p sees
+// every change stored before the call (switch_to's store of the running
+// process is a full fence): a change that only p's samples read needs to
+// reach the CPUs of this mask, and no other.
+uint64_t sched_cpus_running(const struct process *p);
 void thread_free(struct thread *t); // a T_DEAD thread's memory
 
 void schedule(void);             // give up the CPU; interrupts must be off

@@ -1,5 +1,6 @@
 // Starting the other processors, and running a function on all of them.
 #include "core/smp.h"
+#include "core/grace.h"
 #include "core/spinlock.h"
 #include "lib/acpi.h"
 #include "arch/x86/cpu.h"
@@ -24,7 +25,7 @@
 
 extern char __ap_trampoline_start[], __ap_trampoline_end[];
 extern char boot_pml4[];
-static void (*ap_main)(struct cpu *c); // smp_boot_aps's argument
+static void (*ap_start)(struct cpu *c); // smp_boot_aps's argument
 // The AP the boot CPU is waiting for; NULL once it has given up on it.
 static struct cpu *ap_expected;
 
@@ -39,8 +40,8 @@ static void NORETURN ap_entry(struct cpu *c)
         halt_forever();
     vm_load_kernel();
     percpu_init(c);
-    ap_main(c);
-    halt_forever(); // ap_main never returns
+    ap_start(c);
+    halt_forever(); // ap_start never returns
 }
 
 // INIT-SIPI-SIPI (Intel SDM vol. 3A, 9.4.4.1), then up to 10 s for the AP to
@@ -74,7 +75,7 @@ static bool start_ap(struct cpu *c, struct trampoline_params *params)
 
 void smp_boot_aps(void (*main)(struct cpu *c))
 {
-    ap_main = main;
+    ap_start = main;
     ncpus = madt.ncpus;
     for (unsigned i = 0; i < ncpus; i++) {
         cpus[i].id = i;
@@ -113,47 +114,102 @@ void smp_boot_aps(void (*main)(struct cpu *c))
     UNUSED(started);
 }
 
-// smp_call_all: one call at a time (call_lock), each CPU decrements pending.
-static struct spinlock call_lock = SPINLOCK_INIT("smp call");
-static void (*volatile call_fn)(void *);
-static void *volatile call_arg;
-static volatile unsigned call_pending;
+// --- cross-CPU calls -----------------------------------------------------------
+//
+// Each CPU has a queue of calls other CPUs want it to run. A caller puts one
+// node per target CPU (on its own stack) on the targets' queues, sends each
+// target one interrupt, and waits until every target has run the function:
+// callers never wait for one another, so calls between unrelated CPUs go on
+// side by side (as Linux's smp_call_function_many queues a call per CPU).
 
+struct call {
+    void (*fn)(void *arg);
+    void *arg;
+    unsigned pending; // targets that have not run fn yet
+};
+
+struct call_node {
+    struct call_node *next;
+    struct call *call;
+};
+
+static struct call_queue {
+    struct spinlock lock;
+    struct call_node *head;
+} __attribute__((aligned(64))) queues[MAX_CPUS];
+static uint64_t calls_sent[MAX_CPUS]; // call interrupts each CPU sent (single writer each)
+
+// Runs this CPU's queued calls. A node lives on its caller's stack, and the
+// caller may return as soon as pending reaches zero: read it all first.
 static void call_ipi(struct trapframe *tf)
 {
     UNUSED(tf);
-    call_fn(call_arg);
-    __atomic_fetch_sub(&call_pending, 1, __ATOMIC_RELEASE);
+    grace_quiescent(); // interrupts were on where this one came in: no handler was running
+    struct call_queue *q = &queues[cpu_id()];
+    spin_lock(&q->lock);
+    struct call_node *n = q->head;
+    q->head = NULL;
+    spin_unlock(&q->lock);
+    while (n) {
+        struct call_node *next = n->next;
+        struct call *c = n->call;
+        c->fn(c->arg);
+        __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELEASE);
+        n = next;
+    }
+}
+
+void smp_call_many(uint64_t mask, void (*fn)(void *arg), void *arg)
+{
+    assert(irq_enabled());
+    unsigned self = cpu_id();
+    struct call c = {fn, arg, 0};
+    struct call_node nodes[MAX_CPUS];
+    mask &= smp_online_mask();
+    for (unsigned i = 0; i < ncpus; i++) {
+        if (i == self || !(mask & (1ull << i)))
+            continue;
+        nodes[i] = (struct call_node){.call = &c};
+        __atomic_fetch_add(&c.pending, 1, __ATOMIC_RELAXED);
+        uint64_t f = spin_lock_irqsave(&queues[i].lock);
+        nodes[i].next = queues[i].head;
+        queues[i].head = &nodes[i];
+        spin_unlock_irqrestore(&queues[i].lock, f);
+        lapic_send_ipi(cpus[i].apic_id, VEC_CALL);
+        calls_sent[self]++;
+    }
+    if (mask & (1ull << self)) {
+        uint64_t f = irq_save();
+        fn(arg);
+        irq_restore(f);
+    }
+    // Interrupts stay on while waiting: another CPU may be waiting on this one.
+    while (__atomic_load_n(&c.pending, __ATOMIC_ACQUIRE))
+        cpu_relax();
 }
 
 void smp_call_all(void (*fn)(void *arg), void *arg)
 {
-    assert(irq_enabled());
-    // Take the lock by polling with interrupts on, so this CPU keeps answering
-    // another CPU's call while it waits for its own turn.
-    for (;;) {
-        uint64_t f = spin_lock_irqsave(&call_lock);
-        if (call_fn == NULL) {
-            call_fn = fn;
-            call_arg = arg;
-            call_pending = ncpus_online - 1;
-            spin_unlock_irqrestore(&call_lock, f);
-            break;
-        }
-        spin_unlock_irqrestore(&call_lock, f);
-        cpu_relax();
-    }
-    if (ncpus_online > 1)
-        lapic_send_ipi_shorthand(IPI_ALL_BUT_SELF, VEC_CALL);
-    uint64_t f = irq_save();
-    fn(arg);
-    irq_restore(f);
-    while (__atomic_load_n(&call_pending, __ATOMIC_ACQUIRE))
-        cpu_relax();
-    call_fn = NULL;
+    smp_call_many(smp_online_mask(), fn, arg);
+}
+
+uint64_t smp_online_mask(void)
+{
+    uint64_t mask = 0;
+    for (unsigned i = 0; i < ncpus; i++)
+        if (READ_ONCE(cpus[i].online))
+            mask |= 1ull << i;
+    return mask;
+}
+
+uint64_t smp_calls_sent(unsigned cpu)
+{
+    return READ_ONCE(calls_sent[cpu]);
 }
 
 void smp_init_ipis(void)
 {
+    for (unsigned i = 0; i < MAX_CPUS; i++)
+        queues[i].lock = (struct spinlock)SPINLOCK_INIT("smp call");
     irq_register(VEC_CALL, call_ipi);
 }

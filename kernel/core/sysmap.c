@@ -4,6 +4,15 @@
 // address space shares (vm_init), so a mapping made here is seen in all of
 // them at once. A page table is allocated when a mapping first needs it and
 // freed when the last mapping in it goes, so mapping costs nothing at rest.
+//
+// Unmapping interrupts no CPU. Another CPU may still hold a translation of an
+// unmapped page in its TLB, but nothing reads through it any more (the caller
+// saw to that), so it is harmless as long as the address is not mapped
+// again: unmapped pages are "stale" and not handed out, and page tables taken
+// out are not freed, until a purge flushes every CPU's TLB once for all of
+// them (as Linux's lazy vunmap does: mm/vmalloc.c, purge_vmap_area_lazy). A
+// purge comes when the window has no room, when too many tables wait, or
+// when a leak check wants every page back.
 #include "core/sysmap.h"
 #include "arch/x86/cpu.h"
 #include "core/mutex.h"
@@ -22,10 +31,14 @@ static struct mutex sysmap_mutex = MUTEX_INIT("sysmap");
 static uint64_t used[SYSMAP_PAGES / 64];            // bit i: page i of the window is mapped
 static pte_t *pd;                                   // the window's page directory
 static uint64_t freed[SYSMAP_PAGES / PT_PAGES + 2]; // page tables clear_entries took out
+static uint64_t stale[SYSMAP_PAGES / 64];           // bit i: page i unmapped, not yet flushed
+#define WAITING_MAX 64                              // tables waiting for a purge, at most
+static uint64_t waiting[WAITING_MAX];               // their physical addresses
+static unsigned nwaiting;
 
 static bool page_used(uint64_t i)
 {
-    return used[i / 64] & (1ull << (i % 64));
+    return (used[i / 64] | stale[i / 64]) & (1ull << (i % 64));
 }
 
 static void mark(uint64_t first, uint64_t n, bool on)
@@ -80,15 +93,22 @@ static unsigned clear_entries(uint64_t first, uint64_t n)
     return nfreed;
 }
 
-struct flush {
-    uint64_t va, npages;
-};
-
 static void flush_on_cpu(void *arg)
 {
-    const struct flush *f = arg;
-    for (uint64_t i = 0; i < f->npages; i++)
-        invlpg(f->va + i * PAGE_SIZE); // also drops cached directory entries (SDM vol. 3A 4.10.4.1)
+    UNUSED(arg);
+    write_cr3(read_cr3()); // every non-global translation, and the paging-structure caches
+}
+
+// Flush every CPU's TLB once, then hand out the stale pages and free the
+// waiting tables. Under the mutex.
+static void purge(void)
+{
+    smp_call_all(flush_on_cpu, NULL);
+    for (uint64_t i = 0; i < SYSMAP_PAGES / 64; i++)
+        stale[i] = 0;
+    for (unsigned k = 0; k < nwaiting; k++)
+        pmm_free_page(waiting[k]);
+    nwaiting = 0;
 }
 
 void sysmap_init(void)
@@ -104,6 +124,10 @@ void *sysmap_map(const uint64_t *pa, uint64_t npages)
         return NULL;
     mutex_lock(&sysmap_mutex);
     uint64_t first = find_free(npages);
+    if (first == SYSMAP_PAGES) { // stale pages may make room
+        purge();
+        first = find_free(npages);
+    }
     void *va = NULL;
     if (first < SYSMAP_PAGES) {
         uint64_t flags = PTE_W | (vm_nx_supported() ? PTE_NX : 0), i = 0;
@@ -128,10 +152,19 @@ void sysmap_unmap(void *va, uint64_t npages)
     uint64_t first = ((uint64_t)(uintptr_t)va - SYSMAP_BASE) / PAGE_SIZE;
     mutex_lock(&sysmap_mutex);
     mark(first, npages, false);
+    for (uint64_t i = first; i < first + npages; i++)
+        stale[i / 64] |= 1ull << (i % 64);
     unsigned nfreed = clear_entries(first, npages);
-    struct flush f = {(uint64_t)(uintptr_t)va, npages};
-    smp_call_all(flush_on_cpu, &f); // no CPU reaches the pages or the tables now
+    if (nwaiting + nfreed > WAITING_MAX)
+        purge();
     for (unsigned k = 0; k < nfreed; k++)
-        pmm_free_page(freed[k]);
+        waiting[nwaiting++] = freed[k];
+    mutex_unlock(&sysmap_mutex);
+}
+
+void sysmap_purge(void)
+{
+    mutex_lock(&sysmap_mutex);
+    purge();
     mutex_unlock(&sysmap_mutex);
 }

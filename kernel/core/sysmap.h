@@ -14,6 +14,11 @@ void sysmap_init(void); // at boot, after vm_init: the window's page directory
 // or page tables cannot be allocated. May sleep.
 void *sysmap_map(const uint64_t *pa, uint64_t npages);
 
-// Undo sysmap_map: the pages are no longer reachable through va on any CPU when
-// this returns (every CPU's TLB entries are flushed). The pages stay pinned.
+// Undo sysmap_map, interrupting no CPU. The caller guarantees that nothing
+// reads or writes through va any more; a CPU may keep a stale translation
+// until the next purge, before which the addresses are not handed out again.
+// The pages stay pinned (they may be unpinned at once).
 void sysmap_unmap(void *va, uint64_t npages);
+// Flush every CPU's stale translations and free the page tables unmapping
+// took out: leak checks call it before they count free pages.
+void sysmap_purge(void);

@@ -12,6 +12,7 @@
 #include "pmc/pmi.h"
 #include "pmc/trace.h"
 #include "core/process.h"
+#include "core/sched.h"
 #include "core/smp.h"
 #include "core/sysmap.h"
 #include "lib/string.h"
@@ -20,35 +21,45 @@
 #include "profile/sample_plan.h"
 
 #define PROFILES_PER_CPU_LIMIT 8192 // NT's STATUS_PROFILING_AT_LIMIT: 8,192 x processors
+#define SCOPE_LOCKS            64   // process scopes share these by hash
 
-static struct mutex profile_mutex = MUTEX_INIT("profiles"); // start, stop, set changes
+// Start, stop and statistics of one scope are serialized by its mutex: the
+// system's own, or the one its process hashes to, so unrelated processes'
+// profiles rarely wait for each other and never for the system's.
+static struct mutex system_mutex = MUTEX_INIT("system profiles");
+static struct mutex process_mutexes[SCOPE_LOCKS];
 static struct kprofile dead_profile; // stands in for a stopped profile when memory is short
 struct profile_slot profile_system_slots[ProfileSourceCount];
-static uint64_t started_count;
+static uint64_t started_count; // every scope's started profiles (atomic)
+
+static struct mutex *scope_lock(const struct kprofile *p)
+{
+    if (!p->process)
+        return &system_mutex;
+    uint64_t h = (uint64_t)(uintptr_t)p->process * 0x9E3779B97F4A7C15ull;
+    return &process_mutexes[h >> 58]; // the top 6 bits: SCOPE_LOCKS is 64
+}
 
 // --- sets ---------------------------------------------------------------------
 
-static struct profile_slot *slot_of(struct kprofile *p, bool create)
+static struct profile_set **set_of(const struct kprofile *p)
 {
     if (!p->process)
-        return &profile_system_slots[p->source];
-    struct profile_slot **pp = &profile_of(p->process)->slot[p->source];
-    if (!*pp && create)
-        *pp = kzalloc(sizeof **pp);
-    return *pp;
+        return &profile_system_slots[p->source].set;
+    return &profile_of(p->process)->sets[p->source];
 }
 
-// Each CPU, with interrupts off (so no sample is half done here), begins or
-// ends counting for the profile and notes where its sample counter stood.
-// Running it on every CPU is also the barrier after which no CPU still reads
-// a replaced set.
+// System scope: each CPU, with interrupts off (so no sample is half done
+// here), begins or ends counting for the profile and notes where its sample
+// counter stood. The one round that runs it is also the barrier after which
+// no CPU still reads a replaced set.
 static void activate_on_cpu(void *arg)
 {
     struct kprofile *p = arg;
     unsigned cpu = cpu_id();
     if (!(p->affinity & (1ull << cpu)))
         return;
-    p->start_samples[cpu] = slot_of(p, false)->samples[cpu];
+    p->start_samples[cpu] = profile_system_slots[p->source].samples[cpu];
     __atomic_fetch_or(&p->active, 1ull << cpu, __ATOMIC_RELEASE);
     sample_plan_forget_here(p->source);
 }
@@ -60,14 +71,56 @@ static void deactivate_on_cpu(void *arg)
     if (!(p->active & (1ull << cpu)))
         return;
     __atomic_fetch_and(&p->active, ~(1ull << cpu), __ATOMIC_RELEASE);
-    __atomic_fetch_add(&p->delivered, slot_of(p, false)->samples[cpu] - p->start_samples[cpu],
-                       __ATOMIC_RELAXED);
+    uint64_t now = profile_system_slots[p->source].samples[cpu];
+    __atomic_fetch_add(&p->delivered, now - p->start_samples[cpu], __ATOMIC_RELAXED);
     sample_plan_forget_here(p->source);
 }
 
-static void barrier_on_cpu(void *arg)
+static void nothing_on_cpu(void *arg)
 {
-    UNUSED(arg);
+    UNUSED(arg); // the interrupt ran with no sample half done on its CPU
+}
+
+// The samples of a process-scope set that count for q: those of q's CPUs.
+static uint64_t share_of(const struct profile_set *set, const struct kprofile *q)
+{
+    uint64_t n = 0;
+    for (unsigned cpu = 0; cpu < ncpus; cpu++)
+        if (q->affinity & (1ull << cpu))
+            n += READ_ONCE(set->samples[cpu]);
+    return n;
+}
+
+// A replaced process-scope set that no CPU reads any more: its samples
+// become its profiles' delivered, and it is freed.
+static void retire_set(struct profile_set *old)
+{
+    if (!old)
+        return;
+    uint64_t all = 0, every_cpu = ncpus == 64 ? ~0ull : (1ull << ncpus) - 1;
+    for (unsigned cpu = 0; cpu < ncpus; cpu++)
+        all += old->samples[cpu];
+    for (unsigned i = 0; i < old->n + old->nwide; i++) {
+        struct kprofile *q = old->e[i].p;
+        if (q != &dead_profile)
+            q->delivered += (q->affinity & every_cpu) == every_cpu ? all : share_of(old, q);
+    }
+    kfree(old);
+}
+
+// After p's scope's set was published in place of old: reach the CPUs that
+// may still read old — all of them, each running on_cpu, for the system;
+// for a process, only those running it now (none, when it is not running) —
+// then free old. The CPUs not reached see the new set at their next sample.
+static void set_replaced(struct kprofile *p, struct profile_set *old, void (*on_cpu)(void *))
+{
+    if (!p->process) {
+        smp_call_all(on_cpu, p);
+        kfree(old);
+        return;
+    }
+    smp_call_many(sched_cpus_running(p->process), nothing_on_cpu, NULL);
+    retire_set(old);
 }
 
 // --- the buffer -----------------------------------------------------------------
@@ -158,39 +211,50 @@ NTSTATUS KeInitializeProfile(struct kprofile **out, struct process *process, uin
     return STATUS_SUCCESS;
 }
 
+// One more started profile, unless NT's limit is reached.
+static bool count_started(void)
+{
+    uint64_t n = __atomic_load_n(&started_count, __ATOMIC_RELAXED);
+    do {
+        if (n >= (uint64_t)PROFILES_PER_CPU_LIMIT * ncpus_online)
+            return false;
+    } while (!__atomic_compare_exchange_n(&started_count, &n, n + 1, true, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    return true;
+}
+
 NTSTATUS KeStartProfile(struct kprofile *p)
 {
-    mutex_lock(&profile_mutex);
-    NTSTATUS s;
-    struct profile_slot *slot = NULL;
-    struct profile_set *set = NULL;
+    struct mutex *lock = scope_lock(p);
+    mutex_lock(lock);
+    NTSTATUS s = STATUS_SUCCESS;
+    struct profile_set *set = NULL, *old = *set_of(p);
     if (p->started)
         s = STATUS_PROFILING_NOT_STOPPED;
-    else if (started_count >= (uint64_t)PROFILES_PER_CPU_LIMIT * ncpus_online)
+    else if (!count_started())
         s = STATUS_PROFILING_AT_LIMIT;
-    else if (!(slot = slot_of(p, true)))
-        s = STATUS_INSUFFICIENT_RESOURCES;
-    else
-        s = pin_buffer(p);
-    bool pinned = NT_SUCCESS(s), ok = false;
+    bool counted = NT_SUCCESS(s), pinned = false, ok = false;
+    if (counted)
+        pinned = NT_SUCCESS(s = pin_buffer(p));
     if (pinned) {
-        set = profile_set_change(slot->set, p, NULL, &dead_profile, &ok);
+        set = profile_set_change(old, p, NULL, &dead_profile, &ok);
         s = ok ? KeReferenceProfileSource(p->source) : STATUS_INSUFFICIENT_RESOURCES;
     }
     if (NT_SUCCESS(s)) {
-        struct profile_set *old = slot->set;
-        sample_publish(&slot->set, set);
+        if (p->process)
+            WRITE_ONCE(p->active, p->affinity);
+        sample_publish(set_of(p), set);
         p->start_throttled = pmc_pmi_throttled(p->source);
-        smp_call_all(activate_on_cpu, p); // also the barrier: nobody reads old now
-        kfree(old);
+        set_replaced(p, old, activate_on_cpu);
         p->started = true;
-        started_count++;
     } else {
         kfree(set);
         if (pinned)
             unpin_buffer(p);
+        if (counted)
+            __atomic_fetch_sub(&started_count, 1, __ATOMIC_RELAXED);
     }
-    mutex_unlock(&profile_mutex);
+    mutex_unlock(lock);
     return s;
 }
 
@@ -200,49 +264,53 @@ NTSTATUS KeStartProfile(struct kprofile *p)
 // is returned.
 NTSTATUS KeStopProfile(struct kprofile *p)
 {
-    mutex_lock(&profile_mutex);
+    struct mutex *lock = scope_lock(p);
+    mutex_lock(lock);
     if (!p->started) {
-        mutex_unlock(&profile_mutex);
+        mutex_unlock(lock);
         return STATUS_PROFILING_NOT_STARTED;
     }
-    struct profile_slot *slot = slot_of(p, false);
     bool ok;
-    struct profile_set *set = profile_set_change(slot->set, NULL, p, &dead_profile, &ok);
-    smp_call_all(deactivate_on_cpu, p); // no CPU counts into the buffer after this
-    struct profile_set *old = slot->set;
+    struct profile_set *old = *set_of(p);
+    struct profile_set *set = profile_set_change(old, NULL, p, &dead_profile, &ok);
     if (ok) {
-        sample_publish(&slot->set, set); // no plan names p now
+        sample_publish(set_of(p), set); // no plan names p now
     } else {
         for (unsigned i = 0; i < old->n + old->nwide; i++)
             if (old->e[i].p == p)
                 sample_publish(&old->e[i].p, &dead_profile);
-        old = NULL; // still in use
     }
-    smp_call_all(barrier_on_cpu, NULL); // nobody reads old, or p through it, now
-    kfree(old);
+    set_replaced(p, ok ? old : NULL, deactivate_on_cpu); // no CPU counts into the buffer now
+    if (!ok && p->process)
+        p->delivered += share_of(old, p); // old stays in use, without p
+    WRITE_ONCE(p->active, 0);
     p->throttled += pmc_pmi_throttled(p->source) - p->start_throttled;
     unpin_buffer(p);
     p->started = false;
-    started_count--;
+    __atomic_fetch_sub(&started_count, 1, __ATOMIC_RELAXED);
     NTSTATUS s = KeDereferenceProfileSource(p->source); // the source's last user stops it
-    mutex_unlock(&profile_mutex);
+    mutex_unlock(lock);
     return s;
 }
 
 void KeQueryProfileStats(struct kprofile *p, struct sys_profile_stats *out)
 {
-    mutex_lock(&profile_mutex); // a consistent view against start and stop
+    struct mutex *lock = scope_lock(p);
+    mutex_lock(lock); // a consistent view against start and stop
     uint64_t delivered = p->delivered, throttled = p->throttled;
-    if (p->started) {
-        struct profile_slot *slot = slot_of(p, false);
+    if (p->started && p->process) {
+        delivered += share_of(*set_of(p), p);
+    } else if (p->started) {
         for (unsigned cpu = 0; cpu < ncpus; cpu++)
             if (READ_ONCE(p->active) & (1ull << cpu))
-                delivered += READ_ONCE(slot->samples[cpu]) - p->start_samples[cpu];
-        throttled += pmc_pmi_throttled(p->source) - p->start_throttled;
+                delivered +=
+                    READ_ONCE(profile_system_slots[p->source].samples[cpu]) - p->start_samples[cpu];
     }
+    if (p->started)
+        throttled += pmc_pmi_throttled(p->source) - p->start_throttled;
     // Read in_range last: a sample counted there was already counted in delivered.
     uint64_t in_range = __atomic_load_n(&p->in_range, __ATOMIC_ACQUIRE);
-    mutex_unlock(&profile_mutex);
+    mutex_unlock(lock);
     out->delivered = delivered;
     out->in_range = MIN(in_range, delivered);
     out->out_of_range = delivered - out->in_range;
@@ -267,31 +335,19 @@ NTSTATUS KeSetIntervalProfile(uint64_t interval, KPROFILE_SOURCE source)
     return HalSetSystemInformation(HalProfileSourceInterval, sizeof i, &i);
 }
 
-// A destroyed process's slots: no started profile can name it any more.
-static void process_gone(struct process *p, enum process_event event)
-{
-    if (event != PROCESS_DESTROYED)
-        return;
-    struct profile_process *pp = profile_of(p);
-    for (unsigned s = 0; s < ProfileSourceCount; s++) {
-        struct profile_slot *slot = pp->slot[s];
-        sample_publish(&pp->slot[s], (struct profile_slot *)NULL); // no plan points into it now
-        kfree(slot);
-    }
-}
-
 bool ke_profile_scope_started(struct process *pr, KPROFILE_SOURCE source)
 {
     if ((unsigned)source >= ProfileSourceCount)
         return false;
-    struct profile_slot *slot = pr ? READ_ONCE(profile_of(pr)->slot[source]) : NULL;
-    return READ_ONCE(profile_system_slots[source].set) || (slot && READ_ONCE(slot->set));
+    return READ_ONCE(profile_system_slots[source].set) ||
+           (pr && READ_ONCE(profile_of(pr)->sets[source]));
 }
 
 void ke_profile_init(void)
 {
     process_area_reserve(ALIGN_UP(sizeof(struct profile_process), 8));
-    process_watch(process_gone);
+    for (unsigned i = 0; i < SCOPE_LOCKS; i++)
+        process_mutexes[i] = (struct mutex)MUTEX_INIT("process profiles");
 }
 
 // --- sources shared with PMC objects (profile/pmc_object.c) ----------------------

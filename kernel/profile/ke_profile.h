@@ -7,9 +7,13 @@
 // immutable array sorted by range base (a "profile set"), replaced as a whole on
 // start and stop and read without locks by the interrupt path: a lookup goes
 // through a table of 2 MiB granules, so profiles that cannot match cost nothing.
-// Replacing a set is followed by a cross-CPU barrier (smp_call_all), after
+// Replacing a set is followed by a cross-CPU call to the CPUs that may be
+// reading the old one — every CPU for the system's, only those running the
+// process now for a process's (core/sched.h's sched_cpus_running) — after
 // which no CPU can still be reading the old set or writing a stopped
 // profile's buffer: only then is the old set freed and the buffer unpinned.
+// A process-scope start or stop of a process that is not running interrupts
+// no CPU at all.
 #pragma once
 #include "lib/abi.h"
 #include "arch/x86/trapframe.h"
@@ -19,11 +23,13 @@
 
 struct process;
 
-// Per scope (the system, or one process) and source: the started profiles
-// and the samples seen, per CPU (single writer each: no atomics needed).
+// The system scope of one source: the started profiles and the samples seen,
+// per CPU (single writer each: no atomics needed). They are also the
+// ProfileTime tick count of each CPU (core/swevent.h). A process's sets are
+// in its profile_process (profile_state.h) and count their own samples.
 struct profile_slot {
     struct profile_set *set;    // NULL when none is started
-    uint64_t samples[MAX_CPUS]; // samples of this source in this scope, per CPU
+    uint64_t samples[MAX_CPUS]; // samples of this source, per CPU
 };
 
 struct kprofile {
@@ -35,7 +41,9 @@ struct kprofile {
     uint32_t buffer_size;            // bytes
     KPROFILE_SOURCE source;
     uint64_t affinity; // CPUs whose samples count
-    uint64_t active;   // CPUs counting now: set and cleared by each CPU itself
+    // CPUs counting now. System scope: set and cleared by each CPU itself;
+    // process scope: the affinity from start to stop.
+    uint64_t active;
     bool started;
     // While started: the buffer's pages, pinned, and mapped in system space
     // (core/sysmap.h) at kbuf's page, where bucket i is ((uint32_t *)kbuf)[i].
@@ -44,8 +52,8 @@ struct kprofile {
     uint8_t *kbuf;
     // Statistics (see sys_profile_stats), over every start/stop cycle.
     uint64_t in_range;                // atomic
-    uint64_t delivered;               // finished cycles
-    uint64_t start_samples[MAX_CPUS]; // the slot's per-CPU samples when this CPU began counting
+    uint64_t delivered;               // replaced sets and finished cycles
+    uint64_t start_samples[MAX_CPUS]; // system scope: the slot's samples when this CPU began
     uint64_t throttled, start_throttled;
 };
 

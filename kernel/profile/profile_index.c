@@ -2,6 +2,7 @@
 #include "profile/profile_index.h"
 #include "core/heap.h"
 #include "lib/param.h"
+#include "arch/x86/percpu.h"
 #include "profile/ke_profile.h"
 
 static uint64_t granules(const struct kprofile *p) // how many granules the range covers
@@ -36,7 +37,8 @@ struct profile_set *profile_set_change(const struct profile_set *old, struct kpr
     while (slots < 2 * cover)
         slots *= 2;
     size_t entries = sizeof(struct profile_set) + (n + nwide) * sizeof(struct profile_set_entry);
-    struct profile_set *set = kzalloc(entries + slots * sizeof(struct profile_granule));
+    size_t table = slots * sizeof(struct profile_granule);
+    struct profile_set *set = kzalloc(entries + table + ncpus * sizeof(uint64_t));
     if (!set) {
         *ok = false;
         return NULL;
@@ -45,6 +47,7 @@ struct profile_set *profile_set_change(const struct profile_set *old, struct kpr
     set->nwide = nwide;
     set->mask = slots - 1;
     set->table = (struct profile_granule *)((uint8_t *)set + entries);
+    set->samples = (uint64_t *)((uint8_t *)set + entries + table);
     // The narrow entries stay sorted: old ones in order, add at its place.
     unsigned k = 0, w = n;
     for (unsigned i = 0; i < total; i++) {

@@ -23,6 +23,11 @@ struct kprofile;
 struct profile_set {
     unsigned n, nwide;
     unsigned mask; // the granule table has mask + 1 slots
+    // Per CPU, the samples that found this set (process scope only: each
+    // CPU writes its own). When the set is replaced, its profiles take them
+    // as delivered (ke_profile.c): a set's life is exactly the time its
+    // profiles were started together.
+    uint64_t *samples;
     struct profile_granule {
         uint64_t key;  // granule number + 1; 0: empty slot
         uint32_t last; // the last entry of e[0..n) covering the granule

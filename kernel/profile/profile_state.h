@@ -4,12 +4,12 @@
 #include "core/process.h"
 #include "lib/abi.h"
 
-struct profile_slot;
+struct profile_set;
 struct pmc_target;
 
 struct profile_process {
-    struct profile_slot
-        *slot[ProfileSourceCount];  // started profiles on it, by source (ke_profile.c)
+    struct profile_set
+        *sets[ProfileSourceCount];  // started profiles on it, by source (ke_profile.c)
     struct pmc_target *pmc_targets; // PMCs attached to it (pmc_object.c, pmc_lock)
     uint32_t pmc_switch_work;       // of those, ones with work at its switches
     bool pmc_exited;                // its exit released its targets: no new one (pmc_lock)

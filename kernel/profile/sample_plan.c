@@ -28,7 +28,7 @@ struct sample_plan {
     uint64_t generation;        // plan_generation it was made at; 0: none
     const struct process *proc; // the process it was made for (NULL: none)
     uint64_t lo, span;          // it holds for ip in [lo, lo + span]
-    uint64_t *samples[2];       // this CPU's counters of the system and process slots
+    uint64_t *samples[2];       // this CPU's counters: the system slot's, the process set's
     struct kprofile *count[2];  // the profile each scope counts ip in; NULL: none
     const struct pmc_plan *pmc; // the PMCs sampling here; NULL: none
 } __attribute__((aligned(64)));
@@ -43,7 +43,7 @@ static struct profile_cpu profile_cpus[MAX_CPUS];
 
 // Bumped by every drop. Odd values only, from 1: a plan's 0 never matches.
 static uint64_t plan_generation = 1;
-// A process without a slot counts its samples here (per CPU, never read).
+// A process without a set counts its samples here (per CPU, never read).
 static uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64)));
 
 void sample_plans_drop(void)
@@ -106,16 +106,18 @@ static const struct pmc_plan *plan_pmcs(KPROFILE_SOURCE source, const struct pro
 }
 
 // A sample the plan does not answer: both lookups, which count it, the PMCs,
-// and a new plan. The slots' per-CPU sample counters count every sample, a
-// set published or not: they are read only as differences between a
-// profile's activation and deactivation on a CPU (ke_profile.c).
+// and a new plan. The system slot's per-CPU counter counts every sample, a
+// set published or not (read as differences between a profile's activation
+// and deactivation on a CPU); a process's set counts the samples that found
+// it (ke_profile.c); a process without a set counts into a sink.
 static __attribute__((noinline)) void sample_and_plan(KPROFILE_SOURCE source,
                                                       const struct intr_frame *f, unsigned cpu)
 {
     uint64_t generation = __atomic_load_n(&plan_generation, __ATOMIC_ACQUIRE);
     struct process *pr = percpu_read(current_process);
     struct profile_slot *sys = &profile_system_slots[source];
-    struct profile_slot *own = pr ? READ_ONCE(profile_of(pr)->slot[source]) : NULL;
+    const struct profile_set *own =
+        pr ? __atomic_load_n(&profile_of(pr)->sets[source], __ATOMIC_ACQUIRE) : NULL;
     struct sample_plan *plan = &profile_cpus[cpu].plans[source];
     uint64_t ip = f->rip, bit = 1ull << cpu;
     plan->generation = 0;
@@ -127,8 +129,7 @@ static __attribute__((noinline)) void sample_and_plan(KPROFILE_SOURCE source,
     (*plan->samples[0])++; // only this CPU writes its counters
     (*plan->samples[1])++;
     bool sys_ok = plan_scope(plan, 0, __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE), ip, bit);
-    bool own_ok =
-        plan_scope(plan, 1, own ? __atomic_load_n(&own->set, __ATOMIC_ACQUIRE) : NULL, ip, bit);
+    bool own_ok = plan_scope(plan, 1, own, ip, bit);
     bool pmc_ok;
     plan->pmc = plan_pmcs(source, pr, cpu, &pmc_ok);
     // While `pmc trace` or a trace logger's profile-interrupt hook is on, no

@@ -9,7 +9,7 @@
 // takes the general way, which counts it and makes a new plan.
 //
 // The replan rule, the only one: whatever a plan is made from (a profile set,
-// a PMC's target slot, the running PMCs, a process's profile slots) is
+// a PMC's target slot, the running PMCs, a process's profile sets) is
 // published with sample_publish, which also drops every CPU's plans. A CPU
 // that begins or ends counting a profile drops its own plan for the source
 // (sample_plan_forget_here), since a plan also records which profiles count

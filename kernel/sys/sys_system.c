@@ -1,7 +1,9 @@
 // System calls about the machine: time, counters, CPUs, the ramdisk, power.
 #include "arch/x86/cpu.h"
 #include "arch/x86/clock.h"
+#include "core/grace.h"
 #include "core/heap.h"
+#include "core/sysmap.h"
 #include "core/irqoff.h"
 #include "core/object.h"
 #include "arch/x86/percpu.h"
@@ -120,6 +122,10 @@ uint64_t do_SysFileList(const uint64_t *a, struct trapframe *tf)
 uint64_t do_SysSelfCheck(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
+    // What waits for a grace period or a TLB purge is freed first: memory
+    // that is only late must not read as a leak.
+    grace_flush();
+    sysmap_purge();
     struct sys_self_check c = {
         .free_pages = pmm_free_count() + heap_empty_pages(),
         .heap_bytes = heap_bytes_in_use(),

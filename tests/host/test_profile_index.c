@@ -13,6 +13,8 @@
 #include "profile/profile_index.h"
 #include "../xorshift.h"
 
+unsigned ncpus = 5; // the per-CPU sample counters each set carries
+
 #define GRANULE (1ull << PROFILE_GRANULE_SHIFT)
 #define MiB     (1ull << 20)
 
@@ -281,6 +283,37 @@ static void dead_profile(void)
     kfree(set);
 }
 
+// ---- the set's own sample counters ----
+
+// A process-scope set counts the samples that found it, one counter per CPU
+// (ke_profile.c hands them to its profiles when it is replaced): each new set
+// starts from zero, and the counters share no byte with the entries or the
+// granule table, so a sample's count cannot change a lookup's answer.
+static void sample_counters(void)
+{
+    static struct kprofile a, b;
+    struct profile_set *set = add(NULL, range(&a, 0x10000, 0x1000));
+    set = add(set, range(&b, 0x400000, 0x1000));
+    bool zero = true;
+    for (unsigned cpu = 0; cpu < ncpus; cpu++)
+        zero &= set->samples[cpu] == 0;
+    CHECK(zero, "index: a new set's %u sample counters start at zero", ncpus);
+    for (unsigned cpu = 0; cpu < ncpus; cpu++)
+        set->samples[cpu] = ~0ull;
+    struct profile_answer ans;
+    struct seen s = look(set, 0x10800, &ans);
+    CHECK(s.n == 1 && s.p[0] == &a && ans.reusable,
+          "index: counters at their maximum: a still found");
+    s = look(set, 0x400010, &ans);
+    CHECK(s.n == 1 && s.p[0] == &b, "index: ... and b");
+    bool ok = false;
+    struct profile_set *next = profile_set_change(set, NULL, NULL, NULL, &ok);
+    CHECK(ok && next->samples != set->samples && next->samples[ncpus - 1] == 0,
+          "index: the set made from it counts from zero in counters of its own");
+    kfree(set);
+    kfree(next);
+}
+
 // ---- against a brute-force model ----
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -451,6 +484,7 @@ void test_profile_index(void)
     wide();
     crowded_granule();
     dead_profile();
+    sample_counters();
     against_model();
     CHECK(live_allocs == 0, "index: every set allocated was freed (%ld left)", live_allocs);
 }

@@ -20,9 +20,10 @@
 //                        lost, none skipped) and the system profile must have
 //                        been handed every tick that came while it was active
 //
-// Each ends with `stress: <what>: ok` or `stress: <what>: FAILED ...`, and the
-// counters of SysSelfCheck must be back where they started. Children are
-// `stress --child MODE N`, spawned with include/childtest.h's spawn_child.
+// Each ends with `stress: <what>: ok` or `stress: <what>: FAILED ...`. The test
+// runs in a child, `stress --run MODE N`, and the counters of SysSelfCheck
+// must be back where they started once it is gone. The tests' own children
+// are `stress --child MODE N`, spawned with include/childtest.h's spawn_child.
 #include <childtest.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,6 +304,27 @@ static void ticks(unsigned seconds)
         failed("ticks", STATUS_UNSUCCESSFUL);
 }
 
+// One test, in the child `stress --run MODE N`: exit status 0 when it
+// passed, 1 when it failed, 2 for an unknown MODE.
+static int run(const char *mode, unsigned n)
+{
+    if (strcmp(mode, "storm") == 0)
+        storm(n);
+    else if (strcmp(mode, "kill") == 0)
+        kill_sampled(n);
+    else if (strcmp(mode, "ticks") == 0)
+        ticks(n);
+    else if (strcmp(mode, "faults") == 0)
+        faults(n);
+    else if (strcmp(mode, "lookups") == 0)
+        lookups(n);
+    else if (strcmp(mode, "reap") == 0)
+        reap(n);
+    else
+        return printf("stress: unknown test %s\n", mode), 2;
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     self = "stress"; // its path in the ramdisk, whatever argv[0] says
@@ -323,26 +345,29 @@ int main(int argc, char **argv)
                "stress reap N | stress ticks SECONDS\n");
         return 2;
     }
+    if (argc >= 4 && strcmp(argv[1], "--run") == 0)
+        return run(argv[2], (unsigned)strtoul(argv[3], NULL, 0));
+    // The test runs in a child, and the counters are compared before it is
+    // spawned and after it is gone: everything it owned (its handle table,
+    // which grows with the handles it holds at once) is then back.
     struct sys_self_check before, after;
-    HANDLE warm; // the first handle grows our handle table: not a leak
+    HANDLE warm, h; // the first handle grows our handle table: not a leak
     if (NT_SUCCESS(SysOpenProcess(SysGetPid(), &warm)))
         NtClose(warm);
     SysSelfCheck(&before);
     unsigned n = (unsigned)strtoul(argv[2], NULL, 0);
-    if (strcmp(argv[1], "storm") == 0)
-        storm(n);
-    else if (strcmp(argv[1], "kill") == 0)
-        kill_sampled(n);
-    else if (strcmp(argv[1], "ticks") == 0)
-        ticks(n);
-    else if (strcmp(argv[1], "faults") == 0)
-        faults(n);
-    else if (strcmp(argv[1], "lookups") == 0)
-        lookups(n);
-    else if (strcmp(argv[1], "reap") == 0)
-        reap(n);
-    else
-        return printf("stress: unknown test %s\n", argv[1]), 2;
+    const char *run_argv[] = {self, "--run", argv[1], argv[2], NULL};
+    int status = 1;
+    NTSTATUS s = SysSpawn(self, run_argv, privileged() ? SPAWN_PRIVILEGED : 0, &h);
+    if (!NT_SUCCESS(s)) {
+        failed("spawn", s);
+    } else {
+        SysWait(h, &status);
+        NtClose(h);
+    }
+    if (status == 2)
+        return 2; // an unknown test: the child said which
+    failures += status != 0;
     SysSelfCheck(&after);
     if (after.free_pages != before.free_pages || after.heap_bytes != before.heap_bytes ||
         after.live_objects != before.live_objects || after.pinned_pages != before.pinned_pages) {
