@@ -123,8 +123,10 @@ void grace_defer(struct grace_item *item, void (*fn)(struct grace_item *item))
 
 void grace_poll(void)
 {
-    if (READ_ONCE(head))
-        run_items(take_ready(false));
+    if (!READ_ONCE(head))
+        return;
+    grace_quiescent(); // the caller is in process context
+    run_items(take_ready(false));
 }
 
 static void nothing(void *arg)

@@ -32,14 +32,16 @@ bool grace_waits_for_this_cpu(void);
 // Return when every CPU has passed a quiescent state since the call began.
 // Process context, interrupts on, no spinlock held.
 void grace_wait(void);
-// Call fn(item), in process context, after a grace period that begins after
-// this call. Batched: any number of items cost one grace period together.
-// Any context where a spinlock may be taken.
+// Call fn(item), in process context with interrupts on and without sleeping
+// (grace_poll's callers), after a grace period that begins after this call.
+// Batched: any number of items cost one grace period together. Any context
+// where a spinlock may be taken.
 void grace_defer(struct grace_item *item, void (*fn)(struct grace_item *item));
 // Run, now, every function deferred so far (one grace period, then the
 // calls): leak checks call it before they count memory.
 void grace_flush(void);
-// Run the deferred functions whose grace period has ended (process context):
-// the idle loop calls it.
+// Run the deferred functions whose grace period has ended (process context,
+// interrupts on): the idle loop and the end of every system call call it.
+// The functions may take spinlocks and free memory, never sleep.
 void grace_poll(void);
 uint64_t grace_periods_completed(void); // since boot

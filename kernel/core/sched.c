@@ -133,6 +133,11 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
     uint64_t now = clock_ns();
     swevent_switch(c, cur, next, now - cur->run_start_ns);
     cur->cpu_ns += now - cur->run_start_ns;
+    // A locked exchange (a full fence), before the watchers: a CPU that
+    // changes what a process's samples or switches read, then asks which
+    // CPUs run it (sched_cpus_running), either sees this CPU run it or is
+    // seen by this CPU's watchers and next sample.
+    (void)__atomic_exchange_n(&c->current_process, next->proc, __ATOMIC_SEQ_CST);
     unsigned watchers = __atomic_load_n(&nswitch_watchers, __ATOMIC_ACQUIRE);
     for (unsigned i = 0; i < watchers; i++)
         if (__builtin_expect(*switch_watchers[i].busy != 0, 0))
@@ -141,10 +146,6 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
     next->state = T_RUNNING;
     next->cpu = (int)c->id;
     c->current = next;
-    // A locked exchange (a full fence), so a CPU that changes what a
-    // process's samples read, then asks which CPUs run it (sched_cpus_running),
-    // either sees this CPU run it or is seen by this CPU's next sample.
-    (void)__atomic_exchange_n(&c->current_process, next->proc, __ATOMIC_SEQ_CST);
     c->kill_pending = next->killed;
     c->user_tsc = &next->user_tsc;
     if (next->proc) {
@@ -376,10 +377,8 @@ void sched_user_return_slow(void)
     struct thread *t = c->current;
     if (t->proc && READ_ONCE(t->proc->killed))
         process_exit_current(PROCESS_KILLED_STATUS);
-    if (c->need_resched) {
+    if (c->need_resched)
         schedule();
-        grace_poll(); // free what the grace periods have made safe
-    }
     if (t->proc && READ_ONCE(t->proc->killed))
         process_exit_current(PROCESS_KILLED_STATUS);
 }

@@ -3,16 +3,16 @@
 // page directory is made at boot under a kernel-half PML4 entry that every
 // address space shares (vm_init), so a mapping made here is seen in all of
 // them at once. A page table is allocated when a mapping first needs it and
-// freed when the last mapping in it goes, so mapping costs nothing at rest.
+// freed by the first purge after the last mapping in it went.
 //
 // Unmapping interrupts no CPU. Another CPU may still hold a translation of an
 // unmapped page in its TLB, but nothing reads through it any more (the caller
 // saw to that), so it is harmless as long as the address is not mapped
-// again: unmapped pages are "stale" and not handed out, and page tables taken
-// out are not freed, until a purge flushes every CPU's TLB once for all of
+// again: unmapped pages are "stale" and not handed out, and page tables left
+// empty stay in place, until a purge flushes every CPU's TLB once for all of
 // them (as Linux's lazy vunmap does: mm/vmalloc.c, purge_vmap_area_lazy). A
-// purge comes when the window has no room, when too many tables wait, or
-// when a leak check wants every page back.
+// purge comes when the window has no room, or when a leak check wants every
+// page back.
 #include "core/sysmap.h"
 #include "arch/x86/cpu.h"
 #include "core/mutex.h"
@@ -28,13 +28,10 @@
 #define PT_PAGES     512                   // pages one page table maps
 
 static struct mutex sysmap_mutex = MUTEX_INIT("sysmap");
-static uint64_t used[SYSMAP_PAGES / 64];            // bit i: page i of the window is mapped
-static pte_t *pd;                                   // the window's page directory
-static uint64_t freed[SYSMAP_PAGES / PT_PAGES + 2]; // page tables clear_entries took out
-static uint64_t stale[SYSMAP_PAGES / 64];           // bit i: page i unmapped, not yet flushed
-#define WAITING_MAX 64                              // tables waiting for a purge, at most
-static uint64_t waiting[WAITING_MAX];               // their physical addresses
-static unsigned nwaiting;
+static uint64_t used[SYSMAP_PAGES / 64];        // bit i: page i of the window is mapped
+static pte_t *pd;                               // the window's page directory
+static uint64_t freed[SYSMAP_PAGES / PT_PAGES]; // page tables take_out_tables took out
+static uint64_t stale[SYSMAP_PAGES / 64];       // bit i: page i unmapped, not yet flushed
 
 static bool page_used(uint64_t i)
 {
@@ -51,11 +48,21 @@ static void mark(uint64_t first, uint64_t n, bool on)
     }
 }
 
-// The first run of n free pages in the window; SYSMAP_PAGES when none.
-static uint64_t find_free(uint64_t n)
+// A run of n free pages in the window, searched from where the last one
+// ended (next fit: the stale pages left behind are not scanned again until
+// the search wraps); SYSMAP_PAGES when none. Whole words of busy pages are
+// skipped at once.
+static uint64_t cursor;
+
+static uint64_t find_from(uint64_t start, uint64_t end, uint64_t n)
 {
     uint64_t run = 0;
-    for (uint64_t i = 0; i < SYSMAP_PAGES; i++) {
+    for (uint64_t i = start; i < end; i++) {
+        if (i % 64 == 0 && i + 64 <= end && (used[i / 64] | stale[i / 64]) == ~0ull) {
+            run = 0;
+            i += 63;
+            continue;
+        }
         run = page_used(i) ? 0 : run + 1;
         if (run == n)
             return i + 1 - n;
@@ -63,28 +70,40 @@ static uint64_t find_free(uint64_t n)
     return SYSMAP_PAGES;
 }
 
+static uint64_t find_free(uint64_t n)
+{
+    uint64_t first = find_from(cursor, SYSMAP_PAGES, n);
+    if (first == SYSMAP_PAGES)
+        first = find_from(0, MIN(cursor + n, SYSMAP_PAGES), n);
+    if (first != SYSMAP_PAGES)
+        cursor = first + n;
+    return first;
+}
+
 static uint64_t va_of(uint64_t page)
 {
     return SYSMAP_BASE + page * PAGE_SIZE;
 }
 
-// Clear the entries of pages [first, first + n) and take out of the page
-// directory every page table left with no used page; those tables' physical
-// addresses go to freed[] (at most n / PT_PAGES + 2 of them), to be freed
-// once no CPU can be walking them. Returns how many. Under the mutex.
-static unsigned clear_entries(uint64_t first, uint64_t n)
+static void clear_entries(uint64_t first, uint64_t n)
 {
-    unsigned nfreed = 0;
     for (uint64_t i = first; i < first + n; i++) {
         pte_t *e = vm_walk(kernel_cr3, va_of(i), false);
         if (e)
             *e = 0;
-        bool table_end = (i + 1) % PT_PAGES == 0 || i + 1 == first + n;
-        if (!table_end)
-            continue;
-        uint64_t t = i / PT_PAGES, in_use = 0;
+    }
+}
+
+// Take out of the page directory every page table of pages [first, first + n)
+// with no page in use; their physical addresses go to freed[], to be freed
+// once no CPU can be walking them. Returns how many. Under the mutex.
+static unsigned take_out_tables(uint64_t first, uint64_t n)
+{
+    unsigned nfreed = 0;
+    for (uint64_t t = first / PT_PAGES; n && t <= (first + n - 1) / PT_PAGES; t++) {
+        uint64_t in_use = 0;
         for (uint64_t k = 0; k < PT_PAGES / 64; k++)
-            in_use |= used[t * (PT_PAGES / 64) + k];
+            in_use |= used[t * (PT_PAGES / 64) + k] | stale[t * (PT_PAGES / 64) + k];
         if (!in_use && (pd[t] & PTE_P)) {
             freed[nfreed++] = pd[t] & PTE_ADDR;
             pd[t] = 0;
@@ -99,16 +118,17 @@ static void flush_on_cpu(void *arg)
     write_cr3(read_cr3()); // every non-global translation, and the paging-structure caches
 }
 
-// Flush every CPU's TLB once, then hand out the stale pages and free the
-// waiting tables. Under the mutex.
+// Take the page tables with no page in use out of the directory, flush every
+// CPU's TLB (and paging-structure caches) once, then hand out the stale pages
+// and free those tables. Under the mutex.
 static void purge(void)
 {
-    smp_call_all(flush_on_cpu, NULL);
     for (uint64_t i = 0; i < SYSMAP_PAGES / 64; i++)
         stale[i] = 0;
-    for (unsigned k = 0; k < nwaiting; k++)
-        pmm_free_page(waiting[k]);
-    nwaiting = 0;
+    unsigned nfreed = take_out_tables(0, SYSMAP_PAGES);
+    smp_call_all(flush_on_cpu, NULL);
+    for (unsigned k = 0; k < nfreed; k++)
+        pmm_free_page(freed[k]);
 }
 
 void sysmap_init(void)
@@ -138,7 +158,8 @@ void *sysmap_map(const uint64_t *pa, uint64_t npages)
             va = (void *)(uintptr_t)va_of(first);
         } else { // out of memory for a page table: never used, so nothing to flush
             mark(first, npages, false);
-            unsigned nfreed = clear_entries(first, npages);
+            clear_entries(first, npages);
+            unsigned nfreed = take_out_tables(first, npages);
             for (unsigned k = 0; k < nfreed; k++)
                 pmm_free_page(freed[k]);
         }
@@ -154,11 +175,7 @@ void sysmap_unmap(void *va, uint64_t npages)
     mark(first, npages, false);
     for (uint64_t i = first; i < first + npages; i++)
         stale[i / 64] |= 1ull << (i % 64);
-    unsigned nfreed = clear_entries(first, npages);
-    if (nwaiting + nfreed > WAITING_MAX)
-        purge();
-    for (unsigned k = 0; k < nfreed; k++)
-        waiting[nwaiting++] = freed[k];
+    clear_entries(first, npages);
     mutex_unlock(&sysmap_mutex);
 }
 

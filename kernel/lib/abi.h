@@ -289,6 +289,7 @@ struct sys_cpu_info {
     uint64_t profile_ticks;         // ProfileTime expiries since it last started here
     uint64_t profile_ticks_skipped; // of those, missed: the CPU came a period or more late
                                     // (it gets one tick then, not a burst)
+    uint64_t calls_sent;            // cross-CPU call interrupts it sent since boot
 };
 
 // Counters that must return to their baseline when nothing leaks.

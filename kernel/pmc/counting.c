@@ -128,7 +128,7 @@ NTSTATUS pmc_row_reserve_own(KPROFILE_SOURCE source, enum pmc_row_scope scope, u
     return reserve(source, scope, true, row, reason);
 }
 
-static void leave_row(void *arg);
+static void leave_rows(void *arg);
 
 // Under rows_lock: the reservations of scope beyond the rows they hold (those
 // that share a row); the scope's spares, and how many.
@@ -175,19 +175,18 @@ static uint32_t drop_spares(enum pmc_row_scope scope)
 // (counter_table.c), and a counter it shared with a count would be programmed
 // by both: the count would read the sampler's period, and its unload would
 // clear the sampler's event select. Each CPU moves such a count off the row
-// (leave_row, with interrupts off, after any placement in progress there)
+// (leave_rows, with interrupts off, after any placement in progress there)
 // before the bit goes.
 static void free_rows(uint32_t freed)
 {
-    for (unsigned row = 0; row < pmc_ncounters; row++) {
-        if (!((freed >> row) & 1))
-            continue;
-        smp_call_all(leave_row, (void *)(uintptr_t)row);
-        uint64_t f = spin_lock_irqsave(&rows_lock);
-        if (rows[row].scope == PMC_ROW_FREE) // not reserved or taken again meanwhile
+    if (!freed)
+        return;
+    smp_call_all(leave_rows, (void *)(uintptr_t)freed); // one round for them all
+    uint64_t f = spin_lock_irqsave(&rows_lock);
+    for (unsigned row = 0; row < pmc_ncounters; row++)
+        if (((freed >> row) & 1) && rows[row].scope == PMC_ROW_FREE) // not taken again meanwhile
             __atomic_fetch_and(&pmc_rows_reserved, ~(1u << row), __ATOMIC_SEQ_CST);
-        spin_unlock_irqrestore(&rows_lock, f);
-    }
+    spin_unlock_irqrestore(&rows_lock, f);
 }
 
 // The last reservation of a row gone, the row is free; one reservation fewer
@@ -483,16 +482,21 @@ static void fill(struct count_cpu *cc, uint64_t now)
 }
 
 // A count loaded on a row its scope no longer holds moves to another.
-static void leave_row(void *arg)
+static void leave_rows(void *arg)
 {
-    unsigned row = (unsigned)(uintptr_t)arg;
+    uint32_t freed = (uint32_t)(uintptr_t)arg;
     struct count_cpu *cc = &percount[cpu_id()];
-    struct pmc_count *c = cc->on[row];
-    if (!c || rows[row].scope == c->scope) // the scope's again: it may stay
-        return;
     uint64_t now = clock_ns();
-    unload(cc, c, now);
-    fill(cc, now);
+    bool moved = false;
+    for (unsigned row = 0; row < pmc_ncounters; row++) {
+        struct pmc_count *c = (freed >> row) & 1 ? cc->on[row] : NULL;
+        if (!c || rows[row].scope == c->scope) // the scope's again: it may stay
+            continue;
+        unload(cc, c, now);
+        moved = true;
+    }
+    if (moved)
+        fill(cc, now);
 }
 
 void pmc_count_in(struct pmc_count *c, uint64_t now)

@@ -14,6 +14,7 @@
 #include "profile/cswitch_counters.h"
 #include "arch/x86/clock.h"
 #include "arch/x86/cpu.h"
+#include "core/grace.h"
 #include "core/heap.h"
 #include "core/mutex.h"
 #include "core/process.h"
@@ -167,11 +168,6 @@ static void logger_hw_on_cpu(void *arg)
     }
 }
 
-static void nothing_on_cpu(void *arg)
-{
-    UNUSED(arg);
-}
-
 static void recompute_mask(void)
 {
     uint32_t m = 0;
@@ -189,7 +185,7 @@ static void logger_disarm(struct logger *l, bool free_hw)
     if (l->armed) {
         __atomic_store_n(&l->armed, false, __ATOMIC_RELEASE);
         recompute_mask();
-        smp_call_all(nothing_on_cpu, NULL); // no hook is still writing l's record
+        grace_wait(); // no hook is still writing l's record
     }
     if (!free_hw)
         return;

@@ -15,7 +15,8 @@
 //
 // pmc_lock (pmc_object.h) guards every field below. A pmc_count is touched
 // only on the CPU that wants it (pmc/counting.h), so start, stop and read reach
-// the CPUs with smp_call_all, outside the lock.
+// the CPUs with smp_call_many, outside the lock: only those where a count is
+// loaded, or a target runs.
 #include "profile/pmc_object.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/clock.h"
@@ -297,23 +298,62 @@ static void hw_start_on_cpu(void *arg)
     spin_unlock(&pmc_lock);
 }
 
+// The CPUs a started m must reach to load its counts (pmc_lock held, after
+// m->running was set): system scope, its CPUs; process scope, those running
+// one of its targets now. A target that switches in anywhere later finds m
+// running and loads its own count (the scheduler publishes the running
+// process before its switch watchers run: core/sched.h).
+static uint64_t cpus_to_load(const struct pmc *m)
+{
+    if (!m->running)
+        return 0;
+    if (m->a.mode == PMC_MODE_SC)
+        return m->cpus;
+    uint64_t mask = 0;
+    for (unsigned k = 0; k < m->slots; k++)
+        if (m->targets[k])
+            mask |= sched_cpus_running(m->targets[k]->proc);
+    return mask;
+}
+
+// The CPUs where one of m's counts is loaded now (pmc_lock held).
+static uint64_t cpus_loaded(const struct pmc *m)
+{
+    uint64_t mask = 0;
+    for (unsigned k = 0; k < m->slots; k++)
+        if (m->targets[k] && m->targets[k]->hw.cpu >= 0)
+            mask |= 1ull << m->targets[k]->hw.cpu;
+    for (unsigned c = 0; m->c.cpu_hw && c < ncpus; c++)
+        if (m->c.cpu_hw[c].cpu >= 0)
+            mask |= 1ull << c;
+    return mask;
+}
+
+// Run fn(m) on the CPUs which(m) names, chosen under pmc_lock.
+static void call_cpus(struct pmc *m, uint64_t (*which)(const struct pmc *m), void (*fn)(void *))
+{
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    uint64_t mask = which(m);
+    spin_unlock_irqrestore(&pmc_lock, f);
+    smp_call_many(mask, fn, m);
+}
+
 // A process attached while m runs may be running now, and go on running
 // without a switch (the scheduler switches nothing while the running thread is
 // its CPU's only runnable one): its count, and those of its descendants
 // running now, are loaded where they run, as at the start (perf's
 // perf_install_in_context likewise adds a new event to the task's context on
-// the CPU where the task runs, by a cross-CPU call).
+// the CPU where the task runs, by a cross-CPU call to that CPU only).
 static void hw_attached(struct pmc *m)
 {
-    if (READ_ONCE(m->running))
-        smp_call_all(hw_start_on_cpu, m);
+    call_cpus(m, cpus_to_load, hw_start_on_cpu);
 }
 
 static NTSTATUS hw_start(struct pmc *m, struct process *caller)
 {
     NTSTATUS s = counting_start(m, caller);
     if (NT_SUCCESS(s))
-        smp_call_all(hw_start_on_cpu, m);
+        call_cpus(m, cpus_to_load, hw_start_on_cpu);
     return s;
 }
 
@@ -332,14 +372,15 @@ static void hw_stop_on_cpu(void *arg)
     spin_unlock(&pmc_lock);
 }
 
-// No switch loads the counts once stopped; until the targets' switch work
-// ends, a target switching out saves its own.
+// No switch loads the counts once stopped, so the CPUs with one loaded are
+// all there is to reach; until the targets' switch work ends, a target
+// switching out saves its own.
 static NTSTATUS hw_stop(struct pmc *m)
 {
     uint64_t f = spin_lock_irqsave(&pmc_lock);
     m->running = false;
     spin_unlock_irqrestore(&pmc_lock, f);
-    smp_call_all(hw_stop_on_cpu, m);
+    call_cpus(m, cpus_loaded, hw_stop_on_cpu);
     f = spin_lock_irqsave(&pmc_lock);
     pmc_switch_work(m, false);
     spin_unlock_irqrestore(&pmc_lock, f);
@@ -373,7 +414,7 @@ static NTSTATUS sw_read(struct pmc *m, struct pmc_value *out)
 static NTSTATUS hw_read(struct pmc *m, struct pmc_value *out)
 {
     if (READ_ONCE(m->running))
-        smp_call_all(sync_on_cpu, NULL); // loaded counts: values up to now
+        call_cpus(m, cpus_loaded, sync_on_cpu); // loaded counts: values up to now
     uint64_t f = spin_lock_irqsave(&pmc_lock);
     memset(out, 0, sizeof *out);
     out->value = hw_value(m);

@@ -17,6 +17,7 @@
 #include "arch/x86/cpu.h"
 #include "lib/cmdline.h"
 #include "lib/elf.h"
+#include "core/grace.h"
 #include "core/heap.h"
 #include "lib/memlayout.h"
 #include "core/mutex.h"
@@ -268,15 +269,10 @@ static void map_everything(void)
 
 // --- configuration ---------------------------------------------------------------
 
-static void barrier_on_cpu(void *arg)
-{
-    UNUSED(arg); // interrupts were off on each CPU while it ran: no writer is mid-record
-}
-
 static void free_rings(void)
 {
     WRITE_ONCE(log_ready, false);
-    smp_call_all(barrier_on_cpu, NULL);
+    grace_wait(); // a writer is an interrupt handler: none is mid-record now
     for (unsigned i = 0; i < ncpus; i++) {
         kfree(logs[i].ring.buf);
         logs[i] = (struct log_cpu){0};
@@ -447,7 +443,7 @@ NTSTATUS pmc_log_flush(struct process *caller)
 {
     if (READ_ONCE(log_owner) != caller)
         return READ_ONCE(log_owner) ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
-    smp_call_all(barrier_on_cpu, NULL); // every record begun before the call is published
+    grace_wait(); // every record begun before the call is published
     return STATUS_SUCCESS;
 }
 

@@ -3,6 +3,7 @@
 #include "profile/pmc_object.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/clock.h"
+#include "core/grace.h"
 #include "core/heap.h"
 #include "core/mutex.h"
 #include "core/process.h"
@@ -32,14 +33,9 @@ struct pmc *pmc_from_object(struct object *o)
     return (struct pmc *)o;
 }
 
-static void barrier_on_cpu(void *arg)
-{
-    UNUSED(arg);
-}
-
 void pmc_barrier(void)
 {
-    smp_call_all(barrier_on_cpu, NULL);
+    grace_wait();
 }
 
 // --- allocation ------------------------------------------------------------------
@@ -321,9 +317,8 @@ static void left_locked(struct pmc_target *t)
         }
 }
 
-// Step 2, on every CPU with interrupts off: a hardware count still loaded
-// there is saved; and once every CPU has run it, no interrupt or plan uses
-// the unlinked targets.
+// Step 2, on each CPU where one of the targets' hardware counts is loaded,
+// with interrupts off: the count is saved.
 static void forget_on_cpu(void *arg)
 {
     spin_lock(&pmc_lock);
@@ -333,14 +328,30 @@ static void forget_on_cpu(void *arg)
     spin_unlock(&pmc_lock);
 }
 
+// Step 4, a grace period later (core/grace.h): no interrupt or plan still
+// points into the target, which is freed.
+static void free_target(struct grace_item *g)
+{
+    struct pmc_target *t = (struct pmc_target *)((uint8_t *)g - offsetof(struct pmc_target, grace));
+    object_unref(&t->proc->obj); // the last when the process ended meanwhile
+    kfree(t);
+}
+
 // Step 3: each kind keeps what its target counted (and logs an exit); then
-// the target is freed. list: unlinked targets chained by proc_next.
+// the targets wait for their grace period, together. list: unlinked targets
+// chained by proc_next.
 static void release_targets(struct pmc_target *list, bool exiting)
 {
     if (!list)
         return;
-    smp_call_all(forget_on_cpu, list);
+    uint64_t loaded = 0;
     uint64_t f = spin_lock_irqsave(&pmc_lock);
+    for (struct pmc_target *t = list; t; t = t->proc_next)
+        if (t->hw.cpu >= 0) // unlinked: no switch loads or saves it now
+            loaded |= 1ull << t->hw.cpu;
+    spin_unlock_irqrestore(&pmc_lock, f);
+    smp_call_many(loaded, forget_on_cpu, list);
+    f = spin_lock_irqsave(&pmc_lock);
     for (struct pmc_target *t = list; t; t = t->proc_next) {
         t->pmc->ops->detach(t, exiting);
         left_locked(t);
@@ -349,8 +360,7 @@ static void release_targets(struct pmc_target *list, bool exiting)
     while (list) {
         struct pmc_target *t = list;
         list = t->proc_next;
-        object_unref(&t->proc->obj); // the last when the process ended meanwhile
-        kfree(t);
+        grace_defer(&t->grace, free_target);
     }
 }
 

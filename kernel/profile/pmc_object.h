@@ -20,15 +20,17 @@
 // Locking: pmc_lock (a spinlock taken with interrupts off) guards the list of
 // PMCs, every PMC's targets and the processes' attachment lists; the switch
 // path takes it only when a process has work there. pmc_mutex serializes
-// start and stop, which call every CPU (smp_call_all) and so never run under
-// pmc_lock.
+// start and stop, which call other CPUs (smp_call_many) and so never run
+// under pmc_lock.
 //
-// Attachments live until a barrier: a detached target's slot is cleared (the
-// sampling interrupt reads the slots without a lock and compares pointers),
-// the sample plans are dropped, and the target is freed only after every CPU
-// has taken an interrupt-free pause (smp_call_all), so no plan or interrupt
-// still points into it.
+// Attachments live until a grace period has passed: a detached target's slot
+// is cleared (the sampling interrupt reads the slots without a lock and
+// compares pointers), the sample plans are dropped, and the target is freed
+// only after every CPU has passed a quiescent state (core/grace.h), so no
+// plan or interrupt still points into it. The targets of many detaches and
+// closes wait for their grace periods together.
 #pragma once
+#include "core/grace.h"
 #include "core/object.h"
 #include "lib/abi.h"
 #include "lib/param.h"
@@ -58,6 +60,7 @@ struct pmc_target {
     uint32_t off_seq;              // PMC_F_LOG_OFFCPU: its switch-outs
     uint16_t off_reason;           // PMC_F_LOG_OFFCPU: why it left (enum thread_wait)
     struct pmc_count hw;           // hardware counting: the process's virtual counter
+    struct grace_item grace;       // its free, a grace period after it was released
 };
 
 struct pmc {
@@ -165,7 +168,8 @@ void pmc_switch_work(struct pmc *m, bool on);
 // interrupted kernel context for the chain of an off-CPU record: the switch
 // path's return address and frame pointer, set before the kinds' switch_out.
 extern struct intr_frame pmc_switch_frame[MAX_CPUS];
-// Every CPU has passed a point with interrupts on since the call began.
+// Every CPU has passed a point with interrupts on since the call began
+// (grace_wait: a grace period, hastened after GRACE_EXPEDITE_NS).
 void pmc_barrier(void);
 extern struct spinlock pmc_lock;
 bool pmc_counting_mode(const struct pmc_alloc *a); // PMC_MODE_SC or PMC_MODE_TC

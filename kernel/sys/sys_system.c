@@ -3,6 +3,7 @@
 #include "arch/x86/clock.h"
 #include "core/grace.h"
 #include "core/heap.h"
+#include "core/smp.h"
 #include "core/sysmap.h"
 #include "core/irqoff.h"
 #include "core/object.h"
@@ -59,6 +60,7 @@ uint64_t do_SysCpuInfo(const uint64_t *a, struct trapframe *tf)
             .ticks = c->ticks,
             .idle_ns = c->idle_ns,
             .busy_ns = c->busy_ns,
+            .calls_sent = smp_calls_sent(i),
         };
         timer_periodic_stats(i, TIMER_SLOT_PROFILE, &info.profile_ticks,
                              &info.profile_ticks_skipped);

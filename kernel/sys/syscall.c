@@ -6,6 +6,7 @@
 #include "arch/x86/percpu.h"
 #include "arch/x86/ring_time.h"
 #include "arch/x86/trap.h"
+#include "core/grace.h"
 #include "core/handle.h"
 #include "core/process.h"
 #include "core/sched.h"
@@ -77,6 +78,7 @@ void syscall_dispatch(struct trapframe *tf)
         result = NT_SUCCESS(s) ? table[n].fn(a, tf) : (uint64_t)(uint32_t)s;
     }
     tf->rax = result;
+    grace_poll(); // deferred frees whose grace period has ended, while interrupts are on
     cli();
     if (n < SYSCALL_COUNT && !NT_SUCCESS((NTSTATUS)result))
         counts[cpu_id()][n].failed++; // a status: the calls that return one give 32 bits

@@ -21,6 +21,11 @@ Figures (the notes column gives each one's target, where it has one):
       with profile_nmi=1, where ProfileTime arrives as an NMI (docs/nmi.md):
       the NMI's entry, dispatcher and timer handler instead of the maskable
       timer's; the note gives the ratio to the maskable figure (goal <= 1.5 x)
+  startstop_ipis_process, startstop_cost_16, startstop_cost_1  cross-CPU call
+      interrupts, and guest instructions of every CPU, per NtStartProfile +
+      NtStopProfile of a profile of a process that is not running (`bench
+      startstop`, icount), on -smp 16 and on -smp 1
+  smp_lost_samples_16  smp_lost_samples on -smp 16
   smp_lost_samples  buckets + out-of-range - delivered, one system profile on
       -smp 4 at 1,221 while every CPU spins (TCG, real concurrency)
   attribution_error  worst error in percentage points of `profile run calib`
@@ -145,6 +150,17 @@ def main():
                     "(a chain and a reason at each switch-out, the time away at each switch-in)"))
     lost, unit = figure(run_init(["bench", "smp"], 4), "smp_lost_samples")
     figures.append(("smp_lost_samples", lost, unit, "-smp 4, target 0"))
+    lost, unit = figure(run_init(["bench", "smp"], 16, timeout=1200), "smp_lost_samples")
+    figures.append(("smp_lost_samples_16", lost, unit, "-smp 16, goal 0"))
+    text = run_init(["bench", "startstop", "500"], 16, ICOUNT)
+    ipis, unit = figure(text, "startstop_ipis_process")
+    ss16, unit16 = figure(text, "startstop_cost_16")
+    ss1, _ = figure(run_init(["bench", "startstop", "500"], 1, ICOUNT), "startstop_cost_1")
+    figures.append(("startstop_ipis_process", ipis, "interrupts",
+                    "per NtStartProfile + NtStopProfile of a process not running, -smp 16, goal 0"))
+    figures.append(("startstop_cost_16", ss16, unit16,
+                    f"{int(ss16) / int(ss1):.2f} x startstop_cost_1, goal <= 1.2"))
+    figures.append(("startstop_cost_1", ss1, unit16, "the same pair on -smp 1"))
     hello, _ = time_to_line("build/bench/hello.iso", b"hello", 4)
     osb, _ = time_to_line("build/os.iso", b"boot: kernel init took", 4)
     figures.append(("boot_hello", f"{hello:.3f}", "s", "reference"))

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "arch/x86/clock.h"
 #include "core/mutex.h"
+#include "core/sched.h"
 #include "core/spinlock.h"
 #include "lib/panic.h"
 #include "pmc/hal.h"
@@ -69,6 +70,15 @@ struct cpu *this_cpu(void)
     return &cpus[cpu_id()];
 }
 
+uint64_t sched_cpus_running(const struct process *p)
+{
+    uint64_t mask = 0;
+    for (unsigned i = 0; i < ncpus; i++)
+        if (cpus[i].current_process == p)
+            mask |= 1ull << i;
+    return mask;
+}
+
 struct process *process_current(void)
 {
     return cpus[cpu_id()].current->proc;
@@ -118,11 +128,11 @@ static void switch_here(void *arg)
     struct cpu *c = &cpus[cpu_id()];
     struct thread *next = a->next ? a->next : &idle[c->id];
     struct thread *cur = c->current;
+    c->current_process = next->proc; // before the watchers, as core/sched.c's switch_to
     for (unsigned i = 0; i < nswitch_watchers; i++)
         if (*switch_watchers[i].busy)
             switch_watchers[i].fn(c, cur, next, clock_ns());
     c->current = next;
-    c->current_process = next->proc;
     next->cpu = (int)c->id;
 }
 

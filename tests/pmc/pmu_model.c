@@ -9,6 +9,7 @@
 #include "arch/x86/cpuid.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
+#include "core/grace.h"
 #include "arch/x86/trapframe.h"
 #include "arch/x86/nmi.h"
 #include "pmc/pmi.h"
@@ -1249,18 +1250,33 @@ void irq_restore(uint64_t flags)
     }
 }
 
-static void interleaved_call_all(void (*fn)(void *arg), void *arg);
+static void interleaved_call_many(uint64_t mask, void (*fn)(void *arg), void *arg);
+static void grace_run_list(struct grace_item *it);
+static struct grace_item *grace_head; // deferred, waiting for a call every CPU answers
 
 void (*model_call_all_hook)(void);
 
 void smp_call_all(void (*fn)(void *arg), void *arg)
 {
+    smp_call_many(~0ull, fn, arg);
+}
+
+// As kernel/core/smp.c: fn on every CPU of mask, the caller's in place.
+void smp_call_many(uint64_t mask, void (*fn)(void *arg), void *arg)
+{
     void (*hook)(void) = model_call_all_hook;
     model_call_all_hook = NULL;
     if (hook)
         hook();
+    uint64_t every = cfg.ncpus >= 64 ? ~0ull : (1ull << cfg.ncpus) - 1;
+    struct grace_item *queued = NULL; // safe to run once every CPU has answered
+    if ((mask & every) == every) {
+        queued = grace_head;
+        grace_head = NULL;
+    }
     if (interleaving) {
-        interleaved_call_all(fn, arg);
+        interleaved_call_many(mask, fn, arg);
+        grace_run_list(queued);
         return;
     }
     unsigned saved = current;
@@ -1268,6 +1284,8 @@ void smp_call_all(void (*fn)(void *arg), void *arg)
     if (mcpus[current].in_pmi || !mcpus[current].irq_on)
         tap_ok(false, "smp_call_all called with interrupts off on cpu %u", current);
     for (unsigned cpu = 0; cpu < cfg.ncpus; cpu++) {
+        if (!(mask & (1ull << cpu)))
+            continue;
         current = cpu;
         mcpus[cpu].irq_on = false;
         fn(arg);
@@ -1275,7 +1293,45 @@ void smp_call_all(void (*fn)(void *arg), void *arg)
         take_pending(cpu); // a PMI latched meanwhile arrives as interrupts come back on
     }
     current = saved;
+    grace_run_list(queued);
 }
+
+// Grace periods (kernel/core/grace.h) on the model: a deferred function runs
+// once every CPU has answered a cross-CPU call that began after it was
+// queued (the kernel's quiescent states are a superset of that answer).
+
+void grace_defer(struct grace_item *item, void (*fn)(struct grace_item *item))
+{
+    item->fn = fn;
+    item->next = grace_head;
+    grace_head = item;
+}
+
+static void grace_run_list(struct grace_item *it)
+{
+    while (it) {
+        struct grace_item *next = it->next;
+        it->fn(it);
+        it = next;
+    }
+}
+
+static void grace_nothing(void *arg)
+{
+    (void)arg;
+}
+
+void grace_wait(void)
+{
+    smp_call_many(~0ull, grace_nothing, NULL);
+}
+
+void grace_flush(void)
+{
+    grace_wait(); // runs everything queued before it
+}
+
+void grace_poll(void) {}
 
 void model_on_cpu(unsigned cpu, void (*fn)(void *arg), void *arg)
 {
@@ -1596,7 +1652,7 @@ void model_yield(void)
         yield_to_scheduler(false);
 }
 
-static void interleaved_call_all(void (*fn)(void *arg), void *arg)
+static void interleaved_call_many(uint64_t mask, void (*fn)(void *arg), void *arg)
 {
     if (mcpus[current].in_pmi || !mcpus[current].irq_on)
         tap_ok(false, "smp_call_all called with interrupts off on cpu %u", current);
@@ -1606,11 +1662,14 @@ static void interleaved_call_all(void (*fn)(void *arg), void *arg)
     call.busy = true;
     call.fn = fn;
     call.arg = arg;
-    call.left = cfg.ncpus - 1;
-    for (unsigned c = 0; c < cfg.ncpus; c++)
-        icpus[c].mail = c != current;
+    call.left = 0;
+    for (unsigned c = 0; c < cfg.ncpus; c++) {
+        icpus[c].mail = c != current && (mask & (1ull << c));
+        call.left += icpus[c].mail;
+    }
     uint64_t f = irq_save();
-    fn(arg);
+    if (mask & (1ull << current))
+        fn(arg);
     irq_restore(f);
     while (call.left)
         yield_to_scheduler(false);

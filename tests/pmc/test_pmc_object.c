@@ -4,6 +4,7 @@
 // ring-3 rdpmc; then what every kind shares: one ID space, the operations a
 // kind does not have, attach and detach, and the release path.
 #include "arch/x86/cpu.h"
+#include "core/grace.h"
 #include "ke_host.h"
 #include "profile/cswitch_counters.h"
 #include "pmc/counting.h"
@@ -398,12 +399,15 @@ static void one_object(void)
     tap_eq(ke_host_log.records[PMCLOG_EXIT], 1, "%s: PMC_F_LOG_PROCEXIT: a record at exit", n);
     tap_ok(tsx->ntargets == 0 && pmc_target_of(tsx, &proc[2]) == NULL,
            "%s: the exited process is no target", n);
-    tap_eq(proc[2].obj.refs, 1, "%s: and its reference is dropped", n);
+    tap_eq(proc[2].obj.refs, 2, "%s: its target is kept for a grace period", n);
+    grace_flush();
+    tap_eq(proc[2].obj.refs, 1, "%s: and its reference dropped after it", n);
 
     STATUS_EQ(pmc_attach_(sw, &proc[1]), STATUS_SUCCESS, "%s: attach a counting PMC", n);
     STATUS_EQ(pmc_detach_(sw, &proc[1]), STATUS_SUCCESS, "%s: detach it", n);
     STATUS_EQ(pmc_detach_(ts, &proc[1]), STATUS_SUCCESS, "%s: detach from a running one", n);
-    tap_eq(proc[1].obj.refs, 1, "%s: every target's reference dropped", n);
+    grace_flush();
+    tap_eq(proc[1].obj.refs, 1, "%s: every target's reference dropped a grace period later", n);
     STATUS_EQ(pmc_stop(ts), STATUS_SUCCESS, "%s: stop", n);
     STATUS_EQ(pmc_stop(ts), STATUS_PMC_NOT_RUNNING, "%s: stop twice", n);
     release(ts), release(sw), release(hw), release(tsx); // tsx still runs: closing stops it

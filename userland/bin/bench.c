@@ -14,6 +14,10 @@
 //                        (profile record -g) at 1,221 over a workload whose
 //                        samples have D user frames: the interrupt, the
 //                        chain walk and the log record, all included
+//   bench startstop N    NtStartProfile + NtStopProfile, N times, of a profile
+//                        of a process that is not running (a suspended
+//                        child): the cross-CPU call interrupts sent and the
+//                        guest instructions (of every CPU) per pair
 //   bench cswitch K      instructions per context switch (-smp 1: this process
 //                        and a child yield to each other) with K counting PMCs
 //                        of software events started on this process (0 or 4),
@@ -157,6 +161,52 @@ static int smp(void)
     printf("bench: %u CPUs, delivered %lu, buckets %lu, out of range %lu\n", n, st.delivered, sum,
            st.out_of_range);
     printf("bench: smp_lost_samples %ld samples\n", (long)(sum + st.out_of_range - st.delivered));
+    return 0;
+}
+
+// Cross-CPU call interrupts sent so far, by every CPU.
+static uint64_t calls_sent(void)
+{
+    static struct sys_cpu_info cpu[64];
+    uint32_t got = 0;
+    uint64_t sum = 0;
+    SysCpuInfo(cpu, 64, &got);
+    for (uint32_t i = 0; i < got; i++)
+        sum += cpu[i].calls_sent;
+    return sum;
+}
+
+static int startstop(unsigned n)
+{
+    HANDLE self, child, keep, prof;
+    const char *argv[] = {"spin", "3600", NULL};
+    NTSTATUS s = SysOpenProcess(SysGetPid(), &self);
+    if (!NT_SUCCESS(s) || !NT_SUCCESS(s = SysSpawn("spin", argv, SPAWN_SUSPENDED, &child)))
+        return fail("processes", s);
+    // A profile of this process keeps ProfileTime started throughout, so no
+    // pair below is the source's first or last user (those start and stop
+    // the timer on every CPU: a system-wide change).
+    if (!NT_SUCCESS(s = own_profile(self, &keep, buffers[0])) ||
+        !NT_SUCCESS(s = NtStartProfile(keep)))
+        return fail("the profile that keeps the source", s);
+    if (!NT_SUCCESS(s = own_profile(child, &prof, buffers[1])))
+        return fail("the suspended child's profile", s);
+    struct sys_info info;
+    SysInfo(&info);
+    uint64_t ipis = calls_sent(), t0 = rdtsc();
+    for (unsigned i = 0; i < n; i++)
+        if (!NT_SUCCESS(s = NtStartProfile(prof)) || !NT_SUCCESS(s = NtStopProfile(prof)))
+            return fail("start and stop", s);
+    uint64_t t = rdtsc() - t0;
+    ipis = calls_sent() - ipis;
+    NtStopProfile(keep);
+    uint32_t pid = 0;
+    if (NT_SUCCESS(SysProcessId(child, &pid)))
+        SysKill(pid);
+    printf("bench: startstop_ipis_process %lu.%02lu interrupts (%lu in %u pairs, -smp %u)\n",
+           ipis / n, ipis * 100 / n % 100, ipis, n, info.ncpus);
+    printf("bench: startstop_cost_%u %lu instructions\n", info.ncpus, t / n);
+    NtClose(prof), NtClose(keep), NtClose(child), NtClose(self);
     return 0;
 }
 
@@ -319,7 +369,9 @@ int main(int argc, char **argv)
         return overhead((uint32_t)strtoul(argv[2], NULL, 0));
     if (argc >= 2 && strcmp(argv[1], "smp") == 0)
         return smp();
+    if (argc >= 3 && strcmp(argv[1], "startstop") == 0)
+        return startstop((unsigned)strtoul(argv[2], NULL, 0));
     printf("usage: bench cost N | bench overhead INTERVAL | bench smp | bench callchain D | "
-           "bench cswitch K\n");
+           "bench cswitch K | bench startstop N\n");
     return 2;
 }
