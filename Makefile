@@ -18,6 +18,7 @@
 #   make fuzz-state 1,000,000 calls in sequences over live profiles, PMCs, the log, children
 #   make soak       both fuzzers in full, seeds 1-3 on -smp 4 and 1 on -smp 2: run before a release
 #   make stress     profile storms, kills while sampled, lookups racing exits, 10 s of ticks
+#   make test-scale the CPU-count-sensitive suites at -smp 16 and -smp 64 (about 15 minutes)
 #   make debug      QEMU waiting for gdb
 #   make CC=clang   the same with clang (gcc is the default)
 
@@ -79,7 +80,7 @@ KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 include tests/host/host.mk
 -include tests/pmc/pmc.mk
 
-.PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz fuzz-state soak stress profile-demo debug clean deps help compile_commands.json \
+.PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz fuzz-state soak stress test-scale profile-demo debug clean deps help compile_commands.json \
 	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
 	perf-data speedscope speedscope-serve speedscope-open deps-perf
 all: $(KERNEL) $(USER_PROGS)
@@ -295,6 +296,12 @@ stress: deps
 	        -cdrom $(BUILD)/tests/init+init~stress,$$t.iso | grep -E '^stress|panic'; \
 	    [ $${PIPESTATUS[0]} -eq 33 ] || { echo "stress $$t: FAILED"; exit 1; }; \
 	done
+
+# The suites whose work grows with the CPUs, at -smp 16 and -smp 64
+# (tests/scale-tests): about 15 minutes on 2 host cores; ends with
+# "N passed, N failed". Not part of `make test`.
+test-scale: deps all
+	@tests/scale-tests
 
 # The profiler end to end: the in-OS report and gprof's flat profile of the
 # same run (the histogram leaves the machine as a gmon.out).

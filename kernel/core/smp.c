@@ -77,6 +77,10 @@ void smp_boot_aps(void (*main)(struct cpu *c))
 {
     ap_start = main;
     ncpus = madt.ncpus;
+    if (madt.ncpus_listed > madt.ncpus)
+        kprintf("smp: the MADT lists %u processors; this kernel runs at most %u (MAX_CPUS, "
+                "lib/param.h): %u stay offline\n",
+                madt.ncpus_listed, MAX_CPUS, madt.ncpus_listed - madt.ncpus);
     for (unsigned i = 0; i < ncpus; i++) {
         cpus[i].id = i;
         cpus[i].apic_id = madt.apic_ids[i];

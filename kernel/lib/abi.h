@@ -658,7 +658,7 @@ _Static_assert(sizeof(struct pmclog_map) % 8 == 0 && sizeof(struct pmclog_exit) 
                    sizeof(struct pmclog_lost) % 8 == 0 && sizeof(struct pmclog_trace) % 8 == 0,
                "records are multiples of 8 bytes");
 
-#define PMC_STATS_CPUS 16 // per-CPU rows in struct pmc_driver_stats
+#define PMC_STATS_CPUS 64 // per-CPU rows in struct pmc_driver_stats: every CPU (MAX_CPUS)
 
 struct pmc_driver_stats {
     uint32_t ncpus;

@@ -25,13 +25,22 @@ bool acpi_checksum_ok(const void *p, size_t n)
     return sum == 0;
 }
 
+// Past MAX_CPUS a processor is only counted (ncpus_listed), except the boot
+// CPU, which is running this code: it takes index 0 and the last kept one
+// stays out instead. (A processor listed twice past the limit counts twice.)
 static void add_cpu(struct madt_info *out, uint32_t apic_id, uint32_t boot_apic_id)
 {
     for (unsigned i = 0; i < out->ncpus; i++)
         if (out->apic_ids[i] == apic_id)
             return; // listed twice (LAPIC and x2APIC entries)
-    if (out->ncpus == MAX_CPUS)
+    out->ncpus_listed++;
+    if (out->ncpus == MAX_CPUS) {
+        if (apic_id == boot_apic_id) {
+            out->apic_ids[MAX_CPUS - 1] = out->apic_ids[0];
+            out->apic_ids[0] = apic_id;
+        }
         return;
+    }
     if (apic_id == boot_apic_id && out->ncpus > 0) { // keep the boot CPU at index 0
         out->apic_ids[out->ncpus++] = out->apic_ids[0];
         out->apic_ids[0] = apic_id;
@@ -197,7 +206,7 @@ static void parse_fadt(const struct sdt_header *h)
 static void one_cpu(uint32_t boot_apic_id)
 {
     memset(&madt, 0, sizeof madt);
-    madt.ncpus = 1;
+    madt.ncpus = madt.ncpus_listed = 1;
     madt.apic_ids[0] = boot_apic_id;
     madt.lapic_phys = 0xFEE00000;
     madt.has_8259 = true;

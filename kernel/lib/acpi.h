@@ -10,7 +10,8 @@
 struct madt_info {
     uint64_t lapic_phys;
     unsigned ncpus;
-    uint32_t apic_ids[MAX_CPUS]; // enabled processors, boot CPU first
+    unsigned ncpus_listed;       // enabled processors in the table, also past MAX_CPUS
+    uint32_t apic_ids[MAX_CPUS]; // the first MAX_CPUS enabled processors, boot CPU first
     unsigned nioapics;
     struct {
         uint8_t id;

@@ -447,6 +447,8 @@ NTSTATUS pmc_log_flush(struct process *caller)
     return STATUS_SUCCESS;
 }
 
+_Static_assert(PMC_STATS_CPUS >= MAX_CPUS, "struct pmc_driver_stats has a row for every CPU");
+
 void pmc_log_stats(struct pmc_driver_stats *out)
 {
     out->ncpus = ncpus;

@@ -50,6 +50,20 @@ void test_acpi(void)
     CHECK(ok && m.apic_ids[0] == 77 && m.ncpus == 4,
           "acpi: a boot CPU missing from the MADT is added first");
 
+    // More processors than MAX_CPUS: the first are kept, the rest counted,
+    // and the boot CPU, listed last, is kept first.
+    static uint8_t big[44 + 8 * (MAX_CPUS + 6)];
+    memcpy(big, t, 44);
+    for (unsigned i = 0; i < MAX_CPUS + 6; i++) {
+        uint8_t e[8] = {0, 8, (uint8_t)i, (uint8_t)(i + 1), 1, 0, 0, 0}; // APIC ids 1..70
+        memcpy(big + 44 + 8 * i, e, 8);
+    }
+    ok = acpi_parse_madt(big, sizeof big, MAX_CPUS + 6, &m);
+    CHECK(ok && m.ncpus == MAX_CPUS && m.ncpus_listed == MAX_CPUS + 6,
+          "acpi: %u processors listed, %u kept (MAX_CPUS)", m.ncpus_listed, m.ncpus);
+    CHECK(m.apic_ids[0] == MAX_CPUS + 6 && m.apic_ids[MAX_CPUS - 1] == 1,
+          "acpi: past the limit the boot CPU still comes first (%u)", m.apic_ids[0]);
+
     uint8_t sum[8] = {1, 2, 3, 4, 5, 6, 7, (uint8_t)(256 - 28)};
     CHECK(acpi_checksum_ok(sum, 8) && !acpi_checksum_ok(sum, 7), "acpi: checksum");
 }

@@ -248,7 +248,7 @@ static void ticks(unsigned seconds)
 {
     struct sys_info info;
     SysInfo(&info);
-    unsigned n = info.ncpus > 16 ? 16 : info.ncpus;
+    unsigned n = info.ncpus > 64 ? 64 : info.ncpus; // the kernel's MAX_CPUS
     HANDLE prof;
     static ULONG whole[1 << 14];
     NTSTATUS s = NtSetIntervalProfile(1221, ProfileTime);
@@ -266,7 +266,7 @@ static void ticks(unsigned seconds)
     char arg[16];
     snprintf(arg, sizeof arg, "%u", seconds);
     const char *argv[] = {"spin", arg, NULL};
-    HANDLE child[16];
+    HANDLE child[64];
     for (unsigned i = 0; i < n; i++)
         SysSpawn("spin", argv, 0, &child[i]);
     for (unsigned i = 0; i < n; i++) {
@@ -277,9 +277,9 @@ static void ticks(unsigned seconds)
     SysClock(&t2);
     NtStopProfile(prof);
     SysClock(&t3);
-    struct sys_cpu_info cpu[16];
+    static struct sys_cpu_info cpu[64];
     uint32_t got = 0;
-    SysCpuInfo(cpu, 16, &got); // the counts stay put after the stop
+    SysCpuInfo(cpu, 64, &got); // the counts stay put after the stop
     struct sys_profile_stats st;
     SysProfileStats(prof, &st);
     NtClose(prof);
