@@ -104,7 +104,7 @@ USER_HOST_LIB := userland/lib/malloc.c userland/lib/string.c userland/lib/strtol
 USER_HOST_TESTS := userland/tests/test_libc.c userland/tests/test_pmctrace.c
 
 $(USER_OUT)/host/test-%: $(USER_HOST_TESTS) $(USER_HOST_LIB) userland/tests/check.h \
-		$(wildcard userland/include/*.h) kernel/lib/abi.h userland/userland.mk
+		$(wildcard userland/include/*.h) $(wildcard kernel/lib/abi/*.h) userland/userland.mk
 	@mkdir -p $(@D)/$*
 	@for src in $(USER_HOST_LIB); do \
 		$* $(USER_HOST_CFLAGS) $(USER_HOST_RENAME) -Iuserland/include -iquote kernel \

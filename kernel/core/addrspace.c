@@ -1,6 +1,7 @@
 // User address spaces.
 #include "core/addrspace.h"
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/syscalls.h"
 #include "arch/x86/cpu.h"
 #include "core/heap.h"
 #include "lib/memlayout.h"

@@ -7,7 +7,7 @@
 // local TLB flush: any other CPU that ran this address space has since loaded
 // another CR3, which drops its non-global entries.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/syscalls.h"
 #include "lib/param.h"
 #include "core/spinlock.h"
 #include "lib/types.h"
@@ -17,11 +17,12 @@
 #define USER_MMAP_BASE  0x0000100000000000ull // SysMap without a hint starts here
 #define USER_STACK_TOP  0x00007FFFFFF00000ull
 #define USER_STACK_SIZE (256 * 1024)
-#define USER_TOP        USER_ADDRESS_LIMIT // first address user pointers may not reach (abi.h)
+#define USER_TOP \
+    USER_ADDRESS_LIMIT // first address user pointers may not reach (lib/abi/syscalls.h)
 
 struct region {
     uint64_t start, end; // page aligned, end exclusive
-    uint32_t prot;       // PROT_* of abi.h
+    uint32_t prot;       // PROT_* of lib/abi/syscalls.h
     struct region *next; // sorted by start
 };
 

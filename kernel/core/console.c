@@ -51,7 +51,7 @@ void console_set_foreground(uint32_t pgid)
 }
 
 // Ctrl-C with a foreground group: echo it, discard the typed-ahead input,
-// interrupt the group (lib/abi.h, after POSIX's ISIG without NOFLSH).
+// interrupt the group (lib/abi/syscalls.h, after POSIX's ISIG without NOFLSH).
 static bool console_interrupt(char c)
 {
     uint32_t pgid = READ_ONCE(foreground);

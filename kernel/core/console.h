@@ -10,7 +10,7 @@ void console_panic(void); // from now on write without the lock (a CPU may hold 
 void console_input(char c);                 // called by the serial and keyboard interrupt handlers
 size_t console_read(char *buf, size_t len); // what is waiting, up to len bytes; never blocks
 extern volatile bool console_has_input;     // wakeup(&console_has_input) when it turns true
-// The foreground process group (SysConsoleForeground, lib/abi.h): while it is
+// The foreground process group (SysConsoleForeground, lib/abi/syscalls.h): while it is
 // not 0, CONSOLE_INTR is no input but interrupts the group.
 #define CONSOLE_INTR 0x03 // Ctrl-C, ASCII ETX
 void console_set_foreground(uint32_t pgid);

@@ -1,6 +1,7 @@
 // Loading an ELF64 executable from the ramdisk into an address space.
 #include "core/elf_load.h"
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/syscalls.h"
 #include "lib/string.h"
 
 static bool in_file(uint64_t off, uint64_t len, size_t size)

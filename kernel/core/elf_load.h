@@ -1,6 +1,6 @@
 // ELF64 executables into user address spaces.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
 #include "core/addrspace.h"
 #include "lib/elf.h"
 

@@ -4,7 +4,8 @@
 // doubling up to HANDLE_MAX entries (a profiler may hold thousands of
 // profiles: NT allows 8,192 started per processor).
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/syscalls.h"
 #include "core/object.h"
 #include "core/spinlock.h"
 

@@ -1,5 +1,5 @@
 // Time spent with interrupts off, on purpose: the known answer behind the
-// teaching system call SysIrqoffSpin (kernel/lib/abi.h) and the program
+// teaching system call SysIrqoffSpin (kernel/lib/abi/syscalls.h) and the program
 // irqoff (docs/blind-spots.md).
 #pragma once
 #include "lib/types.h"

@@ -4,7 +4,8 @@
 // (until it exits) and by handles; it stays in the process list, as a zombie
 // after exit, until the last reference goes.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/syscalls.h"
 #include "core/addrspace.h"
 #include "core/handle.h"
 #include "core/object.h"
@@ -25,7 +26,7 @@ struct process {
     bool suspended; // created with SPAWN_SUSPENDED, not yet resumed
     int exit_status;
     int kill_status;           // the exit status a kill gives (SysKill's or Ctrl-C's)
-    uint32_t pgid;             // process group (abi.h: console interrupts)
+    uint32_t pgid;             // process group (lib/abi/syscalls.h: console interrupts)
     bool interrupt_notify;     // INTERRUPT_NOTIFY: a console interrupt sets alerted
     volatile bool alerted;     // a console interrupt is pending (INTERRUPT_NOTIFY)
     struct process *list_next; // all processes (process_lock)
@@ -78,7 +79,7 @@ NTSTATUS process_kill(uint32_t pid);
 // gets its alerted flag set; a sleeping one is woken. Any context, an
 // interrupt handler's included.
 void process_interrupt_group(uint32_t pgid);
-// Whether me may make pgid the console's foreground group (abi.h):
+// Whether me may make pgid the console's foreground group (lib/abi/syscalls.h):
 // STATUS_SUCCESS, STATUS_INVALID_CID or STATUS_ACCESS_DENIED.
 NTSTATUS process_group_check(const struct process *me, uint32_t pgid);
 // Until p exits, the caller is killed, or its alerted flag is set (then

@@ -10,7 +10,8 @@
 #pragma once
 #include "arch/x86/trapframe.h"
 #include "arch/x86/percpu.h"
-#include "lib/abi.h"
+#include "lib/abi/pmclog.h"
+#include "lib/abi/pmc.h"
 #include "lib/types.h"
 
 struct process;
@@ -26,7 +27,7 @@ struct thread {
     struct process *proc;        // NULL for kernel threads
     const volatile bool *killed; // the process's kill flag (a constant false for kernel threads)
     const void *wait_chan;       // what a T_SLEEPING thread waits for
-    enum thread_wait wait_why;   // and what kind of wait that is (lib/abi.h)
+    enum thread_wait wait_why;   // and what kind of wait that is (lib/abi/pmclog.h)
     uint64_t wake_ns;            // timed sleep: wake at this clock_ns() (0 = none)
     struct thread *run_next;     // run-queue link
     struct thread *all_next;     // every thread, for wake-ups
@@ -62,7 +63,7 @@ void NORETURN thread_exit(void); // the current thread ends; its stack is freed 
 // why says what kind of wait it is, for the profiler's off-CPU records.
 void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns, enum thread_wait why);
 // The same, and also until the process's alerted flag is set (a console
-// interrupt told to a process in INTERRUPT_NOTIFY mode, abi.h): for the waits
+// interrupt told to a process in INTERRUPT_NOTIFY mode, lib/abi/syscalls.h): for the waits
 // a system call may end with STATUS_ALERTED.
 void sleep_alertable(const void *chan, const volatile bool *done, uint64_t wake_ns,
                      enum thread_wait why);

@@ -1,7 +1,7 @@
 // Software events: what a perf-stat user counts with no PMU at all.
 //
 // Each thread and each CPU keeps running totals of every enum pmc_sw_event
-// (abi.h), always: an increment where the event happens costs less than
+// (lib/abi/pmc.h), always: an increment where the event happens costs less than
 // deciding whether anyone is counting it, and a counting PMC then only needs a
 // baseline (profile/pmc_counting.c). The hooks sit where the events happen:
 //   switch_to (sched.c)          context switches, migrations, task-clock, and

@@ -4,7 +4,7 @@
 // wrap-around, no kernel address) and survives unmapped pages; failure is
 // STATUS_ACCESS_VIOLATION, never a kernel fault.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
 #include "lib/types.h"
 
 NTSTATUS copy_from_user(void *dst, uint64_t usrc, size_t n);

@@ -1,5 +1,5 @@
 // The per-CPU record ring: one byte array of variable-size log records, each
-// starting with a struct pmclog_header (abi.h), written by one CPU and
+// starting with a struct pmclog_header (lib/abi/pmclog.h), written by one CPU and
 // drained by one reader. The PMC log (profile/pmc_log.c) and `pmc
 // trace` (pmc/trace.c) each keep one per CPU.
 //
@@ -36,7 +36,8 @@
 // which costs a cmpxchg in every reservation. The lost count is bumped with
 // one read-modify-write instruction, which an NMI cannot split.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/pmclog.h"
 #include "lib/types.h"
 
 #define RING_PAD          0      // a pad record's type: fills a ring's end; never handed out

@@ -6,7 +6,7 @@
 // pmc_counter per counter, touched only by that CPU with interrupts off (from
 // smp_call_all or the PMI), so no lock is needed.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/profile.h"
 #include "lib/param.h"
 #include "pmc/pmc_param.h"
 #include "pmc/profile_source.h"

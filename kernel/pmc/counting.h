@@ -30,7 +30,8 @@
 // (the context switch, smp_call_all, the scheduler tick), on that CPU's
 // counts: a count is wanted on one CPU at a time.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/profile.h"
 #include "lib/param.h"
 #include "pmc/counter_table.h"
 #include "pmc/profile_source.h"

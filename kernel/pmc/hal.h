@@ -13,7 +13,8 @@
 // through smp_call_all: call them from process context, with interrupts
 // enabled and no spinlock held. A call that overlaps another waits its turn.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/profile.h"
 #include "arch/x86/trapframe.h"
 #include "pmc/profile_source.h"
 #include "lib/types.h"
@@ -45,7 +46,7 @@ typedef struct {
 // HalProfileSourceCounterInformation: where a source may be counted. Each
 // started PMC source holds one counter per CPU; sources can run together
 // when each gets a counter of its own from its masks. The constraints
-// (abi.h's PROFILE_COUNTERS_*): Intel's reference cycles only on
+// (lib/abi/profile.h's PROFILE_COUNTERS_*): Intel's reference cycles only on
 // IA32_FIXED_CTR2 (SDM vol. 3B, "Fixed-function Performance Counters"; the
 // GP encoding counts another clock, profile_source.c), AMD family 15h's
 // events 0x060-0x07F only on PERF_CTR0-2 (BKDG for family 15h models
@@ -54,7 +55,7 @@ typedef struct {
     KPROFILE_SOURCE ProfileSource;    // in
     uint32_t GeneralMask;             // out: bit n: general-purpose counter n may count it
     uint32_t FixedMask;               // out: bit n: IA32_FIXED_CTRn may count it
-    uint32_t Constraints;             // out: PROFILE_COUNTERS_* (abi.h)
+    uint32_t Constraints;             // out: PROFILE_COUNTERS_* (lib/abi/profile.h)
     uint8_t GeneralCount, FixedCount; // out: the counters of each kind the interface has
 } HAL_PROFILE_SOURCE_COUNTERS;
 

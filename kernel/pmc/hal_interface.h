@@ -10,7 +10,8 @@
 // calls them through smp_call_all, the PMI from its handler.
 #pragma once
 #include "pmc/trace.h"
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/profile.h"
 #include "pmc/counter_table.h"
 #include "pmc/hal.h"
 #include "pmc/profile_source.h"

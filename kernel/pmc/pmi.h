@@ -1,6 +1,6 @@
 // Statistics of the performance-monitoring interrupt handler (pmi.c).
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/profile.h"
 #include "lib/types.h"
 
 struct pmc_pmi_stats {

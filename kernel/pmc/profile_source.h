@@ -4,7 +4,7 @@
 // interfaces, `pmc info` and the trace decoder all read it; nothing else lists
 // sources.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/profile.h"
 #include "arch/x86/msr.h"
 #include "lib/types.h"
 
@@ -29,7 +29,7 @@ static inline uint64_t pmc_select_rings(uint64_t select, unsigned rings)
 }
 
 // What kind of counter a source uses.
-// The ABI's numbering (abi.h), so ring 3 sees the kernel's values unchanged.
+// The ABI's numbering (lib/abi/profile.h), so ring 3 sees the kernel's values unchanged.
 enum pmc_counter_kind {
     PMC_COUNTER_NONE = COUNTER_NONE,       // not countable here
     PMC_COUNTER_TIMER = COUNTER_TIMER,     // ProfileTime: the LAPIC timer

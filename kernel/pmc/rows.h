@@ -9,7 +9,8 @@
 // each is pmc_rows_disabled (counting.h); the PMC layer above fills in which
 // PMC holds a row (profile/pmc_admin.c).
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/pmc.h"
 #include "pmc/counter_table.h"
 #include "pmc/counting.h"
 

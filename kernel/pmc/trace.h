@@ -3,12 +3,13 @@
 // Every PMU register access of the interfaces goes through pmc_rdmsr/pmc_wrmsr
 // (and LVTPC writes through pmc_lapic_write); HAL steps are recorded with
 // PMC_TRACE_STEP. Off by default, and then each costs one predictable branch.
-// Records are raw (struct pmclog_trace in abi.h: register number and value, or
+// Records are raw (struct pmclog_trace in lib/abi/pmclog.h: register number and value, or
 // step and argument) and stay so: SysPmcTrace hands them out binary and
 // userland decodes them. A full ring keeps its records: new ones are lost and
 // counted, and the drain reports them in a PMCLOG_LOST record.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/pmclog.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "lib/ring.h"

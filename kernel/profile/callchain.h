@@ -11,7 +11,7 @@
 #include "core/sched.h"
 #include "core/user_peek.h"
 #include "core/vm.h"
-#include "lib/abi.h"
+#include "lib/abi/pmclog.h"
 #include "lib/types.h"
 
 struct thread;

@@ -9,7 +9,8 @@
 // PMCLOG_HOOK records.
 #pragma once
 #include <stdbool.h>
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/etw.h"
 
 struct process;
 

@@ -15,7 +15,8 @@
 // A process-scope start or stop of a process that is not running interrupts
 // no CPU at all.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/profile.h"
 #include "arch/x86/trapframe.h"
 #include "core/object.h"
 #include "lib/param.h"

@@ -3,7 +3,8 @@
 // sys/sys/pmc.h and pmccontrol(8). The rows and their numbering are the HAL
 // layer's (pmc/rows.h); this layer knows which PMC holds each.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/pmc.h"
 #include "lib/types.h"
 
 // Disable (state PMC_STATE_DISABLED) or enable (PMC_STATE_FREE) row on cpu.

@@ -1,7 +1,7 @@
 // The log (see pmc_log.h): one lib/ring.h ring per CPU, written only by that
 // CPU (the sampling interrupt, or process context and the switch path with
 // interrupts off), drained by the log's owner under log_mutex. Every record
-// of every mode goes here (abi.h: struct pmclog_*); the first read after the
+// of every mode goes here (lib/abi/pmclog.h: struct pmclog_*); the first read after the
 // log is configured begins with a PMCLOG_INITIALIZE record, the time base.
 //
 // The writer reserves room for the largest record it may write (a sample with
@@ -150,7 +150,7 @@ void pmc_log_offcpu(const struct sample_origin *o, const struct intr_frame *f, u
     record_fill((struct pmclog_sample *)r, o, PMCLOG_OFFCPU, o->flags);
     r->reason = reason;
     r->seq = seq;
-    // The same layout as a sample's (abi.h), so the same walk fills it.
+    // The same layout as a sample's (lib/abi/pmclog.h), so the same walk fills it.
     unsigned how = callchain_capture(f, false, o->chain, (struct pmclog_sample *)r, log_frames);
     if (how)
         r->flags |= PMCLOG_SAMPLE_TRUNC;

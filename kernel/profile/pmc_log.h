@@ -1,12 +1,14 @@
 // The PMC log, hwpmc's one log: one ring per CPU, written only by its own
 // CPU (the sampling interrupt, or process context and the switch path with
 // interrupts off), drained by the log's owner through NtPmcReadLog. Every
-// mode's records go here, in one family (abi.h: struct pmclog_*): samples,
+// mode's records go here, in one family (lib/abi/pmclog.h: struct pmclog_*): samples,
 // images, exits and switches of sampling and counting PMCs alike, counter
 // values at context switches, user records.
 #pragma once
 #include "arch/x86/trapframe.h"
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/pmclog.h"
+#include "lib/abi/pmc.h"
 #include "lib/types.h"
 
 struct process;

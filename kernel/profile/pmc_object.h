@@ -32,7 +32,8 @@
 #pragma once
 #include "core/grace.h"
 #include "core/object.h"
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/pmc.h"
 #include "lib/param.h"
 #include "lib/types.h"
 #include "core/spinlock.h"

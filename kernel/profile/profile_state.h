@@ -2,7 +2,7 @@
 // every process for the layer above (core/process.h: process_area).
 #pragma once
 #include "core/process.h"
-#include "lib/abi.h"
+#include "lib/abi/profile.h"
 
 struct profile_set;
 struct pmc_target;

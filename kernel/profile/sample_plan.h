@@ -16,7 +16,7 @@
 // on its CPU.
 #pragma once
 #include "arch/x86/trapframe.h"
-#include "lib/abi.h"
+#include "lib/abi/profile.h"
 
 // Every CPU's plans are stale: after any change a plan may have seen.
 void sample_plans_drop(void);

@@ -1,4 +1,4 @@
-// NT's per-logger PMC counters as Windows programs reach them (abi.h):
+// NT's per-logger PMC counters as Windows programs reach them (lib/abi/etw.h):
 // NtSetSystemInformation(SystemPerformanceTraceInformation) with the counter
 // list (EventTraceProfileCounterListInformation) and the event list
 // (EventTraceProfileEventListInformation) of a logger, NtQuerySystemInformation

@@ -138,7 +138,7 @@ uint64_t do_SysSelfCheck(const uint64_t *a, struct trapframe *tf)
     return STATUS(copy_to_user(a[0], &c, sizeof c));
 }
 
-// For teaching (abi.h): the two halves of irqoff.h, each for a[0]
+// For teaching (lib/abi/syscalls.h): the two halves of irqoff.h, each for a[0]
 // microseconds. The result's pages are checked before the spin, so a bad
 // pointer costs no spinning.
 uint64_t do_SysIrqoffSpin(const uint64_t *a, struct trapframe *tf)

@@ -1,8 +1,9 @@
-// System-call dispatch. The table is generated from SYSCALL_LIST (abi.h): each
+// System-call dispatch. The table is generated from SYSCALL_LIST (lib/abi/syscalls.h): each
 // entry do_NAME receives the arguments as an array (7 and up fetched from the
 // user stack) and the caller's frame.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/syscalls.h"
 #include "arch/x86/trapframe.h"
 
 typedef uint64_t (*syscall_fn)(const uint64_t *a, struct trapframe *tf);

@@ -276,7 +276,7 @@ Sample = collections.namedtuple("Sample", "tsc cpu pid tid mode frames truncated
 # kernel); source OFFCPU_SOURCE, so perf.data gives it an event of its own.
 OFFCPU_SOURCE = 0x10000
 OffCpu = collections.namedtuple("OffCpu", "tsc cpu pid tid mode frames truncated source off_ns reason")
-REASONS = ["runnable", "sleep", "child", "console", "mutex", "other"]  # enum thread_wait (abi.h)
+REASONS = ["runnable", "sleep", "child", "console", "mutex", "other"]  # enum thread_wait (kernel/lib/abi/pmclog.h)
 
 
 def reason_name(reason):

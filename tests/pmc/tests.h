@@ -1,6 +1,6 @@
 // Shared helpers for the hosted pmc tests.
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/profile.h"
 #include "pmc/counter_table.h"
 #include "pmc/detect.h"
 #include "pmc/hal.h"

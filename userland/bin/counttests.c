@@ -1,4 +1,4 @@
-// counttests: the counting PMCs from ring 3 (abi.h, system calls 70-79), run as
+// counttests: the counting PMCs from ring 3 (lib/abi/pmc.h, system calls 70-79), run as
 // init (privileged). Software counts are checked exactly: N sleeps are N
 // context switches, N first touches of demand pages are N page faults, N system
 // calls are N system calls; totals survive exit, PMC_F_DESCENDANTS follows a

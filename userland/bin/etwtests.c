@@ -1,4 +1,4 @@
-// etwtests: NT's per-logger PMC counters from ring 3 (abi.h), run as init
+// etwtests: NT's per-logger PMC counters from ring 3 (lib/abi/etw.h), run as init
 // (privileged): NtQuerySystemInformation's source list, a trace logger's
 // counter and event lists set with NtSetSystemInformation, the PMCLOG_HOOK
 // records its hooks write (system-call entry and exit, demand-zero page

@@ -30,7 +30,7 @@
 #define BUSY_TURNS        20000  // one call of busy_a/busy_b: well under a millisecond
 #define SAMPLE_TIMEOUT_MS 20000  // waiting for samples, at any interval
 #define DEFAULT_INTERVAL  78125  // ProfileTime's default, 100 ns units (NT's KiProfileTimeInterval)
-#define USER_TOP          USER_ADDRESS_LIMIT // the first address past user space (abi.h)
+#define USER_TOP          USER_ADDRESS_LIMIT // the first address past user space (lib/abi/syscalls.h)
 
 static unsigned rounds = CHURN_ROUNDS;
 

@@ -249,7 +249,7 @@ static void test_kill_bad_pid(void)
     EXPECT_STATUS(SysOpenProcess(0x7ffffff0, &h), STATUS_INVALID_CID);
 }
 
-// Process groups and the console's foreground group (abi.h): a child leads a
+// Process groups and the console's foreground group (lib/abi/syscalls.h): a child leads a
 // group only when spawned with SPAWN_NEW_GROUP, else it is in its parent's;
 // no group is led by a stranger's pid; the interrupt mode's statuses.
 static void test_console_groups(void)

@@ -18,7 +18,7 @@ struct callgraph *callgraph_build_offcpu(const struct samplelog *log);
 void callgraph_free(struct callgraph *cg);
 uint64_t callgraph_samples(const struct callgraph *cg); // chains
 uint64_t callgraph_total(const struct callgraph *cg);   // their weights
-// "sleep", "child", ... for enum thread_wait (abi.h).
+// "sleep", "child", ... for enum thread_wait (lib/abi/pmclog.h).
 const char *callgraph_reason_name(unsigned reason);
 // The switch-in that ended r's absence, or NULL (an off-CPU graph's).
 const struct pmclog_oncpu *callgraph_offcpu_end(const struct callgraph *cg,

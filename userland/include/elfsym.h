@@ -4,7 +4,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "lib/abi.h"
+#include "lib/abi/status.h"
 
 struct elf_func {
     uint64_t addr;    // link-time address (= run-time: static, not relocated)

@@ -2,7 +2,8 @@
 // prototypes use, GROUP_AFFINITY, and status codes as text.
 #pragma once
 #include <stdint.h>
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/syscalls.h"
 
 typedef uint32_t ULONG;
 typedef uint16_t USHORT;
@@ -16,6 +17,6 @@ typedef struct _GROUP_AFFINITY {
 
 _Static_assert(sizeof(GROUP_AFFINITY) == 16, "GROUP_AFFINITY is 16 bytes, as in NT");
 
-// "STATUS_BUFFER_TOO_SMALL" for every code in abi.h; "STATUS_0x........" for
+// "STATUS_BUFFER_TOO_SMALL" for every code in lib/abi/status.h; "STATUS_0x........" for
 // any other value (in one of four buffers, reused in turn).
 const char *nt_status_name(NTSTATUS status);

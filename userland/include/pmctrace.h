@@ -1,11 +1,12 @@
 // `pmc trace`'s records decoded: what SysPmcTrace(PMC_TRACE_READ) hands out
-// (struct pmclog_trace, PMCLOG_MAP and PMCLOG_LOST records, kernel/lib/abi.h)
+// (struct pmclog_trace, PMCLOG_MAP and PMCLOG_LOST records, kernel/lib/abi/pmclog.h)
 // turned into the lines `pmc trace` prints: MSR names, the PMU registers'
 // fields, LVTPC, HAL steps.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "lib/abi.h"
+#include "lib/abi/syscalls.h"
+#include "lib/abi/pmclog.h"
 
 // The record at *pos of buf[0, len), whole, and *pos moved past it; NULL at
 // the end, or at a record whose size is not a header's or more, a multiple of 8,

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <nt.h>
 #include <elfsym.h>
+#include "lib/abi/profile.h"
 
 struct prof_range {
     const char *module;            // "primes", "kernel"

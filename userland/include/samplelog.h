@@ -1,10 +1,12 @@
-// The sample log as a file: the records NtPmcReadLog hands out (abi.h,
+// The sample log as a file: the records NtPmcReadLog hands out (lib/abi/pmclog.h,
 // struct pmclog_*), appended as they are drained, and one trailer record
 // with the driver's statistics at the end of the recording.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/pmclog.h"
+#include "lib/abi/pmc.h"
 
 #define SAMPLELOG_DEFAULT_FILE "/tmp/pmc.log"
 #define PMCLOG_TRAILER         0x100 // userland only: struct samplelog_trailer

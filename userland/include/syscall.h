@@ -1,4 +1,4 @@
-// Typed prototypes of every system call in SYSCALL_LIST (kernel/lib/abi.h). The
+// Typed prototypes of every system call in SYSCALL_LIST (kernel/lib/abi/syscalls.h). The
 // stubs themselves are generated from that list in lib/syscall.c, which also
 // checks at compile time that each entry has a prototype here.
 //
@@ -6,7 +6,13 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "lib/abi.h"
+// The whole kernel/user ABI (kernel/lib/abi/), for every program.
+#include "lib/abi/etw.h"
+#include "lib/abi/pmc.h"
+#include "lib/abi/pmclog.h"
+#include "lib/abi/profile.h"
+#include "lib/abi/status.h"
+#include "lib/abi/syscalls.h"
 #include <nt.h>
 
 // Processes.
@@ -89,7 +95,7 @@ NTSTATUS NtPmcQuery(HANDLE pmc, struct pmc_value *out);
 NTSTATUS NtPmcCswitchLog(uint32_t op, const uint32_t *events, size_t len);
 NTSTATUS NtPmcGetMsr(HANDLE pmc, uint32_t *rdpmc_index);
 NTSTATUS NtPmcCpuCounts(uint64_t *buf, uint32_t max, uint32_t *count);
-// NT's per-logger PMC counters (abi.h; docs/counting.md).
+// NT's per-logger PMC counters (lib/abi/etw.h; docs/counting.md).
 NTSTATUS NtSetSystemInformation(uint32_t cls, void *buf, uint32_t len);
 NTSTATUS NtQuerySystemInformation(uint32_t cls, void *buf, uint32_t len, uint32_t *returned);
 NTSTATUS NtPmcTraceLogger(uint32_t op, TRACEHANDLE *handle);
@@ -98,6 +104,6 @@ NTSTATUS NtPmcAdmin(uint32_t cpu, uint32_t row, uint32_t state);
 NTSTATUS NtPmcGetCpuInfo(struct pmc_cpuinfo *out);
 NTSTATUS NtPmcGetPmcInfo(uint32_t cpu, struct pmc_rowinfo *buf, uint32_t len, uint32_t *needed);
 NTSTATUS NtPmcGetModuleVersion(uint32_t *version);
-// Console interrupts (Ctrl-C): the foreground process group and the mode (abi.h).
+// Console interrupts (Ctrl-C): the foreground process group and the mode (lib/abi/syscalls.h).
 NTSTATUS SysConsoleForeground(uint32_t pgid);
 NTSTATUS SysInterruptMode(uint32_t mode, uint32_t *pending);

@@ -5,6 +5,7 @@
 // the ABI (it holds the privileged rdmsr/wrmsr themselves); each group cites
 // where the manuals define it.
 #include <pmctrace.h>
+#include "lib/abi/profile.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -175,7 +176,7 @@ const char *pmctrace_msr_name(uint32_t msr, char *buf, size_t size)
     return buf;
 }
 
-// KPROFILE_SOURCE names: the enumerators of abi.h, spelled as they are.
+// KPROFILE_SOURCE names: the enumerators of lib/abi/profile.h, spelled as they are.
 #define SOURCE(s) [s] = #s
 static const char *const source_names[ProfileSourceCount] = {
     SOURCE(ProfileTime),

@@ -7,7 +7,7 @@
         code, #code \
     }
 
-// One row per status code in kernel/lib/abi.h (tests/test_libc.c checks that none
+// One row per status code in kernel/lib/abi/status.h (tests/test_libc.c checks that none
 // is missing).
 static const struct {
     NTSTATUS code;

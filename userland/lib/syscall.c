@@ -1,4 +1,4 @@
-// The system-call stubs, one per SYSCALL_LIST entry in kernel/lib/abi.h, so the
+// The system-call stubs, one per SYSCALL_LIST entry in kernel/lib/abi/syscalls.h, so the
 // numbers cannot drift from the kernel's table.
 //
 // Each stub is a leaf that moves argument 4 from rcx (C convention) to r10

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/syscalls.h"
 #include "check.h"
 #include "mallocchurn.h"
 #include "statfmt.h"
@@ -215,11 +216,11 @@ static void test_numbers(void)
     CHECK(ul_atoi("  -7") == -7 && ul_atoi("1000") == 1000, "atoi");
 }
 
-// Every STATUS_ defined in abi.h has its name in the table.
+// Every STATUS_ defined in abi/status.h has its name in the table.
 static void test_status_names(void)
 {
-    FILE *f = fopen("kernel/lib/abi.h", "r");
-    CHECK(f != NULL, "open kernel/lib/abi.h (run from the top directory)");
+    FILE *f = fopen("kernel/lib/abi/status.h", "r");
+    CHECK(f != NULL, "open kernel/lib/abi/status.h (run from the top directory)");
     if (!f)
         return;
     char line[256], name[64];
@@ -236,7 +237,8 @@ static void test_status_names(void)
                 printf("# %s (0x%08X) is named %s\n", name, value, got);
         }
     fclose(f);
-    CHECK(found > 10 && named == found, "nt_status_name knows all %d status codes of abi.h", found);
+    CHECK(found > 10 && named == found, "nt_status_name knows all %d status codes of abi/status.h",
+          found);
     CHECK(strcmp(nt_status_name((NTSTATUS)0xC0001234), "STATUS_0xC0001234") == 0, "unknown status");
 }
 

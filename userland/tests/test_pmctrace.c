@@ -5,6 +5,7 @@
 #include <string.h>
 #include "check.h"
 #include "pmctrace.h"
+#include "lib/abi/profile.h"
 
 #define NO PMC_TRACE_NO_SOURCE
 

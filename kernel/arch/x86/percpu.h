@@ -4,7 +4,7 @@
 // The assembly (vectors.asm, syscall_entry.asm) reads fields through GS at
 // offsets generated from this struct (arch/x86/asm_offsets.c).
 #pragma once
-#include "lib/abi.h"
+#include "lib/abi/pmc.h"
 #include "lib/param.h"
 #include "lib/types.h"
 

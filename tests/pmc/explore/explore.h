@@ -35,7 +35,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
-#include "lib/abi.h"
+#include "lib/abi/profile.h"
 #include "pmu_model.h"
 
 #define EX_MAX_OPS    48 // steps in one sequence

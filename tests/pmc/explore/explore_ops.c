@@ -1,7 +1,7 @@
 // The explorer's steps: drawing them from a seed, and naming them.
 #include <stdio.h>
 #include "explore.h"
-#include "lib/abi.h"
+#include "lib/abi/profile.h"
 
 // Instructions, branches and mispredicted branches: events every PMU here
 // counts on a general counter (instructions also on Intel's FIXED_CTR0).

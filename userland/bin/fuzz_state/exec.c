@@ -6,7 +6,7 @@
 #include <string.h>
 
 // ---------------------------------------------------------------------------
-// Statuses: what each call may give (kernel/lib/abi.h, docs/pmc-log.md,
+// Statuses: what each call may give (kernel/lib/abi/status.h, docs/pmc-log.md,
 // docs/profile.md). A list ends with NO_STATUS.
 
 #define HANDLE_ERRORS STATUS_INVALID_HANDLE, STATUS_OBJECT_TYPE_MISMATCH

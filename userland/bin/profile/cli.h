@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "lib/abi.h"
+#include "lib/abi/status.h"
+#include "lib/abi/syscalls.h"
+#include "lib/abi/profile.h"
 
 // Exit statuses: 2 for a command line that cannot work, 1 for a failure later.
 #define EXIT_USAGE 2
@@ -81,7 +83,7 @@ int cmd_help(int argc, char **argv);
 extern const char note_approximate_time[];
 int prof_time_approximate(void);
 
-// Ctrl-C (abi.h, INTERRUPT_NOTIFY): main asks to be told, and every command
+// Ctrl-C (lib/abi/syscalls.h, INTERRUPT_NOTIFY): main asks to be told, and every command
 // stops measuring when told and still prints what it gathered, as perf does;
 // profile then exits with EXIT_STATUS_INTERRUPTED. prof_interrupted takes a
 // pending interrupt and says whether one has come since the start.

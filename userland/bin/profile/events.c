@@ -5,6 +5,7 @@
 #include <string.h>
 #include "cli.h"
 #include "events.h"
+#include "lib/abi/pmc.h"
 
 static const char *const sw_names[PMC_SW_COUNT] = {
     "task-clock",   "context-switches",   "cpu-migrations", "page-faults",

@@ -1,5 +1,5 @@
 // `profile stat` (perf-stat-like counting) over the counting-PMC system calls
-// (abi.h): PROG run N times with every event counted, then one line per
+// (lib/abi/pmc.h): PROG run N times with every event counted, then one line per
 // event with perf's derived figures (CPUs utilized, IPC, miss ratios, /sec).
 #include <clock.h>
 #include <nt.h>

@@ -1,0 +1,245 @@
+// The system calls: calling convention, SYSCALL_LIST and its numbers, HANDLE,
+// the calls' flags and the sys_* structures they take.
+//
+// Part of the kernel/user ABI: included by the kernel and by userland;
+// nothing here may depend on either.
+#pragma once
+#include <stdint.h>
+
+#include "lib/abi/status.h"
+
+// ---------------------------------------------------------------------------
+// System calls.
+//
+// Calling convention (x86-64 `syscall`):
+//   rax  the system-call number (SYSCALL_LIST below)
+//   rdi, rsi, rdx, r10, r8, r9   arguments 1-6 (r10 replaces rcx, which
+//        `syscall` overwrites with the return address)
+//   arguments 7 and up stay where a C caller put them: on the user stack at
+//        [rsp + 8], [rsp + 16], ... as seen at the `syscall` instruction (the
+//        user stubs are leaf functions that do not touch the stack)
+//   rax  the result: an NTSTATUS unless the list says otherwise
+//   rcx, r11 are clobbered; every other register is preserved.
+// Every pointer argument is checked: a bad, kernel or unmapped pointer gives
+// STATUS_ACCESS_VIOLATION, never a kernel fault.
+// ---------------------------------------------------------------------------
+
+typedef void *HANDLE;
+
+// User pointers and ranges must lie below this address (the rest is the
+// kernel's, or non-canonical).
+#define USER_ADDRESS_LIMIT 0x00007FFFFFFFF000ull
+typedef uint64_t KAFFINITY;
+
+// clang-format off
+// X(number, name, argument count). One list: the kernel's dispatch table and
+// the user-mode stubs are both generated from it.
+#define SYSCALL_LIST(X) \
+    X(0, SysExit, 1)               /* void (int status): ends the calling process */ \
+    X(1, SysWrite, 3)              /* (int fd, const void *buf, size_t len): fd 1, 2 = console */ \
+    X(2, SysRead, 4)               /* (int fd, void *buf, size_t len, size_t *got): fd 0, blocks for >= 1 byte; fd 0 | SYS_READ_NOWAIT: does not */ \
+    X(3, SysSpawn, 4)              /* (const char *path, const char *const *argv, uint32_t flags, HANDLE *process): argv NULL-terminated, required */ \
+    X(4, SysResume, 1)             /* (HANDLE process): start a SPAWN_SUSPENDED process */ \
+    X(5, SysWait, 2)               /* (HANDLE process, int *exit_status): until it exits */ \
+    X(6, SysKill, 1)               /* (uint32_t pid) */ \
+    X(7, SysGetPid, 0)             /* returns the caller's pid (not an NTSTATUS) */ \
+    X(8, SysMap, 3)                /* (void **addr, size_t size, uint32_t prot): anonymous zeroed memory; *addr NULL = anywhere */ \
+    X(9, SysUnmap, 2)              /* (void *addr, size_t size) */ \
+    X(10, SysYield, 0)             \
+    X(11, SysSleep, 1)             /* (uint64_t milliseconds) */ \
+    X(12, SysClock, 1)             /* (struct sys_clock *out) */ \
+    X(13, SysProcessList, 3)       /* (struct sys_process_info *buf, uint32_t max, uint32_t *count) */ \
+    X(14, SysInfo, 1)              /* (struct sys_info *out) */ \
+    X(15, NtClose, 1)              /* (HANDLE) */ \
+    X(16, SysPowerOff, 0)          /* ACPI soft-off; needs the privilege */ \
+    X(17, SysOpenProcess, 2)       /* (uint32_t pid, HANDLE *process) */ \
+    X(18, SysFileRead, 5)          /* (const char *name, uint64_t offset, void *buf, size_t len, size_t *got): ramdisk */ \
+    X(19, SysFileList, 3)          /* (char *buf, size_t len, size_t *needed): ramdisk names, one per line */ \
+    X(20, SysCpuInfo, 3)           /* (struct sys_cpu_info *buf, uint32_t max, uint32_t *count) */ \
+    X(21, NtCreateProfile, 9)      \
+    X(22, NtCreateProfileEx, 10)   \
+    X(23, NtStartProfile, 1)       \
+    X(24, NtStopProfile, 1)        \
+    X(25, NtQueryIntervalProfile, 2) \
+    X(26, NtSetIntervalProfile, 2) \
+    X(27, SysProfileSources, 3)    /* (struct sys_profile_source *buf, uint32_t max, uint32_t *count) */ \
+    X(28, SysProfileStats, 2)      /* (HANDLE profile, struct sys_profile_stats *out) */ \
+    X(29, SysPmcTrace, 4)          /* (uint32_t op, void *buf, size_t len, size_t *got) */ \
+    X(30, SysPmcInfo, 3)           /* (char *buf, size_t len, size_t *got): text */ \
+    X(31, SysSelfCheck, 1)         /* (struct sys_self_check *out): counters for leak checks */ \
+    X(32, SysProcessId, 2)         /* (HANDLE process, uint32_t *pid) */ \
+    X(33, NtPmcAllocate, 2)        /* (HANDLE *pmc, const struct pmc_alloc *params) */ \
+    X(34, NtPmcAttach, 2)          /* (HANDLE pmc, HANDLE process): process scope */ \
+    X(35, NtPmcDetach, 2)          /* (HANDLE pmc, HANDLE process) */ \
+    X(36, NtPmcSetCount, 2)        /* (HANDLE pmc, uint64_t count): sampling interval, stopped only */ \
+    X(37, NtPmcStart, 1)           /* (HANDLE pmc) */ \
+    X(38, NtPmcStop, 1)            /* (HANDLE pmc) */ \
+    X(39, NtPmcRead, 2)            /* (HANDLE pmc, uint64_t *value): counting modes */ \
+    X(40, NtPmcWrite, 2)           /* (HANDLE pmc, uint64_t value): counting modes, stopped only */ \
+    X(41, NtPmcConfigureLog, 1)    /* (const struct pmc_log_config *): NULL releases the log */ \
+    X(42, NtPmcFlushLog, 0)        /* every CPU's pending lost count becomes readable */ \
+    X(43, NtPmcReadLog, 3)         /* (void *buf, size_t len, size_t *got): whole records, consumed */ \
+    X(44, NtPmcWriteLog, 1)        /* (uint64_t userdata): a PMCLOG_USER record */ \
+    X(45, NtPmcGetDriverStats, 1)  /* (struct pmc_driver_stats *out) */ \
+    X(46, SysTmpWrite, 4)          /* (const char *name, const void *buf, size_t len, uint32_t flags): /tmp */ \
+    X(47, SysTmpRead, 5)           /* (const char *name, uint64_t offset, void *buf, size_t len, size_t *got) */ \
+    X(48, NtPmcQuery, 2)           /* (HANDLE pmc, struct pmc_value *out): counting, with time enabled/running */ \
+    X(49, NtPmcCswitchLog, 3)      /* (uint32_t op, const uint32_t *events, size_t len): PMC_CSWITCH_*, into the caller's log */ \
+    X(50, NtPmcGetMsr, 2)          /* (HANDLE pmc, uint32_t *rdpmc_index): self-monitoring read */ \
+    X(51, NtPmcCpuCounts, 3)       /* (uint64_t *buf, uint32_t max, uint32_t *count): [cpu][PMC_SW_COUNT] */ \
+    X(52, NtSetSystemInformation, 3)   /* (ULONG class, void *buf, ULONG len): SystemPerformanceTraceInformation */ \
+    X(53, NtQuerySystemInformation, 4) /* (ULONG class, void *buf, ULONG len, ULONG *returned) */ \
+    X(54, NtPmcTraceLogger, 2)     /* (uint32_t op, TRACEHANDLE *handle): PMC_LOGGER_CREATE / CLOSE */ \
+    X(55, SysIrqoffSpin, 2)        /* (uint64_t microseconds, struct sys_irqoff_split *out): for teaching, see below */ \
+    X(56, NtPmcAdmin, 3)           /* (uint32_t cpu, uint32_t row, uint32_t state): PMC_STATE_*; privileged */ \
+    X(57, NtPmcGetCpuInfo, 1)      /* (struct pmc_cpuinfo *out): rows per CPU, classes */ \
+    X(58, NtPmcGetPmcInfo, 4)      /* (uint32_t cpu, struct pmc_rowinfo *buf, uint32_t len, uint32_t *needed) */ \
+    X(59, NtPmcGetModuleVersion, 1) /* (uint32_t *version): PMC_MODULE_VERSION */ \
+    X(60, SysConsoleForeground, 1) /* (uint32_t pgid): the group Ctrl-C interrupts, 0 none; see below */ \
+    X(61, SysInterruptMode, 2)     /* (uint32_t mode, uint32_t *pending): INTERRUPT_*; see below */
+
+enum {
+#define SYSCALL_ENUM(num, name, nargs) SYS_##name = num,
+    SYSCALL_LIST(SYSCALL_ENUM)
+#undef SYSCALL_ENUM
+    SYSCALL_COUNT
+};
+// clang-format on
+
+// The exit status SysWait reports for a process the kernel killed (a fault in
+// ring 3, or SysKill).
+#define EXIT_STATUS_KILLED (-1)
+
+// SysSpawn flags.
+#define SPAWN_SUSPENDED  0x1 // created but not run until SysResume (a profiler attaches first)
+#define SPAWN_PRIVILEGED 0x2 // grant the system-profile privilege (caller must hold it)
+#define SPAWN_NEW_GROUP  0x4 // the child leads a new process group (its id: the child's pid)
+
+// Console interrupts (Ctrl-C), after POSIX's terminal ISIG and foreground
+// process group (tcsetpgrp) and NT's STATUS_CONTROL_C_EXIT.
+//
+// Every process belongs to a process group, inherited from its parent; a
+// process spawned with SPAWN_NEW_GROUP starts one, with its own pid as the
+// group id. SysConsoleForeground(pgid) names the console's foreground group:
+// the caller's own, one led by a process it may control (its child, or any
+// with the privilege), or 0 for none (STATUS_INVALID_CID when no live process
+// leads that group). While a foreground group is set, a Ctrl-C (byte 0x03)
+// from the serial line or the keyboard is no input: the console echoes "^C",
+// discards the input not yet read (POSIX: "If ISIG is set, ... the input
+// queue ... shall be flushed"), and interrupts every process of the group at
+// its next return to user mode. Without a foreground group, 0x03 is input.
+//
+// An interrupted process in mode INTERRUPT_END (every process's at start)
+// ends with exit status EXIT_STATUS_INTERRUPTED. One that asked for
+// INTERRUPT_NOTIFY is told instead: its pending flag is set, and while it is
+// set SysWait, SysSleep and SysRead return STATUS_ALERTED at once (SysWait
+// without an exit status). SysInterruptMode(mode, pending) sets the mode and,
+// when pending is not NULL, stores there whether an interrupt was pending and
+// clears it: polling is SysInterruptMode(INTERRUPT_NOTIFY, &pending). A program
+// told of an interrupt that then ends because of it exits with
+// EXIT_STATUS_INTERRUPTED, so its shell reports it as interrupted.
+#define INTERRUPT_END           0 // a console interrupt ends the process
+#define INTERRUPT_NOTIFY        1 // it sets the pending flag instead
+#define EXIT_STATUS_INTERRUPTED ((int)STATUS_CONTROL_C_EXIT)
+
+// SysMap protection.
+#define PROT_READ   0x1
+#define PROT_WRITE  0x2
+#define PROT_EXEC   0x4
+// SysMap: no page until ring 3 first touches it; each first touch is one page
+// fault (the page-faults software event). The kernel does not fault pages in:
+// a system call given an untouched demand page fails with STATUS_ACCESS_VIOLATION.
+#define PROT_DEMAND 0x8
+
+#define PROCESS_NAME_MAX 32
+#define MAX_ARGS         32   // argv entries
+#define MAX_ARG_BYTES    4096 // all argv strings together
+
+// SysRead's fd 0 with this bit: return at once with the input already
+// waiting, *got 0 when there is none (a poll, as O_NONBLOCK without EAGAIN).
+#define SYS_READ_NOWAIT 0x100
+
+// NT's pseudo-handles (wdm.h): the calling process and thread, accepted
+// wherever a process (thread) handle is; not in any handle table, never closed.
+#define NtCurrentProcess() ((HANDLE)(intptr_t)-1)
+#define NtCurrentThread()  ((HANDLE)(intptr_t)-2)
+
+// SysTmpWrite flags: the RAM file system under /tmp/ (names "/tmp/..." only).
+#define TMP_TRUNCATE  0x1 // start the file empty (create it); otherwise append
+#define TMP_REMOVE    0x2 // delete the file (buf and len ignored)
+#define TMP_NAME_MAX  48
+#define TMP_BYTES_MAX (64u << 20) // all files together
+
+struct sys_clock {
+    uint64_t ns;     // monotonic nanoseconds since boot
+    uint64_t tsc;    // time-stamp counter
+    uint64_t tsc_hz; // its frequency
+};
+
+enum process_state {
+    PROC_SUSPENDED = 1,
+    PROC_RUNNABLE = 2,
+    PROC_RUNNING = 3,
+    PROC_SLEEPING = 4,
+    PROC_ZOMBIE = 5
+};
+
+struct sys_process_info {
+    uint32_t pid, parent;
+    uint32_t state;      // enum process_state
+    uint32_t privileged; // holds the system-profile privilege
+    uint32_t cpu;        // last CPU it ran on
+    uint32_t threads;
+    uint64_t pages;  // user pages mapped
+    uint64_t cpu_ns; // time on CPU
+    char name[PROCESS_NAME_MAX];
+};
+
+struct sys_info {
+    uint32_t ncpus;
+    uint32_t nprocesses;
+    uint64_t free_pages, total_pages;
+    uint64_t heap_bytes;
+    uint64_t uptime_ns;
+    uint64_t tsc_hz;
+    // 1 under QEMU's software CPU (TCG) booted without the kernel option
+    // `icount`: guest time is then the host's time, so where a timer's ticks
+    // land depends on how the host schedules the vCPUs. With -icount (and the
+    // option) time counts instructions and time sampling is exact.
+    uint32_t time_sampling_approximate;
+};
+
+// SysIrqoffSpin exists for teaching (docs/blind-spots.md, userland/bin/irqoff.c):
+// a known answer for a profiler. The kernel spins for the given time inside a
+// spin_lock_irqsave section (interrupts off) in irqoff_spin_locked, then for
+// the same time with interrupts on in irqoff_spin_open, and reports the TSC
+// ticks each took. Time: 1..IRQOFF_SPIN_MAX_US microseconds, else
+// STATUS_INVALID_PARAMETER. No privilege: a section is at most one scheduler
+// time slice (10 ms), as long as any process may already keep its CPU.
+#define IRQOFF_SPIN_MAX_US 10000
+struct sys_irqoff_split {
+    uint64_t locked_tsc; // TSC ticks spun with interrupts off
+    uint64_t open_tsc;   // TSC ticks spun with interrupts on
+    uint64_t tsc_hz;     // the TSC's frequency
+};
+
+struct sys_cpu_info {
+    uint32_t id, apic_id;
+    uint32_t online;
+    uint32_t current_pid; // 0 when idle
+    uint64_t ticks;       // scheduler ticks
+    uint64_t idle_ns, busy_ns;
+    uint64_t profile_ticks;         // ProfileTime expiries since it last started here
+    uint64_t profile_ticks_skipped; // of those, missed: the CPU came a period or more late
+                                    // (it gets one tick then, not a burst)
+    uint64_t calls_sent;            // cross-CPU call interrupts it sent since boot
+};
+
+// Counters that must return to their baseline when nothing leaks.
+struct sys_self_check {
+    uint64_t free_pages; // free page frames, counting empty heap slabs kept for reuse
+    uint64_t heap_bytes;
+    uint64_t live_processes;
+    uint64_t live_objects; // handles' kernel objects (processes, profiles)
+    uint64_t pinned_pages;
+};
