@@ -67,6 +67,18 @@ NTSTATUS user_sink_copy(void *ubuf, uint64_t pos, const void *src, uint32_t n)
     return STATUS_SUCCESS;
 }
 
+NTSTATUS probe_user_output(uint64_t udst, size_t n)
+{
+    static const uint8_t zeros[64];
+    NTSTATUS s = user_buffer_check(udst, n);
+    for (size_t at = 0; NT_SUCCESS(s) && at < n; at += sizeof zeros) {
+        size_t chunk = n - at < sizeof zeros ? n - at : sizeof zeros;
+        if (uaccess_copy((void *)(udst + at), zeros, chunk))
+            s = STATUS_ACCESS_VIOLATION;
+    }
+    return s;
+}
+
 NTSTATUS copy_string_from_user(char *dst, uint64_t usrc, size_t max)
 {
     size_t got = 0;

@@ -21,5 +21,10 @@ NTSTATUS user_sink_copy(void *ubuf, uint64_t pos, const void *src, uint32_t n);
 // A NUL-terminated string of at most max-1 characters into dst[max].
 // STATUS_INVALID_PARAMETER when it does not fit.
 NTSTATUS copy_string_from_user(char *dst, uint64_t usrc, size_t max);
+// n zero bytes at udst: a system call probes its output first, before it
+// creates or changes anything, so a bad pointer fails with nothing to undo
+// (as NT's services probe an output with ProbeForWrite before they act). The
+// output is then zero until the call stores its answer.
+NTSTATUS probe_user_output(uint64_t udst, size_t n);
 void uaccess_init_cpu(void); // SMEP/SMAP on when the CPU has them
 extern bool smap_enabled;    // set by uaccess_init_cpu; defined in arch/x86/uaccess.asm

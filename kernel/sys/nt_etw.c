@@ -154,7 +154,7 @@ uint64_t do_NtPmcTraceLogger(const uint64_t *a, struct trapframe *tf)
     if (!me()->privileged)
         return STATUS(STATUS_PRIVILEGE_NOT_HELD);
     NTSTATUS s = op == PMC_LOGGER_CLOSE ? copy_from_user(&h, a[1], sizeof h)
-                                        : copy_to_user(a[1], &h, sizeof h); // probe first
+                                        : probe_user_output(a[1], sizeof h);
     if (!NT_SUCCESS(s))
         return STATUS(s);
     if (op == PMC_LOGGER_CLOSE)

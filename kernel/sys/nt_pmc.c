@@ -32,7 +32,7 @@ uint64_t do_NtPmcAllocate(const uint64_t *a, struct trapframe *tf)
     UNUSED(tf);
     struct pmc_alloc p;
     HANDLE h = 0;
-    NTSTATUS s = copy_to_user(a[0], &h, sizeof h);
+    NTSTATUS s = probe_user_output(a[0], sizeof h);
     if (NT_SUCCESS(s))
         s = copy_from_user(&p, a[1], sizeof p);
     struct object *o;

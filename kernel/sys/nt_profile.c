@@ -213,8 +213,8 @@ uint64_t do_NtStopProfile(const uint64_t *a, struct trapframe *tf)
 uint64_t do_NtQueryIntervalProfile(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
-    uint32_t interval = 0;
-    NTSTATUS s = copy_to_user(a[1], &interval, sizeof interval);
+    uint32_t interval;
+    NTSTATUS s = probe_user_output(a[1], sizeof interval);
     if (!NT_SUCCESS(s))
         return STATUS(s);
     uint64_t v = KeQueryIntervalProfile((KPROFILE_SOURCE)(uint32_t)a[0]); // 0: unsupported

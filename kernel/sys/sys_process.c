@@ -70,8 +70,7 @@ uint64_t do_SysSpawn(const uint64_t *a, struct trapframe *tf)
     NTSTATUS s = copy_string_from_user(path, a[0], sizeof path);
     if (!NT_SUCCESS(s))
         return STATUS(s);
-    // Probe the handle pointer before creating anything: nothing to undo later.
-    s = copy_to_user(a[3], &h, sizeof h);
+    s = probe_user_output(a[3], sizeof h);
     if (!NT_SUCCESS(s))
         return STATUS(s);
     s = copy_argv(a[1], &block, argv, &argc);
@@ -166,7 +165,7 @@ uint64_t do_SysOpenProcess(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
     HANDLE h = 0;
-    NTSTATUS s = copy_to_user(a[1], &h, sizeof h);
+    NTSTATUS s = probe_user_output(a[1], sizeof h);
     if (!NT_SUCCESS(s))
         return STATUS(s);
     struct process *p = process_by_pid((uint32_t)a[0]);
