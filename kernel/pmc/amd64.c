@@ -12,6 +12,7 @@
 #include "arch/x86/percpu.h"
 #include "pmc/detect.h"
 #include "pmc/hal_interface.h"
+#include "pmc/pmu_regs.h"
 #include "pmc/trace.h"
 
 #define AMD_COUNTER_MASK ((1ull << 48) - 1)

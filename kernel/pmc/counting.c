@@ -9,6 +9,7 @@
 #include "core/uaccess.h"
 #include "lib/string.h"
 #include "pmc/hal_interface.h"
+#include "pmc/pmu_regs.h"
 
 // ---- rows ------------------------------------------------------------------------
 

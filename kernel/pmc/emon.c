@@ -16,6 +16,7 @@
 #include "arch/x86/percpu.h"
 #include "pmc/detect.h"
 #include "pmc/hal_interface.h"
+#include "pmc/pmu_regs.h"
 #include "pmc/trace.h"
 
 #define ALL_GP 0xFFFFFFFFu // every Intel GP counter counts every architectural event

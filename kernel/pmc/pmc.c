@@ -14,6 +14,7 @@
 #include "pmc/profile_time.h"
 #include "pmc/nopmu.h"
 #include "pmc/pmi.h"
+#include "pmc/pmu_regs.h"
 #include "pmc/trace.h"
 #include "core/smp.h"
 

@@ -43,6 +43,7 @@
 #include "lib/string.h"
 #include "pmc/hal_interface.h"
 #include "pmc/pmc.h"
+#include "pmc/pmu_regs.h"
 #include "pmc/trace.h"
 
 #define WINDOW_SAMPLES   ((uint64_t)PMC_MAX_SAMPLE_RATE * PMC_THROTTLE_WINDOW_NS / 1000000000ull)

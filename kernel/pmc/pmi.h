@@ -18,7 +18,7 @@ struct pmc_pmi_stats {
 
 // How the PMI is delivered, chosen at boot (pmi=nmi|vector; default vector):
 // as NMI the LVTPC's delivery mode is NMI (every LVTPC write goes through
-// pmc_lapic_write, which sets it), and pmc_pmi_nmi_handler, registered with
+// pmc_lapic_write in pmu_regs.h, which sets it), and pmc_pmi_nmi_handler, registered with
 // the NMI dispatcher, runs the same handler, so code with interrupts off is
 // sampled too. pmc_pmi_choose reads the option and registers the handler
 // (before pmc_init).

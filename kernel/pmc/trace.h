@@ -1,7 +1,7 @@
 // `pmc trace`: per-CPU rings (lib/ring.h) of what the HAL did to the hardware.
 //
-// Every PMU register access of the interfaces goes through pmc_rdmsr/pmc_wrmsr
-// (and LVTPC writes through pmc_lapic_write); HAL steps are recorded with
+// Every PMU register access of the interfaces goes through pmu_regs.h, which
+// records it here with pmc_trace_record; HAL steps are recorded with
 // PMC_TRACE_STEP. Off by default, and then each costs one predictable branch.
 // Records are raw (struct pmclog_trace in lib/abi/pmclog.h: register number and value, or
 // step and argument) and stay so: SysPmcTrace hands them out binary and
@@ -10,8 +10,6 @@
 #pragma once
 #include "lib/abi/status.h"
 #include "lib/abi/pmclog.h"
-#include "arch/x86/lapic.h"
-#include "arch/x86/msr.h"
 #include "lib/ring.h"
 #include "lib/types.h"
 
@@ -29,32 +27,6 @@ extern bool (*pmc_trace_sample_filter)(struct pmclog_trace *r);
 void pmc_trace_record(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, unsigned source);
 void pmc_trace_record2(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, uint64_t arg,
                        unsigned source);
-
-static inline uint64_t pmc_rdmsr(uint32_t msr)
-{
-    uint64_t v = rdmsr(msr);
-    if (__builtin_expect(pmc_trace_on, 0))
-        pmc_trace_record(PMC_TRACE_RDMSR, msr, v, PMC_TRACE_NO_SOURCE);
-    return v;
-}
-
-static inline void pmc_wrmsr(uint32_t msr, uint64_t value)
-{
-    if (__builtin_expect(pmc_trace_on, 0))
-        pmc_trace_record(PMC_TRACE_WRMSR, msr, value, PMC_TRACE_NO_SOURCE);
-    wrmsr(msr, value);
-}
-
-extern bool pmc_pmi_as_nmi; // pmi.h: the LVTPC's delivery mode is NMI
-
-static inline void pmc_lapic_write(uint32_t reg, uint32_t value)
-{
-    if (reg == LAPIC_LVT_PMC && pmc_pmi_as_nmi)
-        value = (value & ~(7u << 8)) | LVT_DELIVERY_NMI;
-    if (__builtin_expect(pmc_trace_on, 0))
-        pmc_trace_record(PMC_TRACE_LAPIC, reg, value, PMC_TRACE_NO_SOURCE);
-    lapic_write(reg, value);
-}
 
 #define PMC_TRACE_STEP(step, source, value) \
     do { \

@@ -3,6 +3,7 @@
 // a stuck status, and PMIs lost while the LVTPC was masked. What a hypervisor
 // changes (handler time, late PMIs, faulting MSRs) is in test_hyper.c.
 #include <string.h>
+#include "arch/x86/lapic.h"
 #include "tests.h"
 #include "../xorshift.h"
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "pmc/text.h"
+#include "arch/x86/lapic.h"
 #include "tests.h"
 
 // A drain of every ring into memory, as SysPmcTrace's does into user memory.
