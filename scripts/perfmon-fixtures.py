@@ -13,7 +13,7 @@ every fixed-counter row, one line each:
     <file> <EventCode> <UMask> <EventName> <Counter>
 
 codes as two hex digits, Counter with spaces removed ("0,1,2,3",
-"Fixed_counter_2"). tests/pmc/test_source.c checks kernel/pmc/profile_source.c
+"Fixed_counter_2"). tests/pmc/test_source.c checks kernel/pmc/hal/profile_source.c
 against it.
 """
 import json

@@ -1,13 +1,16 @@
 // User address spaces.
 #include "core/addrspace.h"
+
 #include "lib/abi/status.h"
 #include "lib/abi/syscalls.h"
-#include "arch/x86/cpu.h"
-#include "core/heap.h"
 #include "lib/memlayout.h"
+#include "lib/string.h"
+
+#include "arch/x86/cpu.h"
+
+#include "core/heap.h"
 #include "core/pin.h"
 #include "core/pmm.h"
-#include "lib/string.h"
 #include "core/vm.h"
 
 bool as_create(struct addrspace *as)

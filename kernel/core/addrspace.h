@@ -9,8 +9,9 @@
 #pragma once
 #include "lib/abi/syscalls.h"
 #include "lib/param.h"
-#include "core/spinlock.h"
 #include "lib/types.h"
+
+#include "core/spinlock.h"
 
 #define USER_MIN        0x0000000000010000ull // nothing is mapped below: NULL-ish pointers fault
 #define USER_BASE       0x0000000000400000ull // programs are linked here

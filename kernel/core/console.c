@@ -1,11 +1,14 @@
 // Console output to serial and VGA, and a small input ring fed by interrupts.
 #include "core/console.h"
+
+#include "lib/kprintf.h"
+
 #include "arch/x86/serial.h"
 #include "arch/x86/vga.h"
+
 #include "core/process.h"
 #include "core/sched.h"
 #include "core/spinlock.h"
-#include "lib/kprintf.h"
 
 static struct spinlock console_lock = SPINLOCK_INIT("console");
 static volatile bool panicking;

@@ -1,5 +1,6 @@
 // Loading an ELF64 executable from the ramdisk into an address space.
 #include "core/elf_load.h"
+
 #include "lib/abi/status.h"
 #include "lib/abi/syscalls.h"
 #include "lib/string.h"
@@ -34,7 +35,7 @@ NTSTATUS elf_load(struct addrspace *as, const uint8_t *data, size_t size, uint64
         uint64_t end = ALIGN_UP(p->p_vaddr + p->p_memsz, PAGE_SIZE);
         uint32_t prot = (p->p_flags & PF_R ? PROT_READ : 0) | (p->p_flags & PF_W ? PROT_WRITE : 0) |
                         (p->p_flags & PF_X ? PROT_EXEC : 0);
-        if (prot & PROT_EXEC) { // where a return address can point (profile/callchain.c)
+        if (prot & PROT_EXEC) { // where a return address can point (pmc/hwpmc/callchain.c)
             as->exec_lo = as->exec_hi ? MIN(as->exec_lo, start) : start;
             as->exec_hi = MAX(as->exec_hi, end);
         }

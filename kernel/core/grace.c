@@ -10,10 +10,12 @@
 // grace_wait, whose caller waits, interrupts the CPUs still missing after
 // GRACE_EXPEDITE_NS.
 #include "core/grace.h"
+
 #include "arch/x86/clock.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/irq.h"
 #include "arch/x86/percpu.h"
+
 #include "core/smp.h"
 #include "core/spinlock.h"
 

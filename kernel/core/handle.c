@@ -1,8 +1,10 @@
 // Handle tables.
 #include "core/handle.h"
+
+#include "lib/string.h"
+
 #include "core/heap.h"
 #include "core/process.h"
-#include "lib/string.h"
 
 static int64_t slot_of(struct handle_table *ht, HANDLE h)
 {

@@ -6,6 +6,7 @@
 #pragma once
 #include "lib/abi/status.h"
 #include "lib/abi/syscalls.h"
+
 #include "core/object.h"
 #include "core/spinlock.h"
 

@@ -7,11 +7,13 @@
 // that becomes empty goes back to the page allocator unless it is the class's
 // last one (so a kmalloc/kfree pair does not thrash the page allocator).
 #include "core/heap.h"
+
 #include "lib/memlayout.h"
 #include "lib/panic.h"
+#include "lib/string.h"
+
 #include "core/pmm.h"
 #include "core/spinlock.h"
-#include "lib/string.h"
 
 #define MIN_SHIFT   4  // 16 bytes
 #define MAX_SHIFT   11 // 2048 bytes

@@ -6,7 +6,9 @@
 // loop is written into each one (spin_for is always inlined), so neither
 // half's time lands in a shared helper.
 #include "core/irqoff.h"
+
 #include "arch/x86/cpu.h"
+
 #include "core/spinlock.h"
 
 #if defined(__GNUC__) && !defined(__clang__)

@@ -1,5 +1,6 @@
 // Mutexes: sleep until the holder lets go.
 #include "core/mutex.h"
+
 #include "core/sched.h"
 
 void mutex_lock(struct mutex *m)

@@ -1,5 +1,6 @@
 // Object reference counting (the rule of taking a reference: object.h).
 #include "core/object.h"
+
 #include "lib/panic.h"
 
 static uint64_t live;

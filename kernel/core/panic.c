@@ -1,16 +1,19 @@
 // panic: the one way the kernel stops on a fatal error.
 #include "lib/panic.h"
-#include "arch/x86/trapframe.h"
-#include "arch/x86/cpu.h"
-#include "arch/x86/lapic.h"
-#include "arch/x86/nmi.h"
+
 #include "lib/cmdline.h"
-#include "core/console.h"
 #include "lib/kprintf.h"
 #include "lib/ksym.h"
 #include "lib/memlayout.h"
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/nmi.h"
 #include "arch/x86/percpu.h"
 #include "arch/x86/qemu.h"
+#include "arch/x86/trapframe.h"
+
+#include "core/console.h"
 
 volatile bool panicked;
 extern bool lapic_ready;

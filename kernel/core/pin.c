@@ -4,6 +4,7 @@
 // same critical section, so a pin_page that finds an entry never finds one
 // whose count has reached zero (object.h's "unlink first", for frames).
 #include "core/pin.h"
+
 #include "core/heap.h"
 #include "core/pmm.h"
 #include "core/spinlock.h"

@@ -1,5 +1,6 @@
 // Physical memory: which frames are free, from the multiboot2 memory map.
 #include "core/pmm.h"
+
 #include "lib/bootinfo.h"
 #include "lib/elf.h"
 #include "lib/memlayout.h"

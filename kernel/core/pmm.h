@@ -3,8 +3,9 @@
 // Allocation scans from a rotating hint, lowest addresses first on a fresh
 // machine; contiguous runs are available for stacks and DMA-less buffers.
 #pragma once
-#include "core/spinlock.h"
 #include "lib/types.h"
+
+#include "core/spinlock.h"
 
 struct boot_info;
 

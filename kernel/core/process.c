@@ -1,18 +1,21 @@
 // Process creation, exit, wait and kill.
 #include "core/process.h"
-#include "arch/x86/cpu.h"
-#include "arch/x86/gdt.h"
+
 #include "lib/cmdline.h"
-#include "core/elf_load.h"
-#include "core/heap.h"
 #include "lib/kprintf.h"
 #include "lib/panic.h"
-#include "arch/x86/percpu.h"
-#include "core/ramdisk.h"
 #include "lib/string.h"
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/gdt.h"
+#include "arch/x86/percpu.h"
 #include "arch/x86/trap.h"
-#include "core/vm.h"
+
+#include "core/elf_load.h"
+#include "core/heap.h"
+#include "core/ramdisk.h"
 #include "core/swevent.h"
+#include "core/vm.h"
 
 static process_watcher watchers[PROCESS_WATCHERS];
 static unsigned nwatchers;

@@ -1,5 +1,6 @@
 // Ramdisk lookup over the boot modules.
 #include "core/ramdisk.h"
+
 #include "lib/bootinfo.h"
 #include "lib/memlayout.h"
 #include "lib/string.h"

@@ -1,24 +1,27 @@
 // The scheduler: one run queue, round-robin, per-CPU idle threads.
 #include "core/sched.h"
+
+#include "lib/panic.h"
+#include "lib/string.h"
+
+#include "arch/x86/clock.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/fpu.h"
 #include "arch/x86/gdt.h"
 #include "arch/x86/irq.h"
 #include "arch/x86/lapic.h"
-#include "arch/x86/vectors.h"
-#include "arch/x86/clock.h"
-#include "core/heap.h"
-#include "lib/panic.h"
 #include "arch/x86/percpu.h"
-#include "arch/x86/timer.h"
 #include "arch/x86/ring_time.h"
+#include "arch/x86/timer.h"
 #include "arch/x86/trap.h"
+#include "arch/x86/vectors.h"
+
+#include "core/grace.h"
+#include "core/heap.h"
 #include "core/process.h"
 #include "core/spinlock.h"
-#include "lib/string.h"
-#include "core/vm.h"
 #include "core/swevent.h"
-#include "core/grace.h"
+#include "core/vm.h"
 
 void switch_context(uint64_t *save_rsp, uint64_t load_rsp);
 void thread_start(void);

@@ -8,11 +8,12 @@
 // not preemptible: a thread is preempted only when it returns to ring 3 with
 // need_resched set (the scheduler tick sets it every SCHED_TICK_HZ).
 #pragma once
-#include "arch/x86/trapframe.h"
-#include "arch/x86/percpu.h"
-#include "lib/abi/pmclog.h"
 #include "lib/abi/pmc.h"
+#include "lib/abi/pmclog.h"
 #include "lib/types.h"
+
+#include "arch/x86/percpu.h"
+#include "arch/x86/trapframe.h"
 
 struct process;
 
@@ -86,7 +87,7 @@ typedef void (*sched_switch_watcher)(struct cpu *c, struct thread *cur, struct t
 void sched_watch_switches(sched_switch_watcher fn, const volatile uint32_t *busy);
 
 // Called on every scheduler tick, in the timer interrupt, while set: the PMC
-// layer rotates multiplexed hardware counts (profile/pmc_counting.c).
+// layer rotates multiplexed hardware counts (pmc/hwpmc/kind_counting.c).
 extern void (*sched_tick_hook)(void);
 
 // What trap_return_to_user (arch/x86/trap.h) calls when a CPU's need_resched

@@ -1,8 +1,14 @@
 // Starting the other processors, and running a function on all of them.
 #include "core/smp.h"
-#include "core/grace.h"
-#include "core/spinlock.h"
+
 #include "lib/acpi.h"
+#include "lib/cmdline.h"
+#include "lib/kprintf.h"
+#include "lib/memlayout.h"
+#include "lib/panic.h"
+#include "lib/string.h"
+
+#include "arch/x86/clock.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/gdt.h"
@@ -10,17 +16,14 @@
 #include "arch/x86/irq.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
-#include "arch/x86/vectors.h"
-#include "arch/x86/clock.h"
-#include "lib/cmdline.h"
-#include "core/heap.h"
-#include "lib/kprintf.h"
-#include "lib/memlayout.h"
-#include "lib/panic.h"
 #include "arch/x86/percpu.h"
-#include "lib/string.h"
 #include "arch/x86/timer.h"
 #include "arch/x86/trampoline.h"
+#include "arch/x86/vectors.h"
+
+#include "core/grace.h"
+#include "core/heap.h"
+#include "core/spinlock.h"
 #include "core/vm.h"
 
 extern char __ap_trampoline_start[], __ap_trampoline_end[];

@@ -1,6 +1,8 @@
 // Test-and-test-and-set spinlocks with the interrupt flag saved and restored.
 #include "core/spinlock.h"
+
 #include "lib/panic.h"
+
 #include "arch/x86/percpu.h"
 
 uint64_t spin_lock_irqsave(struct spinlock *l)

@@ -1,5 +1,6 @@
 // Software-event accounting at context switches, and reading the totals.
 #include "core/swevent.h"
+
 #include "arch/x86/clock.h"
 #include "arch/x86/cpu.h"
 

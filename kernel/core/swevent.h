@@ -3,13 +3,14 @@
 // Each thread and each CPU keeps running totals of every enum pmc_sw_event
 // (lib/abi/pmc.h), always: an increment where the event happens costs less than
 // deciding whether anyone is counting it, and a counting PMC then only needs a
-// baseline (profile/pmc_counting.c). The hooks sit where the events happen:
+// baseline (pmc/hwpmc/kind_counting.c). The hooks sit where the events happen:
 //   switch_to (sched.c)          context switches, migrations, task-clock, and
 //                                the PMIs and ProfileTime ticks of the interval
 //   syscall_dispatch (syscall.c) system calls
 //   process_fault (process.c)    ring-3 page faults
 #pragma once
 #include "arch/x86/percpu.h"
+
 #include "core/sched.h"
 
 // On the switch from cur to next on c, at time now; ran_ns is how long cur ran.
@@ -36,7 +37,7 @@ uint64_t swevent_cpu_value(unsigned cpu, enum pmc_sw_event e);
 const char *swevent_name(enum pmc_sw_event e); // perf's name, "task-clock"
 
 // The rings a value is asked for: bit 0 ring 0, bit 1 ring 3 (the encoding
-// of pmc/profile_source.h's enum pmc_rings). Only task-clock tells them
+// of pmc/hal/profile_source.h's enum pmc_rings). Only task-clock tells them
 // apart: ring-3 time (arch/x86/ring_time.h) and the rest of the CPU time.
 #define SWEVENT_RING_KERNEL 1u
 #define SWEVENT_RING_USER   2u

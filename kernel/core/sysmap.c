@@ -14,14 +14,17 @@
 // purge comes when the window has no room, or when a leak check wants every
 // page back.
 #include "core/sysmap.h"
+
+#include "lib/memlayout.h"
+#include "lib/panic.h"
+#include "lib/param.h"
+
 #include "arch/x86/cpu.h"
+
 #include "core/mutex.h"
 #include "core/pmm.h"
 #include "core/smp.h"
 #include "core/vm.h"
-#include "lib/memlayout.h"
-#include "lib/panic.h"
-#include "lib/param.h"
 
 #define SYSMAP_BASE  0xFFFFFF0000000000ull // PML4 entry 510: below the kernel image's
 #define SYSMAP_PAGES (1ull << 18)          // 1 GiB: one page directory

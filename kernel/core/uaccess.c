@@ -1,9 +1,11 @@
 // User-memory access (see uaccess.h).
 #include "core/uaccess.h"
-#include "core/addrspace.h"
-#include "core/process.h"
+
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
+
+#include "core/addrspace.h"
+#include "core/process.h"
 
 int uaccess_copy(void *dst, const void *src, size_t n);
 

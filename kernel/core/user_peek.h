@@ -9,8 +9,9 @@
 // of Access Rights"): bracket the reads with user_peek_begin/user_peek_end,
 // with interrupts off.
 #pragma once
-#include "core/uaccess.h"
 #include "lib/types.h"
+
+#include "core/uaccess.h"
 
 static inline void user_peek_begin(void)
 {

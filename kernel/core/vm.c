@@ -5,13 +5,16 @@
 //   - the kernel image at KERNEL_VMA with 4 KiB pages: text read-only and
 //     executable, rodata read-only, data and bss writable, nothing both.
 #include "core/vm.h"
-#include "arch/x86/cpu.h"
-#include "arch/x86/cpuid.h"
+
 #include "lib/bootinfo.h"
 #include "lib/memlayout.h"
 #include "lib/panic.h"
-#include "core/pmm.h"
 #include "lib/string.h"
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/cpuid.h"
+
+#include "core/pmm.h"
 
 uint64_t kernel_cr3;
 uint64_t vm_direct_map_top; // physical addresses below it are mapped at DIRECT_MAP_BASE

@@ -1,5 +1,6 @@
 // ACPI: just enough to find the processors and interrupt controllers.
 #include "lib/acpi.h"
+
 #include "lib/kprintf.h"
 #include "lib/memlayout.h"
 #include "lib/string.h"

@@ -1,5 +1,6 @@
 // Kernel command-line lookup.
 #include "lib/cmdline.h"
+
 #include "lib/string.h"
 
 static char line[256];

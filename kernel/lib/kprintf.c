@@ -2,6 +2,7 @@
 // kprintf formats into a stack buffer and writes it to the console in one go,
 // under the console lock, so lines from different CPUs do not interleave.
 #include "lib/kprintf.h"
+
 #include "lib/string.h"
 
 struct out {

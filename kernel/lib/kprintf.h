@@ -4,6 +4,7 @@
 // width (or *), the '0', '-' and '#' flags, and precision for %s.
 #pragma once
 #include <stdarg.h>
+
 #include "lib/types.h"
 
 int kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

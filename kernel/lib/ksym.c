@@ -1,6 +1,7 @@
 // Symbol lookup over the kernel's ELF .symtab. The table is not sorted, so a
 // lookup is a linear scan: it only runs when printing a backtrace.
 #include "lib/ksym.h"
+
 #include "lib/elf.h"
 #include "lib/memlayout.h"
 #include "lib/string.h"

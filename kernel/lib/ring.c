@@ -1,5 +1,6 @@
 // The per-CPU record ring's reader side (see ring.h).
 #include "lib/ring.h"
+
 #include "lib/panic.h"
 
 void ring_init(struct ring *r, void *mem, uint32_t size, void *side, uint32_t side_size)

@@ -1,7 +1,7 @@
 // The per-CPU record ring: one byte array of variable-size log records, each
 // starting with a struct pmclog_header (lib/abi/pmclog.h), written by one CPU and
-// drained by one reader. The PMC log (profile/pmc_log.c) and `pmc
-// trace` (pmc/trace.c) each keep one per CPU.
+// drained by one reader. The PMC log (pmc/hwpmc/log.c) and `pmc
+// trace` (pmc/hal/trace.c) each keep one per CPU.
 //
 // Two free-running positions: head, bytes ever written, advanced only by the
 // ring's own CPU with interrupts off (a record is written in place first, then
@@ -36,8 +36,8 @@
 // which costs a cmpxchg in every reservation. The lost count is bumped with
 // one read-modify-write instruction, which an NMI cannot split.
 #pragma once
-#include "lib/abi/status.h"
 #include "lib/abi/pmclog.h"
+#include "lib/abi/status.h"
 #include "lib/types.h"
 
 #define RING_PAD          0      // a pad record's type: fills a ring's end; never handed out

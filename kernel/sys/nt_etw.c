@@ -4,15 +4,19 @@
 // (EventTraceProfileEventListInformation) of a logger, NtQuerySystemInformation
 // with the source list (EventTraceProfileSourceListInformation), and
 // NtPmcTraceLogger, this kernel's way to create and close a logger. The
-// loggers themselves are profile/cswitch_counters.c's.
+// loggers themselves are pmc/hwpmc/loggers.c's.
+#include "lib/string.h"
+
 #include "core/heap.h"
 #include "core/process.h"
 #include "core/swevent.h"
 #include "core/uaccess.h"
-#include "lib/string.h"
-#include "pmc/hal.h"
-#include "pmc/profile_source.h"
-#include "profile/cswitch_counters.h"
+
+#include "pmc/hal/hal.h"
+#include "pmc/hal/profile_source.h"
+
+#include "pmc/hwpmc/loggers.h"
+
 #include "sys/syscall.h"
 
 #define LIST_OFFSET 16 // of ProfileSource[] and HookId[]: after the class and the TraceHandle

@@ -1,14 +1,16 @@
 // The NtPmc* system calls: user memory and handles in, the PMC layer
-// object (profile/pmc_object.c) and the PMC log (profile/pmc_log.c)
+// object (pmc/hwpmc/pmc.c) and the PMC log (pmc/hwpmc/log.c)
 // behind. A PMC is called the same way whatever its kind.
 #include "core/handle.h"
 #include "core/process.h"
-#include "profile/cswitch_counters.h"
-#include "profile/pmc_object.h"
-#include "profile/pmc_log.h"
 #include "core/swevent.h"
-#include "sys/syscall.h"
 #include "core/uaccess.h"
+
+#include "pmc/hwpmc/log.h"
+#include "pmc/hwpmc/loggers.h"
+#include "pmc/hwpmc/pmc.h"
+
+#include "sys/syscall.h"
 
 #define SYS_CPU_LIMIT 64
 

@@ -1,13 +1,16 @@
 // hwpmc's administration and information operations as system calls
 // (FreeBSD sys/sys/pmc.h: PMC_OP_PMCADMIN, PMC_OP_GETCPUINFO,
 // PMC_OP_GETPMCINFO, PMC_OP_GETMODULEVERSION; pmccontrol(8) is their user):
-// user memory in and out, the privilege; the rows are pmc/rows.h's and
-// profile/pmc_admin.c decides.
+// user memory in and out, the privilege; the rows are pmc/hal/rows.h's and
+// pmc/hwpmc/admin.c decides.
 #include "core/heap.h"
 #include "core/process.h"
 #include "core/uaccess.h"
-#include "pmc/rows.h"
-#include "profile/pmc_admin.h"
+
+#include "pmc/hal/rows.h"
+
+#include "pmc/hwpmc/admin.h"
+
 #include "sys/syscall.h"
 
 // (cpu, row, state): only with the system-profile privilege, as hwpmc needs

@@ -9,13 +9,17 @@
 // The process may be NtCurrentProcess(), (HANDLE)-1, as on NT (handle_lookup
 // knows the pseudo-handles); a handle to anything but a process is
 // STATUS_OBJECT_TYPE_MISMATCH.
-#include "core/addrspace.h"
 #include "arch/x86/percpu.h"
-#include "pmc/hal.h"
+
+#include "core/addrspace.h"
 #include "core/process.h"
-#include "profile/ke_profile.h"
-#include "sys/syscall.h"
 #include "core/uaccess.h"
+
+#include "pmc/hal/hal.h"
+
+#include "pmc/ke/profile.h"
+
+#include "sys/syscall.h"
 
 #define SEGMENTED_LIMIT 0x10000 // BucketSize 0 below this meant a segmented profile (x86)
 

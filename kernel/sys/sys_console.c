@@ -1,10 +1,12 @@
 // System calls for the console: write to fd 1 and 2, read from fd 0, the
 // foreground process group and the interrupt mode (Ctrl-C, lib/abi/syscalls.h).
 #include "arch/x86/cpu.h"
+
 #include "core/console.h"
 #include "core/process.h"
-#include "sys/syscall.h"
 #include "core/uaccess.h"
+
+#include "sys/syscall.h"
 
 #define CHUNK 256
 

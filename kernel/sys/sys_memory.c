@@ -1,7 +1,8 @@
 // System calls for program memory: anonymous mappings.
 #include "core/process.h"
-#include "sys/syscall.h"
 #include "core/uaccess.h"
+
+#include "sys/syscall.h"
 
 #define MAX_MAP (1ull << 32) // one mapping at most 4 GiB
 

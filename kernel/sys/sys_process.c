@@ -1,11 +1,14 @@
 // System calls about processes: spawn, resume, wait, kill, exit, handles.
-#include "arch/x86/cpu.h"
+#include "lib/string.h"
+
 #include "arch/x86/clock.h"
+#include "arch/x86/cpu.h"
+
 #include "core/heap.h"
 #include "core/process.h"
-#include "lib/string.h"
-#include "sys/syscall.h"
 #include "core/uaccess.h"
+
+#include "sys/syscall.h"
 
 static struct process *me(void)
 {

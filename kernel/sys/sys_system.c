@@ -1,24 +1,28 @@
 // System calls about the machine: time, counters, CPUs, the ramdisk, power.
-#include "arch/x86/cpu.h"
+#include "lib/cmdline.h"
+#include "lib/string.h"
+
 #include "arch/x86/clock.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/percpu.h"
+#include "arch/x86/power.h"
+#include "arch/x86/timer.h"
+
 #include "core/grace.h"
 #include "core/heap.h"
-#include "core/smp.h"
-#include "core/sysmap.h"
 #include "core/irqoff.h"
 #include "core/object.h"
-#include "arch/x86/percpu.h"
 #include "core/pin.h"
 #include "core/pmm.h"
-#include "arch/x86/power.h"
 #include "core/process.h"
 #include "core/ramdisk.h"
-#include "lib/string.h"
-#include "sys/syscall.h"
-#include "lib/cmdline.h"
-#include "pmc/detect.h"
-#include "arch/x86/timer.h"
+#include "core/smp.h"
+#include "core/sysmap.h"
 #include "core/uaccess.h"
+
+#include "pmc/hal/detect.h"
+
+#include "sys/syscall.h"
 
 uint64_t do_SysClock(const uint64_t *a, struct trapframe *tf)
 {

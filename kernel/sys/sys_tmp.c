@@ -3,12 +3,14 @@
 // reads it). Names are "/tmp/" and then letters, digits, '.', '_' or '-';
 // files live until removed or the machine stops; all of them together hold at
 // most TMP_BYTES_MAX bytes. Every file is kmalloc'd, grown by doubling.
+#include "lib/string.h"
+
 #include "core/heap.h"
 #include "core/mutex.h"
 #include "core/process.h"
-#include "lib/string.h"
-#include "sys/syscall.h"
 #include "core/uaccess.h"
+
+#include "sys/syscall.h"
 
 #define PREFIX "/tmp/"
 

@@ -1,18 +1,21 @@
 // The system-call table and the path from syscall_entry to a handler.
 #include "sys/syscall.h"
+
 #include "arch/x86/cpu.h"
 #include "arch/x86/gdt.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/percpu.h"
 #include "arch/x86/ring_time.h"
 #include "arch/x86/trap.h"
+
 #include "core/grace.h"
 #include "core/handle.h"
 #include "core/process.h"
 #include "core/sched.h"
-#include "core/uaccess.h"
 #include "core/swevent.h"
-#include "profile/cswitch_counters.h"
+#include "core/uaccess.h"
+
+#include "pmc/hwpmc/loggers.h"
 
 struct syscall_entry_info {
     syscall_fn fn;

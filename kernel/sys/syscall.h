@@ -4,6 +4,7 @@
 #pragma once
 #include "lib/abi/status.h"
 #include "lib/abi/syscalls.h"
+
 #include "arch/x86/trapframe.h"
 
 typedef uint64_t (*syscall_fn)(const uint64_t *a, struct trapframe *tf);

@@ -1,22 +1,25 @@
 // Boot self-tests (test=boot) and deliberate failures (test=fault, test=panic)
 // that the QEMU test runner uses to prove the panic path works.
 #include "test/selftest.h"
-#include "arch/x86/cpu.h"
-#include "arch/x86/lapic.h"
-#include "arch/x86/vectors.h"
-#include "arch/x86/irq.h"
-#include "arch/x86/clock.h"
-#include "core/heap.h"
+
 #include "lib/kprintf.h"
 #include "lib/panic.h"
+#include "lib/string.h"
+
+#include "arch/x86/clock.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/irq.h"
+#include "arch/x86/lapic.h"
 #include "arch/x86/percpu.h"
+#include "arch/x86/qemu.h"
+#include "arch/x86/timer.h"
+#include "arch/x86/vectors.h"
+
+#include "core/heap.h"
 #include "core/pmm.h"
 #include "core/process.h"
-#include "arch/x86/qemu.h"
 #include "core/smp.h"
 #include "core/spinlock.h"
-#include "lib/string.h"
-#include "arch/x86/timer.h"
 
 static unsigned test_number, test_failures;
 

@@ -2,13 +2,16 @@
 // page faults (each covered by a fault fixup) and sends itself
 // a second NMI while still running: the second one must wait for the first
 // one's end (no nesting on the IST stack), and CR2 must be what it was.
-#include "test/selftest.h"
+#include "lib/kprintf.h"
+
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/nmi.h"
 #include "arch/x86/percpu.h"
+
 #include "core/uaccess.h"
-#include "lib/kprintf.h"
+
+#include "test/selftest.h"
 
 static volatile unsigned test_nmis;    // the test handler's calls
 static volatile unsigned seen_inside;  // test_nmis seen at the end of the first call

@@ -9,19 +9,23 @@
 //   - ProfileTime at 1,221, 10,000 and 78,125 (100 ns units) delivers the
 //     expected number of ticks on every CPU: within one tick with the kernel
 //     option icount (QEMU -icount shift=0,sleep=off), within 2% otherwise.
-#include "arch/x86/cpu.h"
-#include "arch/x86/lapic.h"
-#include "core/spinlock.h"
-#include "arch/x86/vectors.h"
-#include "arch/x86/clock.h"
 #include "lib/cmdline.h"
 #include "lib/kprintf.h"
 #include "lib/panic.h"
+
+#include "arch/x86/clock.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/lapic.h"
 #include "arch/x86/percpu.h"
-#include "pmc/hal.h"
-#include "pmc/pmi.h"
-#include "test/selftest.h"
 #include "arch/x86/timer.h"
+#include "arch/x86/vectors.h"
+
+#include "core/spinlock.h"
+
+#include "pmc/hal/hal.h"
+#include "pmc/hal/pmi.h"
+
+#include "test/selftest.h"
 
 static volatile uint64_t ticks[MAX_CPUS];
 static volatile uint64_t per_source[ProfileSourceCount], bad_ips, kernel_ips;

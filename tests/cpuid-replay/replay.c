@@ -1,4 +1,4 @@
-// build/cpuid-replay FILE...: the kernel's PMU detection (kernel/pmc/detect.c
+// build/cpuid-replay FILE...: the kernel's PMU detection (kernel/pmc/hal/detect.c
 // and the interface it chooses, set up and initialized by pmc_init) run over
 // real processors' CPUID, read from AIDA64 dumps, on the register-level PMU
 // model (tests/pmc/pmu_model.c) as a bare-metal machine with those leaves.
@@ -29,10 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pmc/counter_table.h"
-#include "pmc/detect.h"
-#include "pmc/hal_interface.h"
-#include "pmc/pmc.h"
+#include "pmc/hal/counters.h"
+#include "pmc/hal/detect.h"
+#include "pmc/hal/hal_interface.h"
+#include "pmc/hal/pmu.h"
 #include "pmu_model.h"
 #include "tap.h"
 

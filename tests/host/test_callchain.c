@@ -1,4 +1,4 @@
-// kernel/profile/callchain.c on the host: where a kernel-mode sample finds
+// kernel/pmc/hwpmc/callchain.c on the host: where a kernel-mode sample finds
 // the user's registers of the thread it interrupted. A thread in the kernel
 // through timer_entry's user-work path (vectors.asm) has a lean frame at the
 // top of its kernel stack, not a struct trapframe: its ring-3 rbp is the
@@ -13,7 +13,7 @@
 #include "core/user_peek.h"
 #include "harness.h"
 #include "lib/param.h"
-#include "profile/callchain.h"
+#include "pmc/hwpmc/callchain.h"
 
 #define USER_IP 0x401234ull
 

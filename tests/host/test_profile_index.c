@@ -1,4 +1,4 @@
-// The address index of started profiles (kernel/profile/profile_index.c):
+// The address index of started profiles (kernel/pmc/ke/profile_index.c):
 // lookups at range and granule boundaries, overlapping and wide ranges, the
 // answer's interval [lo, hi] and reusable flag, set changes, and the
 // dead-profile stand-in when memory runs out, against a brute-force model.
@@ -9,8 +9,8 @@
 #include <string.h>
 #include "harness.h"
 #include "core/heap.h"
-#include "profile/ke_profile.h"
-#include "profile/profile_index.h"
+#include "pmc/ke/profile.h"
+#include "pmc/ke/profile_index.h"
 #include "../xorshift.h"
 
 unsigned ncpus = 5; // the per-CPU sample counters each set carries
@@ -18,7 +18,7 @@ unsigned ncpus = 5; // the per-CPU sample counters each set carries
 #define GRANULE (1ull << PROFILE_GRANULE_SHIFT)
 #define MiB     (1ull << 20)
 
-// ---- the heap profile_index.c allocates from ----
+// ---- the heap ke/profile_index.c allocates from ----
 
 static int fail_next_alloc; // the next kmalloc (kzalloc) returns NULL
 static long live_allocs;
@@ -286,7 +286,7 @@ static void dead_profile(void)
 // ---- the set's own sample counters ----
 
 // A process-scope set counts the samples that found it, one counter per CPU
-// (ke_profile.c hands them to its profiles when it is replaced): each new set
+// (ke/profile.c hands them to its profiles when it is replaced): each new set
 // starts from zero, and the counters share no byte with the entries or the
 // granule table, so a sample's count cannot change a lookup's answer.
 static void sample_counters(void)

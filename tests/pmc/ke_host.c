@@ -1,4 +1,4 @@
-// What the PMC object (kernel/profile/pmc_*.c) and the counting log need
+// What the PMC object (kernel/pmc/hwpmc/) and the counting log need
 // from the rest of the kernel, for the hosted tests: CPUs with a current
 // thread, processes with their profile-layer area, process and switch
 // watchers, objects, the profile-source reference count, and a sample log
@@ -13,11 +13,11 @@
 #include "core/sched.h"
 #include "core/spinlock.h"
 #include "lib/panic.h"
-#include "pmc/hal.h"
-#include "profile/ke_profile.h"
-#include "profile/profile_state.h"
-#include "profile/pmc_log.h"
-#include "profile/sample_plan.h"
+#include "pmc/hal/hal.h"
+#include "pmc/ke/profile.h"
+#include "pmc/ke/profile_state.h"
+#include "pmc/hwpmc/log.h"
+#include "pmc/ke/sample.h"
 #include "pmu_model.h"
 #include "tap.h"
 
@@ -223,7 +223,7 @@ void pmc_log_offcpu(const struct sample_origin *o, const struct intr_frame *f, u
     ke_host_log.records[PMCLOG_OFFCPU < 16 ? PMCLOG_OFFCPU : 0]++;
 }
 
-// As kernel/profile/pmc_log.c's: the writes counted per CPU, and a record
+// As kernel/pmc/hwpmc/log.c's: the writes counted per CPU, and a record
 // not written when one was written since its mark.
 static uint32_t log_writes[MAX_CPUS];
 

@@ -1,10 +1,10 @@
-// The hosted stand-ins for what the PMC object (kernel/profile/pmc_*.c) needs
+// The hosted stand-ins for what the PMC object (kernel/pmc/hwpmc/) needs
 // above the PMU model: CPUs running threads, processes, context switches, the
 // scheduler tick, and a sample log that counts what it is given.
 #pragma once
 #include "arch/x86/percpu.h"
 #include "core/process.h"
-#include "profile/pmc_object.h"
+#include "pmc/hwpmc/pmc.h"
 
 // n CPUs, each running its idle thread; no tick hook.
 void ke_host_reset(unsigned n);

@@ -2,7 +2,7 @@
 #
 # Included by the top Makefile; also usable alone:
 #   make -f tests/pmc/pmc.mk test-pmc-host
-# Builds the real kernel/pmc/*.c (and kernel/profile/pmc_*.c, the counting
+# Builds the real kernel/pmc/hal/*.c (and kernel/pmc/hwpmc/*.c, the counting
 # PMCs above them, with tests/pmc/ke_host.c standing in for the processes and
 # the scheduler; kernel/lib/ring.c, the trace's rings) with the model and
 # tests, once with each compiler in PMC_HOST_CCS, under ASan and UBSan, and
@@ -15,10 +15,10 @@ PMC_BUILD ?= $(or $(BUILD),build)/tests/pmc
 PMC_HOST_CCS ?= gcc clang
 PMC_HOST_CFLAGS := -std=c11 -O1 -Wall -Wextra -Werror -g -fno-omit-frame-pointer \
     -fsanitize=address,undefined -fno-sanitize-recover=all -DKERNEL_HOSTED -iquote kernel
-PMC_KERNEL_SRCS := $(wildcard kernel/pmc/*.c) kernel/profile/pmc_object.c kernel/profile/pmc_admin.c kernel/profile/pmc_counting.c kernel/profile/pmc_sampling.c kernel/profile/cswitch_counters.c \
+PMC_KERNEL_SRCS := $(wildcard kernel/pmc/hal/*.c) kernel/pmc/hwpmc/pmc.c kernel/pmc/hwpmc/admin.c kernel/pmc/hwpmc/kind_counting.c kernel/pmc/hwpmc/kind_sampling.c kernel/pmc/hwpmc/loggers.c \
     kernel/lib/ring.c
 PMC_TEST_SRCS := $(wildcard tests/pmc/*.c)
-PMC_HOST_DEPS := $(PMC_KERNEL_SRCS) $(PMC_TEST_SRCS) $(wildcard kernel/pmc/*.h) \
+PMC_HOST_DEPS := $(PMC_KERNEL_SRCS) $(PMC_TEST_SRCS) $(wildcard kernel/pmc/*/*.h) \
     $(wildcard tests/pmc/*.h) $(wildcard kernel/*/*.h) $(wildcard kernel/arch/x86/*.h) \
     tests/pmc/pmc.mk
 PMC_HOST_BINS := $(foreach cc,$(PMC_HOST_CCS),$(PMC_BUILD)/pmc_test.$(cc))

@@ -12,14 +12,14 @@
 #include "core/grace.h"
 #include "arch/x86/trapframe.h"
 #include "arch/x86/nmi.h"
-#include "pmc/pmi.h"
+#include "pmc/hal/pmi.h"
 #include "arch/x86/vectors.h"
 #include "arch/x86/clock.h"
 #include "core/heap.h"
 #include "core/uaccess.h"
 #include "lib/kprintf.h"
 #include "arch/x86/percpu.h"
-#include "pmc/pmc.h"
+#include "pmc/hal/pmu.h"
 #include "core/smp.h"
 #include "core/spinlock.h"
 #include "tap.h"
@@ -1417,7 +1417,7 @@ void timer_periodic_stats(unsigned cpu, enum timer_slot slot, uint64_t *count, u
     *missed = 0;
 }
 
-// No command line in the model (pmi.c reads pmi=): tests set pmc_pmi_as_nmi.
+// No command line in the model (hal/pmi.c reads pmi=): tests set pmc_pmi_as_nmi.
 bool cmdline_get(const char *key, char *buf, size_t size)
 {
     (void)key, (void)buf, (void)size;

@@ -1,12 +1,12 @@
-// Rows and their administration on the PMU model (kernel/pmc/rows.c,
-// counting.c's pmc_row_admin_counter, kernel/profile/pmc_admin.c): a counter
+// Rows and their administration on the PMU model (kernel/pmc/hal/rows.c,
+// hal/counts.c's pmc_row_admin_counter, kernel/pmc/hwpmc/admin.c): a counter
 // row disabled on one CPU is left alone by sampling there and by every
 // counting reservation, a row in use cannot be disabled, the timer row keeps
 // ProfileTime off its CPU, and enabling gives each back.
 #include "ke_host.h"
-#include "pmc/rows.h"
-#include "profile/pmc_admin.h"
-#include "profile/pmc_sampling.h"
+#include "pmc/hal/rows.h"
+#include "pmc/hwpmc/admin.h"
+#include "pmc/hwpmc/kind_sampling.h"
 #include "tests.h"
 
 static struct process proc;

@@ -1,16 +1,16 @@
-// Counting on the hardware counters (pmc/counting.h) against the model: rows
+// Counting on the hardware counters (pmc/hal/counts.h) against the model: rows
 // reserved per scope beside sampling, values saved and restored across
 // context switches and migrations, multiplexing, counter widths, ring-3
 // rdpmc, counting through PMIs, and the PMI path's own events.
 //
-// counting.c runs on "the current CPU with interrupts off": every per-CPU call
-// goes through model_on_cpu. Times passed to counting.c are the test's own
+// hal/counts.c runs on "the current CPU with interrupts off": every per-CPU call
+// goes through model_on_cpu. Times passed to hal/counts.c are the test's own
 // clock, so that the model's MSR costs do not enter the expected figures.
 #include <stdio.h>
 #include <string.h>
 #include "arch/x86/cpu.h"
 #include "arch/x86/msr.h"
-#include "pmc/counting.h"
+#include "pmc/hal/counts.h"
 #include "tests.h"
 
 #define UIP 0x401000ull           // where user-mode events retire
@@ -47,7 +47,7 @@ static const char *scope_name(enum pmc_row_scope s)
     return s == PMC_ROW_THREAD ? "THREAD" : s == PMC_ROW_SYSTEM ? "SYSTEM" : "FREE";
 }
 
-// ---- counting.c's per-CPU operations, run as code on a model CPU ----
+// ---- hal/counts.c's per-CPU operations, run as code on a model CPU ----
 
 enum op { OP_IN, OP_OUT, OP_SYNC, OP_TICK, OP_MUX, OP_PCE };
 

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "arch/x86/cpu.h"
-#include "pmc/counting.h"
+#include "pmc/hal/counts.h"
 #include "tests.h"
 #include "../xorshift.h"
 
@@ -49,7 +49,7 @@ static uint64_t counter_value(unsigned cpu, unsigned i)
                                                : model_gp_ctr(cpu, pmc_hw[i].number);
 }
 
-// counting.c's per-CPU calls, with this CPU's interrupts off.
+// hal/counts.c's per-CPU calls, with this CPU's interrupts off.
 static void in_out(struct world *w, struct pmc_count *c, bool in)
 {
     uint64_t f = irq_save();
@@ -91,7 +91,7 @@ static void reader_reads(struct world *w, unsigned cpu)
 // What a CPU runs: nothing (idle), its own victim process (its count of
 // branches and two of reference cycles), or the reader, which runs on one CPU
 // at a time and is switched in only once its switch-out elsewhere has
-// completed (the scheduler's rule, which counting.c relies on: a count is
+// completed (the scheduler's rule, which hal/counts.c relies on: a count is
 // wanted on one CPU at a time).
 static void victim_in_out(struct world *w, unsigned cpu, bool in)
 {

@@ -4,12 +4,12 @@
 // loaded, and never re-arms one being stopped; a logger record written after
 // an NMI's in the log holds no older values; a count attached to a process
 // that runs now counts from the attach.
-// Each behaviour is driven through the real kernel/pmc and kernel/profile
+// Each behaviour is driven through the real kernel/pmc/hal and kernel/pmc/hwpmc
 // sources over the PMU model, as the system calls and the scheduler reach it.
 #include <stdio.h>
 #include "ke_host.h"
-#include "pmc/counting.h"
-#include "profile/cswitch_counters.h"
+#include "pmc/hal/counts.h"
+#include "pmc/hwpmc/loggers.h"
 #include "tests.h"
 
 #define USER_IP 0x401000ull

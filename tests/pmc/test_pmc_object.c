@@ -1,14 +1,14 @@
-// The PMC object end to end: kernel/profile/pmc_object.c and its kinds over
-// kernel/pmc/counting.c over the PMU model. Hardware counting with context
+// The PMC object end to end: kernel/pmc/hwpmc/pmc.c and its kinds over
+// kernel/pmc/hal/counts.c over the PMU model. Hardware counting with context
 // switches, migrations, process exit, multiplexing on the scheduler tick and
 // ring-3 rdpmc; then what every kind shares: one ID space, the operations a
 // kind does not have, attach and detach, and the release path.
 #include "arch/x86/cpu.h"
 #include "core/grace.h"
 #include "ke_host.h"
-#include "profile/cswitch_counters.h"
-#include "pmc/counting.h"
-#include "profile/pmc_sampling.h"
+#include "pmc/hwpmc/loggers.h"
+#include "pmc/hal/counts.h"
+#include "pmc/hwpmc/kind_sampling.h"
 #include "tests.h"
 
 #define USER_IP 0x401000ull

@@ -6,12 +6,12 @@
 #include <string.h>
 #include "arch/x86/cpu.h"
 #include "arch/x86/msr.h"
-#include "pmc/counting.h"
+#include "pmc/hal/counts.h"
 #include "tests.h"
 
 #define UIP 0x401000ull // where user-mode events retire
 
-// ---- counting.c's per-CPU calls, run as code on a model CPU ----
+// ---- hal/counts.c's per-CPU calls, run as code on a model CPU ----
 
 struct count_call {
     bool in;

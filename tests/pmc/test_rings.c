@@ -10,7 +10,7 @@
 // PERF_CTR0-2 events) and a machine without a PMU.
 #include <stdio.h>
 #include "arch/x86/msr.h"
-#include "pmc/counting.h"
+#include "pmc/hal/counts.h"
 #include "tests.h"
 
 #define UIP 0x401000ull           // where user-mode events retire

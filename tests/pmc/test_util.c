@@ -3,7 +3,7 @@
 #include <string.h>
 #include "arch/x86/percpu.h"
 #include "ke_host.h"
-#include "profile/pmc_sampling.h"
+#include "pmc/hwpmc/kind_sampling.h"
 #include "tests.h"
 
 struct samples samples;

@@ -1,13 +1,13 @@
 // Shared helpers for the hosted pmc tests.
 #pragma once
 #include "lib/abi/profile.h"
-#include "pmc/counter_table.h"
-#include "pmc/detect.h"
-#include "pmc/hal.h"
-#include "pmc/hal_interface.h"
-#include "pmc/pmc.h"
-#include "pmc/pmi.h"
-#include "pmc/trace.h"
+#include "pmc/hal/counters.h"
+#include "pmc/hal/detect.h"
+#include "pmc/hal/hal.h"
+#include "pmc/hal/hal_interface.h"
+#include "pmc/hal/pmu.h"
+#include "pmc/hal/pmi.h"
+#include "pmc/hal/trace.h"
 #include "pmu_model.h"
 #include "tap.h"
 

@@ -8,13 +8,14 @@
 // those lines into `%define NAME (VALUE)` in $(BUILD)/asm-offsets.inc, which
 // the .asm files %include. Linux derives its assembly offsets the same way
 // (Kbuild's asm-offsets: include/linux/kbuild.h, arch/x86/kernel/asm-offsets.c).
+#include "lib/param.h"
+#include "lib/types.h"
+
 #include "arch/x86/gdt.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/percpu.h"
 #include "arch/x86/trampoline.h"
 #include "arch/x86/trapframe.h"
-#include "lib/param.h"
-#include "lib/types.h"
 
 #define ASM_CONST(name, value) \
     __asm__ volatile("\n.ascii \"=asm-const " #name " %c0\"" : : "i"((long long)(value)))

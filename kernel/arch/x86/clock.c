@@ -4,13 +4,15 @@
 // hypervisor's leaf 0x40000010 for both). Otherwise both are measured together
 // against PIT channel 2 (1,193,182 Hz) over CALIBRATE_MS.
 #include "arch/x86/clock.h"
+
+#include "lib/kprintf.h"
+#include "lib/panic.h"
+#include "lib/param.h"
+
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/vectors.h"
-#include "lib/kprintf.h"
-#include "lib/panic.h"
-#include "lib/param.h"
 
 #define PIT_HZ 1193182ull
 

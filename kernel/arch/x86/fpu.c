@@ -1,7 +1,9 @@
 // Enabling SSE for user programs and the initial register state.
 #include "arch/x86/fpu.h"
-#include "arch/x86/cpu.h"
+
 #include "lib/string.h"
+
+#include "arch/x86/cpu.h"
 
 #define CR0_MP         (1u << 1)
 #define CR0_EM         (1u << 2)

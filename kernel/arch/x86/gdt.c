@@ -2,9 +2,11 @@
 // ring-0 stack and IST stacks for NMI, double fault and machine check, so those
 // run on a known-good stack whatever state the interrupted code left).
 #include "arch/x86/gdt.h"
+
 #include "lib/panic.h"
-#include "arch/x86/percpu.h"
 #include "lib/string.h"
+
+#include "arch/x86/percpu.h"
 
 struct gdt {
     uint64_t entry[5];

@@ -1,8 +1,10 @@
 // One IDT for all CPUs: 256 interrupt gates into the stubs of vectors.asm.
 #include "arch/x86/idt.h"
+
+#include "lib/types.h"
+
 #include "arch/x86/gdt.h"
 #include "arch/x86/vectors.h"
-#include "lib/types.h"
 
 struct gate {
     uint16_t offset_lo;

@@ -1,12 +1,13 @@
 // IOAPIC: routes legacy ISA interrupts (serial, keyboard) to the boot CPU,
 // honouring the MADT's interrupt source overrides (ISA IRQ 0 is usually GSI 2).
 #include "lib/acpi.h"
-#include "arch/x86/irq.h"
-#include "arch/x86/lapic.h"
-#include "arch/x86/vectors.h"
 #include "lib/kprintf.h"
 #include "lib/memlayout.h"
+
+#include "arch/x86/irq.h"
+#include "arch/x86/lapic.h"
 #include "arch/x86/percpu.h"
+#include "arch/x86/vectors.h"
 
 #define IOREGSEL         0x00
 #define IOWIN            0x10

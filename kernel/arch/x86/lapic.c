@@ -3,13 +3,15 @@
 // x2APIC is used when CPUID offers it (KVM -cpu host does; QEMU TCG does not):
 // its registers are MSRs 0x800 + offset/16 and the ICR is a single 64-bit MSR.
 #include "arch/x86/lapic.h"
+
 #include "lib/acpi.h"
+#include "lib/cmdline.h"
+#include "lib/memlayout.h"
+
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/vectors.h"
-#include "lib/cmdline.h"
-#include "lib/memlayout.h"
 
 volatile uint32_t *lapic_mmio;
 bool lapic_x2;

@@ -1,9 +1,11 @@
 // The NMI dispatcher (see nmi.h).
 #include "arch/x86/nmi.h"
+
+#include "lib/param.h"
+
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/percpu.h"
-#include "lib/param.h"
 
 static nmi_handler_t handlers[NMI_HANDLERS];
 static unsigned nhandlers;

@@ -21,8 +21,9 @@
 // before it read CR2, and itself takes a page fault, would give it the wrong
 // address (arch/x86/kernel/nmi.c does the same).
 #pragma once
-#include "arch/x86/trapframe.h"
 #include "lib/types.h"
+
+#include "arch/x86/trapframe.h"
 
 // A handler of one NMI source: called on every NMI of its CPU, in
 // registration order, with interrupts off and NMIs blocked. Must not take

@@ -1,5 +1,6 @@
 // Per-CPU data: the array and the GS base that points each CPU at its entry.
 #include "arch/x86/percpu.h"
+
 #include "arch/x86/msr.h"
 
 struct cpu cpus[MAX_CPUS];

@@ -1,9 +1,11 @@
 // ACPI soft-off (S5): write SLP_TYPa | SLP_EN to PM1a_CNT (and PM1b_CNT).
 #include "arch/x86/power.h"
+
 #include "lib/acpi.h"
-#include "arch/x86/cpu.h"
-#include "arch/x86/clock.h"
 #include "lib/kprintf.h"
+
+#include "arch/x86/clock.h"
+#include "arch/x86/cpu.h"
 
 #define SLP_EN (1u << 13)
 

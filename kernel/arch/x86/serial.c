@@ -1,5 +1,6 @@
 // COM1 at 115200 8N1.
 #include "arch/x86/serial.h"
+
 #include "arch/x86/cpu.h"
 #include "arch/x86/irq.h"
 

@@ -1,18 +1,20 @@
 // Per-CPU periodic timers on one LAPIC timer (see timer.h for the contract).
 #include "arch/x86/timer.h"
+
+#include "lib/cmdline.h"
+#include "lib/panic.h"
+#include "lib/string.h"
+
+#include "arch/x86/clock.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
+#include "arch/x86/irq.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
-#include "arch/x86/vectors.h"
-#include "arch/x86/clock.h"
-#include "lib/panic.h"
+#include "arch/x86/nmi.h"
 #include "arch/x86/percpu.h"
 #include "arch/x86/trap.h"
-#include "arch/x86/irq.h"
-#include "arch/x86/nmi.h"
-#include "lib/cmdline.h"
-#include "lib/string.h"
+#include "arch/x86/vectors.h"
 
 // A running slot's expiries since its start are (deadline - origin) / period - 1:
 // the deadline only ever moves by whole periods, so the interrupt keeps no count.

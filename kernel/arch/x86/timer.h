@@ -8,8 +8,9 @@
 // timer is armed one-shot (or in TSC-deadline mode when the CPU has it) for the
 // earliest deadline; its interrupt enters through vectors.asm's timer_entry.
 #pragma once
-#include "arch/x86/trapframe.h"
 #include "lib/types.h"
+
+#include "arch/x86/trapframe.h"
 
 enum timer_slot {
     TIMER_SLOT_SCHED = 0,   // scheduler tick, SCHED_TICK_HZ

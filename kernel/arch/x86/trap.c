@@ -3,14 +3,15 @@
 // Exceptions (0-31) in the kernel are fatal unless a fault fixup covers the
 // faulting instruction (NMIs have their own entry: nmi.h).
 // Everything else goes through the dispatch table to its handler, then EOI.
+#include "lib/panic.h"
+
 #include "arch/x86/cpu.h"
 #include "arch/x86/irq.h"
 #include "arch/x86/lapic.h"
-#include "arch/x86/vectors.h"
-#include "lib/panic.h"
 #include "arch/x86/percpu.h"
 #include "arch/x86/ring_time.h"
 #include "arch/x86/trap.h"
+#include "arch/x86/vectors.h"
 
 static const char *const exception_names[32] = {
     [0] = "divide error",

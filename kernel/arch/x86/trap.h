@@ -15,7 +15,7 @@ extern trap_hook_t trap_user_exception_hook;
 
 // Asked first about a #GP from ring 3: true when it emulated the faulting
 // instruction (tf updated, the program resumes). The PMC code installs it
-// for ring-3 rdpmc while CR4.PCE is off (pmc/counting.c).
+// for ring-3 rdpmc while CR4.PCE is off (pmc/hal/counts.c).
 extern bool (*trap_user_gp_hook)(struct trapframe *tf);
 
 // The way back to ring 3, which every interrupt and system call from there

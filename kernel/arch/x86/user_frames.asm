@@ -7,7 +7,7 @@
 ; while next > fp as signed numbers: frames only go up the stack, and a
 ; kernel-half address is negative, so it is never followed; the walk stops at
 ; main's frame (next = 0), at a loop or garbage, and when out reaches end.
-; fp itself must already be a user-half address (callchain.h checks the first
+; fp itself must already be a user-half address (hwpmc/callchain.h checks the first
 ; one). A read that faults (an unmapped page, or a non-canonical address: #PF
 ; or #GP) resumes through .fixup_table at .fault (trap.c's fault_fixup).
 ; With SMAP on the caller brackets the call with stac/clac.

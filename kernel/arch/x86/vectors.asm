@@ -155,7 +155,7 @@ timer_entry:
     iretq
 ; While the hook runs, this thread's user registers are in the lean frame,
 ; not in a struct trapframe: a sample taken meanwhile finds them by the hook's
-; return address just below it (profile/callchain.c).
+; return address just below it (pmc/hwpmc/callchain.c).
 .user_work:
     call timer_user_work                ; trap.c: the hook, with ring-3 time stopped
 global timer_user_work_return

@@ -1,7 +1,9 @@
 // VGA text console: light grey on black, scrolls, hardware cursor follows.
 #include "arch/x86/vga.h"
-#include "arch/x86/cpu.h"
+
 #include "lib/memlayout.h"
+
+#include "arch/x86/cpu.h"
 
 #define COLS 80
 #define ROWS 25

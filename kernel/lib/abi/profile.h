@@ -61,7 +61,7 @@ struct sys_profile_source {
     char units[16];  // "100ns" for ProfileTime, "events" otherwise
     char reason[64]; // why it is unsupported ("" when supported)
     // The counters it may use (HalQuerySystemInformation's
-    // HalProfileSourceCounterInformation, kernel/pmc/hal.h): bit n of
+    // HalProfileSourceCounterInformation, kernel/pmc/hal/hal.h): bit n of
     // gp_counters is general-purpose counter n (Intel IA32_PMCn, AMD
     // PERF_CTRn), bit n of fixed_counters Intel's IA32_FIXED_CTRn; both 0
     // when no counter can (ProfileTime runs on the LAPIC timer).

@@ -6,11 +6,11 @@
 #include "explore.h"
 #include "arch/x86/clock.h"
 #include "arch/x86/cpu.h"
-#include "profile/ke_profile.h"
+#include "pmc/ke/profile.h"
 #include "ke_host.h"
-#include "pmc/counting.h"
-#include "profile/cswitch_counters.h"
-#include "profile/pmc_admin.h"
+#include "pmc/hal/counts.h"
+#include "pmc/hwpmc/loggers.h"
+#include "pmc/hwpmc/admin.h"
 #include "tests.h"
 
 #define USER_IP   0x401000ull
@@ -48,7 +48,7 @@ void ex_setup(const struct ex_variant *v)
 }
 
 // The profile interrupt's sample, as the kernel's profile layer takes it: the
-// SampledProfile hook fires for the loggers (kernel/profile/sample_plan.c).
+// SampledProfile hook fires for the loggers (kernel/pmc/ke/sample.c).
 static void on_sample(KPROFILE_SOURCE source, const struct intr_frame *f)
 {
     (void)f;

@@ -5,9 +5,9 @@
 #include "explore.h"
 #include "arch/x86/msr.h"
 #include "ke_host.h"
-#include "pmc/counting.h"
-#include "pmc/pmi.h"
-#include "profile/pmc_object.h"
+#include "pmc/hal/counts.h"
+#include "pmc/hal/pmi.h"
+#include "pmc/hwpmc/pmc.h"
 #include "tests.h"
 
 static bool fail(char *msg, unsigned size, const char *fmt, ...)

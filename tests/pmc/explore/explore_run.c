@@ -5,7 +5,7 @@
 #include <string.h>
 #include "explore.h"
 #include "ke_host.h"
-#include "pmc/pmi.h"
+#include "pmc/hal/pmi.h"
 #include "tests.h"
 
 #define NMI_IP 0xFFFFFFFF80100400ull // the interrupted kernel code

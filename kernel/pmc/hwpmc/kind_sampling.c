@@ -1,0 +1,397 @@
+// The sampling kinds of the PMC object: ProfileTime's ticks and a PMU
+// event's overflows, both delivered by the HAL to the sample fan-out
+// (ke/sample.c), which hands each PMC that samples there its share of
+// the samples, as log records (hwpmc/log.c).
+//
+// A sampling PMC runs its source through the same reference count as NT
+// profile objects (KeReferenceProfileSource), so `profile run` and `profile
+// record` can sample at once. Started sampling PMCs form an immutable array,
+// the running set, replaced whole on start and stop and read without locks by
+// the interrupt; a replacement is followed by a barrier (pmc_barrier), after
+// which no CPU still reads the old array or a stopped PMC.
+#include "pmc/hwpmc/kind_sampling.h"
+
+#include "lib/string.h"
+
+#include "arch/x86/clock.h"
+#include "arch/x86/percpu.h"
+
+#include "core/heap.h"
+#include "core/process.h"
+#include "core/sched.h"
+#include "core/spinlock.h"
+
+#include "pmc/hal/hal.h"
+
+#include "pmc/hwpmc/log.h"
+#include "pmc/ke/profile.h"
+#include "pmc/ke/sample.h"
+
+struct pmc_set {
+    unsigned n;
+    struct pmc *p[];
+};
+
+static struct pmc_set *running_set; // NULL when none runs
+
+// --- the sample path (interrupt context) ----------------------------------------
+
+// Whether m samples this CPU (bit) for source while pr runs: *tg is then its
+// target (NULL at system scope).
+static bool samples_here(const struct pmc *m, KPROFILE_SOURCE source, uint64_t bit,
+                         const struct process *pr, struct pmc_target **tg)
+{
+    *tg = NULL;
+    if (m->a.source != source || !(m->cpus & bit))
+        return false;
+    return !pmc_process_scope(m) || (pr && (*tg = pmc_target_of(m, pr)));
+}
+
+// A sample counts for e's PMC when its IP is in one of the PMC's rings (a
+// hardware counter counts only those, but a PMI may arrive after the CPU
+// changed rings) and it is the period-th such tick on this CPU.
+static inline bool take(const struct pmc_plan_entry *e, bool user)
+{
+    if (!e->in_ring[user])
+        return false;
+    uint64_t *phase = e->phase, ticks = *phase + 1;
+    if (ticks < e->period) {
+        *phase = ticks;
+        return false;
+    }
+    *phase = 0;
+    (*e->samples)++; // one thread per process: one CPU at a time
+    (*e->slice)++;
+    return true;
+}
+
+static uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64))); // system scope
+
+static void make_entry(struct pmc_plan_entry *e, struct pmc *m, struct pmc_target *tg,
+                       const struct process *pr, unsigned cpu)
+{
+    bool chain = (m->a.flags & PMC_F_CALLCHAIN) != 0;
+    uint32_t pid = pr ? pr->pid : 0;
+    e->origin = (struct sample_origin){pid,
+                                       pid,
+                                       m->id,
+                                       (uint16_t)cpu,
+                                       (uint16_t)m->a.source,
+                                       chain,
+                                       chain ? PMCLOG_SAMPLE_CHAIN : 0};
+    unsigned rings = pmc_rings(&m->a);
+    e->in_ring[0] = (rings & PMC_RING_OS) != 0;
+    e->in_ring[1] = (rings & PMC_RING_USR) != 0;
+    e->period = m->s.period;
+    e->phase = &m->s.phase[cpu];
+    e->slice = &m->s.slice[cpu];
+    e->samples = tg ? &tg->samples : &samples_sink[cpu][0];
+}
+
+bool pmc_plan_make(struct pmc_plan *pp, KPROFILE_SOURCE source, const struct process *pr,
+                   unsigned cpu)
+{
+    const struct pmc_set *set = __atomic_load_n(&running_set, __ATOMIC_ACQUIRE);
+    pp->n = 0;
+    for (unsigned i = 0; set && i < set->n; i++) {
+        struct pmc_target *tg;
+        if (!samples_here(set->p[i], source, 1ull << cpu, pr, &tg))
+            continue;
+        if (pp->n == PMC_PLAN_MAX)
+            return false;
+        make_entry(&pp->e[pp->n++], set->p[i], tg, pr, cpu);
+    }
+    return true;
+}
+
+// A plan of several PMCs (rare): each in turn.
+static __attribute__((noinline)) void sample_each(const struct pmc_plan *pp,
+                                                  const struct intr_frame *f)
+{
+    bool user = intr_from_user(f);
+    for (unsigned i = 0; i < pp->n; i++)
+        if (take(&pp->e[i], user))
+            pmc_log_sample(&pp->e[i].origin, f, user);
+}
+
+// Usually one PMC: its record is then this function's last act, a tail call.
+void pmc_plan_sample(const struct pmc_plan *pp, const struct intr_frame *f)
+{
+    if (pp->n > 1) {
+        sample_each(pp, f);
+        return;
+    }
+    bool user = intr_from_user(f);
+    if (take(&pp->e[0], user))
+        pmc_log_sample(&pp->e[0].origin, f, user);
+}
+
+void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f)
+{
+    const struct pmc_set *set = __atomic_load_n(&running_set, __ATOMIC_ACQUIRE);
+    unsigned cpu = cpu_id();
+    const struct process *pr = this_cpu()->current_process;
+    bool user = intr_from_user(f);
+    for (unsigned i = 0; set && i < set->n; i++) {
+        struct pmc_target *tg;
+        struct pmc_plan_entry e;
+        if (!samples_here(set->p[i], source, 1ull << cpu, pr, &tg))
+            continue;
+        make_entry(&e, set->p[i], tg, pr, cpu);
+        if (take(&e, user))
+            pmc_log_sample(&e.origin, f, user);
+    }
+}
+
+// --- the running set -------------------------------------------------------------
+
+// Publish a copy of the running set with add added or remove removed.
+static NTSTATUS set_change(struct pmc *add, struct pmc *remove)
+{
+    const struct pmc_set *old = running_set;
+    unsigned n = old ? old->n : 0, k = 0;
+    if (add && n >= PMC_MAX_RUNNING)
+        return STATUS_PMC_TOO_MANY_RUNNING;
+    struct pmc_set *set = NULL;
+    unsigned size = n + (add ? 1 : 0) - (remove ? 1 : 0);
+    if (size) {
+        set = kmalloc(sizeof *set + size * sizeof set->p[0]);
+        if (!set)
+            return STATUS_INSUFFICIENT_RESOURCES;
+        for (unsigned i = 0; i < n; i++)
+            if (old->p[i] != remove)
+                set->p[k++] = old->p[i];
+        if (add)
+            set->p[k++] = add;
+        set->n = k;
+    }
+    sample_publish(&running_set, set);
+    pmc_barrier(); // nobody reads old (or remove through it) now
+    kfree((void *)old);
+    return STATUS_SUCCESS;
+}
+
+// Stopping cannot fail for want of memory: m is taken out of the live array.
+static void set_remove(struct pmc *m)
+{
+    if (NT_SUCCESS(set_change(NULL, m)))
+        return;
+    struct pmc_set *set = running_set;
+    unsigned k = 0;
+    for (unsigned i = 0; i < set->n; i++)
+        if (set->p[i] != m)
+            set->p[k++] = set->p[i];
+    sample_publish(&set->n, k);
+    pmc_barrier();
+}
+
+// --- the kinds' operations ---------------------------------------------------------
+
+static NTSTATUS check_count(const struct hal_profile_source_details *d, uint64_t count)
+{
+    if (count && count < d->min_interval)
+        return STATUS_PMC_COUNT_TOO_SMALL;
+    if (count > d->max_interval)
+        return STATUS_PMC_COUNT_TOO_LARGE;
+    return STATUS_SUCCESS;
+}
+
+static NTSTATUS sampling_allocate(struct pmc *m, const struct process *owner)
+{
+    struct hal_profile_source_details d;
+    KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
+    if (!NT_SUCCESS(HalQueryProfileSource(source, &d)) || !d.supported)
+        return STATUS_PMC_SOURCE_UNSUPPORTED;
+    if ((pmc_rings(&m->a) & PMC_RING_OS) && !owner->privileged)
+        return STATUS_PRIVILEGE_NOT_HELD; // kernel-mode samples
+    return check_count(&d, m->a.count);
+}
+
+static void sampling_release(struct pmc *m)
+{
+    UNUSED(m);
+}
+
+static bool sampling_wants_switch(const struct pmc *m)
+{
+    return (m->a.flags & (PMC_F_LOG_PROCCSW | PMC_F_LOG_OFFCPU)) != 0;
+}
+
+static NTSTATUS sampling_start(struct pmc *m, struct process *caller)
+{
+    if (pmc_process_scope(m) && !m->ntargets)
+        return STATUS_PMC_NO_TARGET;
+    NTSTATUS s = pmc_log_use(caller);
+    if (!NT_SUCCESS(s))
+        return s;
+    KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
+    s = KeReferenceProfileSourceRings(source, pmc_rings(&m->a));
+    if (!NT_SUCCESS(s)) {
+        pmc_log_unuse();
+        return s;
+    }
+    uint64_t interval = KeQueryIntervalProfile(source), count = m->a.count;
+    m->s.period = count && interval ? MAX((count + interval / 2) / interval, 1ull) : 1;
+    memset(m->s.phase, 0, sizeof m->s.phase);
+    memset(m->s.slice, 0, sizeof m->s.slice);
+    m->running = true;
+    s = set_change(m, NULL);
+    if (!NT_SUCCESS(s)) {
+        m->running = false;
+        KeDereferenceProfileSource(source);
+        pmc_log_unuse();
+        return s;
+    }
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    pmc_switch_work(m, true);
+    spin_unlock_irqrestore(&pmc_lock, f);
+    return STATUS_SUCCESS;
+}
+
+// PMC_F_LOG_OFFCPU: the target's thread (this CPU's current one) leaves the
+// CPU at now: why (what it sleeps on, or runnable when it was preempted or
+// yielded) and where (its kernel and user chain), as Brendan Gregg's
+// "Off-CPU Analysis" records at each switch-out. A thread that dies leaves
+// for good: no record.
+static void offcpu_out(struct pmc_target *t, uint64_t now, unsigned cpu)
+{
+    const struct thread *th = percpu_read(current);
+    if (th->state == T_DEAD)
+        return;
+    struct pmc *m = t->pmc;
+    bool chain = (m->a.flags & PMC_F_CALLCHAIN) != 0;
+    uint16_t why = (uint16_t)(th->state == T_SLEEPING ? th->wait_why : WAIT_RUNNABLE);
+    t->off_since = now;
+    t->off_reason = why;
+    t->off_seq++;
+    struct sample_origin o = {t->proc->pid,
+                              t->proc->pid,
+                              m->id,
+                              (uint16_t)cpu,
+                              0,
+                              chain,
+                              chain ? PMCLOG_SAMPLE_CHAIN : 0};
+    pmc_log_offcpu(&o, &pmc_switch_frame[cpu], why, t->off_seq);
+}
+
+// The target is back at now (or, flags PMCLOG_ONCPU_STOPPED, the PMC stops
+// while it is away): how long it was away.
+static void offcpu_in(struct pmc_target *t, uint64_t now, uint16_t flags)
+{
+    if (!t->off_since)
+        return; // attached while away, or never ran: nothing to end
+    struct pmclog_oncpu r = {.h.type = PMCLOG_ONCPU, .pid = t->proc->pid, .tid = t->proc->pid};
+    r.pmc = t->pmc->id;
+    r.seq = t->off_seq;
+    r.reason = t->off_reason;
+    r.flags = flags;
+    r.off_ns = now - t->off_since;
+    t->off_since = 0;
+    pmc_log_write_irqoff(&r.h, sizeof r);
+}
+
+// PMC_F_LOG_OFFCPU at the stop: every target still away gets its switch-in
+// record now, flagged (pmc_lock held: no switch of a target meanwhile).
+static void offcpu_stop(struct pmc *m)
+{
+    uint64_t now = clock_ns();
+    for (unsigned k = 0; k < m->slots; k++)
+        if (m->targets[k])
+            offcpu_in(m->targets[k], now, PMCLOG_ONCPU_STOPPED);
+}
+
+static NTSTATUS sampling_stop(struct pmc *m)
+{
+    set_remove(m);
+    uint64_t f = spin_lock_irqsave(&pmc_lock);
+    if (m->a.flags & PMC_F_LOG_OFFCPU)
+        offcpu_stop(m);
+    pmc_switch_work(m, false);
+    m->running = false;
+    spin_unlock_irqrestore(&pmc_lock, f);
+    pmc_log_unuse();
+    return KeDereferenceProfileSource((KPROFILE_SOURCE)m->a.source);
+}
+
+static NTSTATUS sampling_set_count(struct pmc *m, uint64_t count)
+{
+    struct hal_profile_source_details d;
+    HalQueryProfileSource((KPROFILE_SOURCE)m->a.source, &d);
+    if (m->running)
+        return STATUS_PMC_RUNNING;
+    if (count < d.min_interval)
+        return STATUS_PMC_COUNT_TOO_SMALL;
+    if (count > d.max_interval)
+        return STATUS_PMC_COUNT_TOO_LARGE;
+    m->a.count = count;
+    return STATUS_SUCCESS;
+}
+
+static NTSTATUS sampling_attach(struct pmc_target *t)
+{
+    UNUSED(t);
+    return STATUS_SUCCESS;
+}
+
+// A target leaves: at its process's exit, PMC_F_LOG_PROCEXIT logs its total.
+static void sampling_detach(struct pmc_target *t, bool exiting)
+{
+    struct pmc *m = t->pmc;
+    if (!exiting || !m->running || !(m->a.flags & PMC_F_LOG_PROCEXIT))
+        return;
+    struct pmclog_exit r = {.h.type = PMCLOG_EXIT, .pid = t->proc->pid, .pmc = m->id};
+    r.status = t->proc->exit_status;
+    r.value = t->samples;
+    pmc_log_write_irqoff(&r.h, sizeof r);
+}
+
+// PMC_F_LOG_PROCCSW: the slice of the process leaving this CPU.
+static void sampling_switch_out(struct pmc_target *t, uint64_t now)
+{
+    struct pmc *m = t->pmc;
+    unsigned cpu = cpu_id();
+    if (m->a.flags & PMC_F_LOG_OFFCPU)
+        offcpu_out(t, now, cpu);
+    if (!(m->a.flags & PMC_F_LOG_PROCCSW))
+        return;
+    struct pmclog_csw r = {.h.type = PMCLOG_CSW, .pid = t->proc->pid, .pmc = m->id};
+    r.value = m->s.slice[cpu];
+    pmc_log_write_irqoff(&r.h, sizeof r);
+    m->s.slice[cpu] = 0;
+}
+
+static void sampling_switch_in(struct pmc_target *t, uint64_t now)
+{
+    if (t->pmc->a.flags & PMC_F_LOG_OFFCPU)
+        offcpu_in(t, now, 0);
+    t->pmc->s.slice[cpu_id()] = 0;
+}
+
+static bool claims_time(const struct pmc_alloc *a)
+{
+    return !pmc_counting_mode(a) && a->source == ProfileTime;
+}
+
+static bool claims_hw(const struct pmc_alloc *a)
+{
+    return !pmc_counting_mode(a) && a->source != ProfileTime && !PMC_EVENT_IS_SW(a->source);
+}
+
+// The two sampling kinds differ only in their source, which the HAL hides.
+#define SAMPLING_OPS(kind, claim) \
+    { \
+        .name = kind, .claims = claim, .allocate = sampling_allocate, .release = sampling_release, \
+        .start = sampling_start, .stop = sampling_stop, .set_count = sampling_set_count, \
+        .attach = sampling_attach, .detach = sampling_detach, \
+        .wants_switch = sampling_wants_switch, .switch_out = sampling_switch_out, \
+        .switch_in = sampling_switch_in, \
+    }
+
+const struct pmc_ops pmc_time_sampling = SAMPLING_OPS("time sampling", claims_time);
+const struct pmc_ops pmc_hw_sampling = SAMPLING_OPS("hardware sampling", claims_hw);
+
+void pmc_sampling_init(void)
+{
+    pmc_kind_register(&pmc_time_sampling);
+    pmc_kind_register(&pmc_hw_sampling);
+}
