@@ -1,9 +1,11 @@
-// System-space mappings (see sysmap.h): a 1 GiB window of kernel virtual
-// addresses, handed out a page at a time by a first-fit bitmap. The window's
-// page directory is made at boot under a kernel-half PML4 entry that every
-// address space shares (vm_init), so a mapping made here is seen in all of
-// them at once. A page table is allocated when a mapping first needs it and
-// freed by the first purge after the last mapping in it went.
+// System-space mappings (see sysmap.h): a 4 GiB window of kernel virtual
+// addresses, handed out a page at a time by a next-fit bitmap. It holds
+// every buffer of the most profiles NT's limit lets run (8,192 per CPU, each
+// at least a page: 2 GiB at 64 CPUs). The window's four page directories are
+// made at boot under a kernel-half PML4 entry that every address space
+// shares (vm_init), so a mapping made here is seen in all of them at once.
+// A page table is allocated when a mapping first needs it and freed by the
+// first purge after the last mapping in it went.
 //
 // Unmapping interrupts no CPU. Another CPU may still hold a translation of an
 // unmapped page in its TLB, but nothing reads through it any more (the caller
@@ -27,14 +29,15 @@
 #include "core/vm.h"
 
 #define SYSMAP_BASE  0xFFFFFF0000000000ull // PML4 entry 510: below the kernel image's
-#define SYSMAP_PAGES (1ull << 18)          // 1 GiB: one page directory
+#define SYSMAP_PAGES (1ull << 20)          // 4 GiB: four page directories
+#define PD_TABLES    512                   // page tables one page directory holds
 #define PT_PAGES     512                   // pages one page table maps
 
 static struct mutex sysmap_mutex = MUTEX_INIT("sysmap");
-static uint64_t used[SYSMAP_PAGES / 64];        // bit i: page i of the window is mapped
-static pte_t *pd;                               // the window's page directory
-static uint64_t freed[SYSMAP_PAGES / PT_PAGES]; // page tables take_out_tables took out
-static uint64_t stale[SYSMAP_PAGES / 64];       // bit i: page i unmapped, not yet flushed
+static uint64_t used[SYSMAP_PAGES / 64];                // bit i: page i of the window is mapped
+static pte_t *pds[SYSMAP_PAGES / PT_PAGES / PD_TABLES]; // the window's page directories
+static uint64_t freed[SYSMAP_PAGES / PT_PAGES];         // page tables take_out_tables took out
+static uint64_t stale[SYSMAP_PAGES / 64];               // bit i: page i unmapped, not yet flushed
 
 static bool page_used(uint64_t i)
 {
@@ -107,9 +110,10 @@ static unsigned take_out_tables(uint64_t first, uint64_t n)
         uint64_t in_use = 0;
         for (uint64_t k = 0; k < PT_PAGES / 64; k++)
             in_use |= used[t * (PT_PAGES / 64) + k] | stale[t * (PT_PAGES / 64) + k];
-        if (!in_use && (pd[t] & PTE_P)) {
-            freed[nfreed++] = pd[t] & PTE_ADDR;
-            pd[t] = 0;
+        pte_t *pde = &pds[t / PD_TABLES][t % PD_TABLES];
+        if (!in_use && (*pde & PTE_P)) {
+            freed[nfreed++] = *pde & PTE_ADDR;
+            *pde = 0;
         }
     }
     return nfreed;
@@ -136,9 +140,12 @@ static void purge(void)
 
 void sysmap_init(void)
 {
-    pd = vm_walk_level(kernel_cr3, SYSMAP_BASE, 1, true);
-    if (!pd)
-        panic("sysmap: out of memory");
+    for (uint64_t i = 0; i < sizeof pds / sizeof pds[0]; i++) {
+        pds[i] =
+            vm_walk_level(kernel_cr3, SYSMAP_BASE + i * PD_TABLES * PT_PAGES * PAGE_SIZE, 1, true);
+        if (!pds[i])
+            panic("sysmap: out of memory");
+    }
 }
 
 void *sysmap_map(const uint64_t *pa, uint64_t npages)

@@ -1297,10 +1297,13 @@ static void test_two_profiles(void)
 // child per CPU in busy_a, ProfileTime at its minimum interval. Afterwards the
 // buckets plus the out-of-range samples are exactly the samples delivered, and
 // busy_a has most of the buckets' samples. One more system profile per CPU,
-// affine to it alone, shows that each CPU delivered samples in busy_a.
-#define SYSTEM_SPIN_MS "1500"
-#define WINDOW         (128 * 1024)
-#define WINDOW_SHIFT   4
+// affine to it alone, shows that each CPU delivered samples in busy_a. The
+// spinners run 1.5 s for every 16 CPUs: they are spawned one after another,
+// and on an emulator with fewer host cores than CPUs the last starts long
+// after the first, which must still be spinning then.
+#define SYSTEM_SPIN_MS_PER_16 1500
+#define WINDOW                (128 * 1024)
+#define WINDOW_SHIFT          4
 
 // The profiles started, one spinning child per CPU run to its end, the
 // profiles stopped.
@@ -1310,8 +1313,10 @@ static void spin_every_cpu(HANDLE all, HANDLE *one, unsigned ncpu)
     EXPECT_STATUS(NtStartProfile(all), STATUS_SUCCESS);
     for (unsigned c = 0; c < ncpu; c++)
         EXPECT_STATUS(NtStartProfile(one[c]), STATUS_SUCCESS);
+    char ms[16];
+    snprintf(ms, sizeof ms, "%u", SYSTEM_SPIN_MS_PER_16 * ((ncpu + 15) / 16));
     for (unsigned c = 0; c < ncpu; c++)
-        EXPECT_STATUS(spawn_child(0, &child[c], "spin", SYSTEM_SPIN_MS), STATUS_SUCCESS);
+        EXPECT_STATUS(spawn_child(0, &child[c], "spin", ms), STATUS_SUCCESS);
     for (unsigned c = 0; c < ncpu; c++) {
         int status = -1000;
         EXPECT_STATUS(SysWait(child[c], &status), STATUS_SUCCESS);
