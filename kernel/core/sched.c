@@ -11,7 +11,7 @@
 #include "arch/x86/irq.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/percpu.h"
-#include "arch/x86/ring_time.h"
+#include "arch/x86/user_time.h"
 #include "arch/x86/timer.h"
 #include "arch/x86/trap.h"
 #include "arch/x86/vectors.h"
@@ -173,7 +173,7 @@ void thread_first_run(struct trapframe *tf)
     UNUSED(tf);
     sched_after_switch();
     trap_return_to_user(); // killed before it ever ran?
-    ring_time_leave();
+    user_time_leave();
 }
 
 // After any switch, on the new thread: release the lock the old one took and

@@ -36,7 +36,7 @@ struct thread {
     uint64_t cpu_ns;             // time on CPU
     uint64_t run_start_ns;
     uint64_t sw[PMC_SW_COUNT];  // software events while it ran (core/swevent.h)
-    volatile uint64_t user_tsc; // TSC ticks in ring 3 (arch/x86/ring_time.h)
+    volatile uint64_t user_tsc; // TSC ticks in ring 3 (arch/x86/user_time.h)
 };
 
 void sched_init_cpu(void);      // make the running boot code this CPU's idle thread

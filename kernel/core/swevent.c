@@ -100,13 +100,13 @@ uint64_t swevent_cpu_value(unsigned cpu, enum pmc_sw_event e)
     return v;
 }
 
-bool swevent_has_rings(enum pmc_sw_event e)
+bool swevent_has_levels(enum pmc_sw_event e)
 {
     return e == PMC_SW_TASK_CLOCK;
 }
 
 // Ring-3 TSC ticks: *total, and while the CPU's stamp says its thread is in
-// ring 3, the time since. The stamp is read before and after: an entry or a
+// user mode, the time since. The stamp is read before and after: an entry or a
 // return in between (each changes it: the TSC only grows) makes the reader
 // try again, so a total and a stamp of different moments are never added.
 static uint64_t user_ticks(const volatile uint64_t *total, const struct cpu *c,
@@ -122,32 +122,32 @@ static uint64_t user_ticks(const volatile uint64_t *total, const struct cpu *c,
     }
 }
 
-// All of it, or one ring of task-clock: ring 3's time, or the rest.
-static uint64_t split(uint64_t all, uint64_t user_ns, unsigned rings)
+// All of it, or one level of task-clock: user mode's time, or the rest.
+static uint64_t split(uint64_t all, uint64_t user_ns, unsigned levels)
 {
-    if ((rings & SWEVENT_RINGS_ALL) == SWEVENT_RINGS_ALL)
+    if ((levels & SWEVENT_LEVELS_ALL) == SWEVENT_LEVELS_ALL)
         return all;
-    if (rings & SWEVENT_RING_USER)
+    if (levels & SWEVENT_LEVEL_USER)
         return MIN(user_ns, all);
     return all > user_ns ? all - user_ns : 0;
 }
 
-uint64_t swevent_thread_value_rings(const struct thread *t, enum pmc_sw_event e, unsigned rings)
+uint64_t swevent_thread_value_levels(const struct thread *t, enum pmc_sw_event e, unsigned levels)
 {
     uint64_t all = swevent_thread_value(t, e);
-    if (!swevent_has_rings(e) || (rings & SWEVENT_RINGS_ALL) == SWEVENT_RINGS_ALL)
+    if (!swevent_has_levels(e) || (levels & SWEVENT_LEVELS_ALL) == SWEVENT_LEVELS_ALL)
         return all;
     int cpu = READ_ONCE(t->cpu);
     const struct cpu *c = cpu >= 0 ? &cpus[cpu] : NULL;
     bool on = c && READ_ONCE(t->state) == T_RUNNING && READ_ONCE(c->current) == t;
-    return split(all, tsc_to_ns(user_ticks(&t->user_tsc, on ? c : NULL, on ? t : NULL)), rings);
+    return split(all, tsc_to_ns(user_ticks(&t->user_tsc, on ? c : NULL, on ? t : NULL)), levels);
 }
 
-uint64_t swevent_cpu_value_rings(unsigned cpu, enum pmc_sw_event e, unsigned rings)
+uint64_t swevent_cpu_value_levels(unsigned cpu, enum pmc_sw_event e, unsigned levels)
 {
     uint64_t all = swevent_cpu_value(cpu, e);
-    if (!swevent_has_rings(e) || (rings & SWEVENT_RINGS_ALL) == SWEVENT_RINGS_ALL)
+    if (!swevent_has_levels(e) || (levels & SWEVENT_LEVELS_ALL) == SWEVENT_LEVELS_ALL)
         return all;
     const struct cpu *c = &cpus[cpu];
-    return split(all, tsc_to_ns(user_ticks(&c->cpu_user_tsc, c, NULL)), rings);
+    return split(all, tsc_to_ns(user_ticks(&c->cpu_user_tsc, c, NULL)), levels);
 }

@@ -7,7 +7,7 @@
 //   switch_to (sched.c)          context switches, migrations, task-clock, and
 //                                the PMIs and ProfileTime ticks of the interval
 //   syscall_dispatch (syscall.c) system calls
-//   process_fault (process.c)    ring-3 page faults
+//   process_fault (process.c)    user-mode page faults
 #pragma once
 #include "arch/x86/percpu.h"
 
@@ -36,12 +36,12 @@ uint64_t swevent_cpu_value(unsigned cpu, enum pmc_sw_event e);
 
 const char *swevent_name(enum pmc_sw_event e); // perf's name, "task-clock"
 
-// The rings a value is asked for: bit 0 ring 0, bit 1 ring 3 (the encoding
-// of pmc/hal/profile_source.h's enum pmc_rings). Only task-clock tells them
-// apart: ring-3 time (arch/x86/ring_time.h) and the rest of the CPU time.
-#define SWEVENT_RING_KERNEL 1u
-#define SWEVENT_RING_USER   2u
-#define SWEVENT_RINGS_ALL   3u
-bool swevent_has_rings(enum pmc_sw_event e);
-uint64_t swevent_thread_value_rings(const struct thread *t, enum pmc_sw_event e, unsigned rings);
-uint64_t swevent_cpu_value_rings(unsigned cpu, enum pmc_sw_event e, unsigned rings);
+// The levels a value is asked for: bit 0 kernel mode, bit 1 user mode (the encoding
+// of pmc/hal/profile_source.h's enum pmc_levels). Only task-clock tells them
+// apart: user-mode time (arch/x86/user_time.h) and the rest of the CPU time.
+#define SWEVENT_LEVEL_KERNEL 1u
+#define SWEVENT_LEVEL_USER   2u
+#define SWEVENT_LEVELS_ALL   3u
+bool swevent_has_levels(enum pmc_sw_event e);
+uint64_t swevent_thread_value_levels(const struct thread *t, enum pmc_sw_event e, unsigned levels);
+uint64_t swevent_cpu_value_levels(unsigned cpu, enum pmc_sw_event e, unsigned levels);

@@ -5,7 +5,7 @@
 #include "arch/x86/gdt.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/percpu.h"
-#include "arch/x86/ring_time.h"
+#include "arch/x86/user_time.h"
 #include "arch/x86/trap.h"
 
 #include "core/grace.h"
@@ -62,7 +62,7 @@ NTSTATUS sys_process(uint64_t handle, struct process **out)
 
 void syscall_dispatch(struct trapframe *tf)
 {
-    ring_time_enter(); // task-clock:u stops here and restarts at the return
+    user_time_enter(); // task-clock:u stops here and restarts at the return
     swevent_count(PMC_SW_SYSCALLS);
     uint64_t n = tf->rax;
     uint32_t pid = process_current()->pid;
@@ -87,7 +87,7 @@ void syscall_dispatch(struct trapframe *tf)
         counts[cpu_id()][n].failed++; // a status: the calls that return one give 32 bits
     pmc_hook(HOOK_SYSCALL_EXIT, pid, (uint32_t)n);
     trap_return_to_user();
-    ring_time_leave();
+    user_time_leave();
 }
 
 extern void syscall_entry(void);

@@ -346,7 +346,7 @@ NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source)
     return STATUS_SUCCESS;
 }
 
-NTSTATUS KeReferenceProfileSourceRings(KPROFILE_SOURCE source, unsigned rings)
+NTSTATUS KeReferenceProfileSourceLevels(KPROFILE_SOURCE source, unsigned rings)
 {
     (void)source;
     (void)rings;
@@ -354,18 +354,18 @@ NTSTATUS KeReferenceProfileSourceRings(KPROFILE_SOURCE source, unsigned rings)
 }
 
 // The host's threads keep one total per event: every ring.
-bool swevent_has_rings(enum pmc_sw_event e)
+bool swevent_has_levels(enum pmc_sw_event e)
 {
     return e == PMC_SW_TASK_CLOCK;
 }
 
-uint64_t swevent_thread_value_rings(const struct thread *t, enum pmc_sw_event e, unsigned rings)
+uint64_t swevent_thread_value_levels(const struct thread *t, enum pmc_sw_event e, unsigned rings)
 {
     (void)rings;
     return swevent_thread_value(t, e);
 }
 
-uint64_t swevent_cpu_value_rings(unsigned cpu, enum pmc_sw_event e, unsigned rings)
+uint64_t swevent_cpu_value_levels(unsigned cpu, enum pmc_sw_event e, unsigned rings)
 {
     (void)rings;
     return swevent_cpu_value(cpu, e);

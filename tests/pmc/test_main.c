@@ -18,7 +18,7 @@ int main(void)
     test_review();
     test_interleave();
     test_admin();
-    test_rings();
+    test_levels();
     test_ownership();
     test_pmc_object(); // last: the context-switch log keeps its rings allocated
     return tap_finish();

@@ -65,5 +65,5 @@ void test_counting(void);
 void test_pmc_object(void);
 void test_review(void);
 void test_interleave(void);
-void test_rings(void);
+void test_levels(void);
 void test_ownership(void);

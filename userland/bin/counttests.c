@@ -130,7 +130,7 @@ static void mixed_work(unsigned n)
 }
 
 // task-clock of a child three ways, counted at once: every ring, :u, :k.
-static void task_clock_rings(const char *mode, uint64_t v[3])
+static void task_clock_levels(const char *mode, uint64_t v[3])
 {
     static const uint32_t flags[3] = {0, PMC_F_USER, PMC_F_KERNEL};
     const char *argv[] = {self, "--child", mode, "2000", NULL};
@@ -161,10 +161,10 @@ static void task_clock_rings(const char *mode, uint64_t v[3])
 // User time is ring 3's, system time the rest of the CPU time: they add up
 // to task-clock (within 1 %), both are there in a program that does both,
 // and a program that only computes spends nearly all of it in ring 3.
-static void test_task_clock_rings(void)
+static void test_task_clock_levels(void)
 {
     uint64_t v[3], c[3];
-    task_clock_rings("mixed", v);
+    task_clock_levels("mixed", v);
     uint64_t sum = v[1] + v[2], diff = sum > v[0] ? sum - v[0] : v[0] - sum;
     CHECK(v[0] > 10000000 && diff * 100 <= v[0],
           "task-clock:u %llu + task-clock:k %llu = %llu ns, task-clock %llu ns (within 1%%)",
@@ -173,7 +173,7 @@ static void test_task_clock_rings(void)
     CHECK(v[1] * 20 >= v[0] && v[2] * 20 >= v[0],
           "computing and system calls: each ring has 5%% or more (u %llu, k %llu of %llu ns)",
           (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)v[0]);
-    task_clock_rings("compute", c);
+    task_clock_levels("compute", c);
     CHECK(c[1] * 10 >= c[0] * 9 && c[1] * v[0] > v[1] * c[0],
           "computing only: task-clock:u %llu of %llu ns (90%% or more, and a larger share than "
           "with system calls)",
@@ -195,11 +195,11 @@ static void test_ring_refusals(void)
     };
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
         NtClose(alloc(no[i].event, PMC_MODE_TC, no[i].flags, PMC_CPU_ANY, &st));
-        CHECK(st == STATUS_PMC_RING_UNSUPPORTED, "event %#x in one ring: %s", no[i].event,
+        CHECK(st == STATUS_PMC_LEVEL_UNSUPPORTED, "event %#x in one ring: %s", no[i].event,
               nt_status_name(st));
     }
     NtClose(
-        alloc(PMC_EVENT_SW(PMC_SW_CONTEXT_SWITCHES), PMC_MODE_TC, PMC_F_RINGS, PMC_CPU_ANY, &st));
+        alloc(PMC_EVENT_SW(PMC_SW_CONTEXT_SWITCHES), PMC_MODE_TC, PMC_F_LEVELS, PMC_CPU_ANY, &st));
     CHECK(st == STATUS_SUCCESS, "context-switches in both rings, named: %s", nt_status_name(st));
     NtClose(alloc(PMC_EVENT_SW(PMC_SW_TASK_CLOCK), PMC_MODE_SC, PMC_F_USER, PMC_CPU_ANY, &st));
     CHECK(st == STATUS_SUCCESS, "system-wide task-clock:u: %s", nt_status_name(st));
@@ -475,7 +475,7 @@ int main(int argc, char **argv)
     test_page_faults();
     test_syscalls();
     test_task_clock();
-    test_task_clock_rings();
+    test_task_clock_levels();
     test_ring_refusals();
     test_exit_total();
     test_descendants();

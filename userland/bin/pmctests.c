@@ -138,8 +138,8 @@ static void test_alloc_errors(void)
     EXPECT_STATUS(alloc(&h, PMC_MODE_TS, 0x100, ProfileTime, 0), STATUS_PMC_BAD_FLAGS);
     EXPECT_STATUS(alloc(&h, PMC_MODE_TS, 0x40, ProfileTime, 0), STATUS_PMC_BAD_FLAGS);
     EXPECT_STATUS(alloc(&h, PMC_MODE_TC, PMC_F_KERNEL, PMC_EVENT_SW(PMC_SW_CONTEXT_SWITCHES), 0),
-                  STATUS_PMC_RING_UNSUPPORTED);
-    EXPECT_STATUS(alloc(&h, PMC_MODE_TC, PMC_F_USER, ProfileTime, 0), STATUS_PMC_RING_UNSUPPORTED);
+                  STATUS_PMC_LEVEL_UNSUPPORTED);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TC, PMC_F_USER, ProfileTime, 0), STATUS_PMC_LEVEL_UNSUPPORTED);
     EXPECT_STATUS(alloc(&h, PMC_MODE_SS, PMC_F_DESCENDANTS, ProfileTime, 0),
                   STATUS_PMC_FLAG_NEEDS_PROCESS);
     EXPECT_STATUS(alloc(&h, PMC_MODE_SC, PMC_F_LOG_PROCEXIT, ProfileTime, 0),
@@ -193,7 +193,7 @@ static void test_privilege(void) // unprivileged
     EXPECT_STATUS(alloc(&h, PMC_MODE_SS, 0, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
     EXPECT_STATUS(alloc(&h, PMC_MODE_SC, 0, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
     EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_KERNEL, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
-    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_RINGS, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_LEVELS, ProfileTime, 0), STATUS_PRIVILEGE_NOT_HELD);
     EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_USER, ProfileTime, 0), STATUS_SUCCESS);
     NtClose(h);
     EXPECT_STATUS(alloc(&h, PMC_MODE_TS, PMC_F_CALLCHAIN, ProfileTime, 0), STATUS_SUCCESS);

@@ -41,7 +41,7 @@ struct cpu {
     void *layer_area;                // the per-CPU state of the layer that samples (set at boot)
     struct process *current_process; // current->proc, one load for the sample path
     uint32_t nmi_depth;              // inside nmi_dispatch (nmi.h): exceptions return without IRET
-    // Ring-3 time in TSC ticks (ring_time.h): the TSC at the running thread's
+    // Ring-3 time in TSC ticks (user_time.h): the TSC at the running thread's
     // last return to ring 3 (0 while it is in the kernel), its running total
     // (in its struct thread; switch_to points here) and this CPU's total.
     volatile uint64_t user_since;

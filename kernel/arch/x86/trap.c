@@ -9,7 +9,7 @@
 #include "arch/x86/irq.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/percpu.h"
-#include "arch/x86/ring_time.h"
+#include "arch/x86/user_time.h"
 #include "arch/x86/trap.h"
 #include "arch/x86/vectors.h"
 
@@ -81,25 +81,25 @@ static void trap_dispatch(struct trapframe *tf)
         trap_return_to_user();
 }
 
-// An entry from ring 3 stops its ring-3 time until the return (ring_time.h).
+// An entry from ring 3 stops its ring-3 time until the return (user_time.h).
 void trap(struct trapframe *tf)
 {
     if (!tf_from_user(tf)) {
         trap_dispatch(tf);
         return;
     }
-    ring_time_enter();
+    user_time_enter();
     trap_dispatch(tf);
-    ring_time_leave();
+    user_time_leave();
 }
 
 // timer_entry's way back to ring 3 when a switch or a kill is due
 // (vectors.asm): its lean entry left the ring-3 time running.
 void timer_user_work(void)
 {
-    ring_time_enter();
+    user_time_enter();
     trap_user_return_hook();
-    ring_time_leave();
+    user_time_leave();
 }
 
 // Fault fixups: code that may fault on purpose (copying from user memory)

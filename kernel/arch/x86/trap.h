@@ -24,7 +24,7 @@ extern bool (*trap_user_gp_hook)(struct trapframe *tf);
 // there is anything: need_resched, and the running thread's kill flag. Inline,
 // because almost every return has nothing to do.
 extern void (*trap_user_return_hook)(void);
-// The timer's lean entry calls it, between ring_time_enter and _leave.
+// The timer's lean entry calls it, between user_time_enter and _leave.
 void timer_user_work(void);
 
 #ifndef KERNEL_HOSTED

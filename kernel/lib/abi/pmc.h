@@ -25,19 +25,20 @@
 #define PMC_F_DESCENDANTS  0x02 // process scope: also every current and future child
 #define PMC_F_LOG_PROCCSW  0x04 // process scope: a PMCLOG_CSW record at each switch-out
 #define PMC_F_LOG_PROCEXIT 0x08 // process scope: a PMCLOG_EXIT record with the totals
-// The rings a PMC counts or samples in (perf's :u and :k; hwpmc's pmcstat
-// -U): PMC_F_USER ring 3, PMC_F_KERNEL ring 0, both set both rings. With
-// neither, the mode's default: counting both rings, sampling ring 3 only. A
-// hardware event's counter counts only the rings asked for (its event
-// select's USR and OS bits, or the fixed counter's enable field: Intel SDM
-// vol. 3B, "Architectural Performance Monitoring"; AMD APM vol. 2, 13.2); a
-// sampling PMC also logs only samples whose IP is in those rings. Sampling
-// ring 0 needs the system-profile privilege. Of the software events only
-// task-clock tells the rings apart (ring-3 time and the rest of the CPU
-// time); a restriction on another is STATUS_PMC_RING_UNSUPPORTED.
-#define PMC_F_KERNEL       0x10 // ring 0 (sampling: needs the privilege)
-#define PMC_F_USER         0x20 // ring 3
-#define PMC_F_RINGS        (PMC_F_USER | PMC_F_KERNEL)
+// The privilege levels a PMC counts or samples at (perf's :u and :k;
+// hwpmc's pmcstat -U): PMC_F_USER user mode (CPL 3), PMC_F_KERNEL kernel
+// mode (CPL 0), both set both. With neither, the mode's default: counting
+// both levels, sampling user mode only. A hardware event's counter counts
+// only at the levels asked for (its event select's USR and OS bits, or the
+// fixed counter's enable field: Intel SDM vol. 3B, "Architectural
+// Performance Monitoring"; AMD APM vol. 2, 13.2); a sampling PMC also logs
+// only samples whose IP was at those levels. Sampling kernel mode needs the
+// system-profile privilege. Of the software events only task-clock tells the
+// levels apart (user-mode time and the rest of the CPU time); a restriction
+// on another is STATUS_PMC_LEVEL_UNSUPPORTED.
+#define PMC_F_KERNEL       0x10 // kernel mode (sampling: needs the privilege)
+#define PMC_F_USER         0x20 // user mode
+#define PMC_F_LEVELS       (PMC_F_USER | PMC_F_KERNEL)
 // Sampling, process scope: at each switch-out of a target a PMCLOG_OFFCPU
 // record (its chain, PMC_F_CALLCHAIN or not, and why it left), at the
 // switch-in that ends the absence a PMCLOG_ONCPU record with the time away

@@ -74,5 +74,5 @@ typedef int32_t NTSTATUS;
 #define STATUS_PMC_ROW_BUSY             ((NTSTATUS)0xE0500030)
 #define STATUS_PMC_BAD_ROW              ((NTSTATUS)0xE0500031)
 #define STATUS_PMC_ROW_DISABLED         ((NTSTATUS)0xE0500032)
-#define STATUS_PMC_RING_UNSUPPORTED     ((NTSTATUS)0xE0500033) // :u or :k on an event with no rings
-#define STATUS_PMC_RING_CONFLICT        ((NTSTATUS)0xE0500034) // the source samples in other rings
+#define STATUS_PMC_LEVEL_UNSUPPORTED    ((NTSTATUS)0xE0500033) // :u or :k on an event with no levels
+#define STATUS_PMC_LEVEL_CONFLICT       ((NTSTATUS)0xE0500034) // the source samples at other levels

@@ -63,14 +63,15 @@ static uint32_t usable(KPROFILE_SOURCE source)
 // Claim a counter: an event that may use any counter first tries those no
 // event is confined to (family 15h: PERF_CTR3-5), leaving PERF_CTR0-2 to the
 // events that can only count there.
-static int claim(unsigned cpu, KPROFILE_SOURCE source, unsigned rings)
+static int claim(unsigned cpu, KPROFILE_SOURCE source, unsigned levels)
 {
     uint32_t mask = usable(source), spare = mask & ~amd.restricted;
     int i = -1;
     if (amd.restricted && spare != mask && spare)
-        i = pmc_counter_claim(cpu, source, rings, PMC_NO_FIXED, spare, pmc_source_interval[source]);
+        i = pmc_counter_claim(cpu, source, levels, PMC_NO_FIXED, spare,
+                              pmc_source_interval[source]);
     if (i < 0)
-        i = pmc_counter_claim(cpu, source, rings, PMC_NO_FIXED, mask, pmc_source_interval[source]);
+        i = pmc_counter_claim(cpu, source, levels, PMC_NO_FIXED, mask, pmc_source_interval[source]);
     return i;
 }
 
@@ -96,21 +97,21 @@ static NTSTATUS amd_initialize(void)
     return STATUS_SUCCESS;
 }
 
-// The event select of source in rings (USR bit 16, OS bit 17: APM vol. 2,
+// The event select of source in levels (USR bit 16, OS bit 17: APM vol. 2,
 // 13.2.1), enabled.
-static uint64_t amd_select(KPROFILE_SOURCE source, unsigned rings)
+static uint64_t amd_select(KPROFILE_SOURCE source, unsigned levels)
 {
-    return pmc_select_rings(amd.ev[source].select, rings) | PERFEVTSEL_EN;
+    return pmc_select_levels(amd.ev[source].select, levels) | PERFEVTSEL_EN;
 }
 
-static NTSTATUS amd_enable(KPROFILE_SOURCE source, unsigned rings)
+static NTSTATUS amd_enable(KPROFILE_SOURCE source, unsigned levels)
 {
     unsigned cpu = cpu_id();
     if (!amd_supported(source))
         return STATUS_NOT_SUPPORTED;
     if (pmc_counter_find(cpu, source) >= 0)
         return STATUS_PROFILING_NOT_STOPPED;
-    int i = claim(cpu, source, rings);
+    int i = claim(cpu, source, levels);
     if (i < 0) {
         PMC_TRACE_STEP(PMC_STEP_NO_COUNTER, source, 0);
         return STATUS_INSUFFICIENT_RESOURCES;
@@ -119,7 +120,7 @@ static NTSTATUS amd_enable(KPROFILE_SOURCE source, unsigned rings)
     const struct pmc_counter_hw *hw = &pmc_hw[i];
     pmc_wrmsr(hw->ctl_msr, 0); // stopped while loaded
     pmc_wrmsr(hw->ctr_msr, pmc_arm_value(hw, pmc_counter(cpu, (unsigned)i)->period));
-    pmc_wrmsr(hw->ctl_msr, amd_select(source, rings) | PERFEVTSEL_INT);
+    pmc_wrmsr(hw->ctl_msr, amd_select(source, levels) | PERFEVTSEL_INT);
     pmc_counter_loaded(cpu, (unsigned)i);
     write_global_ctl(cpu);
     return STATUS_SUCCESS;
@@ -212,12 +213,12 @@ static uint32_t amd_counters_for(KPROFILE_SOURCE source)
     return amd_supported(source) ? usable(source) : 0;
 }
 
-static void amd_start_counting(unsigned i, KPROFILE_SOURCE source, unsigned rings, uint64_t value)
+static void amd_start_counting(unsigned i, KPROFILE_SOURCE source, unsigned levels, uint64_t value)
 {
     const struct pmc_counter_hw *hw = &pmc_hw[i];
     pmc_wrmsr(hw->ctl_msr, 0); // stopped while loaded
     pmc_wrmsr(hw->ctr_msr, value);
-    pmc_wrmsr(hw->ctl_msr, amd_select(source, rings));
+    pmc_wrmsr(hw->ctl_msr, amd_select(source, levels));
     write_global_ctl(cpu_id());
 }
 

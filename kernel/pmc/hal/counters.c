@@ -84,14 +84,14 @@ static bool held_elsewhere(unsigned cpu, unsigned i)
 // overflow is a counter's top bit come back clear (AMD before PerfMonV2,
 // Intel version 1), a stale value would read as an overflow of a source that
 // counted nothing.
-static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, unsigned rings,
+static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, unsigned levels,
                  uint64_t interval)
 {
     if (!counter_free(cpu, (int)i) || held_elsewhere(cpu, i))
         return false;
     struct pmc_counter *c = pmc_counter(cpu, i);
     c->source = source;
-    c->rings = rings;
+    c->levels = levels;
     c->stopped = 1;
     c->stretch = 0;
     __atomic_signal_fence(__ATOMIC_SEQ_CST); // stopped before the period makes it owned
@@ -105,14 +105,14 @@ static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, unsigned ring
     return false;
 }
 
-int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, unsigned rings, int fixed,
+int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, unsigned levels, int fixed,
                       uint32_t general_mask, uint64_t interval)
 {
     int f = fixed_index(fixed);
-    if (f >= 0 && take(cpu, (unsigned)f, source, rings, interval))
+    if (f >= 0 && take(cpu, (unsigned)f, source, levels, interval))
         return f;
     for (unsigned i = 0; i < pmc_ncounters; i++)
-        if (general_fits(i, general_mask) && take(cpu, i, source, rings, interval))
+        if (general_fits(i, general_mask) && take(cpu, i, source, levels, interval))
             return (int)i;
     return -1;
 }

@@ -28,7 +28,7 @@ struct pmc_counter_hw {
 struct pmc_counter {
     uint64_t period : 48; // events per sample; 0 = counter free
     uint64_t source : 6;  // KPROFILE_SOURCE counted (ProfileSourceCount <= 32)
-    uint64_t rings : 2;   // enum pmc_rings it counts in
+    uint64_t levels : 2;  // enum pmc_levels it counts in
     uint64_t stopped : 1; // owned, not counting: not loaded yet, or reset by the PMI (stuck)
     uint64_t stretch : 6; // log2 of how many periods the last arm covered (hal/pmi.c's throttle)
     uint64_t unused : 1;
@@ -55,14 +55,14 @@ static inline struct pmc_counter *pmc_counter(unsigned cpu, unsigned i)
     return &pmc_state[cpu * pmc_ncounters + i];
 }
 
-// Claim a free counter on cpu for source, counting in rings, with the given period: the fixed
+// Claim a free counter on cpu for source, counting in levels, with the given period: the fixed
 // counter `fixed` if it exists and is free, else a free GP counter whose number
 // is in general_mask (bit n = PMCn / PERF_CTRn may count the event; 0 = no GP
 // counter). Rows reserved for counting, and counters NtPmcAdmin disabled on
 // cpu (pmc/hal/counts.h), are never free here.
 // Returns the counter index or -1. The counter is claimed stopped, which the
 // PMI passes over: the interface loads it, then calls pmc_counter_loaded.
-int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, unsigned rings, int fixed,
+int pmc_counter_claim(unsigned cpu, KPROFILE_SOURCE source, unsigned levels, int fixed,
                       uint32_t general_mask, uint64_t interval);
 // Counter i of this CPU (cpu) now holds its first period: the PMI may
 // sample it from here on. Before the global enable is written.

@@ -24,7 +24,7 @@
 static struct row {
     uint8_t scope; // enum pmc_row_scope
     uint8_t users; // reservations whose home it is
-    bool pinned;   // its one reservation reads it from ring 3
+    bool pinned;   // its one reservation reads it from user mode
 } rows[PMC_MAX_COUNTERS];
 
 static unsigned reserved_in[3]; // reservations per scope
@@ -294,7 +294,7 @@ void pmc_count_init(struct pmc_count *c, KPROFILE_SOURCE source, unsigned row, b
 {
     *c = (struct pmc_count){
         .source = source,
-        .rings = PMC_RINGS_ALL,
+        .levels = PMC_LEVELS_ALL,
         .scope = rows[row].scope,
         .home = (uint8_t)row,
         .user_read = user_read,
@@ -352,7 +352,7 @@ static bool foreign_live(const struct count_cpu *cc, unsigned cpu, unsigned i)
     return pmc_counter(cpu, i)->period || (cc->on[i] && cc->on[i]->scope == PMC_ROW_SYSTEM);
 }
 
-// CR4.PCE (bit 8) lets ring 3 execute rdpmc on every counter (Intel SDM vol.
+// CR4.PCE (bit 8) lets user mode execute rdpmc on every counter (Intel SDM vol.
 // 3A, 2.5 "Control Registers"; AMD APM vol. 3, RDPMC), not only its own. It is
 // on while this CPU has a count loaded that its owner reads itself, and only
 // while every other counter holds that process's counts or zero: counters
@@ -388,7 +388,7 @@ static bool place_on(struct count_cpu *cc, struct pmc_count *c, unsigned i)
     c->load = c->value & pmc_hw[i].max_period; // the low bits a write keeps as written
     cc->on[i] = c;
     pmc_counting[cpu_id()] |= 1u << i;
-    halp_profile_interface->StartCounting(i, c->source, c->rings, c->load);
+    halp_profile_interface->StartCounting(i, c->source, c->levels, c->load);
     publish_counter(c, (int)i);
     return true;
 }
@@ -405,7 +405,7 @@ static void unload(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
     publish_counter(c, -1);
 }
 
-// A count whose home row is pinned: read from ring 3 (its reader was given
+// A count whose home row is pinned: read from user mode (its reader was given
 // that counter's index) or by a trace logger (its records hold whole counts).
 // It goes only on its home row, always, and is never rotated out.
 static bool pinned(const struct pmc_count *c)
@@ -605,7 +605,7 @@ void pmc_count_sampling_changed(unsigned i, bool freed)
 
 // The rdpmc the CPU refused (CR4.PCE off): the reader's own counter, zero
 // for any other counter of the interface; a #GP still for an index that names
-// none, or when no count this CPU has loaded is read from ring 3.
+// none, or when no count this CPU has loaded is read from user mode.
 bool pmc_count_rdpmc_value(uint32_t ecx, uint64_t *value)
 {
     const struct count_cpu *cc = &percount[cpu_id()];

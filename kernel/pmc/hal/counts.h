@@ -24,7 +24,7 @@
 // with legacy Intel writes, which sign-extend bit 31: Intel SDM vol. 3B,
 // 21.2.6 "Full-Width Writes to Performance Counter Registers") and what it
 // counts is added back when it is read, wrap-safe to the counter's width. So a
-// ring-3 rdpmc of a loaded count reads its value modulo 2^47 (or 2^31).
+// user-mode rdpmc of a loaded count reads its value modulo 2^47 (or 2^31).
 //
 // Everything except reservation runs on the current CPU with interrupts off
 // (the context switch, smp_call_all, the scheduler tick), on that CPU's
@@ -47,10 +47,10 @@ enum pmc_row_scope { PMC_ROW_FREE, PMC_ROW_THREAD, PMC_ROW_SYSTEM };
 
 struct pmc_count {
     KPROFILE_SOURCE source;
-    uint8_t rings;  // enum pmc_rings: what its counter counts (both unless set after init)
+    uint8_t levels; // enum pmc_levels: what its counter counts (both unless set after init)
     uint8_t scope;  // PMC_ROW_THREAD or PMC_ROW_SYSTEM
     uint8_t home;   // its reservation's row, tried first
-    bool user_read; // ring 3 may rdpmc it: CR4.PCE is set while it is loaded
+    bool user_read; // user mode may rdpmc it: CR4.PCE is set while it is loaded
     int8_t counter; // counter it is loaded on (-1: none)
     int16_t cpu;    // CPU that wants it (-1: none)
     uint64_t value; // events counted up to the last load, sync or unload
@@ -74,7 +74,7 @@ NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsig
 NTSTATUS pmc_row_reserve_own(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
                              const char **reason);
 void pmc_row_release(unsigned row);
-// Keep row to its one reservation (a ring-3 reader relies on its counter
+// Keep row to its one reservation (a user-mode reader relies on its counter
 // index); false when others share it already. Released with the reservation.
 bool pmc_row_pin(unsigned row);
 // Rows some reservation holds: sampling must not claim them (hal/counters.c).
@@ -100,9 +100,9 @@ void pmc_row_mark(unsigned cpu, unsigned row, bool disabled); // set or clear th
 // reservation holds the row or sampling holds its counter on cpu.
 NTSTATUS pmc_row_admin_counter(unsigned cpu, unsigned row, bool disable);
 
-// A count of source in both rings on row's scope, wanted nowhere yet; set
-// c->rings before its first pmc_count_in to count in one ring only. Counts of
-// one event in different rings are different event selects: each load
+// A count of source in both levels on row's scope, wanted nowhere yet; set
+// c->levels before its first pmc_count_in to count in one level only. Counts of
+// one event in different levels are different event selects: each load
 // programs its own, so they may take turns on a row but never share a count.
 void pmc_count_init(struct pmc_count *c, KPROFILE_SOURCE source, unsigned row, bool user_read);
 
@@ -123,12 +123,12 @@ bool pmc_count_multiplexing(void);
 // Sampling took (freed false) or gave back counter i on this CPU: CR4.PCE
 // is decided again (hal/counters.c; interrupts off).
 void pmc_count_sampling_changed(unsigned i, bool freed);
-// A ring-3 rdpmc of ECX = ecx on this CPU that raised #GP because CR4.PCE is
+// A user-mode rdpmc of ECX = ecx on this CPU that raised #GP because CR4.PCE is
 // off: true and *value = the reader's own counter, or 0 for another counter
-// of the interface, when this CPU has a ring-3-read count loaded; false
+// of the interface, when this CPU has a user-mode-read count loaded; false
 // otherwise (the #GP stands).
 bool pmc_count_rdpmc_value(uint32_t ecx, uint64_t *value);
-// trap.c's user #GP hook: emulates a ring-3 `rdpmc` (0F 33) with
+// trap.c's user #GP hook: emulates a user-mode `rdpmc` (0F 33) with
 // pmc_count_rdpmc_value.
 bool pmc_count_rdpmc_gp(struct trapframe *tf);
 

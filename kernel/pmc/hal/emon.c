@@ -200,34 +200,34 @@ static void load_counter(unsigned i, uint64_t value, uint64_t ctl)
 }
 
 // A sampling counter's event select: the source's event in the counter's
-// rings, with the overflow interrupt.
+// levels, with the overflow interrupt.
 static uint64_t sampling_select(const struct pmc_counter *c)
 {
-    return pmc_select_rings(profile_sources[c->source].intel_select, c->rings) | PERFEVTSEL_INT |
+    return pmc_select_levels(profile_sources[c->source].intel_select, c->levels) | PERFEVTSEL_INT |
            PERFEVTSEL_EN;
 }
 
 // Load a sampling counter to interrupt after its period (enable: at once;
 // version 1's reload enables it later, in emon_thaw). A fixed counter's
-// field is its rings (1 OS, 2 USR, 3 both) and PMI (Intel SDM vol. 3B,
+// field is its levels (1 OS, 2 USR, 3 both) and PMI (Intel SDM vol. 3B,
 // "Fixed-function Performance Counters").
 static void arm_counter(unsigned i, uint64_t value, bool enable)
 {
     const struct pmc_counter *c = pmc_counter(cpu_id(), i);
     if (pmc_hw[i].kind == PMC_COUNTER_FIXED)
-        load_counter(i, value, c->rings | FIXED_CTR_CTRL_PMI);
+        load_counter(i, value, c->levels | FIXED_CTR_CTRL_PMI);
     else
         load_counter(i, value, enable ? sampling_select(c) : 0);
 }
 
-static NTSTATUS emon_enable(KPROFILE_SOURCE source, unsigned rings)
+static NTSTATUS emon_enable(KPROFILE_SOURCE source, unsigned levels)
 {
     unsigned cpu = cpu_id();
     if (emon.reason[source][0])
         return STATUS_NOT_SUPPORTED;
     if (pmc_counter_find(cpu, source) >= 0)
         return STATUS_PROFILING_NOT_STOPPED;
-    int i = pmc_counter_claim(cpu, source, rings, emon.fixed[source], emon.gp[source],
+    int i = pmc_counter_claim(cpu, source, levels, emon.fixed[source], emon.gp[source],
                               pmc_source_interval[source]);
     if (i < 0) {
         PMC_TRACE_STEP(PMC_STEP_NO_COUNTER, source, 0);
@@ -381,13 +381,14 @@ static uint32_t emon_counters_for(KPROFILE_SOURCE source)
     return m;
 }
 
-static void emon_start_counting(unsigned i, KPROFILE_SOURCE source, unsigned rings, uint64_t value)
+static void emon_start_counting(unsigned i, KPROFILE_SOURCE source, unsigned levels, uint64_t value)
 {
     if (pmc_hw[i].kind == PMC_COUNTER_FIXED)
-        load_counter(i, value, rings);
+        load_counter(i, value, levels);
     else
         load_counter(i, value,
-                     pmc_select_rings(profile_sources[source].intel_select, rings) | PERFEVTSEL_EN);
+                     pmc_select_levels(profile_sources[source].intel_select, levels) |
+                         PERFEVTSEL_EN);
     write_global_ctrl(cpu_id());
 }
 

@@ -77,11 +77,11 @@ typedef void (*HAL_PROFILE_INTERRUPT_HANDLER)(KPROFILE_SOURCE source, const stru
 //   STATUS_INSUFFICIENT_RESOURCES start: "no free counter"
 //   STATUS_PROFILING_NOT_STARTED  stop of a source that has no user
 NTSTATUS HalStartProfileInterrupt(KPROFILE_SOURCE source, const char **reason);
-// The same with the rings the source's counters count in (enum pmc_rings;
-// the plain call: both). A PMC source already started in other rings:
-//   STATUS_PMC_RING_CONFLICT      its one counter per CPU cannot count both ways
-//   STATUS_INVALID_PARAMETER      rings 0 or above PMC_RINGS_ALL
-NTSTATUS HalStartProfileInterruptEx(KPROFILE_SOURCE source, unsigned rings, const char **reason);
+// The same with the levels the source's counters count in (enum pmc_levels;
+// the plain call: both). A PMC source already started in other levels:
+//   STATUS_PMC_LEVEL_CONFLICT      its one counter per CPU cannot count both ways
+//   STATUS_INVALID_PARAMETER      levels 0 or above PMC_LEVELS_ALL
+NTSTATUS HalStartProfileInterruptEx(KPROFILE_SOURCE source, unsigned levels, const char **reason);
 NTSTATUS HalStopProfileInterrupt(KPROFILE_SOURCE source, const char **reason);
 
 // ProfileTime interval in 100 ns units, clamped to [1,221, 10,000,000]; returns

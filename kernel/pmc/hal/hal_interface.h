@@ -49,8 +49,8 @@ struct halp_profile_interface {
 
     // The HAL's six private operations (HalpProfileInterface in the Windows HAL).
     NTSTATUS (*InitializeProfiling)(void); // every CPU: registers to a known idle state
-    // Sample source on this CPU, its counter counting in rings (enum pmc_rings).
-    NTSTATUS (*EnableMonitoring)(KPROFILE_SOURCE source, unsigned rings);
+    // Sample source on this CPU, its counter counting in levels (enum pmc_levels).
+    NTSTATUS (*EnableMonitoring)(KPROFILE_SOURCE source, unsigned levels);
     void (*DisableMonitoring)(KPROFILE_SOURCE source);
     NTSTATUS (*SetInterval)(KPROFILE_SOURCE source, uint64_t *interval); // in: wanted, out: actual
     void (*CheckOverflowStatus)(struct overflow_status *status);
@@ -72,10 +72,10 @@ struct halp_profile_interface {
     // Counting (pmc/hal/counts.c), on rows no sampling uses. NULL in the no-PMU
     // interface, whose CountersFor is never asked (it supports no source).
     uint32_t (*CountersFor)(KPROFILE_SOURCE source); // bit i: counter i can count source
-    // Count source on counter i from value, in rings (enum pmc_rings), with
+    // Count source on counter i from value, in levels (enum pmc_levels), with
     // no interrupt; stop it. pmc_counting already has bit i set (start) or
     // clear (stop).
-    void (*StartCounting)(unsigned i, KPROFILE_SOURCE source, unsigned rings, uint64_t value);
+    void (*StartCounting)(unsigned i, KPROFILE_SOURCE source, unsigned levels, uint64_t value);
     void (*StopCounting)(unsigned i);
 };
 

@@ -59,9 +59,9 @@ void halp_deliver_choose(void)
 }
 
 static struct mutex hal_mutex = MUTEX_INIT("hal profile"); // start, stop, intervals
-static unsigned users[ProfileSourceCount];   // per source: starts not yet stopped (hal_mutex)
-static uint8_t rings_of[ProfileSourceCount]; // the rings a started PMC source counts in
-static uint32_t started;                     // bit per source running on every CPU: users != 0
+static unsigned users[ProfileSourceCount];    // per source: starts not yet stopped (hal_mutex)
+static uint8_t levels_of[ProfileSourceCount]; // the levels a started PMC source counts in
+static uint32_t started;                      // bit per source running on every CPU: users != 0
 _Static_assert(ProfileSourceCount <= 32, "started is a 32-bit set");
 
 static bool is_started(KPROFILE_SOURCE source)
@@ -88,14 +88,14 @@ static void query(KPROFILE_SOURCE source, struct pmc_source_query *q)
 // One smp_call_all round: the source, and each CPU's answer.
 struct hal_call {
     KPROFILE_SOURCE source;
-    unsigned rings;
+    unsigned levels;
     NTSTATUS status[MAX_CPUS];
 };
 
 static void enable_on_cpu(void *arg)
 {
     struct hal_call *call = arg;
-    call->status[cpu_id()] = halp_profile_interface->EnableMonitoring(call->source, call->rings);
+    call->status[cpu_id()] = halp_profile_interface->EnableMonitoring(call->source, call->levels);
 }
 
 static void disable_on_cpu(void *arg)
@@ -105,9 +105,9 @@ static void disable_on_cpu(void *arg)
 }
 
 // Enable on every CPU, or on none: a failure anywhere undoes the others.
-static NTSTATUS enable_everywhere(KPROFILE_SOURCE source, unsigned rings, const char **reason)
+static NTSTATUS enable_everywhere(KPROFILE_SOURCE source, unsigned levels, const char **reason)
 {
-    struct hal_call call = {.source = source, .rings = rings};
+    struct hal_call call = {.source = source, .levels = levels};
     smp_call_all(enable_on_cpu, &call);
     for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++) {
         if (NT_SUCCESS(call.status[cpu]))
@@ -121,16 +121,16 @@ static NTSTATUS enable_everywhere(KPROFILE_SOURCE source, unsigned rings, const 
 }
 
 // The first user: start source on every CPU (hal_mutex held).
-static NTSTATUS start_everywhere(KPROFILE_SOURCE source, unsigned rings, const char **reason)
+static NTSTATUS start_everywhere(KPROFILE_SOURCE source, unsigned levels, const char **reason)
 {
     NTSTATUS status = fail(reason, "", STATUS_SUCCESS);
     PMC_TRACE_STEP(PMC_STEP_START, source, 0);
     if (source == ProfileTime)
         profile_time_start();
     else
-        status = enable_everywhere(source, rings, reason);
+        status = enable_everywhere(source, levels, reason);
     if (NT_SUCCESS(status)) {
-        rings_of[source] = (uint8_t)rings;
+        levels_of[source] = (uint8_t)levels;
         __atomic_fetch_or(&started, 1u << source, __ATOMIC_RELEASE);
     }
     return status;
@@ -149,26 +149,26 @@ static void stop_everywhere(KPROFILE_SOURCE source)
     __atomic_fetch_and(&started, ~(1u << source), __ATOMIC_RELEASE);
 }
 
-// A PMC source has one counter per CPU, programmed for one set of rings: a
+// A PMC source has one counter per CPU, programmed for one set of levels: a
 // user wanting others while it runs is refused. ProfileTime is the timer,
-// which ticks in every ring; its users filter samples by ring themselves.
-NTSTATUS HalStartProfileInterruptEx(KPROFILE_SOURCE source, unsigned rings, const char **reason)
+// which ticks in every level; its users filter samples by level themselves.
+NTSTATUS HalStartProfileInterruptEx(KPROFILE_SOURCE source, unsigned levels, const char **reason)
 {
     struct pmc_source_query q;
     if ((unsigned)source >= ProfileSourceCount)
         return fail(reason, "unknown profile source", STATUS_INVALID_PARAMETER);
-    if (rings == 0 || rings > PMC_RINGS_ALL)
-        return fail(reason, "no ring to count in", STATUS_INVALID_PARAMETER);
+    if (levels == 0 || levels > PMC_LEVELS_ALL)
+        return fail(reason, "no level to count in", STATUS_INVALID_PARAMETER);
     query(source, &q);
     if (!q.supported)
         return fail(reason, q.reason, STATUS_NOT_SUPPORTED);
     mutex_lock(&hal_mutex);
     NTSTATUS status = fail(reason, "", STATUS_SUCCESS);
     if (users[source] == 0)
-        status = start_everywhere(source, rings, reason);
-    else if (source != ProfileTime && rings_of[source] != rings)
-        status = fail(reason, "its counters already count in other rings for another user",
-                      STATUS_PMC_RING_CONFLICT);
+        status = start_everywhere(source, levels, reason);
+    else if (source != ProfileTime && levels_of[source] != levels)
+        status = fail(reason, "its counters already count in other levels for another user",
+                      STATUS_PMC_LEVEL_CONFLICT);
     if (NT_SUCCESS(status))
         users[source]++;
     mutex_unlock(&hal_mutex);
@@ -177,7 +177,7 @@ NTSTATUS HalStartProfileInterruptEx(KPROFILE_SOURCE source, unsigned rings, cons
 
 NTSTATUS HalStartProfileInterrupt(KPROFILE_SOURCE source, const char **reason)
 {
-    return HalStartProfileInterruptEx(source, PMC_RINGS_ALL, reason);
+    return HalStartProfileInterruptEx(source, PMC_LEVELS_ALL, reason);
 }
 
 NTSTATUS HalStopProfileInterrupt(KPROFILE_SOURCE source, const char **reason)

@@ -17,10 +17,10 @@ static NTSTATUS nopmu_initialize(void)
     return STATUS_SUCCESS; // nothing to program: the LVTPC stays as the LAPIC left it
 }
 
-static NTSTATUS nopmu_enable(KPROFILE_SOURCE source, unsigned rings)
+static NTSTATUS nopmu_enable(KPROFILE_SOURCE source, unsigned levels)
 {
     UNUSED(source);
-    UNUSED(rings);
+    UNUSED(levels);
     return STATUS_NOT_SUPPORTED;
 }
 

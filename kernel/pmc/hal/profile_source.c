@@ -9,7 +9,7 @@
 
 #include "arch/x86/msr.h"
 
-// AMD PERF_CTL value counting event ev (12 bits) with unit mask um in both rings.
+// AMD PERF_CTL value counting event ev (12 bits) with unit mask um in both levels.
 #define AMD_EVENT(ev, um) \
     ((uint64_t)((ev)&0xFF) | ((uint64_t)(((ev) >> 8) & 0xF) << AMD_PERF_CTL_EVENT_HI_SHIFT) | \
      ((uint64_t)(um) << PERFEVTSEL_UMASK_SHIFT) | PERFEVTSEL_USR | PERFEVTSEL_OS)

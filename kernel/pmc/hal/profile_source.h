@@ -9,28 +9,28 @@
 
 #include "arch/x86/msr.h"
 
-// The rings a counter counts in, encoded as IA32_FIXED_CTR_CTRL's 2-bit
+// The privilege levels a counter counts at, encoded as IA32_FIXED_CTR_CTRL's 2-bit
 // enable field of each fixed counter (Intel SDM vol. 3B, "Fixed-function
 // Performance Counters": 1 counts at CPL 0, 2 at CPL > 0, 3 at both).
-enum pmc_rings {
-    PMC_RING_OS = 1,  // ring 0
-    PMC_RING_USR = 2, // rings 1-3 (here: ring 3)
-    PMC_RINGS_ALL = 3,
+enum pmc_levels {
+    PMC_LEVEL_OS = 1,  // kernel mode
+    PMC_LEVEL_USR = 2, // CPL 1-3 (here: user mode)
+    PMC_LEVELS_ALL = 3,
 };
 
-// An event select with its USR (bit 16) and OS (bit 17) bits as rings says:
+// An event select with its USR (bit 16) and OS (bit 17) bits as levels says:
 // the same two bits in Intel's IA32_PERFEVTSELx (SDM vol. 3B,
 // "Architectural Performance Monitoring Version 1") and AMD's PERF_CTLx (APM
 // vol. 2, 13.2.1 "Performance Event-Select Registers").
-static inline uint64_t pmc_select_rings(uint64_t select, unsigned rings)
+static inline uint64_t pmc_select_levels(uint64_t select, unsigned levels)
 {
     select &= ~(PERFEVTSEL_USR | PERFEVTSEL_OS);
-    return select | (rings & PMC_RING_USR ? PERFEVTSEL_USR : 0) |
-           (rings & PMC_RING_OS ? PERFEVTSEL_OS : 0);
+    return select | (levels & PMC_LEVEL_USR ? PERFEVTSEL_USR : 0) |
+           (levels & PMC_LEVEL_OS ? PERFEVTSEL_OS : 0);
 }
 
 // What kind of counter a source uses.
-// The ABI's numbering (lib/abi/profile.h), so ring 3 sees the kernel's values unchanged.
+// The ABI's numbering (lib/abi/profile.h), so user mode sees the kernel's values unchanged.
 enum pmc_counter_kind {
     PMC_COUNTER_NONE = COUNTER_NONE,       // not countable here
     PMC_COUNTER_TIMER = COUNTER_TIMER,     // ProfileTime: the LAPIC timer

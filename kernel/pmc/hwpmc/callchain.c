@@ -80,13 +80,13 @@ static unsigned walk_kernel(const struct intr_frame *tf, const struct thread *t,
     return n;
 }
 
-// Where a user thread in the kernel keeps its ring-3 registers: the trap
+// Where a user thread in the kernel keeps its user-mode registers: the trap
 // frame at the top of its kernel stack (a system call, an exception, an
 // interrupt through isr_common), or timer_entry's lean frame while that entry
 // runs its user-work hook (vectors.asm): struct intr_frame in place, with the
 // nine saved registers and the hook's return address below it, where a trap
 // frame would have r10 in the rbp slot. False when the top frame is not
-// ring 3's.
+// user mode's.
 static bool user_state(const struct thread *t, struct intr_frame *out)
 {
     const struct intr_frame *top = (const struct intr_frame *)(t->kstack_top - sizeof *top);
@@ -115,7 +115,7 @@ unsigned callchain_capture(const struct intr_frame *f, bool user, bool want_chai
     if (user)
         return callchain_user(f, r, max); // f is the user's state
     // Interrupted in the kernel, f starts the kernel part, and a user
-    // thread's ring-3 state is at the top of its kernel stack (user_state).
+    // thread's user-mode state is at the top of its kernel stack (user_state).
     bool trunc = false;
     n = walk_kernel(f, t, frames, max, &trunc);
     r->nkernel = (uint16_t)n;

@@ -46,7 +46,7 @@ static inline __attribute__((always_inline)) bool user_return_at(const struct ad
            after_call((const uint8_t *)&code + 8, 8);
 }
 
-// The user part of the chain from utf (ring 3's state) into frames[*n..max),
+// The user part of the chain from utf (user mode's state) into frames[*n..max),
 // *n < max: *n becomes the frames' count; returns how the walk ended.
 static inline __attribute__((always_inline)) unsigned walk_user(const struct intr_frame *utf,
                                                                 const struct addrspace *as,
@@ -59,7 +59,7 @@ static inline __attribute__((always_inline)) unsigned walk_user(const struct int
     uint64_t fp = utf->rbp, sp = utf->rsp, top;
     uint64_t *out = frames + *n, *end = frames + max;
     user_peek_begin();
-    // A leaf without a frame (see kernel_return_at). sp is ring 3's and may
+    // A leaf without a frame (see kernel_return_at). sp is user mode's and may
     // point anywhere: only a user-half one is read (a kernel one is negative).
     if ((int64_t)sp >= 0 && out != end && user_peek(sp, &top) && user_return_at(as, top))
         *out++ = top;
@@ -83,12 +83,12 @@ _Static_assert(CALLCHAIN_TRUNCATED == USER_FRAMES_CUT &&
 // The chain of a sample of the interrupted context f of this CPU's current
 // thread into the record r: at most max (>= 2) frames into r->frames, leaf
 // first, with r->nframes and r->nkernel (the kernel frames come first). user
-// says f is ring 3's state (intr_from_user(f), which the caller knows). With
+// says f is user mode's state (intr_from_user(f), which the caller knows). With
 // want_chain false only the IP. Returns 0 or CALLCHAIN_* bits.
 unsigned callchain_capture(const struct intr_frame *f, bool user, bool want_chain,
                            struct pmclog_sample *r, unsigned max);
 
-// The same for the common sample, a chain asked for in ring 3, inline: with
+// The same for the common sample, a chain asked for in user mode, inline: with
 // no C call on its way, the log's sample path saves no register.
 static inline unsigned callchain_user(const struct intr_frame *f, struct pmclog_sample *r,
                                       unsigned max)

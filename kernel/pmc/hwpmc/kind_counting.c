@@ -33,8 +33,8 @@
 #include "pmc/hwpmc/pmc.h"
 #include "pmc/ke/profile.h"
 
-_Static_assert(SWEVENT_RING_USER == PMC_RING_USR && SWEVENT_RING_KERNEL == PMC_RING_OS,
-               "one encoding of the rings");
+_Static_assert(SWEVENT_LEVEL_USER == PMC_LEVEL_USR && SWEVENT_LEVEL_KERNEL == PMC_LEVEL_OS,
+               "one encoding of the levels");
 
 static bool is_hw(const struct pmc *m)
 {
@@ -63,7 +63,7 @@ static enum pmc_sw_event sw_event(const struct pmc *m)
 static uint64_t process_total(const struct pmc *m, const struct process *proc)
 {
     struct thread *t = READ_ONCE(proc->thread);
-    return t && !is_hw(m) ? swevent_thread_value_rings(t, sw_event(m), pmc_rings(&m->a)) : 0;
+    return t && !is_hw(m) ? swevent_thread_value_levels(t, sw_event(m), pmc_levels(&m->a)) : 0;
 }
 
 static uint64_t target_value(const struct pmc_target *t)
@@ -111,7 +111,7 @@ static uint64_t sw_value(const struct pmc *m)
     uint64_t v = m->c.value;
     for (unsigned c = 0; m->running && c < ncpus; c++)
         if (cpu_in(m, c))
-            v += swevent_cpu_value_rings(c, sw_event(m), pmc_rings(&m->a)) - m->c.cpu_base[c];
+            v += swevent_cpu_value_levels(c, sw_event(m), pmc_levels(&m->a)) - m->c.cpu_base[c];
     return v;
 }
 
@@ -127,11 +127,11 @@ static uint64_t hw_value(const struct pmc *m)
 
 // --- attachments ------------------------------------------------------------------
 
-// A hardware count of m's event in m's rings.
+// A hardware count of m's event in m's levels.
 static void hw_count_init(const struct pmc *m, struct pmc_count *c)
 {
     pmc_count_init(c, (KPROFILE_SOURCE)m->a.source, m->c.row, false);
-    c->rings = (uint8_t)pmc_rings(&m->a);
+    c->levels = (uint8_t)pmc_levels(&m->a);
 }
 
 // Begin counting for t at its process's current total.
@@ -260,7 +260,7 @@ static NTSTATUS counting_start(struct pmc *m, struct process *caller)
     m->c.started_ns = clock_ns();
     each_target(m, target_begin);
     for (unsigned c = 0; !is_hw(m) && m->a.mode == PMC_MODE_SC && c < ncpus; c++)
-        m->c.cpu_base[c] = swevent_cpu_value_rings(c, sw_event(m), pmc_rings(&m->a));
+        m->c.cpu_base[c] = swevent_cpu_value_levels(c, sw_event(m), pmc_levels(&m->a));
     pmc_switch_work(m, true);
     spin_unlock_irqrestore(&pmc_lock, f);
     return STATUS_SUCCESS;
@@ -499,7 +499,7 @@ static NTSTATUS hw_rdpmc_index(struct pmc *m, struct process *caller, uint32_t *
         s = STATUS_PMC_ROW_SHARED;
     if (NT_SUCCESS(s) && !m->c.user_read) {
         m->c.user_read = t->hw.user_read = true;
-        if (t->hw.cpu == (int)cpu_id()) { // loaded now: reload it with ring-3 reads on
+        if (t->hw.cpu == (int)cpu_id()) { // loaded now: reload it with user-mode reads on
             uint64_t now = clock_ns();
             pmc_count_out(&t->hw, now);
             pmc_count_in(&t->hw, now);
@@ -513,15 +513,15 @@ static NTSTATUS hw_rdpmc_index(struct pmc *m, struct process *caller, uint32_t *
 
 // --- allocation -------------------------------------------------------------------------
 
-// Counts are of both rings unless the request names one (docs/counting.md),
+// Counts are of both levels unless the request names one (docs/counting.md),
 // which only task-clock can tell apart; ProfileTime is counted as its ticks,
 // the software event PMC_SW_PROFILE_TICKS, which cannot.
 static NTSTATUS sw_allocate(struct pmc *m, const struct process *owner)
 {
     UNUSED(owner);
-    if (pmc_rings(&m->a) != PMC_RINGS_ALL &&
-        (m->a.source == ProfileTime || !swevent_has_rings(sw_event(m))))
-        return STATUS_PMC_RING_UNSUPPORTED;
+    if (pmc_levels(&m->a) != PMC_LEVELS_ALL &&
+        (m->a.source == ProfileTime || !swevent_has_levels(sw_event(m))))
+        return STATUS_PMC_LEVEL_UNSUPPORTED;
     if (m->a.source == ProfileTime) {
         m->a.source = PMC_EVENT_SW(PMC_SW_PROFILE_TICKS);
         m->c.runs_profile_time = true;

@@ -47,12 +47,12 @@ static bool samples_here(const struct pmc *m, KPROFILE_SOURCE source, uint64_t b
     return !pmc_process_scope(m) || (pr && (*tg = pmc_target_of(m, pr)));
 }
 
-// A sample counts for e's PMC when its IP is in one of the PMC's rings (a
+// A sample counts for e's PMC when its IP is in one of the PMC's levels (a
 // hardware counter counts only those, but a PMI may arrive after the CPU
-// changed rings) and it is the period-th such tick on this CPU.
+// changed levels) and it is the period-th such tick on this CPU.
 static inline bool take(const struct pmc_plan_entry *e, bool user)
 {
-    if (!e->in_ring[user])
+    if (!e->in_level[user])
         return false;
     uint64_t *phase = e->phase, ticks = *phase + 1;
     if (ticks < e->period) {
@@ -79,9 +79,9 @@ static void make_entry(struct pmc_plan_entry *e, struct pmc *m, struct pmc_targe
                                        (uint16_t)m->a.source,
                                        chain,
                                        chain ? PMCLOG_SAMPLE_CHAIN : 0};
-    unsigned rings = pmc_rings(&m->a);
-    e->in_ring[0] = (rings & PMC_RING_OS) != 0;
-    e->in_ring[1] = (rings & PMC_RING_USR) != 0;
+    unsigned levels = pmc_levels(&m->a);
+    e->in_level[0] = (levels & PMC_LEVEL_OS) != 0;
+    e->in_level[1] = (levels & PMC_LEVEL_USR) != 0;
     e->period = m->s.period;
     e->phase = &m->s.phase[cpu];
     e->slice = &m->s.slice[cpu];
@@ -202,7 +202,7 @@ static NTSTATUS sampling_allocate(struct pmc *m, const struct process *owner)
     KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
     if (!NT_SUCCESS(HalQueryProfileSource(source, &d)) || !d.supported)
         return STATUS_PMC_SOURCE_UNSUPPORTED;
-    if ((pmc_rings(&m->a) & PMC_RING_OS) && !owner->privileged)
+    if ((pmc_levels(&m->a) & PMC_LEVEL_OS) && !owner->privileged)
         return STATUS_PRIVILEGE_NOT_HELD; // kernel-mode samples
     return check_count(&d, m->a.count);
 }
@@ -225,7 +225,7 @@ static NTSTATUS sampling_start(struct pmc *m, struct process *caller)
     if (!NT_SUCCESS(s))
         return s;
     KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
-    s = KeReferenceProfileSourceRings(source, pmc_rings(&m->a));
+    s = KeReferenceProfileSourceLevels(source, pmc_levels(&m->a));
     if (!NT_SUCCESS(s)) {
         pmc_log_unuse();
         return s;

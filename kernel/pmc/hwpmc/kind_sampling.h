@@ -16,10 +16,10 @@ struct pmc_plan {
     unsigned n;
     struct pmc_plan_entry {
         struct sample_origin origin; // what the PMC's records say
-        bool in_ring[2];             // its rings: [0] ring-0 samples count, [1] ring-3 ones
-        uint64_t period;             // ticks of the source per sample
-        uint64_t *phase, *slice;     // the PMC's counters for this CPU
-        uint64_t *samples;           // the target's total (a per-CPU sink at system scope)
+        bool in_level[2];        // its levels: [0] kernel-mode samples count, [1] user-mode ones
+        uint64_t period;         // ticks of the source per sample
+        uint64_t *phase, *slice; // the PMC's counters for this CPU
+        uint64_t *samples;       // the target's total (a per-CPU sink at system scope)
     } e[PMC_PLAN_MAX];
 };
 

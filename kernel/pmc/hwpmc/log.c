@@ -110,7 +110,7 @@ static __attribute__((noinline)) void sample_other(const struct sample_origin *o
         record_end(l, r, callchain_capture(f, user, o->chain, r, log_frames));
 }
 
-// The common sample, a chain in ring 3: no C call on its way.
+// The common sample, a chain in user mode: no C call on its way.
 static __attribute__((noinline)) void sample_user_chain(const struct sample_origin *o,
                                                         const struct intr_frame *f)
 {

@@ -48,7 +48,7 @@ void pmc_log_sample(const struct sample_origin *o, const struct intr_frame *f, b
 
 // PMC_F_LOG_OFFCPU: this CPU's current thread (o's process) leaves the CPU
 // for reason (enum thread_wait): a PMCLOG_OFFCPU record with the chain from
-// the kernel context f (the scheduler's, pmc_switch_frame) and the ring-3
+// the kernel context f (the scheduler's, pmc_switch_frame) and the user-mode
 // state at the top of its kernel stack, with o->chain. Scheduler context,
 // interrupts off; without room the record is dropped (and counted).
 void pmc_log_offcpu(const struct sample_origin *o, const struct intr_frame *f, uint16_t reason,

@@ -59,13 +59,13 @@ bool pmc_counting_mode(const struct pmc_alloc *a)
     return a->mode == PMC_MODE_SC || a->mode == PMC_MODE_TC;
 }
 
-unsigned pmc_rings(const struct pmc_alloc *a)
+unsigned pmc_levels(const struct pmc_alloc *a)
 {
     unsigned r =
-        (a->flags & PMC_F_USER ? PMC_RING_USR : 0) | (a->flags & PMC_F_KERNEL ? PMC_RING_OS : 0);
+        (a->flags & PMC_F_USER ? PMC_LEVEL_USR : 0) | (a->flags & PMC_F_KERNEL ? PMC_LEVEL_OS : 0);
     if (r)
         return r;
-    return pmc_counting_mode(a) ? PMC_RINGS_ALL : PMC_RING_USR;
+    return pmc_counting_mode(a) ? PMC_LEVELS_ALL : PMC_LEVEL_USR;
 }
 
 // The kind a request names: sampling or counting, of ProfileTime, a PMU

@@ -177,10 +177,10 @@ extern struct intr_frame pmc_switch_frame[MAX_CPUS];
 void pmc_barrier(void);
 extern struct spinlock pmc_lock;
 bool pmc_counting_mode(const struct pmc_alloc *a); // PMC_MODE_SC or PMC_MODE_TC
-// The rings a request counts or samples in (enum pmc_rings, pmc/hal/profile_source.h):
+// The levels a request counts or samples in (enum pmc_levels, pmc/hal/profile_source.h):
 // its PMC_F_USER and PMC_F_KERNEL, or with neither the mode's default
-// (counting: both; sampling: ring 3).
-unsigned pmc_rings(const struct pmc_alloc *a);
+// (counting: both; sampling: user mode).
+unsigned pmc_levels(const struct pmc_alloc *a);
 
 void pmc_object_init(void);   // at boot: watch processes and switches
 void pmc_sampling_init(void); // then the kinds

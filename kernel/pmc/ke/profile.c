@@ -364,9 +364,9 @@ NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source)
     return HalStartProfileInterrupt(source, NULL);
 }
 
-NTSTATUS KeReferenceProfileSourceRings(KPROFILE_SOURCE source, unsigned rings)
+NTSTATUS KeReferenceProfileSourceLevels(KPROFILE_SOURCE source, unsigned levels)
 {
-    return HalStartProfileInterruptEx(source, rings, NULL);
+    return HalStartProfileInterruptEx(source, levels, NULL);
 }
 
 NTSTATUS KeDereferenceProfileSource(KPROFILE_SOURCE source)

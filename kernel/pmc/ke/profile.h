@@ -90,7 +90,7 @@ static inline uint64_t profile_buckets(uint64_t size, uint32_t shift)
 // stops it. Profile objects and PMC objects both come here; any context where
 // a mutex may be taken.
 NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source);
-// The same, the source's counters counting in rings (enum pmc_rings; a
-// source started in others: STATUS_PMC_RING_CONFLICT).
-NTSTATUS KeReferenceProfileSourceRings(KPROFILE_SOURCE source, unsigned rings);
+// The same, the source's counters counting in levels (enum pmc_levels; a
+// source started in others: STATUS_PMC_LEVEL_CONFLICT).
+NTSTATUS KeReferenceProfileSourceLevels(KPROFILE_SOURCE source, unsigned levels);
 NTSTATUS KeDereferenceProfileSource(KPROFILE_SOURCE source);

@@ -46,7 +46,7 @@ static void alloc_valid(const struct fuzzer *f, const struct call *c, struct all
     a->mode = modes[c->variant % 8];
     bool counting = counting_mode(a->mode), proc = process_mode(a->mode);
     a->flags = (!counting && (v & 1) ? PMC_F_CALLCHAIN : 0) |
-               (f->privileged && (v & 2) ? (counting ? PMC_F_RINGS : PMC_F_KERNEL) : 0);
+               (f->privileged && (v & 2) ? (counting ? PMC_F_LEVELS : PMC_F_KERNEL) : 0);
     if (proc)
         a->flags |= (uint32_t)(v & (PMC_F_DESCENDANTS | PMC_F_LOG_PROCCSW | PMC_F_LOG_PROCEXIT));
     if (counting && (f->narrow & NARROW_TARGET_EXIT))

@@ -84,7 +84,7 @@ static int parse_cswitch_record(int argc, char **argv, uint32_t *ev, unsigned *n
                 0)
                 return -EXIT_USAGE;
             for (unsigned k = 0; k < *n; k++)
-                if (ev[k] & EV_RINGS)
+                if (ev[k] & EV_LEVELS)
                     return -usage_short(usage_cswitch_record,
                                         "%s: a switch record holds every ring's count: no :u or :k",
                                         event_name(ev[k]));

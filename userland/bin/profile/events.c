@@ -113,7 +113,7 @@ const char *event_name(uint32_t ev)
     static char names[4][64];
     static unsigned next;
     const char *base = base_name(EV_BASE(ev));
-    if (!(ev & EV_RINGS))
+    if (!(ev & EV_LEVELS))
         return base;
     char *out = names[next++ % 4];
     snprintf(out, sizeof names[0], "%s:%s%s", base, ev & EV_USER ? "u" : "",

@@ -9,8 +9,8 @@
 // the event's value above its number.
 #define EV_USER     0x10000000u // :u
 #define EV_KERNEL   0x20000000u // :k
-#define EV_RINGS    (EV_USER | EV_KERNEL)
-#define EV_BASE(ev) ((ev) & ~EV_RINGS)
+#define EV_LEVELS   (EV_USER | EV_KERNEL)
+#define EV_BASE(ev) ((ev) & ~EV_LEVELS)
 // The allocation flags of an event's modifiers (PMC_F_USER, PMC_F_KERNEL; 0: none).
 uint32_t event_pmc_flags(uint32_t ev);
 // MODS after an event's colon ("u", "k", "uk", "ku") as EV_* bits; -1 for anything else.

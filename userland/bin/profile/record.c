@@ -201,7 +201,7 @@ static uint32_t record_rings(const struct record_opts *o)
 {
     if (o->rings)
         return o->rings;
-    return o->kernel || o->system ? PMC_F_RINGS : PMC_F_USER;
+    return o->kernel || o->system ? PMC_F_LEVELS : PMC_F_USER;
 }
 
 // The sampling PMC allocated, attached to PROG, started, over an empty file. 0 or -1.
@@ -226,7 +226,7 @@ static int record_start(struct record *r)
         s = NtPmcStart(r->pmc);
     if (!NT_SUCCESS(s)) {
         fprintf(stderr, "profile: cannot start sampling: %s%s\n", nt_status_name(s),
-                s == STATUS_PMC_RING_CONFLICT
+                s == STATUS_PMC_LEVEL_CONFLICT
                     ? " (another user samples this source in other rings: its one counter per "
                       "CPU cannot count both ways)"
                     : "");

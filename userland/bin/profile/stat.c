@@ -166,7 +166,7 @@ static int find_row(const struct row *rows, unsigned n, uint32_t ev)
 // An event that was not counted: why.
 static void print_uncounted(const struct row *rw, const char *name)
 {
-    if (rw->status == STATUS_PMC_RING_UNSUPPORTED) {
+    if (rw->status == STATUS_PMC_LEVEL_UNSUPPORTED) {
         printf("%19s      %-22s (it counts no ring apart: only task-clock and hardware events "
                "take :u or :k)\n",
                "<not supported>", name);
@@ -185,7 +185,7 @@ static void print_uncounted(const struct row *rw, const char *name)
 static void derived(const struct row *rows, unsigned n, const struct row *rw, uint64_t mean,
                     unsigned runs, char *extra, size_t size)
 {
-    uint32_t mods = rw->event & EV_RINGS, ev = EV_BASE(rw->event); // ratios of like modifiers
+    uint32_t mods = rw->event & EV_LEVELS, ev = EV_BASE(rw->event); // ratios of like modifiers
     int tc = find_row(rows, n, PMC_EVENT_SW(PMC_SW_TASK_CLOCK) | mods);
     int cyc = find_row(rows, n, ProfileTotalCycles | mods);
     int br = find_row(rows, n, ProfileBranchInstructionRetired | mods);

@@ -143,7 +143,7 @@ static int top_start(struct top *t)
         return st;
     struct pmc_log_config cfg = {RING_KB_TOP * 1024, 1};
     struct pmc_alloc a = {t->src->source, t->system ? PMC_MODE_SS : PMC_MODE_TS,
-                          t->kernel ? PMC_F_RINGS : PMC_F_USER, PMC_CPU_ANY,
+                          t->kernel ? PMC_F_LEVELS : PMC_F_USER, PMC_CPU_ANY,
                           t->iv.want == t->iv.in_force ? 0 : t->iv.want};
     NTSTATUS s = NtPmcConfigureLog(&cfg);
     t->log_on = NT_SUCCESS(s);

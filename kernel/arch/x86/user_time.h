@@ -1,16 +1,16 @@
 // Ring-3 time: what task-clock:u counts (core/swevent.h), the time from each
-// return to ring 3 to the next entry into the kernel, in TSC ticks.
+// return to user mode to the next entry into the kernel, in TSC ticks.
 //
 // The entries that stop it are the system call (syscall_dispatch), every
-// interrupt and exception through trap() and the timer's way back to ring 3
+// interrupt and exception through trap() and the timer's way back to user mode
 // when there is work to do (timer_user_work); the returns that restart it
 // are theirs and a new thread's first (thread_first_run). A context switch
 // always happens in the kernel, where nothing runs. Two entries do not stop
 // it: the timer tick that finds nothing to do (the lean path in vectors.asm,
 // about 120 instructions, 0.1 % of the time at ProfileTime's finest
-// interval) and the NMI; their time is counted as the interrupted ring 3's,
+// interval) and the NMI; their time is counted as the interrupted user mode's,
 // so the sample path costs no instruction more. The rest of a thread's CPU
-// time is its ring-0 time, task-clock:k.
+// time is its kernel-mode time, task-clock:k.
 #pragma once
 #include "arch/x86/percpu.h"
 
@@ -20,11 +20,11 @@
 // rdtsc's halves are joined without the zero-extension C adds (rdtsc clears
 // bits 63:32 of RAX and RDX: Intel SDM vol. 2B, RDTSC).
 
-// From ring 3, interrupts off: the time since the return to ring 3 is added
+// From user mode, interrupts off: the time since the return to user mode is added
 // to the thread's and the CPU's totals, then the stamp cleared (in that
 // order: a reader on another CPU checks the stamp around its read). A zero
-// stamp (no return to ring 3 seen) adds nothing.
-static inline void ring_time_enter(void)
+// stamp (no return to user mode seen) adds nothing.
+static inline void user_time_enter(void)
 {
     __asm__ volatile("movq %%gs:%c0, %%rcx\n\t"
                      "testq %%rcx, %%rcx\n\t"
@@ -44,8 +44,8 @@ static inline void ring_time_enter(void)
                      : "rax", "rcx", "rdx", "cc", "memory");
 }
 
-// On the way back to ring 3, interrupts off, after the last switch.
-static inline void ring_time_leave(void)
+// On the way back to user mode, interrupts off, after the last switch.
+static inline void user_time_leave(void)
 {
     __asm__ volatile("rdtsc\n\t"
                      "shlq $32, %%rdx\n\t"

@@ -1,11 +1,11 @@
-// User and kernel rings (perf's :u and :k) on the model: the rings a count
+// User and kernel levels (perf's :u and :k) on the model: the levels a count
 // or a sampling source is given reach the USR and OS bits of IA32_PERFEVTSELx
 // and AMD's PERF_CTLx (bits 16 and 17: Intel SDM vol. 3B, "Architectural
 // Performance Monitoring Version 1"; AMD APM vol. 2, 13.2.1) and the 2-bit
 // enable field of IA32_FIXED_CTR_CTRL (1 OS, 2 USR, 3 both: SDM vol. 3B,
 // "Fixed-function Performance Counters"), and the model, which counts an
-// event only in the rings those bits name, shows the counter counting only
-// that ring's events. Then HalProfileSourceCounterInformation: the counters
+// event only in the levels those bits name, shows the counter counting only
+// that level's events. Then HalProfileSourceCounterInformation: the counters
 // each source may use on Intel, AMD legacy, PerfCtrExtCore (family 15h's
 // PERF_CTR0-2 events) and a machine without a PMU.
 #include <stdio.h>
@@ -16,9 +16,9 @@
 #define UIP 0x401000ull           // where user-mode events retire
 #define KIP 0xFFFFFFFF80100000ull // where kernel-mode events retire
 
-static const char *ring_name(unsigned rings)
+static const char *ring_name(unsigned levels)
 {
-    return rings == PMC_RING_USR ? ":u" : rings == PMC_RING_OS ? ":k" : ":uk";
+    return levels == PMC_LEVEL_USR ? ":u" : levels == PMC_LEVEL_OS ? ":k" : ":uk";
 }
 
 struct count_call {
@@ -35,20 +35,20 @@ static void count_on_cpu(void *arg)
         pmc_count_out(k->c, 1);
 }
 
-// What the counter's control register says about rings: USR and OS of a GP
+// What the counter's control register says about levels: USR and OS of a GP
 // counter's event select, the fixed counter's enable field.
-static unsigned programmed_rings(unsigned cpu, unsigned row)
+static unsigned programmed_levels(unsigned cpu, unsigned row)
 {
     const struct pmc_counter_hw *hw = &pmc_hw[row];
     if (hw->kind == PMC_COUNTER_FIXED)
         return (unsigned)(model_fixed_ctrl(cpu) >> (4 * hw->number)) & 3;
     uint64_t ctl = model_gp_ctl(cpu, hw->number);
-    return (ctl & PERFEVTSEL_USR ? PMC_RING_USR : 0) | (ctl & PERFEVTSEL_OS ? PMC_RING_OS : 0);
+    return (ctl & PERFEVTSEL_USR ? PMC_LEVEL_USR : 0) | (ctl & PERFEVTSEL_OS ? PMC_LEVEL_OS : 0);
 }
 
-// One count of source in rings on cpu 0 while 1000 events retire in ring 3
-// and 300 in ring 0.
-static void count_in_rings(KPROFILE_SOURCE source, enum model_event ev, unsigned rings)
+// One count of source in levels on cpu 0 while 1000 events retire in user mode
+// and 300 in kernel mode.
+static void count_in_levels(KPROFILE_SOURCE source, enum model_event ev, unsigned levels)
 {
     const char *m = model_config()->name, *why = NULL;
     unsigned row = 0;
@@ -57,67 +57,68 @@ static void count_in_rings(KPROFILE_SOURCE source, enum model_event ev, unsigned
         return;
     struct pmc_count c;
     pmc_count_init(&c, source, row, false);
-    c.rings = (uint8_t)rings;
+    c.levels = (uint8_t)levels;
     struct count_call k = {&c, true};
     model_on_cpu(0, count_on_cpu, &k);
-    tap_eq(programmed_rings(0, row), rings, "%s: %s%s on %s %u: its rings programmed", m,
-           src(source), ring_name(rings),
+    tap_eq(programmed_levels(0, row), levels, "%s: %s%s on %s %u: its levels programmed", m,
+           src(source), ring_name(levels),
            pmc_hw[row].kind == PMC_COUNTER_FIXED ? "fixed counter" : "GP counter",
            pmc_hw[row].number);
     model_retire(0, ev, 1000, UIP, true);
     model_retire(0, ev, 300, KIP, false);
     k.in = false;
     model_on_cpu(0, count_on_cpu, &k);
-    uint64_t want = (rings & PMC_RING_USR ? 1000 : 0) + (rings & PMC_RING_OS ? 300 : 0);
-    tap_eq(c.value, want, "%s: %s%s counts %llu of 1000 ring-3 and 300 ring-0 events", m,
-           src(source), ring_name(rings), (unsigned long long)want);
+    uint64_t want = (levels & PMC_LEVEL_USR ? 1000 : 0) + (levels & PMC_LEVEL_OS ? 300 : 0);
+    tap_eq(c.value, want, "%s: %s%s counts %llu of 1000 user-mode and 300 kernel-mode events", m,
+           src(source), ring_name(levels), (unsigned long long)want);
     pmc_row_release(row);
 }
 
-static void counting_rings(const struct model_config *cfg)
+static void counting_levels(const struct model_config *cfg)
 {
     boot(cfg);
-    static const unsigned each[] = {PMC_RING_USR, PMC_RING_OS, PMC_RINGS_ALL};
+    static const unsigned each[] = {PMC_LEVEL_USR, PMC_LEVEL_OS, PMC_LEVELS_ALL};
     for (size_t i = 0; i < 3; i++) {
-        count_in_rings(ProfileBranchInstructionRetired, EV_BRANCHES, each[i]);
-        count_in_rings(ProfileInstructionRetired, EV_INSTRUCTIONS, each[i]); // Intel: FIXED_CTR0
+        count_in_levels(ProfileBranchInstructionRetired, EV_BRANCHES, each[i]);
+        count_in_levels(ProfileInstructionRetired, EV_INSTRUCTIONS, each[i]); // Intel: FIXED_CTR0
     }
     finish(cfg->name);
 }
 
-// A sampling source started for ring 0 only: its counter's control says so,
-// ring-3 events never reach the period, ring-0 ones sample; a user wanting
-// another ring is refused while it runs, one wanting the same is counted.
-static void sampling_rings(const struct model_config *cfg, KPROFILE_SOURCE s, enum model_event ev,
-                           unsigned rings)
+// A sampling source started for kernel mode only: its counter's control says so,
+// user-mode events never reach the period, kernel-mode ones sample; a user wanting
+// another level is refused while it runs, one wanting the same is counted.
+static void sampling_levels(const struct model_config *cfg, KPROFILE_SOURCE s, enum model_event ev,
+                            unsigned levels)
 {
     const char *m = cfg->name, *why = NULL;
     boot(cfg);
     set_interval(s, 1000);
-    STATUS_EQ(HalStartProfileInterruptEx(s, rings, &why), STATUS_SUCCESS, "%s: %s%s starts", m,
-              src(s), ring_name(rings));
+    STATUS_EQ(HalStartProfileInterruptEx(s, levels, &why), STATUS_SUCCESS, "%s: %s%s starts", m,
+              src(s), ring_name(levels));
     int i = pmc_counter_find(0, s);
-    tap_ok(i >= 0 && programmed_rings(0, (unsigned)i) == rings &&
-               ALL_CPUS(programmed_rings(cpu, (unsigned)pmc_counter_find(cpu, s)) == rings),
-           "%s: %s%s: every CPU's counter counts in those rings only", m, src(s), ring_name(rings));
-    bool user = rings == PMC_RING_USR;
+    tap_ok(i >= 0 && programmed_levels(0, (unsigned)i) == levels &&
+               ALL_CPUS(programmed_levels(cpu, (unsigned)pmc_counter_find(cpu, s)) == levels),
+           "%s: %s%s: every CPU's counter counts in those levels only", m, src(s),
+           ring_name(levels));
+    bool user = levels == PMC_LEVEL_USR;
     model_retire(0, ev, 10000, user ? KIP : UIP, !user);
-    tap_eq(samples.count[0][s], 0, "%s: %s%s: 10,000 events of the other ring, no sample", m,
-           src(s), ring_name(rings));
+    tap_eq(samples.count[0][s], 0, "%s: %s%s: 10,000 events of the other level, no sample", m,
+           src(s), ring_name(levels));
     model_retire(0, ev, 10000, user ? UIP : KIP, user);
-    tap_eq(samples.count[0][s], 10, "%s: %s%s: 10,000 of its ring, 10 samples", m, src(s),
-           ring_name(rings));
-    unsigned other = rings ^ PMC_RINGS_ALL;
-    STATUS_EQ(HalStartProfileInterruptEx(s, other, &why), STATUS_PMC_RING_CONFLICT,
-              "%s: %s%s while %s runs: refused", m, src(s), ring_name(other), ring_name(rings));
-    STATUS_EQ(HalStartProfileInterrupt(s, NULL), STATUS_PMC_RING_CONFLICT,
-              "%s: an NT profile (both rings) while it runs: refused", m);
-    STATUS_EQ(HalStartProfileInterruptEx(s, rings, NULL), STATUS_SUCCESS,
-              "%s: a second user of the same rings", m);
-    STATUS_EQ(HalStartProfileInterruptEx(ProfileTime, PMC_RING_USR, NULL), STATUS_SUCCESS,
-              "%s: ProfileTime (the timer) takes any rings", m);
+    tap_eq(samples.count[0][s], 10, "%s: %s%s: 10,000 of its level, 10 samples", m, src(s),
+           ring_name(levels));
+    unsigned other = levels ^ PMC_LEVELS_ALL;
+    STATUS_EQ(HalStartProfileInterruptEx(s, other, &why), STATUS_PMC_LEVEL_CONFLICT,
+              "%s: %s%s while %s runs: refused", m, src(s), ring_name(other), ring_name(levels));
+    STATUS_EQ(HalStartProfileInterrupt(s, NULL), STATUS_PMC_LEVEL_CONFLICT,
+              "%s: an NT profile (both levels) while it runs: refused", m);
+    STATUS_EQ(HalStartProfileInterruptEx(s, levels, NULL), STATUS_SUCCESS,
+              "%s: a second user of the same levels", m);
+    STATUS_EQ(HalStartProfileInterruptEx(ProfileTime, PMC_LEVEL_USR, NULL), STATUS_SUCCESS,
+              "%s: ProfileTime (the timer) takes any levels", m);
     STATUS_EQ(HalStartProfileInterruptEx(s, 0, NULL), STATUS_INVALID_PARAMETER,
-              "%s: no ring at all: invalid", m);
+              "%s: no level at all: invalid", m);
     stop_ok(ProfileTime);
     stop_ok(s);
     stop_ok(s);
@@ -204,15 +205,15 @@ static void amd_counters(void)
     finish(MODEL_TCG_AMD.name);
 }
 
-void test_rings(void)
+void test_levels(void)
 {
-    tap_section("user and kernel rings; the counters of each source");
-    counting_rings(&MODEL_INTEL_V4);
-    counting_rings(&MODEL_AMD_LEGACY);
-    counting_rings(&MODEL_AMD_V2);
-    sampling_rings(&MODEL_INTEL_V4, ProfileBranchInstructionRetired, EV_BRANCHES, PMC_RING_OS);
-    sampling_rings(&MODEL_INTEL_V4, ProfileInstructionRetired, EV_INSTRUCTIONS, PMC_RING_USR);
-    sampling_rings(&MODEL_AMD_EXT, ProfileBranchInstructionRetired, EV_BRANCHES, PMC_RING_USR);
+    tap_section("user and kernel levels; the counters of each source");
+    counting_levels(&MODEL_INTEL_V4);
+    counting_levels(&MODEL_AMD_LEGACY);
+    counting_levels(&MODEL_AMD_V2);
+    sampling_levels(&MODEL_INTEL_V4, ProfileBranchInstructionRetired, EV_BRANCHES, PMC_LEVEL_OS);
+    sampling_levels(&MODEL_INTEL_V4, ProfileInstructionRetired, EV_INSTRUCTIONS, PMC_LEVEL_USR);
+    sampling_levels(&MODEL_AMD_EXT, ProfileBranchInstructionRetired, EV_BRANCHES, PMC_LEVEL_USR);
     intel_counters();
     amd_counters();
 }
