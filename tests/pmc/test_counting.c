@@ -333,11 +333,11 @@ static void check_switches(const struct model_config *m)
            "%s: with A and B out, their rows' counters are stopped on every CPU", name());
     tap_ok(ALL_CPUS(cpu >= 2 || (row_enabled(cpu, (unsigned)rs) &&
                                  (!has_global(m) || row_global_on(cpu, (unsigned)rs)) &&
-                                 pmc_counting[cpu] == 1u << rs)),
-           "%s: the system rows still count, and only they (pmc_counting)", name());
+                                 pmc_counters_loaded[cpu] == 1u << rs)),
+           "%s: the system rows still count, and only they (pmc_counters_loaded)", name());
     count_out(0, &sys[0], now);
     count_out(1, &sys[1], now);
-    tap_ok(ALL_CPUS(!row_enabled(cpu, (unsigned)rs) && pmc_counting[cpu] == 0 &&
+    tap_ok(ALL_CPUS(!row_enabled(cpu, (unsigned)rs) && pmc_counters_loaded[cpu] == 0 &&
                     (!has_global(m) || model_global_ctrl(cpu) == 0)),
            "%s: everything out: no counter counts, global enables 0", name());
 out:
@@ -674,8 +674,8 @@ static void check_multiplexing(const struct model_config *m)
            name(), rows, n - rows, loaded, right);
     for (unsigned k = 0; k < n; k++)
         count_out(0, &c[k], now);
-    tap_ok(!multiplexing(0) && pmc_counting[0] == 0, "%s: all out: nothing waits, nothing counts",
-           name());
+    tap_ok(!multiplexing(0) && pmc_counters_loaded[0] == 0,
+           "%s: all out: nothing waits, nothing counts", name());
 
     // With ticks: whole rotation cycles of n ticks.
     for (unsigned k = 0; k < n; k++) {

@@ -45,7 +45,7 @@ static void setup(const struct model_config *cfg)
 static bool one_owner(unsigned cpu)
 {
     for (unsigned i = 0; i < pmc_ncounters; i++)
-        if (pmc_counter(cpu, i)->period && ((pmc_counting[cpu] >> i) & 1))
+        if (pmc_counter(cpu, i)->period && ((pmc_counters_loaded[cpu] >> i) & 1))
             return false;
     return true;
 }
@@ -231,7 +231,7 @@ static const struct pmclog_hook *last_hook(unsigned cpu, uint16_t id)
 static int counting_counter(unsigned cpu)
 {
     for (unsigned i = 0; i < pmc_ncounters; i++)
-        if ((pmc_counting[cpu] >> i) & 1)
+        if ((pmc_counters_loaded[cpu] >> i) & 1)
             return (int)i;
     return -1;
 }
@@ -285,7 +285,7 @@ static unsigned record_nmis;
 static bool counting_msr(unsigned cpu, uint32_t msr)
 {
     for (unsigned i = 0; i < pmc_ncounters; i++)
-        if (((pmc_counting[cpu] >> i) & 1) && pmc_hw[i].ctr_msr == msr)
+        if (((pmc_counters_loaded[cpu] >> i) & 1) && pmc_hw[i].ctr_msr == msr)
             return true;
     return false;
 }

@@ -148,7 +148,7 @@ static void switches_and_migrations(const struct model_config *cfg)
     release(pb);
     release(sys);
     tap_eq(pmc_rows_reserved, 0, "%s: every row is free once the PMCs are gone", n);
-    tap_ok(ALL_CPUS(pmc_counting[cpu] == 0), "%s: no counter left counting", n);
+    tap_ok(ALL_CPUS(pmc_counters_loaded[cpu] == 0), "%s: no counter left counting", n);
     finish(n);
 }
 
@@ -278,7 +278,7 @@ static void cswitch_counters(void)
     ke_host_switch(1, NULL);
     STATUS_EQ(cswitch_counters_stop(), STATUS_SUCCESS, "%s: stop the counters", n);
     tap_eq(ke_host_log.users, 0, "%s: stopping gives the log back", n);
-    tap_ok(pmc_rows_reserved == 0 && ALL_CPUS(pmc_counting[cpu] == 0),
+    tap_ok(pmc_rows_reserved == 0 && ALL_CPUS(pmc_counters_loaded[cpu] == 0),
            "%s: stopping frees its rows and counters", n);
 
     const struct pmclog_cswitch *rec = (const void *)ke_host_log.bytes;

@@ -14,7 +14,7 @@
 struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
 unsigned pmc_ncounters;
 struct pmc_counter *pmc_state;
-uint32_t pmc_counting[MAX_CPUS];
+uint32_t pmc_counters_loaded[MAX_CPUS];
 uint64_t pmc_source_interval[ProfileSourceCount];
 
 void pmc_counters_reset(void)
@@ -24,7 +24,7 @@ void pmc_counters_reset(void)
     pmc_state = NULL;
     pmc_ncounters = 0;
     memset(pmc_hw, 0, sizeof(pmc_hw));
-    memset(pmc_counting, 0, sizeof(pmc_counting));
+    memset(pmc_counters_loaded, 0, sizeof(pmc_counters_loaded));
 }
 
 void pmc_counter_add(const struct pmc_counter_hw *hw)
@@ -71,7 +71,8 @@ static bool general_fits(unsigned i, uint32_t mask)
 // (cpu is this CPU, interrupts off), or it is disabled on cpu (NtPmcAdmin).
 static bool held_elsewhere(unsigned cpu, unsigned i)
 {
-    return ((pmc_rows_reserved >> i) & 1) || ((pmc_counting[cpu] >> i) & 1) || pmc_row_off(cpu, i);
+    return ((pmc_rows_reserved >> i) & 1) || ((pmc_counters_loaded[cpu] >> i) & 1) ||
+           pmc_row_off(cpu, i);
 }
 
 // Take counter i unless counting has reserved its row or it is disabled on
@@ -137,7 +138,7 @@ uint64_t pmc_enabled_bits(unsigned cpu)
     uint64_t m = 0;
     for (unsigned i = 0; i < pmc_ncounters; i++) {
         const struct pmc_counter *c = pmc_counter(cpu, i);
-        if ((c->period && !c->stopped) || ((pmc_counting[cpu] >> i) & 1))
+        if ((c->period && !c->stopped) || ((pmc_counters_loaded[cpu] >> i) & 1))
             m |= 1ull << pmc_hw[i].status_bit;
     }
     return m;

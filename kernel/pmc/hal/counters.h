@@ -36,9 +36,9 @@ struct pmc_counter {
 _Static_assert(sizeof(struct pmc_counter) == 8, "8 bytes per counter per processor");
 
 extern struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
-// Counters each CPU runs for counting (bit i = counter i; pmc/hal/counts.c), which
+// Counters each CPU has a count loaded on (bit i = counter i; pmc/hal/counts.c), which
 // the interfaces enable alongside their sampling counters.
-extern uint32_t pmc_counting[MAX_CPUS];
+extern uint32_t pmc_counters_loaded[MAX_CPUS];
 extern unsigned pmc_ncounters;
 extern struct pmc_counter *pmc_state; // [MAX_CPUS][pmc_ncounters], NULL before allocation
 

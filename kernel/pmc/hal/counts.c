@@ -387,7 +387,7 @@ static bool place_on(struct count_cpu *cc, struct pmc_count *c, unsigned i)
         return false;
     c->load = c->value & pmc_hw[i].max_period; // the low bits a write keeps as written
     cc->on[i] = c;
-    pmc_counting[cpu_id()] |= 1u << i;
+    pmc_counters_loaded[cpu_id()] |= 1u << i;
     halp_profile_interface->StartCounting(i, c->source, c->levels, c->load);
     publish_counter(c, (int)i);
     return true;
@@ -399,7 +399,7 @@ static void unload(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
     advance(c, now);
     harvest(c, i);
     cc->dirty |= 1u << i;
-    pmc_counting[cpu_id()] &= ~(1u << i);
+    pmc_counters_loaded[cpu_id()] &= ~(1u << i);
     halp_profile_interface->StopCounting(i);
     cc->on[i] = NULL;
     publish_counter(c, -1);

@@ -73,7 +73,7 @@ struct halp_profile_interface {
     // interface, whose CountersFor is never asked (it supports no source).
     uint32_t (*CountersFor)(KPROFILE_SOURCE source); // bit i: counter i can count source
     // Count source on counter i from value, in levels (enum pmc_levels), with
-    // no interrupt; stop it. pmc_counting already has bit i set (start) or
+    // no interrupt; stop it. pmc_counters_loaded already has bit i set (start) or
     // clear (stop).
     void (*StartCounting)(unsigned i, KPROFILE_SOURCE source, unsigned levels, uint64_t value);
     void (*StopCounting)(unsigned i);

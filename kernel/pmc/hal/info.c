@@ -86,7 +86,7 @@ static void put_counters(struct pmc_text *o)
         unsigned users, counting = 0;
         enum pmc_row_scope scope = pmc_row_scope(i, &users);
         for (unsigned cpu = 0; cpu < ncpus && cpu < MAX_CPUS; cpu++)
-            counting += (pmc_counting[cpu] >> i) & 1;
+            counting += (pmc_counters_loaded[cpu] >> i) & 1;
         if (scope != PMC_ROW_FREE)
             pmc_text_put(o, ": reserved for %s-scope counting by %u PMC%s, counting on %u CPUs",
                          scope == PMC_ROW_THREAD ? "process" : "system", users,

@@ -22,7 +22,7 @@ static bool covers(const struct pmc *m, unsigned cpu)
 
 static bool counts_soft(const struct pmc *m, uint32_t event)
 {
-    return pmc_counting_mode(&m->a) && m->a.source == event;
+    return pmc_mode_is_counting(&m->a) && m->a.source == event;
 }
 
 static NTSTATUS soft_admin(unsigned cpu, unsigned row, bool disable)
@@ -78,7 +78,7 @@ static void held_by(struct pmc_rowinfo *r, const struct pmc *m)
 // latter wins when both count it: software events have no resource to share).
 static void mark_pmc(const struct pmc *m, unsigned cpu, struct pmc_rowinfo *out)
 {
-    if (pmc_counting_mode(&m->a) && PMC_EVENT_IS_SW(m->a.source)) {
+    if (pmc_mode_is_counting(&m->a) && PMC_EVENT_IS_SW(m->a.source)) {
         struct pmc_rowinfo *r =
             &out[pmc_row_soft((enum pmc_sw_event)(m->a.source - PMC_EVENT_SW(0)))];
         r->users++;
@@ -92,7 +92,7 @@ static void mark_pmc(const struct pmc *m, unsigned cpu, struct pmc_rowinfo *out)
     } else if (m->a.source == ProfileTime) {
         if (out[pmc_row_timer()].disp != PMC_DISP_FREE)
             held_by(&out[pmc_row_timer()], m);
-    } else if (!pmc_counting_mode(&m->a)) {
+    } else if (!pmc_mode_is_counting(&m->a)) {
         int i = pmc_counter_find(cpu, (KPROFILE_SOURCE)m->a.source);
         if (i >= 0)
             held_by(&out[i], m);

@@ -565,12 +565,12 @@ static void hw_release(struct pmc *m)
 // (PMC_SW_PROFILE_TICKS) that runs the source while started.
 static bool claims_sw(const struct pmc_alloc *a)
 {
-    return pmc_counting_mode(a) && (PMC_EVENT_IS_SW(a->source) || a->source == ProfileTime);
+    return pmc_mode_is_counting(a) && (PMC_EVENT_IS_SW(a->source) || a->source == ProfileTime);
 }
 
 static bool claims_hw(const struct pmc_alloc *a)
 {
-    return pmc_counting_mode(a) && !claims_sw(a);
+    return pmc_mode_is_counting(a) && !claims_sw(a);
 }
 
 const struct pmc_ops pmc_sw_counting = {

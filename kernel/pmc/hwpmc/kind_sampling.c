@@ -369,12 +369,12 @@ static void sampling_switch_in(struct pmc_target *t, uint64_t now)
 
 static bool claims_time(const struct pmc_alloc *a)
 {
-    return !pmc_counting_mode(a) && a->source == ProfileTime;
+    return !pmc_mode_is_counting(a) && a->source == ProfileTime;
 }
 
 static bool claims_hw(const struct pmc_alloc *a)
 {
-    return !pmc_counting_mode(a) && a->source != ProfileTime && !PMC_EVENT_IS_SW(a->source);
+    return !pmc_mode_is_counting(a) && a->source != ProfileTime && !PMC_EVENT_IS_SW(a->source);
 }
 
 // The two sampling kinds differ only in their source, which the HAL hides.

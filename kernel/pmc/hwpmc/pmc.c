@@ -54,7 +54,7 @@ void pmc_kind_register(const struct pmc_ops *kind)
     kinds[nkinds++] = kind;
 }
 
-bool pmc_counting_mode(const struct pmc_alloc *a)
+bool pmc_mode_is_counting(const struct pmc_alloc *a)
 {
     return a->mode == PMC_MODE_SC || a->mode == PMC_MODE_TC;
 }
@@ -65,7 +65,7 @@ unsigned pmc_levels(const struct pmc_alloc *a)
         (a->flags & PMC_F_USER ? PMC_LEVEL_USR : 0) | (a->flags & PMC_F_KERNEL ? PMC_LEVEL_OS : 0);
     if (r)
         return r;
-    return pmc_counting_mode(a) ? PMC_LEVELS_ALL : PMC_LEVEL_USR;
+    return pmc_mode_is_counting(a) ? PMC_LEVELS_ALL : PMC_LEVEL_USR;
 }
 
 // The kind a request names: sampling or counting, of ProfileTime, a PMU
@@ -83,7 +83,7 @@ static const struct pmc_ops *kind_of(const struct pmc_alloc *a)
 static NTSTATUS check_request(const struct process *owner, const struct pmc_alloc *a)
 {
     bool proc = a->mode == PMC_MODE_TS || a->mode == PMC_MODE_TC;
-    bool counting = pmc_counting_mode(a);
+    bool counting = pmc_mode_is_counting(a);
     if (a->mode < PMC_MODE_SS || a->mode > PMC_MODE_TC)
         return STATUS_PMC_BAD_MODE;
     if (a->flags & ~(uint32_t)PMC_F_ALL)
@@ -125,7 +125,7 @@ static void pmc_destroy(struct object *o);
 // (pmc/hal/counts.c) and the HAL's claim (pmc/hal/counters.c).
 static NTSTATUS row_allows(const struct pmc *m)
 {
-    if (!pmc_counting_mode(&m->a) || !PMC_EVENT_IS_SW(m->a.source))
+    if (!pmc_mode_is_counting(&m->a) || !PMC_EVENT_IS_SW(m->a.source))
         return STATUS_SUCCESS;
     unsigned row = pmc_row_soft((enum pmc_sw_event)(m->a.source - PMC_EVENT_SW(0)));
     for (unsigned cpu = 0; cpu < ncpus; cpu++)

@@ -176,7 +176,7 @@ extern struct intr_frame pmc_switch_frame[MAX_CPUS];
 // (grace_wait: a grace period, hastened after GRACE_EXPEDITE_NS).
 void pmc_barrier(void);
 extern struct spinlock pmc_lock;
-bool pmc_counting_mode(const struct pmc_alloc *a); // PMC_MODE_SC or PMC_MODE_TC
+bool pmc_mode_is_counting(const struct pmc_alloc *a); // PMC_MODE_SC or PMC_MODE_TC
 // The levels a request counts or samples in (enum pmc_levels, pmc/hal/profile_source.h):
 // its PMC_F_USER and PMC_F_KERNEL, or with neither the mode's default
 // (counting: both; sampling: user mode).

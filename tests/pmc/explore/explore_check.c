@@ -50,7 +50,7 @@ static bool check_owners(char *msg, unsigned size)
 {
     for (unsigned cpu = 0; cpu < ex_ref.ncpus; cpu++)
         for (unsigned i = 0; i < pmc_ncounters; i++) {
-            bool counting = pmc_counting[cpu] >> i & 1;
+            bool counting = pmc_counters_loaded[cpu] >> i & 1;
             bool sampling = pmc_counter(cpu, i)->period != 0;
             if (counting && sampling)
                 return fail(msg, size,
@@ -206,13 +206,13 @@ bool ex_check_idle(char *msg, unsigned size)
                     (unsigned)pmc_rows_reserved);
     for (unsigned cpu = 0; cpu < ex_ref.ncpus; cpu++)
         for (unsigned i = 0; i < pmc_ncounters; i++)
-            if ((pmc_counting[cpu] >> i & 1) || pmc_counter(cpu, i)->period ||
+            if ((pmc_counters_loaded[cpu] >> i & 1) || pmc_counter(cpu, i)->period ||
                 counter_enabled(cpu, i))
                 return fail(msg, size, "idle: counter %u on cpu %u still %s after every release", i,
                             cpu,
-                            pmc_counter(cpu, i)->period  ? "sampling"
-                            : pmc_counting[cpu] >> i & 1 ? "counting"
-                                                         : "enabled");
+                            pmc_counter(cpu, i)->period         ? "sampling"
+                            : pmc_counters_loaded[cpu] >> i & 1 ? "counting"
+                                                                : "enabled");
     return true;
 }
 
