@@ -19,21 +19,12 @@
 #include "core/smp.h"
 #include "core/spinlock.h"
 
-static struct quiescent {
-    uint64_t count;
-} __attribute__((aligned(64))) quiescent[MAX_CPUS];
-
 static struct spinlock grace_lock = SPINLOCK_INIT("grace");
-static uint64_t started, completed;             // grace periods begun and ended
-static uint64_t waiting;                        // CPUs the running period waits for
-static uint64_t snapshot[MAX_CPUS];             // their counts when it began
-static struct grace_item *head, **tail = &head; // deferred, oldest first
-
-void grace_quiescent(void)
-{
-    // A locked add: the sample path's loads before it are done when it is seen.
-    __atomic_fetch_add(&quiescent[cpu_id()].count, 1, __ATOMIC_SEQ_CST);
-}
+static uint64_t started, completed; // grace periods begun and ended
+static uint64_t waiting;            // CPUs the running period waits for
+static uint64_t snapshot[MAX_CPUS]; // their counts when it began
+struct grace_item *grace_queue;     // deferred, oldest first
+static struct grace_item **tail = &grace_queue;
 
 bool grace_waits_for_this_cpu(void)
 {
@@ -52,7 +43,7 @@ static uint64_t note_counts(uint64_t *counts)
     __atomic_thread_fence(__ATOMIC_SEQ_CST); // what was unpublished is seen first
     for (unsigned i = 0; i < ncpus; i++)
         if (mask & (1ull << i))
-            counts[i] = __atomic_load_n(&quiescent[i].count, __ATOMIC_ACQUIRE);
+            counts[i] = __atomic_load_n(&cpus[i].quiescent, __ATOMIC_ACQUIRE);
     return mask;
 }
 
@@ -61,7 +52,7 @@ static uint64_t still_missing(uint64_t mask, const uint64_t *counts)
 {
     for (unsigned i = 0; i < ncpus; i++)
         if ((mask & (1ull << i)) &&
-            __atomic_load_n(&quiescent[i].count, __ATOMIC_ACQUIRE) != counts[i])
+            __atomic_load_n(&cpus[i].quiescent, __ATOMIC_ACQUIRE) != counts[i])
             mask &= ~(1ull << i);
     return mask;
 }
@@ -77,7 +68,7 @@ static void advance_locked(void)
             return;
         WRITE_ONCE(completed, started);
     }
-    if (head && head->period > completed) {
+    if (grace_queue && grace_queue->period > completed) {
         started++;
         WRITE_ONCE(waiting, note_counts(snapshot));
         if (!waiting)
@@ -91,14 +82,14 @@ static struct grace_item *take_ready(bool every)
     uint64_t f = spin_lock_irqsave(&grace_lock);
     advance_locked();
     struct grace_item *ready = NULL, **end = &ready;
-    while (head && (every || head->period <= completed)) {
-        *end = head;
-        end = &head->next;
-        head = head->next;
+    while (grace_queue && (every || grace_queue->period <= completed)) {
+        *end = grace_queue;
+        end = &grace_queue->next;
+        grace_queue = grace_queue->next;
     }
     *end = NULL;
-    if (!head)
-        tail = &head;
+    if (!grace_queue)
+        tail = &grace_queue;
     spin_unlock_irqrestore(&grace_lock, f);
     return ready;
 }
@@ -123,10 +114,8 @@ void grace_defer(struct grace_item *item, void (*fn)(struct grace_item *item))
     spin_unlock_irqrestore(&grace_lock, f);
 }
 
-void grace_poll(void)
+void grace_run_ready(void)
 {
-    if (!READ_ONCE(head))
-        return;
     grace_quiescent(); // the caller is in process context
     run_items(take_ready(false));
 }

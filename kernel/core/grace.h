@@ -13,6 +13,8 @@
 #pragma once
 #include "lib/types.h"
 
+#include "arch/x86/percpu.h"
+
 // How long grace_wait waits for CPUs to pass a quiescent state of their own
 // before it interrupts those that have not (their answer is one).
 #define GRACE_EXPEDITE_NS 1000000ull // 1 ms: a tenth of a scheduler tick
@@ -24,8 +26,17 @@ struct grace_item {
 };
 
 // This CPU is outside every interrupt handler: the scheduler, the idle loop
-// and the cross-CPU call interrupt say so.
-void grace_quiescent(void);
+// and the cross-CPU call interrupt say so. One locked add to this CPU's
+// count: the sample path's loads before it are done when it is seen (Intel
+// SDM vol. 3A, 8.2.2: loads are not reordered with locked instructions).
+static inline void grace_quiescent(void)
+{
+#ifdef KERNEL_HOSTED
+    __atomic_fetch_add(&this_cpu()->quiescent, 1, __ATOMIC_SEQ_CST);
+#else
+    __asm__ volatile("lock incq %%gs:%c0" ::"i"(offsetof(struct cpu, quiescent)) : "memory");
+#endif
+}
 // Whether a grace period waits for this CPU (the scheduler tick then asks
 // for a pass through the scheduler, so a CPU spinning in ring 3 answers).
 bool grace_waits_for_this_cpu(void);
@@ -42,6 +53,13 @@ void grace_defer(struct grace_item *item, void (*fn)(struct grace_item *item));
 void grace_flush(void);
 // Run the deferred functions whose grace period has ended (process context,
 // interrupts on): the idle loop and the end of every system call call it.
-// The functions may take spinlocks and free memory, never sleep.
-void grace_poll(void);
+// The functions may take spinlocks and free memory, never sleep. Inline:
+// with nothing deferred it is one load and a branch.
+extern struct grace_item *grace_queue;
+void grace_run_ready(void);
+static inline void grace_poll(void)
+{
+    if (__builtin_expect(__atomic_load_n(&grace_queue, __ATOMIC_RELAXED) != NULL, 0))
+        grace_run_ready();
+}
 uint64_t grace_periods_completed(void); // since boot
