@@ -48,7 +48,7 @@ BY_FUNCTION = [
     ("return_to_user", {"trap_return_to_user"}),
 ]
 # (stage, file path fragment of the outermost function)
-BY_FILE = [("ke_lookup", "profile/"), ("hal", "pmc/"), ("timer", "")]
+BY_FILE = [("ke_lookup", "pmc/ke/"), ("ke_lookup", "pmc/hwpmc/"), ("hal", "pmc/hal/"), ("timer", "")]
 ORDER = ["entry", "timer", "hal", "ke_lookup", "bucket", "rearm", "eoi", "return_to_user", "exit"]
 
 
