@@ -18,7 +18,7 @@
 #   make fuzz-state 1,000,000 calls in sequences over live profiles, PMCs, the log, children
 #   make soak       both fuzzers in full, seeds 1-3 on -smp 4 and 1 on -smp 2: run before a release
 #   make stress     profile storms, kills while sampled, lookups racing exits, 10 s of ticks
-#   make test-scale the CPU-count-sensitive suites at -smp 16 and -smp 64 (about 15 minutes)
+#   make test-scale the CPU-count-sensitive suites at -smp 16 and -smp 64 (about 5 minutes)
 #   make debug      QEMU waiting for gdb
 #   make CC=clang   the same with clang (gcc is the default)
 
@@ -298,7 +298,7 @@ stress: deps
 	done
 
 # The suites whose work grows with the CPUs, at -smp 16 and -smp 64
-# (tests/scale-tests): about 15 minutes on 2 host cores; ends with
+# (tests/scale-tests): about 5 minutes on 2 host cores; ends with
 # "N passed, N failed". Not part of `make test`.
 test-scale: deps all
 	@tests/scale-tests
