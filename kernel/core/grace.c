@@ -6,7 +6,7 @@
 // runs wait for the next, so a burst of frees costs one or two periods, not
 // one each. Nobody drives a period by interrupting CPUs: a CPU passes the
 // scheduler or the idle loop at least once a scheduler tick (the tick asks a
-// CPU spinning in ring 3 to pass it), and the pollers below notice. Only
+// CPU spinning in user mode to pass it), and the pollers below notice. Only
 // grace_wait, whose caller waits, interrupts the CPUs still missing after
 // GRACE_EXPEDITE_NS.
 #include "core/grace.h"
@@ -29,11 +29,6 @@ static struct grace_item **tail = &grace_queue;
 bool grace_waits_for_this_cpu(void)
 {
     return READ_ONCE(waiting) & (1ull << cpu_id());
-}
-
-uint64_t grace_periods_completed(void)
-{
-    return READ_ONCE(completed);
 }
 
 // The CPUs other than the caller's that are online, and their counts now.

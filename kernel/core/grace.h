@@ -38,7 +38,7 @@ static inline void grace_quiescent(void)
 #endif
 }
 // Whether a grace period waits for this CPU (the scheduler tick then asks
-// for a pass through the scheduler, so a CPU spinning in ring 3 answers).
+// for a pass through the scheduler, so a CPU spinning in user mode answers).
 bool grace_waits_for_this_cpu(void);
 // Return when every CPU has passed a quiescent state since the call began.
 // Process context, interrupts on, no spinlock held.
@@ -62,4 +62,3 @@ static inline void grace_poll(void)
     if (__builtin_expect(__atomic_load_n(&grace_queue, __ATOMIC_RELAXED) != NULL, 0))
         grace_run_ready();
 }
-uint64_t grace_periods_completed(void); // since boot
