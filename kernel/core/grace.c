@@ -19,12 +19,23 @@
 #include "core/smp.h"
 #include "core/spinlock.h"
 
+// Each CPU's count of quiescent states, a cache line each: its own CPU adds,
+// the others read.
+static struct quiescent {
+    uint64_t count;
+} __attribute__((aligned(64))) quiescent[MAX_CPUS];
+
 static struct spinlock grace_lock = SPINLOCK_INIT("grace");
 static uint64_t started, completed; // grace periods begun and ended
 static uint64_t waiting;            // CPUs the running period waits for
 static uint64_t snapshot[MAX_CPUS]; // their counts when it began
 struct grace_item *grace_queue;     // deferred, oldest first
 static struct grace_item **tail = &grace_queue;
+
+void grace_quiescent(void)
+{
+    __atomic_fetch_add(&quiescent[cpu_id()].count, 1, __ATOMIC_SEQ_CST);
+}
 
 bool grace_waits_for_this_cpu(void)
 {
@@ -38,7 +49,7 @@ static uint64_t note_counts(uint64_t *counts)
     __atomic_thread_fence(__ATOMIC_SEQ_CST); // what was unpublished is seen first
     for (unsigned i = 0; i < ncpus; i++)
         if (mask & (1ull << i))
-            counts[i] = __atomic_load_n(&cpus[i].quiescent, __ATOMIC_ACQUIRE);
+            counts[i] = __atomic_load_n(&quiescent[i].count, __ATOMIC_ACQUIRE);
     return mask;
 }
 
@@ -47,7 +58,7 @@ static uint64_t still_missing(uint64_t mask, const uint64_t *counts)
 {
     for (unsigned i = 0; i < ncpus; i++)
         if ((mask & (1ull << i)) &&
-            __atomic_load_n(&cpus[i].quiescent, __ATOMIC_ACQUIRE) != counts[i])
+            __atomic_load_n(&quiescent[i].count, __ATOMIC_ACQUIRE) != counts[i])
             mask &= ~(1ull << i);
     return mask;
 }

@@ -13,8 +13,6 @@
 #pragma once
 #include "lib/types.h"
 
-#include "arch/x86/percpu.h"
-
 // How long grace_wait waits for CPUs to pass a quiescent state of their own
 // before it interrupts those that have not (their answer is one).
 #define GRACE_EXPEDITE_NS 1000000ull // 1 ms: a tenth of a scheduler tick
@@ -29,14 +27,7 @@ struct grace_item {
 // and the cross-CPU call interrupt say so. One locked add to this CPU's
 // count: the sample path's loads before it are done when it is seen (Intel
 // SDM vol. 3A, 8.2.2: loads are not reordered with locked instructions).
-static inline void grace_quiescent(void)
-{
-#ifdef KERNEL_HOSTED
-    __atomic_fetch_add(&this_cpu()->quiescent, 1, __ATOMIC_SEQ_CST);
-#else
-    __asm__ volatile("lock incq %%gs:%c0" ::"i"(offsetof(struct cpu, quiescent)) : "memory");
-#endif
-}
+void grace_quiescent(void);
 // Whether a grace period waits for this CPU (the scheduler tick then asks
 // for a pass through the scheduler, so a CPU spinning in user mode answers).
 bool grace_waits_for_this_cpu(void);

@@ -47,7 +47,6 @@ struct cpu {
     volatile uint64_t user_since;
     volatile uint64_t *user_tsc;
     volatile uint64_t cpu_user_tsc;
-    uint64_t quiescent; // quiescent states passed (core/grace.h): its own CPU adds, others read
 };
 
 _Static_assert(offsetof(struct cpu, self) == 0, "this_cpu() reads %gs:0");
