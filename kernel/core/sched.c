@@ -141,6 +141,10 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
     // CPUs run it (sched_cpus_running), either sees this CPU run it or is
     // seen by this CPU's watchers and next sample.
     (void)__atomic_exchange_n(&c->current_process, next->proc, __ATOMIC_SEQ_CST);
+    // After the exchange: a sample plan (pmc/ke/sample.c) made for the old
+    // process must not hold once the new one runs. Locked: other CPUs bump
+    // it too.
+    __atomic_fetch_add(&c->plan_epoch, 1, __ATOMIC_RELAXED);
     unsigned watchers = __atomic_load_n(&nswitch_watchers, __ATOMIC_ACQUIRE);
     for (unsigned i = 0; i < watchers; i++)
         if (__builtin_expect(*switch_watchers[i].busy != 0, 0))

@@ -21,7 +21,8 @@ With --nmi the kernel is booted with profile_nmi=1 and the interrupt is the
 NMI's: from nmi_entry through nmi_dispatch and the timer's NMI handler to its
 iretq; the figures are then named nmi_sample_stage_* and nmi_sample_steps_total.
 
-Usage: tests/bench/sample-steps.py [--nmi] [--trace FILE]   (FILE: the sample, annotated)
+Usage: tests/bench/sample-steps.py [--nmi] [--iso ISO] [--trace FILE]
+  (ISO: another boot's samples, e.g. `bench callchain 16`'s; FILE: the median sample, annotated)
 """
 import os, re, statistics, subprocess, sys, tempfile
 
@@ -35,6 +36,8 @@ if "--nmi" in sys.argv:
     ROOTS = ["nmi_entry", "nmi_dispatch", "timer_nmi_handler", "profile_time_tick",
              "KeProfileInterruptWithSource"]
     ENTRY, PREFIX = "nmi_entry", "nmi_"
+if "--iso" in sys.argv:  # another workload's samples (the trace of one, say)
+    ISO = sys.argv[sys.argv.index("--iso") + 1]
 # Slow paths a sample does not take (and whose instructions would swamp the
 # log): rescheduling, tracing while `pmc trace` is on, panics.
 NOT_FOLLOWED = {"sched_user_return_slow", "pmc_trace_record", "panic", "panic_trap"}
@@ -107,7 +110,6 @@ def filter_ranges(syms):
 
 
 def run(ranges, log):
-    subprocess.run(["make", "-s", KERNEL, ISO], check=True)
     subprocess.run(["timeout", "600", "qemu-system-x86_64", "-machine", "pc", "-cpu", "max",
                     "-boot", "d", "-no-reboot", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
                     "-display", "none", "-monitor", "none", "-serial", "null", "-smp", "1",
@@ -177,6 +179,7 @@ def stage_of(chain):
 
 def main():
     trace_out = sys.argv[sys.argv.index("--trace") + 1] if "--trace" in sys.argv else None
+    subprocess.run(["make", "-s", KERNEL, ISO], check=True)  # before its symbols are read
     syms = symbols()
     log = os.path.join(tempfile.mkdtemp(prefix="sample-steps."), "exec.log")
     pcs = run(filter_ranges(syms), log)

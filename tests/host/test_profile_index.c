@@ -1,6 +1,6 @@
 // The address index of started profiles (kernel/pmc/ke/profile_index.c):
 // lookups at range and granule boundaries, overlapping and wide ranges, the
-// answer's interval [lo, hi] and reusable flag, set changes, and the
+// answer's interval [lo, hi] and the cursor over covering entries, set changes, and the
 // dead-profile stand-in when memory runs out, against a brute-force model.
 //
 // Ranges here never wrap past 2^64: the Nt layer refuses those before a
@@ -49,13 +49,6 @@ struct seen {
     const struct kprofile *p[MAX_PROFILES];
 };
 
-static void record(const struct profile_set_entry *e, uint64_t ip, uint64_t arg)
-{
-    struct seen *s = (struct seen *)(uintptr_t)arg;
-    if (e->base <= ip && ip < e->end && s->n < MAX_PROFILES)
-        s->p[s->n++] = e->p;
-}
-
 static bool saw(const struct seen *s, const struct kprofile *p)
 {
     for (unsigned i = 0; i < s->n; i++)
@@ -64,12 +57,22 @@ static bool saw(const struct seen *s, const struct kprofile *p)
     return false;
 }
 
+// The lookup's answer at ip, and every entry the cursor finds covering it
+// (the wide ones too), each checked to cover ip.
 static struct seen look(const struct profile_set *set, uint64_t ip, struct profile_answer *a)
 {
     struct seen s = {0};
-    profile_set_lookup(set, ip, record, (uint64_t)(uintptr_t)&s, a);
+    profile_set_lookup(set, ip, a);
+    struct profile_cursor c = profile_cursor_at(set, ip);
+    for (const struct profile_set_entry *e; (e = profile_set_next(set, &c));)
+        if (e->base <= ip && ip < e->end && s.n < MAX_PROFILES)
+            s.p[s.n++] = e->p;
     return s;
 }
+
+// An answer a plan can keep (ke/sample.c): one narrow entry at most, and no
+// wide entry to check besides.
+#define reusable(set, ans) (!(ans).several && !(set)->nwide)
 
 static struct kprofile *range(struct kprofile *p, uint64_t base, uint64_t size)
 {
@@ -107,17 +110,17 @@ static void one_range(void)
           "index: one narrow range, one entry [base, end)");
 
     struct seen s = look(set, base, &ans);
-    CHECK(s.n == 1 && s.p[0] == &a && ans.entry == &set->e[0] && ans.reusable,
+    CHECK(s.n == 1 && s.p[0] == &a && ans.entry == &set->e[0] && reusable(set, ans),
           "index: the first byte is in the range, a reusable answer naming its entry");
     CHECK(ans.lo == base && ans.hi == end - 1, "index: ... valid over exactly [base, end - 1]");
     s = look(set, end - 1, &ans);
     CHECK(s.n == 1 && ans.entry == &set->e[0] && ans.lo == base && ans.hi == end - 1,
           "index: the last byte is in the range");
     s = look(set, end, &ans);
-    CHECK(s.n == 0 && !ans.entry && ans.reusable && ans.lo == end && ans.hi == 6 * MiB - 1,
+    CHECK(s.n == 0 && !ans.entry && reusable(set, ans) && ans.lo == end && ans.hi == 6 * MiB - 1,
           "index: the end is not: no entry, from the end to the granule's last byte");
     s = look(set, base - 1, &ans);
-    CHECK(s.n == 0 && !ans.entry && ans.reusable && ans.lo == 4 * MiB && ans.hi == base - 1,
+    CHECK(s.n == 0 && !ans.entry && reusable(set, ans) && ans.lo == 4 * MiB && ans.hi == base - 1,
           "index: below the base: from the granule's first byte to base - 1");
     s = look(set, 4 * MiB - 1, &ans);
     CHECK(s.n == 0 && !ans.entry && ans.lo == 2 * MiB && ans.hi == 4 * MiB - 1,
@@ -177,33 +180,33 @@ static void overlapping(void)
           "index: max_end is the largest end so far");
     struct profile_answer ans;
     struct seen s = look(set, 0x2800, &ans);
-    CHECK(s.n == 2 && saw(&s, &a) && saw(&s, &b) && !ans.reusable,
+    CHECK(s.n == 2 && saw(&s, &a) && saw(&s, &b) && !reusable(set, ans),
           "index: two ranges cover the address: both counted, not reusable");
     CHECK(ans.lo == 0x2000 && ans.hi == 0x2FFF, "index: ... over their intersection");
     s = look(set, 0x1880, &ans);
-    CHECK(s.n == 2 && saw(&s, &a) && saw(&s, &c) && !ans.reusable && ans.lo == 0x1800 &&
+    CHECK(s.n == 2 && saw(&s, &a) && saw(&s, &c) && !reusable(set, ans) && ans.lo == 0x1800 &&
               ans.hi == 0x18FF,
           "index: a range nested in another: both, over the inner one");
     s = look(set, 0x1C00, &ans);
-    CHECK(s.n == 1 && s.p[0] == &a && ans.reusable && ans.entry && ans.entry->p == &a &&
+    CHECK(s.n == 1 && s.p[0] == &a && reusable(set, ans) && ans.entry && ans.entry->p == &a &&
               ans.lo == 0x1900 && ans.hi == 0x1FFF,
           "index: between the nested range and the next base: only the outer one");
     s = look(set, 0x3800, &ans);
     CHECK(s.n == 1 && s.p[0] == &b && ans.lo == 0x3000 && ans.hi == 0x3FFF,
           "index: past the first range's end: the second alone");
     s = look(set, 0x800, &ans);
-    CHECK(s.n == 0 && ans.reusable && !ans.entry && ans.lo == 0 && ans.hi == 0xFFF,
+    CHECK(s.n == 0 && reusable(set, ans) && !ans.entry && ans.lo == 0 && ans.hi == 0xFFF,
           "index: below every range: up to the first base");
     set = drop(set, &a);
     CHECK(set->n == 2 && set->e[0].p == &c && set->e[1].p == &b,
           "index: removing one keeps the others in order");
     s = look(set, 0x2800, &ans);
-    CHECK(s.n == 1 && s.p[0] == &b && ans.reusable, "index: ... and its addresses");
+    CHECK(s.n == 1 && s.p[0] == &b && reusable(set, ans), "index: ... and its addresses");
     kfree(set);
 }
 
 // Ranges over more than PROFILE_WIDE_GRANULES granules are the caller's to
-// check; while any is in the set, no answer is reusable.
+// check (the cursor finds them); while any is in the set, no answer is reusable.
 static void wide(void)
 {
     static struct kprofile w, n, edge;
@@ -216,16 +219,18 @@ static void wide(void)
           "index: a range over 33 granules sits after the narrow ones; 32 is still narrow");
     struct profile_answer ans;
     struct seen s = look(set, 8 * MiB, &ans);
-    CHECK(s.n == 1 && s.p[0] == &n && !ans.reusable,
-          "index: with a wide entry the narrow one is found, the answer not reusable");
+    CHECK(s.n == 2 && saw(&s, &n) && saw(&s, &w) && ans.entry && ans.entry->p == &n &&
+              !reusable(set, ans),
+          "index: with a wide entry the cursor finds both, the lookup the narrow one");
     s = look(set, 20 * MiB, &ans);
-    CHECK(s.n == 0 && !ans.reusable, "index: the wide entry is not looked up");
+    CHECK(s.n == 1 && s.p[0] == &w && !ans.entry && !reusable(set, ans),
+          "index: the wide entry is the cursor's, not the lookup's");
     s = look(set, 64 * MiB + 31 * GRANULE, &ans);
     CHECK(s.n == 1 && s.p[0] == &edge, "index: a 32-granule range is found in its last granule");
     set = drop(set, &w);
     CHECK(set->nwide == 0 && set->n == 2, "index: removing the wide entry ...");
     look(set, 20 * MiB, &ans);
-    CHECK(ans.reusable, "index: ... makes answers reusable again");
+    CHECK(reusable(set, ans), "index: ... makes answers reusable again");
     kfree(set);
 }
 
@@ -273,7 +278,7 @@ static void dead_profile(void)
     CHECK(ok && set && set->n == 2 && set->e[0].p == &c && set->e[1].p == &b,
           "index: the next change drops the stand-in's entries");
     s = look(set, 0x10800, &ans);
-    CHECK(s.n == 0 && ans.reusable, "index: ... and its addresses are nobody's");
+    CHECK(s.n == 0 && reusable(set, ans), "index: ... and its addresses are nobody's");
     next = profile_set_change(set, NULL, NULL, &c, &ok); // c as the stand-in this time
     CHECK(ok && next && next->n == 1 && next->e[0].p == &b,
           "index: a change with nothing added or removed drops the stand-in's entries");
@@ -302,7 +307,7 @@ static void sample_counters(void)
         set->samples[cpu] = ~0ull;
     struct profile_answer ans;
     struct seen s = look(set, 0x10800, &ans);
-    CHECK(s.n == 1 && s.p[0] == &a && ans.reusable,
+    CHECK(s.n == 1 && s.p[0] == &a && reusable(set, ans),
           "index: counters at their maximum: a still found");
     s = look(set, 0x400010, &ans);
     CHECK(s.n == 1 && s.p[0] == &b, "index: ... and b");
@@ -339,15 +344,16 @@ static bool covers(const struct kprofile *p, uint64_t ip)
     return p->range_base <= ip && ip - p->range_base < p->range_size;
 }
 
-// Whether the lookup at ip agrees with the model: the narrow ranges covering
-// ip and no other; [lo, hi] around ip, inside its granule, with no range
-// boundary strictly inside and a boundary (or the granule's edge) at each
-// end; reusable exactly when at most one range covers ip and none is wide.
+// Whether the lookup and the cursor at ip agree with the model: the cursor
+// finds the ranges covering ip and no other; the lookup's [lo, hi] lies
+// around ip, inside its granule, with no narrow range's boundary strictly
+// inside and a boundary (or the granule's edge) at each end; its answer is
+// the one narrow range covering ip, and several when more do.
 static bool agrees(const struct profile_set *set, const struct model *m, uint64_t ip)
 {
     struct profile_answer ans;
     struct seen s = look(set, ip, &ans);
-    unsigned narrow = 0, nwide = 0;
+    unsigned narrow = 0, nwide = 0, wide_here = 0;
     const struct kprofile *only = NULL;
     bool lo_edge = (ans.lo & (GRANULE - 1)) == 0, hi_edge = (ans.hi & (GRANULE - 1)) == GRANULE - 1;
     for (unsigned i = 0; i < m->n; i++) {
@@ -355,8 +361,9 @@ static bool agrees(const struct profile_set *set, const struct model *m, uint64_
         uint64_t b = p->range_base, e = p->range_base + p->range_size;
         if (wide_range(p)) {
             nwide++;
-            if (saw(&s, p))
-                return false; // the caller checks wide entries
+            if (covers(p, ip) != saw(&s, p))
+                return false; // the cursor finds the wide entries too
+            wide_here += covers(p, ip);
             continue;
         }
         if (covers(p, ip) != saw(&s, p))
@@ -370,13 +377,13 @@ static bool agrees(const struct profile_set *set, const struct model *m, uint64_
         lo_edge |= b == ans.lo || e == ans.lo;
         hi_edge |= b == ans.hi + 1 || e == ans.hi + 1;
     }
-    if (s.n != narrow || ans.lo > ip || ans.hi < ip ||
+    if (s.n != narrow + wide_here || ans.lo > ip || ans.hi < ip ||
         ans.lo >> PROFILE_GRANULE_SHIFT != ip >> PROFILE_GRANULE_SHIFT ||
         ans.hi >> PROFILE_GRANULE_SHIFT != ip >> PROFILE_GRANULE_SHIFT || !lo_edge || !hi_edge)
         return false;
-    if (ans.reusable != (narrow <= 1 && nwide == 0))
+    if (ans.several != (narrow > 1) || reusable(set, ans) != (narrow <= 1 && nwide == 0))
         return false;
-    return narrow == 1 ? ans.entry && ans.entry->p == only : narrow == 0 ? !ans.entry : true;
+    return narrow == 1 ? ans.entry && ans.entry->p == only : !ans.entry;
 }
 
 // Whether the set holds exactly the model's profiles, narrow ones sorted.

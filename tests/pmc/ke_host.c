@@ -16,6 +16,7 @@
 #include "pmc/hal/hal.h"
 #include "pmc/ke/profile.h"
 #include "pmc/ke/profile_state.h"
+#include "pmc/hwpmc/kind_sampling.h"
 #include "pmc/hwpmc/log.h"
 #include "pmc/ke/sample.h"
 #include "pmu_model.h"
@@ -203,23 +204,31 @@ uint64_t object_live_count(void)
 
 // ---- the sample log and the fan-out, counted ----
 
-void pmc_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user)
+void pmc_log_sample(struct pmc_sampler *s, const struct intr_frame *f)
 {
-    (void)f;
-    (void)user;
-    ke_host_log.samples++;
-    ke_host_log.last_pmc = o->pmc;
+    bool user = (f->cs & 3) == 3;
+    for (; s; s = s->next) {
+        if (!pmc_sampler_take(s, user))
+            continue;
+        const struct pmclog_sample *head = (const struct pmclog_sample *)s->head;
+        ke_host_log.samples++;
+        ke_host_log.last_pmc = head->pmc;
+    }
+}
+
+struct log_cpu *pmc_log_cpu(unsigned cpu)
+{
+    (void)cpu;
+    return NULL; // the model's log counts records, it keeps no rings
 }
 
 // An off-CPU record (a process-scope PMC with PMC_F_LOG_OFFCPU): counted as
 // a record of its type; its chain is the kernel's own walk, not modelled.
-void pmc_log_offcpu(const struct sample_origin *o, const struct intr_frame *f, uint16_t reason,
-                    uint32_t seq)
+void pmc_log_offcpu(const struct pmclog_offcpu *head, bool chain, const struct intr_frame *f)
 {
-    (void)o;
+    (void)head;
+    (void)chain;
     (void)f;
-    (void)reason;
-    (void)seq;
     ke_host_log.records[PMCLOG_OFFCPU < 16 ? PMCLOG_OFFCPU : 0]++;
 }
 

@@ -9,6 +9,7 @@
 #include "pmc/hwpmc/loggers.h"
 #include "pmc/hal/counts.h"
 #include "pmc/hwpmc/kind_sampling.h"
+#include "pmc/hwpmc/log.h"
 #include "tests.h"
 
 #define USER_IP 0x401000ull
@@ -376,18 +377,18 @@ static void one_object(void)
     tap_ok(ke_host_log.drops > drops, "%s: a start drops the sample plans", n);
     STATUS_EQ(pmc_start_(ts), STATUS_PMC_RUNNING, "%s: start twice", n);
 
-    // The fan-out's view: a plan for the attached process holds the PMC.
-    struct pmc_plan plan;
+    // The fan-out's view: the samplers for the attached process hold the PMC.
     struct intr_frame user = {.rip = USER_IP, .cs = 0x23};
-    bool made = pmc_plan_make(&plan, ProfileTime, &proc[1], 0);
-    tap_ok(made && plan.n == 1, "%s: the plan of the target's CPU has the PMC (%u)", n, plan.n);
-    if (made && plan.n == 1) {
-        pmc_plan_sample(&plan, &user);
+    struct pmc_sampler *samplers = pmc_samplers_make(ProfileTime, &proc[1], 0);
+    tap_ok(samplers && !samplers->next && samplers == &ts->s.cpu[0],
+           "%s: the target's CPU has the PMC's sampler, alone", n);
+    if (samplers) {
+        pmc_log_sample(samplers, &user);
         tap_ok(ke_host_log.samples == 1 && ke_host_log.last_pmc == ts->id,
                "%s: a sample becomes the PMC's log record", n);
     }
-    made = pmc_plan_make(&plan, ProfileTime, &proc[2], 0);
-    tap_ok(made && plan.n == 0, "%s: no plan entry for a process not attached", n);
+    tap_ok(pmc_samplers_make(ProfileTime, &proc[2], 0) == NULL,
+           "%s: no sampler for a process not attached", n);
 
     // Switch and exit records of a sampling PMC, and the release at exit.
     STATUS_EQ(pmc_attach_(tsx, &proc[2]), STATUS_SUCCESS, "%s: attach the logging PMC", n);

@@ -8,7 +8,7 @@
 // a misaligned one too) or when the depth is reached.
 //
 // Kernel frames are read only inside the current kernel stack, so a read can
-// never fault. User frames (hwpmc/callchain.h, walk_user) are read with plain loads
+// never fault. User frames (hwpmc/callchain.h: walk_user) are read with plain loads
 // under the process's own CR3, each covered by a fault fixup (core/user_peek.h,
 // arch/x86/user_frames.asm): a frame in an unmapped page ends the chain
 // (counted), never faults, never takes a lock.
@@ -100,24 +100,15 @@ static bool user_state(const struct thread *t, struct intr_frame *out)
     return true;
 }
 
-unsigned callchain_capture(const struct intr_frame *f, bool user, bool want_chain,
-                           struct pmclog_sample *r, unsigned max)
+unsigned callchain_kernel(const struct intr_frame *f, struct pmclog_sample *r, unsigned max)
 {
     const struct thread *t = percpu_read(current);
     uint64_t *frames = r->frames;
-    unsigned n = 0, how = 0;
-    if (!want_chain) {
-        frames[0] = f->rip;
-        r->nframes = 1;
-        r->nkernel = !user;
-        return 0;
-    }
-    if (user)
-        return callchain_user(f, r, max); // f is the user's state
-    // Interrupted in the kernel, f starts the kernel part, and a user
-    // thread's user-mode state is at the top of its kernel stack (user_state).
+    unsigned how = 0;
+    // f starts the kernel part, and a user thread's user-mode state is at
+    // the top of its kernel stack (user_state).
     bool trunc = false;
-    n = walk_kernel(f, t, frames, max, &trunc);
+    unsigned n = walk_kernel(f, t, frames, max, &trunc);
     r->nkernel = (uint16_t)n;
     struct intr_frame ustate;
     if (t->proc && t->kstack && user_state(t, &ustate)) {

@@ -1,7 +1,8 @@
 // Call chains for the PMC log: the kernel's frames walked by frame pointer
 // inside the interrupt, then the user's, read with fault-safe loads (see
-// hwpmc/callchain.c and docs/pmc-log.md). The user walk, the common sample's, is
-// here, inline in the log's sample path; the kernel's is in callchain.c.
+// hwpmc/callchain.c and docs/pmc-log.md). callchain_capture is the one way
+// in; it and the user walk are here, inline in the log's sample path (a user
+// sample's chain then costs no C call), the kernel's part is in callchain.c.
 #pragma once
 #include "lib/abi/pmclog.h"
 #include "lib/types.h"
@@ -80,19 +81,29 @@ _Static_assert(CALLCHAIN_TRUNCATED == USER_FRAMES_CUT &&
                        (USER_FRAMES_CUT | USER_FRAMES_UNREADABLE) - USER_FRAMES_CUT,
                "user_frames reports the walk's end in callchain's bits");
 
+// A chain interrupted in the kernel (callchain.c): the kernel frames from f,
+// then the user's from the user-mode state at the top of the thread's kernel
+// stack, as callchain_capture.
+unsigned callchain_kernel(const struct intr_frame *f, struct pmclog_sample *r, unsigned max);
+
 // The chain of a sample of the interrupted context f of this CPU's current
 // thread into the record r: at most max (>= 2) frames into r->frames, leaf
 // first, with r->nframes and r->nkernel (the kernel frames come first). user
 // says f is user mode's state (intr_from_user(f), which the caller knows). With
 // want_chain false only the IP. Returns 0 or CALLCHAIN_* bits.
-unsigned callchain_capture(const struct intr_frame *f, bool user, bool want_chain,
-                           struct pmclog_sample *r, unsigned max);
-
-// The same for the common sample, a chain asked for in user mode, inline: with
-// no C call on its way, the log's sample path saves no register.
-static inline unsigned callchain_user(const struct intr_frame *f, struct pmclog_sample *r,
-                                      unsigned max)
+static inline __attribute__((always_inline)) unsigned callchain_capture(const struct intr_frame *f,
+                                                                        bool user, bool want_chain,
+                                                                        struct pmclog_sample *r,
+                                                                        unsigned max)
 {
+    if (!want_chain) {
+        r->frames[0] = f->rip;
+        r->nframes = 1;
+        r->nkernel = !user;
+        return 0;
+    }
+    if (!user)
+        return callchain_kernel(f, r, max);
     unsigned n = 0, how = walk_user(f, &percpu_read(current_process)->as, r->frames, &n, max);
     r->nframes = (uint16_t)n;
     r->nkernel = 0;

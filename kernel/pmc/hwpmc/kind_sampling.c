@@ -34,7 +34,7 @@ struct pmc_set {
 
 static struct pmc_set *running_set; // NULL when none runs
 
-// --- the sample path (interrupt context) ----------------------------------------
+// --- the samplers (interrupt context) --------------------------------------------
 
 // Whether m samples this CPU (bit) for source while pr runs: *tg is then its
 // target (NULL at system scope).
@@ -47,100 +47,49 @@ static bool samples_here(const struct pmc *m, KPROFILE_SOURCE source, uint64_t b
     return !pmc_process_scope(m) || (pr && (*tg = pmc_target_of(m, pr)));
 }
 
-// A sample counts for e's PMC when its IP is in one of the PMC's levels (a
-// hardware counter counts only those, but a PMI may arrive after the CPU
-// changed levels) and it is the period-th such tick on this CPU.
-static inline bool take(const struct pmc_plan_entry *e, bool user)
-{
-    if (!e->in_level[user])
-        return false;
-    uint64_t *phase = e->phase, ticks = *phase + 1;
-    if (ticks < e->period) {
-        *phase = ticks;
-        return false;
-    }
-    *phase = 0;
-    (*e->samples)++; // one thread per process: one CPU at a time
-    (*e->slice)++;
-    return true;
-}
-
 static uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64))); // system scope
 
-static void make_entry(struct pmc_plan_entry *e, struct pmc *m, struct pmc_target *tg,
-                       const struct process *pr, unsigned cpu)
+_Static_assert(sizeof(struct pmclog_sample) == sizeof(((struct pmc_sampler *)0)->head),
+               "a sampler keeps a sample record's head");
+
+// m's sampler on cpu made ready for pr's ticks: phase and slice go on.
+static struct pmc_sampler *sampler_ready(struct pmc *m, struct pmc_target *tg,
+                                         const struct process *pr, unsigned cpu)
 {
+    struct pmc_sampler *s = &m->s.cpu[cpu];
     bool chain = (m->a.flags & PMC_F_CALLCHAIN) != 0;
     uint32_t pid = pr ? pr->pid : 0;
-    e->origin = (struct sample_origin){pid,
-                                       pid,
-                                       m->id,
-                                       (uint16_t)cpu,
-                                       (uint16_t)m->a.source,
-                                       chain,
-                                       chain ? PMCLOG_SAMPLE_CHAIN : 0};
+    struct pmclog_sample head = {.h = {.type = PMCLOG_SAMPLE, .cpu = (uint16_t)cpu},
+                                 .pid = pid,
+                                 .tid = pid,
+                                 .pmc = m->id,
+                                 .source = (uint16_t)m->a.source,
+                                 .flags = chain ? PMCLOG_SAMPLE_CHAIN : 0};
+    memcpy(s->head, &head, sizeof head);
     unsigned levels = pmc_levels(&m->a);
-    e->in_level[0] = (levels & PMC_LEVEL_OS) != 0;
-    e->in_level[1] = (levels & PMC_LEVEL_USR) != 0;
-    e->period = m->s.period;
-    e->phase = &m->s.phase[cpu];
-    e->slice = &m->s.slice[cpu];
-    e->samples = tg ? &tg->samples : &samples_sink[cpu][0];
+    s->in_level[0] = (levels & PMC_LEVEL_OS) != 0;
+    s->in_level[1] = (levels & PMC_LEVEL_USR) != 0;
+    s->chain = chain;
+    s->period = m->s.period;
+    s->samples = tg ? &tg->samples : &samples_sink[cpu][0];
+    s->log = pmc_log_cpu(cpu);
+    s->next = NULL;
+    return s;
 }
 
-bool pmc_plan_make(struct pmc_plan *pp, KPROFILE_SOURCE source, const struct process *pr,
-                   unsigned cpu)
+struct pmc_sampler *pmc_samplers_make(KPROFILE_SOURCE source, const struct process *pr,
+                                      unsigned cpu)
 {
     const struct pmc_set *set = __atomic_load_n(&running_set, __ATOMIC_ACQUIRE);
-    pp->n = 0;
+    struct pmc_sampler *first = NULL, **link = &first;
     for (unsigned i = 0; set && i < set->n; i++) {
         struct pmc_target *tg;
         if (!samples_here(set->p[i], source, 1ull << cpu, pr, &tg))
             continue;
-        if (pp->n == PMC_PLAN_MAX)
-            return false;
-        make_entry(&pp->e[pp->n++], set->p[i], tg, pr, cpu);
+        *link = sampler_ready(set->p[i], tg, pr, cpu);
+        link = &(*link)->next;
     }
-    return true;
-}
-
-// A plan of several PMCs (rare): each in turn.
-static __attribute__((noinline)) void sample_each(const struct pmc_plan *pp,
-                                                  const struct intr_frame *f)
-{
-    bool user = intr_from_user(f);
-    for (unsigned i = 0; i < pp->n; i++)
-        if (take(&pp->e[i], user))
-            pmc_log_sample(&pp->e[i].origin, f, user);
-}
-
-// Usually one PMC: its record is then this function's last act, a tail call.
-void pmc_plan_sample(const struct pmc_plan *pp, const struct intr_frame *f)
-{
-    if (pp->n > 1) {
-        sample_each(pp, f);
-        return;
-    }
-    bool user = intr_from_user(f);
-    if (take(&pp->e[0], user))
-        pmc_log_sample(&pp->e[0].origin, f, user);
-}
-
-void pmc_sample_interrupt(KPROFILE_SOURCE source, const struct intr_frame *f)
-{
-    const struct pmc_set *set = __atomic_load_n(&running_set, __ATOMIC_ACQUIRE);
-    unsigned cpu = cpu_id();
-    const struct process *pr = this_cpu()->current_process;
-    bool user = intr_from_user(f);
-    for (unsigned i = 0; set && i < set->n; i++) {
-        struct pmc_target *tg;
-        struct pmc_plan_entry e;
-        if (!samples_here(set->p[i], source, 1ull << cpu, pr, &tg))
-            continue;
-        make_entry(&e, set->p[i], tg, pr, cpu);
-        if (take(&e, user))
-            pmc_log_sample(&e.origin, f, user);
-    }
+    return first;
 }
 
 // --- the running set -------------------------------------------------------------
@@ -232,8 +181,8 @@ static NTSTATUS sampling_start(struct pmc *m, struct process *caller)
     }
     uint64_t interval = KeQueryIntervalProfile(source), count = m->a.count;
     m->s.period = count && interval ? MAX((count + interval / 2) / interval, 1ull) : 1;
-    memset(m->s.phase, 0, sizeof m->s.phase);
-    memset(m->s.slice, 0, sizeof m->s.slice);
+    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
+        m->s.cpu[cpu].phase = m->s.cpu[cpu].slice = 0;
     m->running = true;
     s = set_change(m, NULL);
     if (!NT_SUCCESS(s)) {
@@ -264,14 +213,14 @@ static void offcpu_out(struct pmc_target *t, uint64_t now, unsigned cpu)
     t->off_since = now;
     t->off_reason = why;
     t->off_seq++;
-    struct sample_origin o = {t->proc->pid,
-                              t->proc->pid,
-                              m->id,
-                              (uint16_t)cpu,
-                              0,
-                              chain,
-                              chain ? PMCLOG_SAMPLE_CHAIN : 0};
-    pmc_log_offcpu(&o, &pmc_switch_frame[cpu], why, t->off_seq);
+    struct pmclog_offcpu head = {.h = {.type = PMCLOG_OFFCPU, .cpu = (uint16_t)cpu},
+                                 .pid = t->proc->pid,
+                                 .tid = t->proc->pid,
+                                 .pmc = m->id,
+                                 .reason = why,
+                                 .flags = chain ? PMCLOG_SAMPLE_CHAIN : 0,
+                                 .seq = t->off_seq};
+    pmc_log_offcpu(&head, chain, &pmc_switch_frame[cpu]);
 }
 
 // The target is back at now (or, flags PMCLOG_ONCPU_STOPPED, the PMC stops
@@ -355,16 +304,16 @@ static void sampling_switch_out(struct pmc_target *t, uint64_t now)
     if (!(m->a.flags & PMC_F_LOG_PROCCSW))
         return;
     struct pmclog_csw r = {.h.type = PMCLOG_CSW, .pid = t->proc->pid, .pmc = m->id};
-    r.value = m->s.slice[cpu];
+    r.value = m->s.cpu[cpu].slice;
     pmc_log_write_irqoff(&r.h, sizeof r);
-    m->s.slice[cpu] = 0;
+    m->s.cpu[cpu].slice = 0;
 }
 
 static void sampling_switch_in(struct pmc_target *t, uint64_t now)
 {
     if (t->pmc->a.flags & PMC_F_LOG_OFFCPU)
         offcpu_in(t, now, 0);
-    t->pmc->s.slice[cpu_id()] = 0;
+    t->pmc->s.cpu[cpu_id()].slice = 0;
 }
 
 static bool claims_time(const struct pmc_alloc *a)

@@ -33,6 +33,7 @@
 #include "core/uaccess.h"
 
 #include "pmc/hwpmc/callchain.h"
+#include "pmc/hwpmc/kind_sampling.h"
 
 struct log_cpu {
     struct ring ring;           // its lost count: samples without room
@@ -55,38 +56,8 @@ static uint32_t log_frames = PMC_DEPTH_DEFAULT + 1; // a chain's frames: log_dep
 // and the IP). Kept with log_depth, so the interrupt computes nothing.
 static uint32_t max_sample_bytes = sizeof(struct pmclog_sample) + 8u * (PMC_DEPTH_DEFAULT + 1);
 
-// The fields a sample and an off-CPU record share, the chain aside.
-static inline __attribute__((always_inline)) void
-record_fill(struct pmclog_sample *r, const struct sample_origin *o, uint16_t type, uint16_t flags)
-{
-    r->h.type = type;
-    r->h.cpu = o->cpu;
-    r->h.tsc = rdtsc();
-    r->pid = o->pid;
-    r->tid = o->tid;
-    r->pmc = o->pmc;
-    r->flags = flags;
-}
-
-// A sample's record, the chain aside: reserved and its header filled in
-// before the walk (so that little is live across it), or NULL when lost.
-static inline struct pmclog_sample *record_begin(struct log_cpu *l, const struct sample_origin *o,
-                                                 bool user)
-{
-    l->delivered++;
-    struct pmclog_sample *r =
-        READ_ONCE(log_ready) ? ring_reserve(&l->ring, READ_ONCE(max_sample_bytes)) : NULL;
-    if (!r) {
-        ring_lose(&l->ring);
-        return NULL;
-    }
-    record_fill(r, o, PMCLOG_SAMPLE, (uint16_t)(o->flags | (user ? PMCLOG_SAMPLE_USER : 0)));
-    r->source = o->source;
-    r->reserved = 0;
-    return r;
-}
-
-// The chain is in (how: callchain_capture's answer): publish the record.
+// The chain is in r (how: callchain_capture's answer): publish the record.
+// Its size, from the frames, is written here.
 static inline void record_end(struct log_cpu *l, struct pmclog_sample *r, unsigned how)
 {
     uint32_t size = (uint32_t)sizeof *r + 8u * r->nframes;
@@ -97,35 +68,51 @@ static inline void record_end(struct log_cpu *l, struct pmclog_sample *r, unsign
         l->unreadable += (how & CALLCHAIN_UNREADABLE) != 0;
     }
     ring_commit(&l->ring, size);
+}
+
+_Static_assert(offsetof(struct pmclog_sample, h.tsc) == 8 &&
+                   offsetof(struct pmclog_sample, flags) == 3 * 8 + 6 && PMCLOG_SAMPLE_USER == 1 &&
+                   sizeof(struct pmclog_sample) == 5 * 8,
+               "a sample's head is five words, the flags end the fourth");
+
+// One sample of s's PMC: the head s keeps (pid, PMC, source, ...) copied, the
+// time and the mode filled in, the chain captured in place.
+static inline __attribute__((always_inline)) void log_sample(const struct pmc_sampler *s,
+                                                             const struct intr_frame *f, bool user)
+{
+    struct log_cpu *l = s->log;
+    l->delivered++;
+    struct pmclog_sample *r =
+        READ_ONCE(log_ready) ? ring_reserve(&l->ring, READ_ONCE(max_sample_bytes)) : NULL;
+    if (!r) {
+        ring_lose(&l->ring);
+        return;
+    }
+    // The head's words but the time's, the user flag or'ed into its flags
+    // (the last 16 bits of the fourth word, little-endian).
+    uint64_t *w = (uint64_t *)r;
+    w[0] = s->head[0];
+    w[2] = s->head[2];
+    w[3] = s->head[3] | (uint64_t)user << 48;
+    w[4] = s->head[4];
+    r->h.tsc = rdtsc();
+    record_end(l, r, callchain_capture(f, user, s->chain, r, log_frames));
     l->logged++;
 }
 
-// Samples without a chain, or of the kernel.
-static __attribute__((noinline)) void sample_other(const struct sample_origin *o,
-                                                   const struct intr_frame *f, bool user)
+struct log_cpu *pmc_log_cpu(unsigned cpu)
 {
-    struct log_cpu *l = &logs[o->cpu];
-    struct pmclog_sample *r = record_begin(l, o, user);
-    if (r)
-        record_end(l, r, callchain_capture(f, user, o->chain, r, log_frames));
+    return &logs[cpu];
 }
 
-// The common sample, a chain in user mode: no C call on its way.
-static __attribute__((noinline)) void sample_user_chain(const struct sample_origin *o,
-                                                        const struct intr_frame *f)
+void pmc_log_sample(struct pmc_sampler *s, const struct intr_frame *f)
 {
-    struct log_cpu *l = &logs[o->cpu];
-    struct pmclog_sample *r = record_begin(l, o, true);
-    if (r)
-        record_end(l, r, callchain_user(f, r, log_frames));
-}
-
-void pmc_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user)
-{
-    if (o->chain && user)
-        sample_user_chain(o, f);
-    else
-        sample_other(o, f, user);
+    bool user = intr_from_user(f);
+    do {
+        if (pmc_sampler_take(s, user))
+            log_sample(s, f, user);
+        s = s->next;
+    } while (s);
 }
 
 // The record into room reserved for it, published.
@@ -140,10 +127,9 @@ static void log_put(struct log_cpu *l, unsigned cpu, void *dst, struct pmclog_he
     __atomic_fetch_add(&l->writes, 1, __ATOMIC_RELAXED);
 }
 
-void pmc_log_offcpu(const struct sample_origin *o, const struct intr_frame *f, uint16_t reason,
-                    uint32_t seq)
+void pmc_log_offcpu(const struct pmclog_offcpu *head, bool chain, const struct intr_frame *f)
 {
-    struct log_cpu *l = &logs[o->cpu];
+    struct log_cpu *l = &logs[head->h.cpu];
     if (!READ_ONCE(log_ready))
         return;
     struct pmclog_offcpu *r = ring_reserve(&l->ring, READ_ONCE(max_sample_bytes));
@@ -151,11 +137,11 @@ void pmc_log_offcpu(const struct sample_origin *o, const struct intr_frame *f, u
         l->dropped++;
         return;
     }
-    record_fill((struct pmclog_sample *)r, o, PMCLOG_OFFCPU, o->flags);
-    r->reason = reason;
-    r->seq = seq;
+    *r = *head;
+    r->h.tsc = rdtsc();
     // The same layout as a sample's (lib/abi/pmclog.h), so the same walk fills it.
-    unsigned how = callchain_capture(f, false, o->chain, (struct pmclog_sample *)r, log_frames);
+    struct pmclog_sample *as_sample = (struct pmclog_sample *)r;
+    unsigned how = callchain_capture(f, false, chain, as_sample, log_frames);
     if (how)
         r->flags |= PMCLOG_SAMPLE_TRUNC;
     r->h.size = (uint32_t)sizeof *r + 8u * r->nframes;

@@ -12,6 +12,8 @@
 
 #include "arch/x86/trapframe.h"
 
+#include "pmc/hwpmc/pmc.h"
+
 struct process;
 struct thread;
 
@@ -28,31 +30,21 @@ void pmc_log_unuse(void);
 NTSTATUS pmc_log_owner_status(const struct process *p);
 uint32_t pmc_log_depth(void);
 
-// Where a sample comes from, the same for every sample while one process
-// runs on one CPU: a PMC's plan (hwpmc/kind_sampling.h) keeps it ready, so a record's
-// fields are copied, not looked up.
-struct sample_origin {
-    uint32_t pid;    // 0: the idle thread
-    uint32_t tid;    // one thread per process: the pid
-    uint32_t pmc;    // the PMC's id
-    uint16_t cpu;    // this CPU
-    uint16_t source; // KPROFILE_SOURCE
-    bool chain;      // PMC_F_CALLCHAIN: walk the call chain
-    uint16_t flags;  // the record's flags known in advance (PMCLOG_SAMPLE_CHAIN)
-};
+// A tick of a source sampled by the PMCs of s and those chained after it:
+// each one whose PMC takes it (pmc_sampler_take: its levels, its period)
+// gets a record of the interrupted context f of this CPU's current thread,
+// with the call chain when it asks for one. In the interrupt; counted
+// delivered on this CPU, then logged or lost.
+void pmc_log_sample(struct pmc_sampler *s, const struct intr_frame *f);
+// cpu's part of the log, for its samplers.
+struct log_cpu *pmc_log_cpu(unsigned cpu);
 
-// A sample of the interrupted context f of this CPU's current thread, in the
-// interrupt; user is intr_from_user(f), which the caller has already tested.
-// Counts it delivered on o->cpu, then logged or lost.
-void pmc_log_sample(const struct sample_origin *o, const struct intr_frame *f, bool user);
-
-// PMC_F_LOG_OFFCPU: this CPU's current thread (o's process) leaves the CPU
-// for reason (enum thread_wait): a PMCLOG_OFFCPU record with the chain from
-// the kernel context f (the scheduler's, pmc_switch_frame) and the user-mode
-// state at the top of its kernel stack, with o->chain. Scheduler context,
-// interrupts off; without room the record is dropped (and counted).
-void pmc_log_offcpu(const struct sample_origin *o, const struct intr_frame *f, uint16_t reason,
-                    uint32_t seq);
+// PMC_F_LOG_OFFCPU: this CPU's current thread leaves the CPU: the record
+// head (its reason and seq filled in) with the chain, when chain, from the
+// kernel context f (the scheduler's, pmc_switch_frame) and the user-mode
+// state at the top of its kernel stack. Scheduler context, interrupts off;
+// without room the record is dropped (and counted).
+void pmc_log_offcpu(const struct pmclog_offcpu *head, bool chain, const struct intr_frame *f);
 
 // Any other record, from process context (interrupts are disabled inside).
 // rec->h.type and the body are the caller's; cpu, size and tsc are filled in.

@@ -43,6 +43,7 @@
 
 #include "pmc/hal/counts.h"
 
+struct log_cpu;
 struct process;
 struct thread;
 
@@ -67,6 +68,26 @@ struct pmc_target {
     struct grace_item grace;       // its free, a grace period after it was released
 };
 
+// A sampling PMC on one CPU while one process runs there: what a tick of
+// its source does. Every sampling PMC has one per CPU. The fan-out's plan
+// for a source (ke/sample.c) chains those of the PMCs sampling the CPU for
+// the running process (hwpmc/kind_sampling.c: pmc_samplers_make) and hands
+// every tick to the first (hwpmc/log.c: pmc_log_sample). Remade at the
+// first tick after any change (a start, stop, attach, detach or exit drops
+// the plans: ke/sample.h) or context switch; only its CPU touches it, with
+// interrupts off.
+struct pmc_sampler {
+    struct pmc_sampler *next; // the next PMC the same ticks go to; NULL: none
+    uint64_t head[5];         // its records' struct pmclog_sample before the frames
+    bool in_level[2];         // its levels: [0] kernel-mode ticks count, [1] user-mode ones
+    bool chain;               // PMC_F_CALLCHAIN: walk the call chain
+    uint64_t period;          // ticks of the source per sample
+    uint64_t phase;           // ticks since this CPU's last sample
+    uint64_t slice;           // samples on this CPU since its last switch
+    uint64_t *samples;        // the target's total (a per-CPU sink at system scope)
+    struct log_cpu *log;      // this CPU's part of the log (hwpmc/log.h: pmc_log_cpu)
+};
+
 struct pmc {
     struct object obj;
     uint32_t id;
@@ -83,10 +104,9 @@ struct pmc {
     // PMC's totals yet, so a read still adds them (pmc_lock).
     struct pmc_target *leaving;
     union {
-        struct {                      // the sampling kinds
-            uint64_t period;          // ticks of the source per sample, fixed at start
-            uint64_t phase[MAX_CPUS]; // ticks since this CPU's last sample
-            uint64_t slice[MAX_CPUS]; // samples on this CPU since its last switch
+        struct {                              // the sampling kinds
+            uint64_t period;                  // ticks of the source per sample, fixed at start
+            struct pmc_sampler cpu[MAX_CPUS]; // each CPU's (hwpmc/kind_sampling.h)
         } s;
         struct {                    // the counting kinds
             bool user_read;         // its owner reads it with rdpmc (NtPmcGetMsr)

@@ -143,38 +143,68 @@ struct profile_set *profile_set_change(const struct profile_set *old, struct kpr
     return set;
 }
 
-void profile_set_lookup(const struct profile_set *set, uint64_t ip, profile_entry_fn fn,
-                        uint64_t arg, struct profile_answer *out)
+#define GRANULE_BYTES (1ull << PROFILE_GRANULE_SHIFT)
+
+// One past the last narrow entry meeting key's granule (the entries meeting
+// it are at or before it); 0 when none does.
+static unsigned granule_end(const struct profile_set *set, uint64_t key)
 {
-    uint64_t key = (ip >> PROFILE_GRANULE_SHIFT) + 1;
-    uint64_t lo = ip & ~((1ull << PROFILE_GRANULE_SHIFT) - 1);
-    uint64_t hi = lo + ((1ull << PROFILE_GRANULE_SHIFT) - 1); // inclusive: no overflow at the top
+    for (unsigned h = profile_granule_hash(key, set->mask); set->table && set->table[h].key;
+         h = (h + 1) & set->mask)
+        if (set->table[h].key == key)
+            return set->table[h].last + 1;
+    return 0;
+}
+
+// Every narrow entry meeting the granule from lo is at or before the last
+// one covering it, and after those whose ranges all end below it (max_end):
+// a scan down from granule_end stops at the first entry with max_end <= lo.
+void profile_set_lookup(const struct profile_set *set, uint64_t ip, struct profile_answer *out)
+{
+    uint64_t lo = ip & ~(GRANULE_BYTES - 1);
+    uint64_t hi = lo + (GRANULE_BYTES - 1); // inclusive: no overflow at the top
+    uint64_t granule = lo;
     const struct profile_set_entry *match = NULL;
     unsigned matches = 0;
-    for (unsigned h = profile_granule_hash(key, set->mask); set->table && set->table[h].key;
-         h = (h + 1) & set->mask) {
-        if (set->table[h].key != key)
-            continue;
-        // Every entry meeting the granule is at or before the last one covering
-        // it, and after those whose ranges all end below it (max_end).
-        for (unsigned i = set->table[h].last + 1; i-- > 0 && set->e[i].max_end > lo;) {
-            const struct profile_set_entry *e = &set->e[i];
-            if (e->base <= ip && ip < e->end) {
-                fn(e, ip, arg);
-                match = e;
-                matches++;
-                lo = MAX(lo, e->base);
-                hi = MIN(hi, e->end - 1);
-            } else if (e->end <= ip) {
-                lo = MAX(lo, e->end);
-            } else {
-                hi = MIN(hi, e->base - 1);
-            }
+    for (unsigned i = granule_end(set, (ip >> PROFILE_GRANULE_SHIFT) + 1);
+         i-- > 0 && set->e[i].max_end > granule;) {
+        const struct profile_set_entry *e = &set->e[i];
+        if (e->base <= ip && ip < e->end) {
+            match = e;
+            matches++;
+            lo = MAX(lo, e->base);
+            hi = MIN(hi, e->end - 1);
+        } else if (e->end <= ip) {
+            lo = MAX(lo, e->end);
+        } else {
+            hi = MIN(hi, e->base - 1);
         }
-        break;
     }
     out->lo = lo;
     out->hi = hi;
-    out->entry = match;
-    out->reusable = matches <= 1 && !set->nwide; // else no single answer to remember
+    out->entry = matches == 1 ? match : NULL;
+    out->several = matches > 1;
+}
+
+struct profile_cursor profile_cursor_at(const struct profile_set *set, uint64_t ip)
+{
+    return (struct profile_cursor){ip, ip & ~(GRANULE_BYTES - 1), set->n,
+                                   granule_end(set, (ip >> PROFILE_GRANULE_SHIFT) + 1)};
+}
+
+const struct profile_set_entry *profile_set_next(const struct profile_set *set,
+                                                 struct profile_cursor *c)
+{
+    while (c->wide < set->n + set->nwide) {
+        const struct profile_set_entry *e = &set->e[c->wide++];
+        if (e->base <= c->ip && c->ip < e->end)
+            return e;
+    }
+    while (c->narrow > 0 && set->e[c->narrow - 1].max_end > c->lo) {
+        const struct profile_set_entry *e = &set->e[--c->narrow];
+        if (e->base <= c->ip && c->ip < e->end)
+            return e;
+    }
+    c->narrow = 0;
+    return NULL;
 }

@@ -51,21 +51,29 @@ static inline unsigned profile_granule_hash(uint64_t key, unsigned mask)
     return (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
 }
 
-typedef void (*profile_entry_fn)(const struct profile_set_entry *e, uint64_t ip, uint64_t arg);
-
 // What a lookup at ip found: the addresses [lo, hi] around ip (within its
-// 2 MiB granule) over which the answer stays the same, and, when reusable, the
-// answer itself: exactly the narrow entry entry covers them (NULL: none does).
-// An answer is not reusable when several entries cover ip or the set has wide
-// entries; samples come in runs at nearby addresses, so a reusable answer
-// answers most of them with two comparisons (see ke/sample.c's plans).
+// 2 MiB granule) over which the answer stays the same, and the answer: the
+// narrow entry covering ip (NULL: none) when it is the only one. several:
+// more than one narrow entry covers ip. Samples come in runs at nearby
+// addresses, so one answer serves most of them with two comparisons (see
+// ke/sample.c's plans). The wide entries are not looked at.
 struct profile_answer {
     uint64_t lo, hi;
     const struct profile_set_entry *entry;
-    bool reusable;
+    bool several;
 };
 
-// Calls fn for every narrow entry covering ip and describes the answer.
-// O(the entries meeting ip's granule); the wide entries are the caller's.
-void profile_set_lookup(const struct profile_set *set, uint64_t ip, profile_entry_fn fn,
-                        uint64_t arg, struct profile_answer *out);
+// O(the narrow entries meeting ip's granule).
+void profile_set_lookup(const struct profile_set *set, uint64_t ip, struct profile_answer *out);
+
+// Every entry covering ip, wide and narrow, one at a time:
+//     struct profile_cursor c = profile_cursor_at(set, ip);
+//     for (const struct profile_set_entry *e; (e = profile_set_next(set, &c));)
+struct profile_cursor {
+    uint64_t ip, lo; // lo: ip's granule's first address
+    unsigned wide;   // the next wide entry to look at
+    unsigned narrow; // one past the next narrow entry to look at; 0: none left
+};
+struct profile_cursor profile_cursor_at(const struct profile_set *set, uint64_t ip);
+const struct profile_set_entry *profile_set_next(const struct profile_set *set,
+                                                 struct profile_cursor *c);
