@@ -109,15 +109,15 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     fpu_init_cpu();     // SSE for ring 3
     cpu_online(&cpus[0]);
     sti();
-    serial_enable_irq(console_input);       // console input from COM1
-    keyboard_init(console_input);           // and from the PS/2 keyboard
-    smp_boot_aps(ap_main);                  // every other CPU: "smp: N CPUs online"
-    irq_register(VEC_PMI, pmc_pmi_handler); // the performance-monitoring interrupt
-    pmc_pmi_choose();                       // pmi=nmi: the LVTPC delivers NMIs
-    pmc_init();                             // "pmc: interface <emon|amd64|none>: ..."
-    profile_init();                         // profile objects and PMCs over the HAL
-    ramdisk_init();                         // GRUB modules are the files
-    process_init();                         // ring-3 faults kill processes
+    serial_enable_irq(console_input); // console input from COM1
+    keyboard_init(console_input);     // and from the PS/2 keyboard
+    smp_boot_aps(ap_main);            // every other CPU: "smp: N CPUs online"
+    pmi_register(pmc_pmi_handler);    // the performance-monitoring interrupt (pmi_entry)
+    pmc_pmi_choose();                 // pmi=nmi: the LVTPC delivers NMIs
+    pmc_init();                       // "pmc: interface <emon|amd64|none>: ..."
+    profile_init();                   // profile objects and PMCs over the HAL
+    ramdisk_init();                   // GRUB modules are the files
+    process_init();                   // ring-3 faults kill processes
     uint64_t init_ns = clock_ns();
     kprintf("boot: kernel init took %lu.%03lu ms (TSC)\n", init_ns / 1000000,
             init_ns / 1000 % 1000);

@@ -234,12 +234,12 @@ uint64_t do_NtPmcCswitchLog(const uint64_t *a, struct trapframe *tf)
     if (!me()->privileged)
         return STATUS(STATUS_PRIVILEGE_NOT_HELD);
     if (op == PMC_CSWITCH_STOP)
-        return STATUS(cswitch_counters_stop());
+        return STATUS(pmc_logger_cswitch_stop());
     if (len == 0 || len % sizeof(uint32_t) || len > sizeof ev)
         return STATUS(STATUS_INVALID_PARAMETER);
     NTSTATUS s = copy_from_user(ev, buf, len);
     if (NT_SUCCESS(s))
-        s = cswitch_counters_start(me(), ev, (unsigned)(len / sizeof(uint32_t)));
+        s = pmc_logger_cswitch_start(me(), ev, (unsigned)(len / sizeof(uint32_t)));
     return STATUS(s);
 }
 

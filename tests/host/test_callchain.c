@@ -33,7 +33,7 @@ struct cpu *this_cpu(void)
 
 bool smap_enabled;
 char __kernel_start[16], __text_end[1];
-const char timer_user_work_return[1]; // vectors.asm's label, here only its address matters
+const char lean_user_work_return[1]; // vectors.asm's label, here only its address matters
 static uint64_t cr3;
 uint64_t read_cr3(void)
 {
@@ -109,7 +109,7 @@ void test_callchain(void)
     for (unsigned i = 2; i <= 10; i++)
         w[-(int)i] = 0x1000 * i; // rax ... r11: values of no importance
     w[-9] = USER_R10;            // r10 sits where a trap frame keeps rbp
-    w[-11] = (uint64_t)(uintptr_t)timer_user_work_return;
+    w[-11] = (uint64_t)(uintptr_t)lean_user_work_return;
     CHECK(sample_user_walk() == USER_RBP,
           "callchain: lean timer frame (user-work hook): the user walk starts at the user's rbp, "
           "not r10 (started at 0x%llx)",

@@ -282,7 +282,7 @@ void model_reset(const struct model_config *c)
         cfg.family = cfg.vendor == MODEL_AMD ? 0x10 : 6;
     if (cfg.xclk_ratio == 0)
         cfg.xclk_ratio = 108;
-    // Firmware that left counters running: cycles in both rings, enabled.
+    // Firmware that left counters running: cycles in both levels, enabled.
     for (unsigned i = 0; i < MODEL_MAX_CPUS; i++) {
         for (unsigned n = 0; n < NGP_MAX; n++)
             if ((cfg.firmware_gp >> n) & 1)
@@ -790,11 +790,10 @@ static bool lvtpc_masks_on_delivery(void)
 static void run_handler(unsigned cpu, uint64_t ip, bool user)
 {
     struct mcpu *c = &mcpus[cpu];
-    struct trapframe tf;
-    memset(&tf, 0, sizeof(tf));
-    tf.vector = VEC_PMI;
-    tf.rip = ip;
-    tf.cs = user ? 0x2B : 0x08;
+    struct intr_frame f;
+    memset(&f, 0, sizeof(f));
+    f.rip = ip;
+    f.cs = user ? 0x2B : 0x08;
     unsigned saved = current;
     bool irq_on = c->irq_on; // off already when the PMI is an NMI
     current = cpu;
@@ -810,7 +809,7 @@ static void run_handler(unsigned cpu, uint64_t ip, bool user)
             c->ovf[k].pmi_run = c->run;
     uint64_t entry = now_ns;
     retire_in_handler(); // the entry stub and the dispatcher run before pmc_pmi_handler
-    pmc_pmi_handler(&tf);
+    pmc_pmi_handler(&f);
     c->in_pmi = false;
     c->entry_phase = false;
     c->run = 0;

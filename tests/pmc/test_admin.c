@@ -1,5 +1,5 @@
 // Rows and their administration on the PMU model (kernel/pmc/hal/rows.c,
-// hal/counts.c's pmc_row_admin_counter, kernel/pmc/hwpmc/admin.c): a counter
+// its pmc_row_admin_counter, kernel/pmc/hwpmc/admin.c): a counter
 // row disabled on one CPU is left alone by sampling there and by every
 // counting reservation, a row in use cannot be disabled, the timer row keeps
 // ProfileTime off its CPU, and enabling gives each back.

@@ -479,7 +479,7 @@ static void check_rows_scopes(const struct model_config *m)
     NTSTATUS st;
     const char *why;
     unsigned n = gp_rows(m);
-    int rows[PMC_COUNT_MAX_RESERVED + 1];
+    int rows[PMC_ROW_MAX_RESERVED + 1];
     unsigned held = 0;
     bool distinct = true;
     for (unsigned i = 0; i < n; i++) {
@@ -509,7 +509,7 @@ static void check_rows_scopes(const struct model_config *m)
                   "%s: no fixed counters: THREAD instructions get STATUS_INSUFFICIENT_RESOURCES",
                   name());
     release(r);
-    while (held < PMC_COUNT_MAX_RESERVED) {
+    while (held < PMC_ROW_MAX_RESERVED) {
         rows[held] = try_reserve(ProfileBranchInstructionRetired, PMC_ROW_SYSTEM, &st, &why);
         if (rows[held] < 0)
             break;
@@ -524,7 +524,7 @@ static void check_rows_scopes(const struct model_config *m)
         hi = users > hi ? users : hi;
         sum += users;
     }
-    tap_ok(held == PMC_COUNT_MAX_RESERVED && sum == held && hi - lo <= 1,
+    tap_ok(held == PMC_ROW_MAX_RESERVED && sum == held && hi - lo <= 1,
            "%s: 16 SYSTEM reservations on %u rows, shared evenly (%u to %u users)", name(), n, lo,
            hi);
     rows[held] = try_reserve(ProfileBranchInstructionRetired, PMC_ROW_SYSTEM, &st, &why);
@@ -592,7 +592,7 @@ static void check_unsupported(void)
 
 // ---- c. multiplexing ----
 
-#define MUX_MAX (PMC_COUNT_MAX_RESERVED)
+#define MUX_MAX (PMC_ROW_MAX_RESERVED)
 
 static KPROFILE_SOURCE mux_source(unsigned k)
 {

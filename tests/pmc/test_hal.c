@@ -203,7 +203,7 @@ static void check_start_stop_status(void)
     finish("start/stop status");
 }
 
-// Each profile source may be started by user or kernel: both rings count.
+// Each profile source may be started by user or kernel: both levels count.
 static void check_rings(void)
 {
     tap_section("user and kernel mode");

@@ -33,7 +33,7 @@ static void release(struct pmc *p)
 static void setup(const struct model_config *cfg)
 {
     ke_host_boot(cfg);
-    cswitch_counters_init();
+    pmc_loggers_init();
     for (unsigned i = 0; i < 3; i++)
         ke_host_process(&proc[i], &thr[i], 10 + i);
     ke_host_log.owner_pid = proc[0].pid; // proc[0] owns the log
@@ -123,7 +123,7 @@ static void logger_rows(void)
     const char *n = "logger rows";
     uint32_t ev[4] = {ProfileBranchInstructions, ProfileBranchInstructions,
                       ProfileBranchInstructions, ProfileBranchInstructions};
-    STATUS_EQ(cswitch_counters_start(&proc[0], ev, 4), STATUS_SUCCESS,
+    STATUS_EQ(pmc_logger_cswitch_start(&proc[0], ev, 4), STATUS_SUCCESS,
               "%s: a switch logger of 4 branch counts", n);
     NTSTATUS st;
     struct pmc *p = ke_host_allocate(&proc[0], ProfileBranchInstructions, PMC_MODE_SC, 0, &st);
@@ -146,7 +146,7 @@ static void logger_rows(void)
            n, (unsigned long long)d[0], (unsigned long long)d[1], (unsigned long long)d[2],
            (unsigned long long)d[3]);
     release(p);
-    STATUS_EQ(cswitch_counters_stop(), STATUS_SUCCESS, "%s: stop the logger", n);
+    STATUS_EQ(pmc_logger_cswitch_stop(), STATUS_SUCCESS, "%s: stop the logger", n);
     tap_eq(pmc_rows_reserved, 0, "%s: its rows are free again", n);
     finish(n);
 }
@@ -168,12 +168,12 @@ static void freed_rows_used(void)
     ok = ok && STATUS_EQ(pmc_start(p[0], &proc[0]), STATUS_SUCCESS, "%s: start P0", n);
     uint32_t ev[3] = {ProfileBranchInstructions, ProfileBranchInstructions,
                       ProfileBranchInstructions};
-    ok = ok && STATUS_EQ(cswitch_counters_start(&proc[0], ev, 3), STATUS_SUCCESS,
+    ok = ok && STATUS_EQ(pmc_logger_cswitch_start(&proc[0], ev, 3), STATUS_SUCCESS,
                          "%s: a switch logger of 3 branch counts", n);
     p[1] = ke_host_allocate(&proc[0], ProfileBranchInstructions, PMC_MODE_SC, 0, &st[1]);
     ok = ok && STATUS_EQ(st[1], STATUS_SUCCESS, "%s: P1, on P0's row", n);
     ok = ok && STATUS_EQ(pmc_start(p[1], &proc[0]), STATUS_SUCCESS, "%s: start P1", n);
-    ok = ok && STATUS_EQ(cswitch_counters_stop(), STATUS_SUCCESS, "%s: stop the logger", n);
+    ok = ok && STATUS_EQ(pmc_logger_cswitch_stop(), STATUS_SUCCESS, "%s: stop the logger", n);
     p[2] = ke_host_allocate(&proc[0], ProfileBranchInstructions, PMC_MODE_SC, 0, &st[2]);
     ok = ok && STATUS_EQ(st[2], STATUS_SUCCESS, "%s: P2, on a row the logger freed", n);
     ok = ok && STATUS_EQ(pmc_start(p[2], &proc[0]), STATUS_SUCCESS, "%s: start P2", n);

@@ -64,7 +64,7 @@ static NTSTATUS pmc_start_(struct pmc *p)
 static void setup(const struct model_config *cfg)
 {
     ke_host_boot(cfg);
-    cswitch_counters_init();
+    pmc_loggers_init();
     for (unsigned i = 0; i < 3; i++)
         ke_host_process(&proc[i], &thr[i], 10 + i);
 }
@@ -263,10 +263,10 @@ static void cswitch_counters(void)
     setup(&MODEL_INTEL_V4);
     const char *n = "intel-v4";
     uint32_t ev[2] = {ProfileTotalIssues, PMC_EVENT_SW(PMC_SW_CONTEXT_SWITCHES)};
-    STATUS_EQ(cswitch_counters_start(&proc[0], ev, 2), STATUS_PMC_NO_LOG,
+    STATUS_EQ(pmc_logger_cswitch_start(&proc[0], ev, 2), STATUS_PMC_NO_LOG,
               "%s: context-switch counters need the caller's log", n);
     ke_host_log.owner_pid = proc[0].pid;
-    STATUS_EQ(cswitch_counters_start(&proc[0], ev, 2), STATUS_SUCCESS,
+    STATUS_EQ(pmc_logger_cswitch_start(&proc[0], ev, 2), STATUS_SUCCESS,
               "%s: context-switch log with "
               "instructions and context switches",
               n);
@@ -277,7 +277,7 @@ static void cswitch_counters(void)
     retire(1, EV_INSTRUCTIONS, 70);
     ke_host_switch(0, NULL);
     ke_host_switch(1, NULL);
-    STATUS_EQ(cswitch_counters_stop(), STATUS_SUCCESS, "%s: stop the counters", n);
+    STATUS_EQ(pmc_logger_cswitch_stop(), STATUS_SUCCESS, "%s: stop the counters", n);
     tap_eq(ke_host_log.users, 0, "%s: stopping gives the log back", n);
     tap_ok(pmc_rows_reserved == 0 && ALL_CPUS(pmc_counters_loaded[cpu] == 0),
            "%s: stopping frees its rows and counters", n);
@@ -309,7 +309,7 @@ static void cswitch_counters(void)
     uint32_t many[6] = {ProfileBranchInstructions, ProfileBranchInstructions,
                         ProfileBranchInstructions, ProfileBranchInstructions,
                         ProfileBranchInstructions, ProfileBranchInstructions};
-    STATUS_EQ(cswitch_counters_start(&proc[0], many, 6), STATUS_INSUFFICIENT_RESOURCES,
+    STATUS_EQ(pmc_logger_cswitch_start(&proc[0], many, 6), STATUS_INSUFFICIENT_RESOURCES,
               "%s: 6 GP-only events on 4 GP counters refused", n);
     tap_ok(pmc_rows_reserved == 0, "%s: ... and nothing stays reserved", n);
     pmc_shutdown(); // the log's rings stay allocated for the next session: no leak check

@@ -117,7 +117,7 @@ static void compute_work(unsigned n)
             ;
 }
 
-// N rounds of a computation and a burst of system calls: time in both rings
+// N rounds of a computation and a burst of system calls: time in both levels
 // (a fixed amount of work, not of time: under TCG the host decides how much
 // of a millisecond a vCPU gets).
 static void mixed_work(unsigned n)
@@ -180,7 +180,7 @@ static void test_task_clock_levels(void)
           (unsigned long long)c[1], (unsigned long long)c[0]);
 }
 
-// Only task-clock counts its rings apart; the other software events, and
+// Only task-clock counts its levels apart; the other software events, and
 // ProfileTime's ticks, refuse :u and :k.
 static void test_ring_refusals(void)
 {
@@ -200,7 +200,7 @@ static void test_ring_refusals(void)
     }
     NtClose(
         alloc(PMC_EVENT_SW(PMC_SW_CONTEXT_SWITCHES), PMC_MODE_TC, PMC_F_LEVELS, PMC_CPU_ANY, &st));
-    CHECK(st == STATUS_SUCCESS, "context-switches in both rings, named: %s", nt_status_name(st));
+    CHECK(st == STATUS_SUCCESS, "context-switches in both levels, named: %s", nt_status_name(st));
     NtClose(alloc(PMC_EVENT_SW(PMC_SW_TASK_CLOCK), PMC_MODE_SC, PMC_F_USER, PMC_CPU_ANY, &st));
     CHECK(st == STATUS_SUCCESS, "system-wide task-clock:u: %s", nt_status_name(st));
     NtClose(alloc(ProfileTotalCycles, PMC_MODE_TC, PMC_F_USER, PMC_CPU_ANY, &st));

@@ -798,14 +798,14 @@ static int helper_syscalls(const char *arg)
     return 0;
 }
 
-struct ring_counts {
+struct level_counts {
     uint64_t samples, user_flag, user_ip;
 };
 
-// The samples of a log by the ring their IP was in (flag and address).
-static struct ring_counts count_rings(const uint8_t *buf, size_t n)
+// The samples of a log by the privilege level their IP was in (flag and address).
+static struct level_counts count_levels(const uint8_t *buf, size_t n)
 {
-    struct ring_counts r = {0};
+    struct level_counts r = {0};
     struct samplelog log = {(uint8_t *)buf, n, NULL};
     size_t pos = 0;
     const struct pmclog_header *h;
@@ -820,9 +820,9 @@ static struct ring_counts count_rings(const uint8_t *buf, size_t n)
     return r;
 }
 
-// A child making system calls sampled by ProfileTime in one ring (flags):
-// its samples, by ring.
-static struct ring_counts sample_child_in(uint32_t flags)
+// A child making system calls sampled by ProfileTime in one level (flags):
+// its samples, by level.
+static struct level_counts sample_child_in(uint32_t flags)
 {
     HANDLE h = 0, kid = 0;
     struct pmc_log_config cfg = {0, 0};
@@ -839,7 +839,7 @@ static struct ring_counts sample_child_in(uint32_t flags)
     EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS);
     uint8_t *buf = malloc(LOG_BUF);
     size_t n = buf ? read_log(buf) : 0;
-    struct ring_counts r = count_rings(buf, n);
+    struct level_counts r = count_levels(buf, n);
     expect_accounting();
     free(buf);
     NtClose(h);
@@ -847,13 +847,13 @@ static struct ring_counts sample_child_in(uint32_t flags)
     return r;
 }
 
-// perf's :u and :k on ProfileTime (the timer ticks in both rings): a PMC
+// perf's :u and :k on ProfileTime (the timer ticks in both levels): a PMC
 // with PMC_F_USER logs only ring-3 samples, one with PMC_F_KERNEL only
 // ring-0 ones, and each gets some from a child that spends time in both.
-static void test_ring_sampling(void) // privileged: ring 0 and the finest interval
+static void test_level_sampling(void) // privileged: ring 0 and the finest interval
 {
     ULONG old = fast_sampling();
-    struct ring_counts u = sample_child_in(PMC_F_USER), k = sample_child_in(PMC_F_KERNEL);
+    struct level_counts u = sample_child_in(PMC_F_USER), k = sample_child_in(PMC_F_KERNEL);
     EXPECT(u.samples >= 10 && u.user_flag == u.samples && u.user_ip == u.samples,
            ":u: %lu samples, %lu flagged ring 3, %lu with a user IP", u.samples, u.user_flag,
            u.user_ip);
@@ -890,7 +890,7 @@ static const struct child_test tests[] = {
     CHILD_TEST_PRIVILEGED(exit_while_sampled),
     CHILD_TEST_PRIVILEGED(several_pmcs),
     CHILD_TEST_PRIVILEGED(drain_while_sampling),
-    CHILD_TEST_PRIVILEGED(ring_sampling),
+    CHILD_TEST_PRIVILEGED(level_sampling),
     CHILD_TEST(tmp),
 };
 

@@ -46,7 +46,7 @@ void asm_offsets(void)
     // struct intr_frame (trapframe.h): built in place by timer_entry.
     ASM_CONST(IF_RIP, offsetof(struct intr_frame, rip));
     ASM_CONST(IF_CS, offsetof(struct intr_frame, cs));
-    ASM_CONST(TIMER_LEAN_SAVED, TIMER_LEAN_SAVED);
+    ASM_CONST(LEAN_SAVED_BYTES, LEAN_SAVED_BYTES);
 
     // struct cpu (percpu.h), read through GS.
     ASM_CONST(CPU_KERNEL_RSP, offsetof(struct cpu, kernel_rsp));

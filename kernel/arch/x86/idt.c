@@ -22,6 +22,7 @@ static struct gate idt[256] __attribute__((aligned(16)));
 
 extern void timer_entry(void); // vectors.asm: the lean entry of the LAPIC timer
 extern void nmi_entry(void);   // vectors.asm: the NMI's entry (nmi.h)
+extern void pmi_entry(void);   // vectors.asm: the lean entry of the PMI (trap.h)
 
 static void set_gate_to(unsigned v, uint64_t a, unsigned ist, unsigned dpl)
 {
@@ -49,6 +50,7 @@ void idt_init(void)
     set_gate(18, IST_MACHINE_CHECK, 0);
     set_gate(3, 0, 3); // int3 from ring 3 is a breakpoint, not a #GP
     set_gate_to(VEC_TIMER, (uint64_t)timer_entry, 0, 0); // straight to timer_interrupt
+    set_gate_to(VEC_PMI, (uint64_t)pmi_entry, 0, 0);     // straight to pmi_interrupt
 }
 
 void idt_load(void)

@@ -13,3 +13,9 @@ void irq_route_isa(unsigned isa_irq, irq_handler_t handler);
 
 // Counters: spurious LAPIC interrupts and interrupts at unregistered vectors.
 extern uint64_t irq_spurious_count, irq_unhandled_count;
+
+// The performance-monitoring interrupt (VEC_PMI): vectors.asm's lean
+// pmi_entry calls pmi_interrupt, which calls the handler registered here,
+// then sends the EOI.
+void pmi_register(void (*handler)(const struct intr_frame *f));
+void pmi_interrupt(const struct intr_frame *f);

@@ -93,9 +93,28 @@ void trap(struct trapframe *tf)
     user_time_leave();
 }
 
-// timer_entry's way back to ring 3 when a switch or a kill is due
-// (vectors.asm): its lean entry left the ring-3 time running.
-void timer_user_work(void)
+// The performance-monitoring interrupt, entered from vectors.asm's lean
+// pmi_entry: the handler the PMU layer registered, then the EOI.
+static void (*pmi_handler)(const struct intr_frame *f);
+
+void pmi_register(void (*handler)(const struct intr_frame *f))
+{
+    __atomic_store_n(&pmi_handler, handler, __ATOMIC_RELEASE);
+}
+
+void pmi_interrupt(const struct intr_frame *f)
+{
+    void (*h)(const struct intr_frame *) = __atomic_load_n(&pmi_handler, __ATOMIC_ACQUIRE);
+    if (h)
+        h(f);
+    else
+        irq_unhandled_count++;
+    lapic_eoi();
+}
+
+// The lean entries' way back to ring 3 when a switch or a kill is due
+// (vectors.asm): they left the ring-3 time running.
+void lean_user_work_hook(void)
 {
     user_time_enter();
     trap_user_return_hook();

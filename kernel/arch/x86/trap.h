@@ -24,8 +24,8 @@ extern bool (*trap_user_gp_hook)(struct trapframe *tf);
 // there is anything: need_resched, and the running thread's kill flag. Inline,
 // because almost every return has nothing to do.
 extern void (*trap_user_return_hook)(void);
-// The timer's lean entry calls it, between user_time_enter and _leave.
-void timer_user_work(void);
+// The lean entries (vectors.asm) call it, between user_time_enter and _leave.
+void lean_user_work_hook(void);
 
 #ifndef KERNEL_HOSTED
 static inline void trap_return_to_user(void)

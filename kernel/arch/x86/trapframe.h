@@ -16,8 +16,8 @@ struct trapframe {
 // The interrupted context a sample needs: what the CPU itself pushes on an
 // interrupt (Intel SDM vol. 3A §6.14.2, "64-Bit Mode Stack Frame") and, below
 // it, the interrupted rbp, where a frame-pointer walk of the call chain
-// starts. The lean timer entry (vectors.asm, timer_entry) builds it in place;
-// the full trap path makes a copy (tf_intr_frame).
+// starts. The lean entries (vectors.asm: timer_entry, pmi_entry, nmi_entry)
+// build it in place; the full trap path makes a copy (tf_intr_frame).
 struct intr_frame {
     uint64_t rbp;
     uint64_t rip, cs, rflags, rsp, ss;
@@ -28,13 +28,13 @@ _Static_assert(offsetof(struct trapframe, rip) + sizeof(struct intr_frame) - 8 =
                    sizeof(struct trapframe),
                "the CPU's frame is the end of struct trapframe");
 
-// timer_entry's lean frame (vectors.asm): struct intr_frame, built in place,
+// A lean entry's frame (vectors.asm): struct intr_frame, built in place,
 // and below it the nine registers a called function may clobber (rax, rcx,
-// rdx, rsi, rdi, r8-r11), TIMER_LEAN_SAVED bytes. From ring 3 the entry may
-// call the user-work hook (the scheduler) from there: the word below the
-// saved registers is then that call's return address, timer_user_work_return.
-#define TIMER_LEAN_SAVED (9 * 8)
-extern const char timer_user_work_return[];
+// rdx, rsi, rdi, r8-r11), LEAN_SAVED_BYTES bytes. From ring 3 the timer's
+// and the PMI's entries may call the user-work hook (the scheduler) from there: the word below the
+// saved registers is then that call's return address, lean_user_work_return.
+#define LEAN_SAVED_BYTES (9 * 8)
+extern const char lean_user_work_return[];
 
 static inline bool intr_from_user(const struct intr_frame *f)
 {

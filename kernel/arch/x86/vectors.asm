@@ -75,24 +75,27 @@ trap_return:
     pop rax
     ret
 
-; timer_entry: the LAPIC timer's vector (VEC_TIMER; idt.c installs it), the
+; The lean entries: timer_entry, the LAPIC timer's vector (VEC_TIMER), the
 ; one interrupt every CPU takes thousands of times a second, ProfileTime's
-; included. Its handler, timer_interrupt (timer.c), needs only the CPU's
-; interrupt frame and the interrupted rbp (struct intr_frame, trapframe.h: rbp
-; pushed just below the CPU's words, where a call-chain walk starts), so only
-; the registers the System V AMD64 ABI lets a called function clobber are
+; included; and pmi_entry, the performance-monitoring interrupt's (VEC_PMI),
+; the other way a sample arrives (idt.c installs both). Their handlers,
+; timer_interrupt (timer.c) and pmi_interrupt (trap.c), need only the CPU's
+; interrupt frame and the interrupted rbp (struct intr_frame, trapframe.h:
+; rbp pushed just below the CPU's words, where a call-chain walk starts), so
+; only the registers the System V AMD64 ABI lets a called function clobber are
 ; saved (rax, rcx, rdx, rsi, rdi, r8-r11; ABI section 3.2.1): the handler
 ; preserves the rest itself, and so does a context switch it may lead to on
 ; the way back to ring 3. The kernel is compiled for an 8-byte aligned stack
 ; (Makefile: -mpreferred-stack-boundary=3, as Linux does), so the call needs
-; no padding after the CPU's 5-word frame, rbp and the nine registers.
+; no padding after the CPU's 5-word frame, rbp and the nine registers. The
+; NMI's entry below builds the same frame.
 ;
 ; The way back to ring 3 is trap_return_to_user's (trap.h), written here: the
 ; CPU's need_resched flag and the running thread's kill flag are read while GS
 ; is still the kernel's, and only when one is set is the scheduler's hook
 ; called (it may switch threads; it returns here when this one runs again).
 %define CPU_FRAME_CS (IF_CS - IF_RIP)   ; the CPU's frame: rip, cs, rflags, rsp, ss
-%define LEAN_SAVED   TIMER_LEAN_SAVED   ; nine registers below struct intr_frame (trapframe.h)
+%define LEAN_SAVED   LEAN_SAVED_BYTES   ; nine registers below struct intr_frame (trapframe.h)
 
 %macro LEAN_SAVE 0                      ; rbp (struct intr_frame begins here), then the nine
     push rbp
@@ -131,36 +134,44 @@ trap_return:
     pop rbp
 %endmacro
 
-global timer_entry
-extern timer_interrupt
-extern timer_user_work
+; A lean entry %1 calling %2(const struct intr_frame *).
+%macro LEAN_ENTRY 2
+global %1
+extern %2
 align 16
-timer_entry:
+%1:
     test byte [rsp + CPU_FRAME_CS], 3
     jnz .from_user
-    LEAN_CALL timer_interrupt
+    LEAN_CALL %2
     LEAN_RESTORE
     iretq
 .from_user:
     swapgs
-    LEAN_CALL timer_interrupt
+    LEAN_CALL %2
     cmp byte [gs:CPU_NEED_RESCHED], 0
-    jne .user_work
+    jne lean_user_work
     mov rax, [gs:CPU_KILL_PENDING]
     cmp byte [rax], 0
-    jne .user_work
-.to_user:
+    jne lean_user_work
     LEAN_RESTORE
     swapgs
     iretq
+%endmacro
+
+LEAN_ENTRY timer_entry, timer_interrupt
+LEAN_ENTRY pmi_entry, pmi_interrupt
+
 ; While the hook runs, this thread's user registers are in the lean frame,
 ; not in a struct trapframe: a sample taken meanwhile finds them by the hook's
 ; return address just below it (pmc/hwpmc/callchain.c).
-.user_work:
-    call timer_user_work                ; trap.c: the hook, with ring-3 time stopped
-global timer_user_work_return
-timer_user_work_return:
-    jmp timer_entry.to_user
+extern lean_user_work_hook
+lean_user_work:
+    call lean_user_work_hook            ; trap.c: the hook, with ring-3 time stopped
+global lean_user_work_return
+lean_user_work_return:
+    LEAN_RESTORE
+    swapgs
+    iretq
 
 ; nmi_entry: the NMI's gate (IST_NMI), never through trap(): see nmi.h. As
 ; timer_entry, it saves rbp and the nine registers a called function may

@@ -77,7 +77,7 @@ static bool held_elsewhere(unsigned cpu, unsigned i)
 
 // Take counter i unless counting has reserved its row or it is disabled on
 // cpu. The counter is taken first and the reservations and disabled rows read
-// after a full fence: hal/counts.c sets a row's bit first and reads the counters
+// after a full fence: hal/rows.c sets a row's bit first and reads the counters
 // after one, so one of two racing sides sees the other. It is taken stopped:
 // the PMI, which may be an NMI (pmi=nmi) taken between any two of the enable's
 // accesses, passes over it until the interface has loaded it

@@ -1,5 +1,6 @@
-// Counting on the hardware counters: row reservation, each CPU's loaded
-// counts, and their rotation (see hal/counts.h).
+// Counting on the hardware counters: each CPU's loaded counts and their
+// rotation, on the rows reserved for their scope (hal/rows.c); see
+// hal/counts.h.
 #include "pmc/hal/counts.h"
 
 #include "lib/string.h"
@@ -14,262 +15,12 @@
 
 #include "pmc/hal/hal_interface.h"
 #include "pmc/hal/pmu_regs.h"
+#include "pmc/hal/rows.h"
 
-// ---- rows ------------------------------------------------------------------------
-
-// A row of a scope with no reservation (users 0) is a spare: the scope holds
-// it while it has more reservations than rows, so that the counts of the
-// reservations that share a row find a counter of their own once one is free
-// (take_spare, drop_spares).
-static struct row {
-    uint8_t scope; // enum pmc_row_scope
-    uint8_t users; // reservations whose home it is
-    bool pinned;   // its one reservation reads it from user mode
-} rows[PMC_MAX_COUNTERS];
-
-static unsigned reserved_in[3]; // reservations per scope
 // Counts may be loaded: from pmc_init's choice to pmc_shutdown's
 // pmc_count_unload_all, which saves them first (the no-PMU interface that
 // follows has no counting operations).
 static volatile bool counting_live;
-volatile uint32_t pmc_rows_reserved;
-volatile uint32_t pmc_rows_disabled[MAX_CPUS];
-static struct spinlock rows_lock = SPINLOCK_INIT("pmc rows");
-
-// Sampling owns counter i on cpu.
-static bool sampling_on(unsigned cpu, unsigned i)
-{
-    struct pmc_counter c = *(volatile struct pmc_counter *)pmc_counter(cpu, i);
-    return c.period != 0;
-}
-
-// True when sampling owns counter i on some CPU. Reservation sets the row's
-// bit before looking and sampling claims a counter before looking at the bits
-// (hal/counters.c), each with a full fence between, so at least one of two racing
-// sides sees the other and backs off.
-static bool row_sampling(unsigned i)
-{
-    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
-        if (sampling_on(cpu, i))
-            return true;
-    return false;
-}
-
-static bool try_take_free(unsigned i, enum pmc_row_scope scope)
-{
-    __atomic_fetch_or(&pmc_rows_reserved, 1u << i, __ATOMIC_SEQ_CST);
-    if (row_sampling(i)) {
-        __atomic_fetch_and(&pmc_rows_reserved, ~(1u << i), __ATOMIC_SEQ_CST);
-        return false;
-    }
-    rows[i].scope = (uint8_t)scope;
-    return true;
-}
-
-// The row for a new reservation: a free row that can count the event, a fixed
-// counter first (it counts nothing else, and leaves the GP counters to events
-// that need them), else the least-shared unpinned row of the scope that can
-// (a spare first; only a spare when own).
-static int pick_row(uint32_t fits, enum pmc_row_scope scope, bool own)
-{
-    for (int pass = 0; pass < 2; pass++) {
-        enum pmc_counter_kind kind = pass == 0 ? PMC_COUNTER_FIXED : PMC_COUNTER_GENERAL;
-        for (unsigned i = 0; i < pmc_ncounters; i++)
-            if ((fits >> i) & 1 && pmc_hw[i].kind == kind && rows[i].scope == PMC_ROW_FREE &&
-                !pmc_row_off_anywhere(i) && try_take_free(i, scope))
-                return (int)i;
-    }
-    int best = -1;
-    for (unsigned i = 0; i < pmc_ncounters; i++)
-        if ((fits >> i) & 1 && rows[i].scope == scope && !rows[i].pinned &&
-            (!own || rows[i].users == 0) && (best < 0 || rows[i].users < rows[best].users))
-            best = (int)i;
-    return best;
-}
-
-static NTSTATUS reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, bool own, unsigned *row,
-                        const char **reason)
-{
-    struct pmc_source_query q = {0};
-    if ((unsigned)source >= ProfileSourceCount || source == ProfileTime)
-        q.reason = "not a hardware event";
-    else
-        halp_profile_interface->QueryInformation(source, &q);
-    uint32_t fits = q.supported ? halp_profile_interface->CountersFor(source) : 0;
-    if (!fits) {
-        *reason = q.reason && q.reason[0] ? q.reason : "no counter can count it";
-        return STATUS_NOT_SUPPORTED;
-    }
-    uint64_t f = spin_lock_irqsave(&rows_lock);
-    NTSTATUS s = STATUS_SUCCESS;
-    int i = -1;
-    if (reserved_in[scope] >= PMC_COUNT_MAX_RESERVED)
-        s = STATUS_PMC_TOO_MANY_RUNNING;
-    else if ((i = pick_row(fits, scope, own)) < 0)
-        s = STATUS_INSUFFICIENT_RESOURCES;
-    if (NT_SUCCESS(s)) {
-        rows[i].pinned = own;
-        rows[i].users++;
-        reserved_in[scope]++;
-        *row = (unsigned)i;
-    }
-    spin_unlock_irqrestore(&rows_lock, f);
-    *reason = s == STATUS_PMC_TOO_MANY_RUNNING     ? "too many counting PMCs in this scope"
-              : s == STATUS_INSUFFICIENT_RESOURCES ? "no free counter: sampling or the other "
-                                                     "scope holds every one that can count it"
-                                                   : "";
-    return s;
-}
-
-NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
-                         const char **reason)
-{
-    return reserve(source, scope, false, row, reason);
-}
-
-NTSTATUS pmc_row_reserve_own(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
-                             const char **reason)
-{
-    return reserve(source, scope, true, row, reason);
-}
-
-static void leave_rows(void *arg);
-
-// Under rows_lock: the reservations of scope beyond the rows they hold (those
-// that share a row); the scope's spares, and how many.
-static unsigned excess(enum pmc_row_scope scope)
-{
-    unsigned held = 0;
-    for (unsigned i = 0; i < pmc_ncounters; i++)
-        held += rows[i].scope == scope && rows[i].users;
-    return reserved_in[scope] - held;
-}
-
-static uint32_t spares(enum pmc_row_scope scope, unsigned *n)
-{
-    uint32_t m = 0;
-    *n = 0;
-    for (unsigned i = 0; i < pmc_ncounters; i++)
-        if (rows[i].scope == scope && rows[i].users == 0) {
-            m |= 1u << i;
-            ++*n;
-        }
-    return m;
-}
-
-// Under rows_lock: the spares of scope beyond its excess become free (no
-// count is placed on them from now on). Returns them.
-static uint32_t drop_spares(enum pmc_row_scope scope)
-{
-    unsigned n, keep = excess(scope);
-    uint32_t s = spares(scope, &n), freed = 0;
-    for (unsigned i = 0; n > keep && i < pmc_ncounters; i++) {
-        if ((s >> i) & 1) {
-            rows[i].scope = PMC_ROW_FREE;
-            freed |= 1u << i;
-            n--;
-        }
-    }
-    return freed;
-}
-
-// A row its scope no longer holds keeps its bit in pmc_rows_reserved until no
-// CPU has a count on its counter: place() puts a count on another row of its
-// scope when its home is busy, so another reservation's count may still be
-// loaded there. Sampling takes only counters whose bit is clear
-// (hal/counters.c), and a counter it shared with a count would be programmed
-// by both: the count would read the sampler's period, and its unload would
-// clear the sampler's event select. Each CPU moves such a count off the row
-// (leave_rows, with interrupts off, after any placement in progress there)
-// before the bit goes.
-static void free_rows(uint32_t freed)
-{
-    if (!freed)
-        return;
-    smp_call_all(leave_rows, (void *)(uintptr_t)freed); // one round for them all
-    uint64_t f = spin_lock_irqsave(&rows_lock);
-    for (unsigned row = 0; row < pmc_ncounters; row++)
-        if (((freed >> row) & 1) && rows[row].scope == PMC_ROW_FREE) // not taken again meanwhile
-            __atomic_fetch_and(&pmc_rows_reserved, ~(1u << row), __ATOMIC_SEQ_CST);
-    spin_unlock_irqrestore(&rows_lock, f);
-}
-
-// The last reservation of a row gone, the row is free; one reservation fewer
-// may leave its scope a spare too many, which is freed too.
-void pmc_row_release(unsigned row)
-{
-    uint64_t f = spin_lock_irqsave(&rows_lock);
-    struct row *r = &rows[row];
-    uint32_t freed = 0;
-    if (r->users != 0) { // 0: released by pmc_shutdown's reset already
-        enum pmc_row_scope scope = (enum pmc_row_scope)r->scope;
-        reserved_in[scope]--;
-        if (--r->users == 0) {
-            r->scope = PMC_ROW_FREE; // no count is placed on it from now on
-            r->pinned = false;
-            freed = 1u << row;
-        }
-        freed |= drop_spares(scope);
-    }
-    spin_unlock_irqrestore(&rows_lock, f);
-    free_rows(freed);
-}
-
-bool pmc_row_pin(unsigned row)
-{
-    uint64_t f = spin_lock_irqsave(&rows_lock);
-    bool ok = rows[row].users == 1;
-    if (ok)
-        rows[row].pinned = true;
-    spin_unlock_irqrestore(&rows_lock, f);
-    return ok;
-}
-
-enum pmc_row_scope pmc_row_scope(unsigned row, unsigned *users)
-{
-    *users = rows[row].users;
-    return (enum pmc_row_scope)rows[row].scope;
-}
-
-bool pmc_row_off_anywhere(unsigned row)
-{
-    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
-        if (pmc_row_off(cpu, row))
-            return true;
-    return false;
-}
-
-void pmc_row_mark(unsigned cpu, unsigned row, bool disabled)
-{
-    if (disabled)
-        __atomic_fetch_or(&pmc_rows_disabled[cpu], 1u << row, __ATOMIC_SEQ_CST);
-    else
-        __atomic_fetch_and(&pmc_rows_disabled[cpu], ~(1u << row), __ATOMIC_SEQ_CST);
-}
-
-// Under rows_lock, which reservation takes: a row no reservation holds. The
-// bit is set before sampling's counter is looked at, and sampling claims the
-// counter before it reads the bit (hal/counters.c), each with a full fence
-// between, so one of two racing sides backs off: a disable that loses says
-// busy. hwpmc refuses with EBUSY a row that process-scope PMCs hold and a
-// CPU's row that a PMC holds (FreeBSD hwpmc_mod.c, PMC_OP_PMCADMIN); a
-// reserved row here is loaded on every CPU, so any reservation makes it busy.
-NTSTATUS pmc_row_admin_counter(unsigned cpu, unsigned row, bool disable)
-{
-    uint64_t f = spin_lock_irqsave(&rows_lock);
-    NTSTATUS s = STATUS_SUCCESS;
-    if (disable && (rows[row].users || ((pmc_rows_reserved >> row) & 1))) {
-        s = STATUS_PMC_ROW_BUSY;
-    } else {
-        pmc_row_mark(cpu, row, disable);
-        if (disable && sampling_on(cpu, row)) {
-            pmc_row_mark(cpu, row, false);
-            s = STATUS_PMC_ROW_BUSY;
-        }
-    }
-    spin_unlock_irqrestore(&rows_lock, f);
-    return s;
-}
 
 uint32_t pmc_count_rdpmc_index(unsigned row)
 {
@@ -295,7 +46,7 @@ void pmc_count_init(struct pmc_count *c, KPROFILE_SOURCE source, unsigned row, b
     *c = (struct pmc_count){
         .source = source,
         .levels = PMC_LEVELS_ALL,
-        .scope = rows[row].scope,
+        .scope = pmc_rows[row].scope,
         .home = (uint8_t)row,
         .user_read = user_read,
         .counter = -1,
@@ -382,7 +133,7 @@ static void update_pce(struct count_cpu *cc)
 
 static bool place_on(struct count_cpu *cc, struct pmc_count *c, unsigned i)
 {
-    if (cc->on[i] || rows[i].scope != c->scope || (rows[i].pinned && i != c->home) ||
+    if (cc->on[i] || pmc_rows[i].scope != c->scope || (pmc_rows[i].pinned && i != c->home) ||
         !((halp_profile_interface->CountersFor(c->source) >> i) & 1))
         return false;
     c->load = c->value & pmc_hw[i].max_period; // the low bits a write keeps as written
@@ -410,7 +161,7 @@ static void unload(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
 // It goes only on its home row, always, and is never rotated out.
 static bool pinned(const struct pmc_count *c)
 {
-    return rows[c->home].pinned;
+    return pmc_rows[c->home].pinned;
 }
 
 // Load c on its home row if that counter is free here, else another of its
@@ -426,26 +177,6 @@ static bool place(struct count_cpu *cc, struct pmc_count *c, uint64_t now)
         if (i != c->home && place_on(cc, c, i))
             return true;
     return false;
-}
-
-// A spare for c, whose scope has more reservations than rows: a free row that
-// can count c's event, taken as try_take_free takes one for a reservation;
-// -1 when none is free or the scope has spares enough.
-static int take_spare(const struct pmc_count *c)
-{
-    uint32_t fits = halp_profile_interface->CountersFor(c->source);
-    uint64_t f = spin_lock_irqsave(&rows_lock);
-    int got = -1;
-    enum pmc_row_scope scope = (enum pmc_row_scope)c->scope;
-    unsigned n;
-    spares(scope, &n);
-    bool wanted = n < excess(scope);
-    for (unsigned i = 0; wanted && got < 0 && i < pmc_ncounters; i++)
-        if ((fits >> i) & 1 && rows[i].scope == PMC_ROW_FREE && !pmc_row_off_anywhere(i) &&
-            try_take_free(i, scope))
-            got = (int)i;
-    spin_unlock_irqrestore(&rows_lock, f);
-    return got;
 }
 
 // Load the wanted counts of scope that have no counter, in rotation order;
@@ -470,7 +201,8 @@ static void fill_scope(struct count_cpu *cc, enum pmc_row_scope scope, uint64_t 
             advance(c, now); // its running time starts here, if it is placed
             if (place(cc, c, now))
                 continue;
-            int spare = pinned(c) ? -1 : take_spare(c);
+            int spare =
+                pinned(c) ? -1 : pmc_row_take_spare(c->source, (enum pmc_row_scope)c->scope);
             if (spare < 0 || !place_on(cc, c, (unsigned)spare))
                 cc->waiting[scope]++;
         }
@@ -486,8 +218,7 @@ static void fill(struct count_cpu *cc, uint64_t now)
     update_pce(cc);
 }
 
-// A count loaded on a row its scope no longer holds moves to another.
-static void leave_rows(void *arg)
+void pmc_count_leave_rows(void *arg)
 {
     uint32_t freed = (uint32_t)(uintptr_t)arg;
     struct count_cpu *cc = &percount[cpu_id()];
@@ -495,7 +226,7 @@ static void leave_rows(void *arg)
     bool moved = false;
     for (unsigned row = 0; row < pmc_ncounters; row++) {
         struct pmc_count *c = (freed >> row) & 1 ? cc->on[row] : NULL;
-        if (!c || rows[row].scope == c->scope) // the scope's again: it may stay
+        if (!c || pmc_rows[row].scope == c->scope) // the scope's again: it may stay
             continue;
         unload(cc, c, now);
         moved = true;
@@ -637,12 +368,8 @@ bool pmc_count_rdpmc_gp(struct trapframe *tf)
 
 void pmc_count_reset(void)
 {
-    memset(rows, 0, sizeof rows);
-    memset(reserved_in, 0, sizeof reserved_in);
+    pmc_rows_reset();
     memset(percount, 0, sizeof percount);
     for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
         percount[cpu].dirty = ~0u; // whatever firmware or the last session left
-    pmc_rows_reserved = 0;
-    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
-        pmc_rows_disabled[cpu] = 0; // the numbering follows the interface chosen next
 }

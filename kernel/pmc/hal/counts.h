@@ -26,9 +26,9 @@
 // counts is added back when it is read, wrap-safe to the counter's width. So a
 // user-mode rdpmc of a loaded count reads its value modulo 2^47 (or 2^31).
 //
-// Everything except reservation runs on the current CPU with interrupts off
-// (the context switch, smp_call_all, the scheduler tick), on that CPU's
-// counts: a count is wanted on one CPU at a time.
+// Everything runs on the current CPU with interrupts off (the context switch,
+// smp_call_all, the scheduler tick), on that CPU's counts: a count is wanted
+// on one CPU at a time.
 #pragma once
 #include "lib/abi/profile.h"
 #include "lib/abi/status.h"
@@ -39,11 +39,9 @@
 
 #include "pmc/hal/counters.h"
 #include "pmc/hal/profile_source.h"
+#include "pmc/hal/rows.h"
 
-#define PMC_COUNT_MAX_RESERVED 16 // reservations per scope (counting PMCs using hardware)
-#define PMC_COUNT_MAX_WANT     (2 * PMC_COUNT_MAX_RESERVED) // counts wanted on one CPU
-
-enum pmc_row_scope { PMC_ROW_FREE, PMC_ROW_THREAD, PMC_ROW_SYSTEM };
+#define PMC_COUNT_MAX_WANT (2 * PMC_ROW_MAX_RESERVED) // counts wanted on one CPU
 
 struct pmc_count {
     KPROFILE_SOURCE source;
@@ -58,47 +56,6 @@ struct pmc_count {
     uint64_t enabled_ns, running_ns;
     uint64_t since_ns; // when enabled_ns/running_ns were last brought up to date
 };
-
-// Reserve a home row for counting source in scope (THREAD or SYSTEM): a free
-// row that can count it, else a row of the scope that can (shared: the counts
-// multiplex). Returns
-//   STATUS_NOT_SUPPORTED               the PMU cannot count source (*reason says why)
-//   STATUS_INSUFFICIENT_RESOURCES      no row of the scope or free can count it
-//   STATUS_PMC_TOO_MANY_RUNNING        PMC_COUNT_MAX_RESERVED reservations in the scope
-// Any context but the PMI.
-NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
-                         const char **reason);
-// The same, but only a free row, pinned at once (pmc_row_pin): a trace
-// logger's, whose records hold whole counts. Its counts are loaded on that
-// counter only, before any other count of the scope, and never rotated out.
-NTSTATUS pmc_row_reserve_own(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
-                             const char **reason);
-void pmc_row_release(unsigned row);
-// Keep row to its one reservation (a user-mode reader relies on its counter
-// index); false when others share it already. Released with the reservation.
-bool pmc_row_pin(unsigned row);
-// Rows some reservation holds: sampling must not claim them (hal/counters.c).
-extern volatile uint32_t pmc_rows_reserved;
-// The row's scope and how many reservations share it (pmc info, tests).
-enum pmc_row_scope pmc_row_scope(unsigned row, unsigned *users);
-
-// Administration (hwpmc's PMC_OP_PMCADMIN): bit r of pmc_rows_disabled[cpu]
-// is row r disabled on that CPU, in the numbering of pmc/hal/rows.h (the
-// counters, then ProfileTime's timer, then the software events). A counter
-// disabled on a CPU is never claimed there by sampling (hal/counters.c), and
-// a counter disabled on any CPU is never reserved for counting, whose rows
-// span every CPU (as hwpmc marks a disabled row STANDALONE, which no
-// process-scope PMC may take).
-extern volatile uint32_t pmc_rows_disabled[MAX_CPUS];
-static inline bool pmc_row_off(unsigned cpu, unsigned row)
-{
-    return (__atomic_load_n(&pmc_rows_disabled[cpu], __ATOMIC_SEQ_CST) >> row) & 1;
-}
-bool pmc_row_off_anywhere(unsigned row);
-void pmc_row_mark(unsigned cpu, unsigned row, bool disabled); // set or clear the bit
-// Disable (or enable) counter row on cpu: STATUS_PMC_ROW_BUSY while a
-// reservation holds the row or sampling holds its counter on cpu.
-NTSTATUS pmc_row_admin_counter(unsigned cpu, unsigned row, bool disable);
 
 // A count of source in both levels on row's scope, wanted nowhere yet; set
 // c->levels before its first pmc_count_in to count in one level only. Counts of
@@ -145,6 +102,10 @@ void pmc_count_go_live(void);
 // counter: its value stays what the unload saved.
 void pmc_count_stop_loading(void);
 void pmc_count_unload_all(uint64_t now);
+
+// The rows in freed (a bit set) are no longer their scope's: a count of
+// this CPU loaded on one moves to another (hal/rows.c: smp_call_all).
+void pmc_count_leave_rows(void *freed);
 
 // Forget reservations and loaded counts (pmc_init, pmc_shutdown). A count
 // still wanted somewhere then leaves on its next pmc_count_out, and a

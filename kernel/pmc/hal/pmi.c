@@ -127,13 +127,12 @@ static unsigned stretch_for(struct pmi_cpu *pc, const struct pmc_counter *c, uin
 
 // Report one overflow of counter i and re-arm it.
 static void sample(const struct halp_profile_interface *pi, struct pmi_cpu *pc, unsigned cpu,
-                   unsigned i, KPROFILE_SOURCE source, const struct trapframe *tf)
+                   unsigned i, KPROFILE_SOURCE source, const struct intr_frame *f)
 {
     struct pmc_counter *c = pmc_counter(cpu, i);
-    struct intr_frame f = tf_intr_frame(tf);
     pc->stats.samples++;
     pc->window_samples++;
-    halp_deliver_sample(source, &f);
+    halp_deliver_sample(source, f);
     uint64_t skipped = (1ull << c->stretch) - 1; // the arm covered 2^stretch periods
     if (skipped) {
         pc->stats.throttled += skipped;
@@ -173,7 +172,7 @@ static void reset_stuck(const struct halp_profile_interface *pi, struct pmi_cpu 
 // until the overflows are acknowledged, as Linux's intel_pmu_handle_irq does
 // on recent parts ("late ack"), and nothing can overflow meanwhile.
 static void handle(const struct halp_profile_interface *pi, struct pmi_cpu *pc, unsigned cpu,
-                   const struct trapframe *tf)
+                   const struct intr_frame *f)
 {
     struct overflow_status ovf;
     bool frozen = pi->FreezeCounters();
@@ -190,7 +189,7 @@ static void handle(const struct halp_profile_interface *pi, struct pmi_cpu *pc, 
             break;
         }
         for (unsigned k = 0; k < ovf.Number; k++)
-            sample(pi, pc, cpu, ovf.Counter[k], ovf.Source[k], tf);
+            sample(pi, pc, cpu, ovf.Counter[k], ovf.Source[k], f);
         pi->AcknowledgeOverflow(ovf.Mask);
         pi->CheckOverflowStatus(&ovf);
     }
@@ -199,7 +198,7 @@ static void handle(const struct halp_profile_interface *pi, struct pmi_cpu *pc, 
     pi->ThawCounters();
 }
 
-void pmc_pmi_handler(struct trapframe *tf)
+void pmc_pmi_handler(const struct intr_frame *f)
 {
     const struct halp_profile_interface *pi = READ_ONCE(halp_profile_interface);
     unsigned cpu = cpu_id();
@@ -215,7 +214,7 @@ void pmc_pmi_handler(struct trapframe *tf)
         pc->stats.spurious++;
         PMC_TRACE_STEP(PMC_STEP_SPURIOUS, PMC_TRACE_NO_SOURCE, 0);
     } else {
-        handle(pi, pc, cpu, tf);
+        handle(pi, pc, cpu, f);
     }
 
     uint64_t took = clock_ns() - pc->entry_ns;
@@ -245,14 +244,7 @@ bool pmc_pmi_nmi_handler(const struct intr_frame *f)
     const struct halp_profile_interface *pi = READ_ONCE(halp_profile_interface);
     if (!pmc_pmi_as_nmi || pi->FreezeCounters == NULL)
         return false;
-    struct trapframe tf = {.vector = 2,
-                           .rbp = f->rbp,
-                           .rip = f->rip,
-                           .cs = f->cs,
-                           .rflags = f->rflags,
-                           .rsp = f->rsp,
-                           .ss = f->ss};
-    pmc_pmi_handler(&tf);
+    pmc_pmi_handler(f);
     return true;
 }
 

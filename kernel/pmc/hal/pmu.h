@@ -1,6 +1,6 @@
 // pmc: the entry points the rest of the kernel calls.
 //
-//   irq_register(VEC_PMI, pmc_pmi_handler)
+//   pmi_register(pmc_pmi_handler)
 //                      before pmc_init: InitializeProfiling unmasks every LVTPC.
 //   pmc_init()         boot CPU, once, after SMP start-up and the timers, with
 //                      interrupts enabled (it uses smp_call_all).
@@ -20,7 +20,7 @@ void pmc_init(void);
 void pmc_shutdown(void);
 
 // The performance-monitoring interrupt (hal/pmi.c). The dispatcher sends the EOI.
-void pmc_pmi_handler(struct trapframe *tf);
+void pmc_pmi_handler(const struct intr_frame *f);
 
 // The boot line without its newline; returns what snprintf returns.
 int pmc_boot_line(char *buf, size_t size);

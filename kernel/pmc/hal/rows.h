@@ -1,22 +1,51 @@
 // Rows as hwpmc(4) counts them: every counting resource of one CPU, numbered,
 // with a class, an administrative state and a disposition (FreeBSD
-// sys/sys/pmc.h: struct pmc_info, struct pmc_classinfo; pmccontrol(8)).
+// sys/sys/pmc.h: struct pmc_info, struct pmc_classinfo; pmccontrol(8)). All
+// of it is here: the numbering, the reservation of counter rows for
+// counting, the administrative state, and what the HAL layer knows of each
+// row; the PMC layer above adds only which PMC holds one (pmc/hwpmc/admin.c).
 //
 // The numbering on every CPU: the interface's counters first, in counter
-// table order (row i is counter i, the "row" of hal/counts.h), then
-// ProfileTime's timer slot, then one row per software event. Under QEMU TCG
-// (no PMU) that is the timer and the software rows. NtPmcAdmin's state of
-// each is pmc_rows_disabled (hal/counts.h); the PMC layer above fills in which
-// PMC holds a row (pmc/hwpmc/admin.c).
+// table order (row i is counter i on every CPU), then ProfileTime's timer
+// slot, then one row per software event. Under QEMU TCG (no PMU) that is the
+// timer and the software rows.
+//
+// Reservation. A process-scope count must find a counter on whatever CPU its
+// thread runs, so counting reserves whole rows for one scope: THREAD rows
+// carry process-scope counts (hal/counts.h), SYSTEM rows system-scope counts.
+// Sampling (EnableMonitoring) claims only rows no count has reserved, and a
+// row that sampling uses on any CPU is not reserved. Each reservation (one
+// per counting PMC) has a home row. A reservation that finds no free row able
+// to count its event shares a row of its scope that can. While a scope's
+// reservations outnumber its rows, a count that finds no counter of its
+// scope free takes a row freed since (a logger's, sampling's) as a spare of
+// the scope, a row with no reservation, given back once the reservations no
+// longer outnumber the rows.
 #pragma once
 #include "lib/abi/pmc.h"
 #include "lib/abi/status.h"
 
+#include "lib/param.h"
+#include "lib/types.h"
+
 #include "pmc/hal/counters.h"
-#include "pmc/hal/counts.h"
+#include "pmc/hal/profile_source.h"
 
 _Static_assert(PMC_MAX_COUNTERS + 1 + PMC_SW_COUNT <= PMC_ROWS_MAX, "rows fit the ABI's arrays");
 _Static_assert(PMC_ROWS_MAX <= 32, "pmc_rows_disabled is a 32-bit set");
+
+#define PMC_ROW_MAX_RESERVED 16 // reservations per scope (counting PMCs using hardware)
+
+enum pmc_row_scope { PMC_ROW_FREE, PMC_ROW_THREAD, PMC_ROW_SYSTEM };
+
+// Each counter row's reservation: written under the rows' lock, read by the
+// counts' placement (hal/counts.c) without it.
+struct pmc_row {
+    uint8_t scope; // enum pmc_row_scope
+    uint8_t users; // reservations whose home it is
+    bool pinned;   // its one reservation reads it from user mode, or a logger's
+};
+extern struct pmc_row pmc_rows[PMC_MAX_COUNTERS];
 
 static inline unsigned pmc_row_timer(void)
 {
@@ -32,6 +61,58 @@ static inline unsigned pmc_row_count(void)
 {
     return pmc_ncounters + 1 + PMC_SW_COUNT;
 }
+
+// ---- reservation ----
+
+// Reserve a home row for counting source in scope (THREAD or SYSTEM): a free
+// row that can count it, else a row of the scope that can (shared: the counts
+// multiplex). Returns
+//   STATUS_NOT_SUPPORTED               the PMU cannot count source (*reason says why)
+//   STATUS_INSUFFICIENT_RESOURCES      no row of the scope or free can count it
+//   STATUS_PMC_TOO_MANY_RUNNING        PMC_ROW_MAX_RESERVED reservations in the scope
+// Any context but the PMI.
+NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
+                         const char **reason);
+// The same, but only a free row, pinned at once (pmc_row_pin): a trace
+// logger's, whose records hold whole counts. Its counts are loaded on that
+// counter only, before any other count of the scope, and never rotated out.
+NTSTATUS pmc_row_reserve_own(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
+                             const char **reason);
+void pmc_row_release(unsigned row);
+// Keep row to its one reservation (a user-mode reader relies on its counter
+// index); false when others share it already. Released with the reservation.
+bool pmc_row_pin(unsigned row);
+// Rows some reservation holds: sampling must not claim them (hal/counters.c).
+extern volatile uint32_t pmc_rows_reserved;
+// The row's scope and how many reservations share it (pmc info, tests).
+enum pmc_row_scope pmc_row_scope(unsigned row, unsigned *users);
+
+// A spare for a count of source in scope (see above): its row, or -1.
+int pmc_row_take_spare(KPROFILE_SOURCE source, enum pmc_row_scope scope);
+// Forget every reservation and disabled row (pmc_count_reset).
+void pmc_rows_reset(void);
+
+// ---- administration ----
+
+// Administration (hwpmc's PMC_OP_PMCADMIN): bit r of pmc_rows_disabled[cpu]
+// is row r disabled on that CPU, in the numbering above (the counters, then
+// ProfileTime's timer, then the software events). A counter
+// disabled on a CPU is never claimed there by sampling (hal/counters.c), and
+// a counter disabled on any CPU is never reserved for counting, whose rows
+// span every CPU (as hwpmc marks a disabled row STANDALONE, which no
+// process-scope PMC may take).
+extern volatile uint32_t pmc_rows_disabled[MAX_CPUS];
+static inline bool pmc_row_off(unsigned cpu, unsigned row)
+{
+    return (__atomic_load_n(&pmc_rows_disabled[cpu], __ATOMIC_SEQ_CST) >> row) & 1;
+}
+bool pmc_row_off_anywhere(unsigned row);
+void pmc_row_mark(unsigned cpu, unsigned row, bool disabled); // set or clear the bit
+// Disable (or enable) counter row on cpu: STATUS_PMC_ROW_BUSY while a
+// reservation holds the row or sampling holds its counter on cpu.
+NTSTATUS pmc_row_admin_counter(unsigned cpu, unsigned row, bool disable);
+
+// ---- description ----
 
 // The classes, their widths, capabilities and events (NtPmcGetCpuInfo).
 void pmc_cpuinfo(struct pmc_cpuinfo *out);

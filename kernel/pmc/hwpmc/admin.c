@@ -1,7 +1,7 @@
 // NtPmcAdmin and NtPmcGetPmcInfo behind the system calls (see hwpmc/admin.h).
 //
 // Who decides that a row is in use, and so cannot be disabled:
-//   a counter     pmc/hal/counts.c: a reservation (any scope), or sampling on that CPU
+//   a counter     pmc/hal/rows.c: a reservation (any scope), or sampling on that CPU
 //   the timer     pmc/hal/hal_profile.c: ProfileTime started (it runs on every CPU)
 //   a software    here, under pmc_lock: a counting PMC of that event whose CPUs
 //   event's row   include that CPU (hwpmc/pmc.c refuses new ones on a disabled row)

@@ -82,18 +82,17 @@ static unsigned walk_kernel(const struct intr_frame *tf, const struct thread *t,
 
 // Where a user thread in the kernel keeps its user-mode registers: the trap
 // frame at the top of its kernel stack (a system call, an exception, an
-// interrupt through isr_common), or timer_entry's lean frame while that entry
-// runs its user-work hook (vectors.asm): struct intr_frame in place, with the
-// nine saved registers and the hook's return address below it, where a trap
-// frame would have r10 in the rbp slot. False when the top frame is not
-// user mode's.
+// interrupt through isr_common), or a lean entry's frame while that entry
+// runs its user-work hook (vectors.asm: timer_entry, pmi_entry): struct intr_frame in place, with
+// the nine saved registers and the hook's return address below it, where a trap frame would have
+// r10 in the rbp slot. False when the top frame is not user mode's.
 static bool user_state(const struct thread *t, struct intr_frame *out)
 {
     const struct intr_frame *top = (const struct intr_frame *)(t->kstack_top - sizeof *top);
     if (!intr_from_user(top))
         return false;
-    const uint64_t *ret = (const uint64_t *)((uint64_t)top - TIMER_LEAN_SAVED - 8);
-    if (*ret == (uint64_t)timer_user_work_return)
+    const uint64_t *ret = (const uint64_t *)((uint64_t)top - LEAN_SAVED_BYTES - 8);
+    if (*ret == (uint64_t)lean_user_work_return)
         *out = *top;
     else
         *out = tf_intr_frame((const struct trapframe *)(t->kstack_top - sizeof(struct trapframe)));

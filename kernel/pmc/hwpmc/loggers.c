@@ -335,7 +335,7 @@ static NTSTATUS legacy_start(struct process *owner, const uint32_t *events, unsi
     return s;
 }
 
-NTSTATUS cswitch_counters_start(struct process *owner, const uint32_t *events, unsigned n)
+NTSTATUS pmc_logger_cswitch_start(struct process *owner, const uint32_t *events, unsigned n)
 {
     mutex_lock(&lg_mutex);
     NTSTATUS s = legacy_start(owner, events, n);
@@ -343,7 +343,7 @@ NTSTATUS cswitch_counters_start(struct process *owner, const uint32_t *events, u
     return s;
 }
 
-NTSTATUS cswitch_counters_stop(void)
+NTSTATUS pmc_logger_cswitch_stop(void)
 {
     mutex_lock(&lg_mutex);
     struct logger *l = legacy_logger();
@@ -452,7 +452,7 @@ static void hook_fault(bool demand_zero)
     pmc_hook_fire(demand_zero ? HOOK_PAGE_FAULT_DZ : HOOK_PAGE_FAULT_AV, p ? p->pid : 0, 0);
 }
 
-void cswitch_counters_init(void)
+void pmc_loggers_init(void)
 {
     sched_watch_switches(hook_switch, &pmc_hook_mask); // called while any hook is armed
     process_watch(logger_owner_exit);

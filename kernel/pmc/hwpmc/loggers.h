@@ -20,8 +20,8 @@ struct process;
 // log, or stop it; privileged callers only (the system-call layer checks).
 // While it runs the log is in use (pmc_log_use): STATUS_PMC_NO_LOG when owner
 // has none. It stops by itself when its owner exits.
-NTSTATUS cswitch_counters_start(struct process *owner, const uint32_t *events, unsigned n);
-NTSTATUS cswitch_counters_stop(void);
+NTSTATUS pmc_logger_cswitch_start(struct process *owner, const uint32_t *events, unsigned n);
+NTSTATUS pmc_logger_cswitch_stop(void);
 
 // The ETW-style loggers (privileged callers; the system-call layer checks).
 // create: STATUS_PMC_NO_LOG without a log of owner's, STATUS_INSUFFICIENT_RESOURCES
@@ -60,4 +60,4 @@ static inline void pmc_hook(uint32_t bit, uint32_t pid, uint32_t arg)
         pmc_hook_fire(bit, pid, arg);
 }
 
-void cswitch_counters_init(void); // at boot: watch switches, exits and faults
+void pmc_loggers_init(void); // at boot: watch switches, exits and faults

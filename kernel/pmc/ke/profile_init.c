@@ -9,10 +9,10 @@
 
 void profile_init(void)
 {
-    ke_profile_init();       // profile objects: each process's area of profile state
-    pmc_object_init();       // PMC objects: watch processes and context switches
-    pmc_sampling_init();     // the PMC kinds: ProfileTime and PMU-event sampling
-    pmc_counting_init();     // software and PMU-event counting, multiplexed on the tick
-    cswitch_counters_init(); // counter values at every context switch, into the log
-    sample_plan_init();      // last: the HAL's samples now reach all of the above
+    ke_profile_init();   // profile objects: each process's area of profile state
+    pmc_object_init();   // PMC objects: watch processes and context switches
+    pmc_sampling_init(); // the PMC kinds: ProfileTime and PMU-event sampling
+    pmc_counting_init(); // software and PMU-event counting, multiplexed on the tick
+    pmc_loggers_init();  // counter values at every context switch, into the log
+    sample_plan_init();  // last: the HAL's samples now reach all of the above
 }

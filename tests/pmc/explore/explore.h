@@ -142,7 +142,7 @@ struct ex_ref {
     uint64_t window[MODEL_MAX_CPUS][EX_SOURCES];  // events since the start
     uint64_t budget[MODEL_MAX_CPUS][EX_SOURCES];  // periods of the windows closed
     uint64_t samples[MODEL_MAX_CPUS][EX_SOURCES]; // the profile callback's samples
-    uint64_t total[MODEL_MAX_CPUS][EX_SOURCES];   // events retired, both rings
+    uint64_t total[MODEL_MAX_CPUS][EX_SOURCES];   // events retired, both levels
     struct ex_logger log[2]; // 0: the context-switch session, 1: a trace logger
     uint64_t trace;          // the trace logger's handle
     uint32_t disabled;       // rows disabled on some CPU

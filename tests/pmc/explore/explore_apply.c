@@ -31,7 +31,7 @@ void ex_setup(const struct ex_variant *v)
 {
     pmc_pmi_as_nmi = v->nmi;
     ke_host_boot(&v->cfg);
-    cswitch_counters_init();
+    pmc_loggers_init();
     HAL_PROFILE_INTERRUPT_HANDLER h = on_sample;
     HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof(h), &h);
     for (unsigned i = 0; i < EX_PROCS; i++)
@@ -214,9 +214,10 @@ static void op_logger(const struct ex_op *op)
     uint32_t ev[4] = {0};
     unsigned n = logger_events(op, src, ev);
     struct ex_logger *csw = &ex_ref.log[0], *tr = &ex_ref.log[1];
-    if (op->kind == OP_CSW_START && !csw->on && NT_SUCCESS(cswitch_counters_start(&proc[0], ev, n)))
+    if (op->kind == OP_CSW_START && !csw->on &&
+        NT_SUCCESS(pmc_logger_cswitch_start(&proc[0], ev, n)))
         logger_on(csw, n, src);
-    else if (op->kind == OP_CSW_STOP && csw->on && NT_SUCCESS(cswitch_counters_stop()))
+    else if (op->kind == OP_CSW_STOP && csw->on && NT_SUCCESS(pmc_logger_cswitch_stop()))
         csw->on = false;
     else if (op->kind == OP_TRACE_ON && !tr->on && trace_on(op, ev, n))
         logger_on(tr, n, src);
@@ -399,7 +400,7 @@ void ex_teardown(void)
         if (ex_ref.hal_on[s])
             HalStopProfileInterrupt(ex_source(s), NULL);
     if (ex_ref.log[0].on)
-        cswitch_counters_stop();
+        pmc_logger_cswitch_stop();
     if (ex_ref.log[1].on)
         pmc_logger_close(&proc[0], (TRACEHANDLE)ex_ref.trace);
     for (unsigned c = 0; c < ex_ref.ncpus; c++)

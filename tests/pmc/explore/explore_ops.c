@@ -141,7 +141,7 @@ static struct ex_op draw(struct ex_rng *r, unsigned favourite, uint32_t swarm)
     switch (op.kind) {
     case OP_ALLOC:
         op.b = draw_mode(r, swarm);                          // mode_names' order
-        op.n = ex_below(r, 4) == 0 ? 1 + ex_below(r, 2) : 0; // mostly both rings
+        op.n = ex_below(r, 4) == 0 ? 1 + ex_below(r, 2) : 0; // mostly both levels
         break;
     case OP_HAL_START:
     case OP_HAL_STOP:
