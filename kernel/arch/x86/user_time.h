@@ -2,13 +2,13 @@
 // return to user mode to the next entry into the kernel, in TSC ticks.
 //
 // The entries that stop it are the system call (syscall_dispatch), every
-// interrupt and exception through trap() and the timer's way back to user mode
-// when there is work to do (timer_user_work); the returns that restart it
-// are theirs and a new thread's first (thread_first_run). A context switch
-// always happens in the kernel, where nothing runs. Two entries do not stop
-// it: the timer tick that finds nothing to do (the lean path in vectors.asm,
-// about 120 instructions, 0.1 % of the time at ProfileTime's finest
-// interval) and the NMI; their time is counted as the interrupted user mode's,
+// interrupt and exception through trap() and the lean entries' way back to
+// user mode when there is work to do (lean_user_work_hook); the returns that
+// restart it are theirs and a new thread's first (thread_first_run). A
+// context switch always happens in the kernel, where nothing runs. Three
+// entries do not stop it: the timer tick and the PMI that find nothing to do
+// (the lean path in vectors.asm, about 120 instructions, 0.1 % of the time at
+// ProfileTime's finest interval) and the NMI; their time is counted as the interrupted user mode's,
 // so the sample path costs no instruction more. The rest of a thread's CPU
 // time is its kernel-mode time, task-clock:k.
 #pragma once

@@ -179,8 +179,8 @@ static void recompute_mask(void)
     for (unsigned k = 0; k < PMC_LOGGERS_MAX; k++)
         if (loggers[k].armed)
             m |= loggers[k].hooks;
-    // The profile-interrupt hook is fired by the fan-out's general way, which
-    // every sample takes while it is armed: the plans go when it changes.
+    // The profile-interrupt hook is fired where the fan-out makes a plan, and
+    // while it is armed no plan is kept: the plans go when it changes.
     sample_publish(&pmc_hook_mask, m);
 }
 

@@ -57,7 +57,7 @@ static uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64)));
 
 void sample_plans_drop(void)
 {
-    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
+    for (unsigned cpu = 0; cpu < ncpus; cpu++) // the CPUs that can run
         __atomic_fetch_add(&cpus[cpu].plan_epoch, 1, __ATOMIC_SEQ_CST);
 }
 

@@ -3,17 +3,17 @@
 // and the PMCs whose log records it becomes (hwpmc/kind_sampling.c).
 //
 // KeProfileInterruptWithSource, the handler the HAL calls with every sample,
-// asks this CPU's plan for the sample's source. A plan answers while nothing
-// it was made from has changed, the same process runs, and the address lies
-// in the interval over which its bucket lookups hold; otherwise the sample
-// takes the general way, which counts it and makes a new plan.
+// runs this CPU's plan for the sample's source. A plan holds while nothing it
+// was made from has changed, the CPU has not switched context, and the
+// address lies in the interval over which its bucket lookups hold; otherwise
+// a new plan is made first, and run the same way.
 //
 // The replan rule, the only one: whatever a plan is made from (a profile set,
 // a PMC's target slot, the running PMCs, a process's profile sets) is
-// published with sample_publish, which also drops every CPU's plans. A CPU
-// that begins or ends counting a profile drops its own plan for the source
-// (sample_plan_forget_here), since a plan also records which profiles count
-// on its CPU.
+// published with sample_publish, which also drops every CPU's plans (and a
+// context switch drops its CPU's). A CPU that begins or ends counting a
+// profile drops its own plan for the source (sample_plan_forget_here), since
+// a plan also records which profiles count on its CPU.
 #pragma once
 #include "lib/abi/profile.h"
 
