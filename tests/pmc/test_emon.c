@@ -134,7 +134,8 @@ static void check_rollback(void)
     m.ncpus = 3;
     boot(&m);
     start_ok(ProfileLLCMisses);
-    *pmc_counter(2, 1) = (struct pmc_counter){.period = 1000, .source = ProfileBranchInstructions};
+    *pmc_counter(2, 1) =
+        (struct pmc_counter_cpu){.period = 1000, .source = ProfileBranchInstructions};
     const char *why = NULL;
     STATUS_EQ(HalStartProfileInterrupt(ProfileTotalIssues, &why), STATUS_INSUFFICIENT_RESOURCES,
               "CPU 2 has no free counter: the start fails");
@@ -149,7 +150,7 @@ static void check_rollback(void)
     tap_ok(!d.started && d.users == 0, "the failed start added no user");
     STATUS_EQ(HalStopProfileInterrupt(ProfileTotalIssues, NULL), STATUS_PROFILING_NOT_STARTED,
               "... so a stop finds none");
-    *pmc_counter(2, 1) = (struct pmc_counter){0};
+    *pmc_counter(2, 1) = (struct pmc_counter_cpu){0};
     finish(m.name);
 }
 

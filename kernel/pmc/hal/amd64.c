@@ -89,7 +89,7 @@ static NTSTATUS amd_initialize(void)
         pmc_wrmsr(MSR_AMD_PERF_GLOBAL_CTL, 0);
     for (unsigned i = 0; i < pmc_ncounters; i++) {
         pmc_wrmsr(pmc_hw[i].ctl_msr, 0);
-        *pmc_counter(cpu, i) = (struct pmc_counter){0};
+        *pmc_counter(cpu, i) = (struct pmc_counter_cpu){0};
     }
     if (amd.v2)
         pmc_wrmsr(MSR_AMD_PERF_GLOBAL_STATUS_CLR, amd.status_bits);
@@ -160,7 +160,7 @@ static void amd_check_overflow(struct overflow_status *o)
         o->Mask = status & amd.status_bits;
     }
     for (unsigned i = 0; i < pmc_ncounters; i++) {
-        struct pmc_counter *c = pmc_counter(cpu, i);
+        struct pmc_counter_cpu *c = pmc_counter(cpu, i);
         if (!c->period || c->stopped)
             continue;
         bool hit = amd.v2 ? (status >> i) & 1

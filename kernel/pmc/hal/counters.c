@@ -13,7 +13,7 @@
 
 struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
 unsigned pmc_ncounters;
-struct pmc_counter *pmc_state;
+struct pmc_counter_cpu *pmc_state;
 uint32_t pmc_counters_loaded[MAX_CPUS];
 uint64_t pmc_source_interval[ProfileSourceCount];
 
@@ -35,7 +35,7 @@ void pmc_counter_add(const struct pmc_counter_hw *hw)
 
 size_t pmc_counters_bytes(void)
 {
-    return (size_t)pmc_ncounters * MAX_CPUS * sizeof(struct pmc_counter);
+    return (size_t)pmc_ncounters * MAX_CPUS * sizeof(struct pmc_counter_cpu);
 }
 
 // Sized for MAX_CPUS, not ncpus: the Emon interface allows for every possible processor.
@@ -90,7 +90,7 @@ static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, unsigned leve
 {
     if (!counter_free(cpu, (int)i) || held_elsewhere(cpu, i))
         return false;
-    struct pmc_counter *c = pmc_counter(cpu, i);
+    struct pmc_counter_cpu *c = pmc_counter(cpu, i);
     c->source = source;
     c->levels = levels;
     c->stopped = 1;
@@ -102,7 +102,7 @@ static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, unsigned leve
         pmc_count_sampling_changed(i, false);
         return true;
     }
-    *c = (struct pmc_counter){0};
+    *c = (struct pmc_counter_cpu){0};
     return false;
 }
 
@@ -137,7 +137,7 @@ uint64_t pmc_enabled_bits(unsigned cpu)
 {
     uint64_t m = 0;
     for (unsigned i = 0; i < pmc_ncounters; i++) {
-        const struct pmc_counter *c = pmc_counter(cpu, i);
+        const struct pmc_counter_cpu *c = pmc_counter(cpu, i);
         if ((c->period && !c->stopped) || ((pmc_counters_loaded[cpu] >> i) & 1))
             m |= 1ull << pmc_hw[i].status_bit;
     }
@@ -154,7 +154,7 @@ void pmc_counter_disable(const struct halp_profile_interface *pi, KPROFILE_SOURC
         return;
     PMC_TRACE_STEP(PMC_STEP_DISABLE, source, pmc_hw[i].ctr_msr);
     pi->StopCounter((unsigned)i);
-    *pmc_counter(cpu, (unsigned)i) = (struct pmc_counter){0};
+    *pmc_counter(cpu, (unsigned)i) = (struct pmc_counter_cpu){0};
     pi->ThawCounters();
     pi->AcknowledgeOverflow(1ull << pmc_hw[i].status_bit);
     pmc_count_sampling_changed((unsigned)i, true);
@@ -163,7 +163,7 @@ void pmc_counter_disable(const struct halp_profile_interface *pi, KPROFILE_SOURC
 int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source)
 {
     for (unsigned i = 0; i < pmc_ncounters; i++) {
-        struct pmc_counter *c = pmc_counter(cpu, i);
+        struct pmc_counter_cpu *c = pmc_counter(cpu, i);
         if (c->period != 0 && c->source == (unsigned)source)
             return (int)i;
     }

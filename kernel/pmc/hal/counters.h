@@ -1,10 +1,12 @@
 // The hardware counters of the chosen interface, their per-CPU state, and the
 // period arithmetic every interface shares.
 //
-// An interface describes its counters once at boot (pmc_counter_add); the
-// description is the same on every CPU. Each CPU then owns one struct
-// pmc_counter per counter, touched only by that CPU with interrupts off (from
-// smp_call_all or the PMI), so no lock is needed.
+// An interface describes its counters once at boot (pmc_counter_add: struct
+// pmc_counter_hw); the description is the same on every CPU. Each CPU then
+// owns one struct pmc_counter_cpu per counter, its use of that counter for
+// sampling, touched only by that CPU with interrupts off (from smp_call_all
+// or the PMI), so no lock is needed. (What counting loads on a counter is a
+// count: hal/counts.h.)
 #pragma once
 #include "lib/abi/profile.h"
 #include "lib/param.h"
@@ -25,7 +27,7 @@ struct pmc_counter_hw {
 
 // One counter on one CPU: 8 bytes per counter per processor, as in the Windows
 // HAL's Emon interface.
-struct pmc_counter {
+struct pmc_counter_cpu {
     uint64_t period : 48; // events per sample; 0 = counter free
     uint64_t source : 6;  // KPROFILE_SOURCE counted (ProfileSourceCount <= 32)
     uint64_t levels : 2;  // enum pmc_levels it counts in
@@ -33,14 +35,14 @@ struct pmc_counter {
     uint64_t stretch : 6; // log2 of how many periods the last arm covered (hal/pmi.c's throttle)
     uint64_t unused : 1;
 };
-_Static_assert(sizeof(struct pmc_counter) == 8, "8 bytes per counter per processor");
+_Static_assert(sizeof(struct pmc_counter_cpu) == 8, "8 bytes per counter per processor");
 
 extern struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
 // Counters each CPU has a count loaded on (bit i = counter i; pmc/hal/counts.c), which
 // the interfaces enable alongside their sampling counters.
 extern uint32_t pmc_counters_loaded[MAX_CPUS];
 extern unsigned pmc_ncounters;
-extern struct pmc_counter *pmc_state; // [MAX_CPUS][pmc_ncounters], NULL before allocation
+extern struct pmc_counter_cpu *pmc_state; // [MAX_CPUS][pmc_ncounters], NULL before allocation
 
 // Interval each PMC source is started with (events); SetInterval stores here.
 extern uint64_t pmc_source_interval[ProfileSourceCount];
@@ -50,7 +52,7 @@ void pmc_counter_add(const struct pmc_counter_hw *hw); // describe the next coun
 bool pmc_counters_alloc(void);                         // state for MAX_CPUS; false if no memory
 size_t pmc_counters_bytes(void);                       // what pmc_counters_alloc asks for
 
-static inline struct pmc_counter *pmc_counter(unsigned cpu, unsigned i)
+static inline struct pmc_counter_cpu *pmc_counter(unsigned cpu, unsigned i)
 {
     return &pmc_state[cpu * pmc_ncounters + i];
 }

@@ -167,7 +167,7 @@ static NTSTATUS emon_initialize(void)
     for (unsigned i = 0; i < pmc_ncounters; i++) {
         if (pmc_hw[i].kind == PMC_COUNTER_GENERAL)
             pmc_wrmsr(pmc_hw[i].ctl_msr, 0);
-        *pmc_counter(cpu, i) = (struct pmc_counter){0};
+        *pmc_counter(cpu, i) = (struct pmc_counter_cpu){0};
     }
     emon.v1_rearmed[cpu] = 0;
     clear_freeze();
@@ -201,7 +201,7 @@ static void load_counter(unsigned i, uint64_t value, uint64_t ctl)
 
 // A sampling counter's event select: the source's event in the counter's
 // levels, with the overflow interrupt.
-static uint64_t sampling_select(const struct pmc_counter *c)
+static uint64_t sampling_select(const struct pmc_counter_cpu *c)
 {
     return pmc_select_levels(profile_sources[c->source].intel_select, c->levels) | PERFEVTSEL_INT |
            PERFEVTSEL_EN;
@@ -213,7 +213,7 @@ static uint64_t sampling_select(const struct pmc_counter *c)
 // "Fixed-function Performance Counters").
 static void arm_counter(unsigned i, uint64_t value, bool enable)
 {
-    const struct pmc_counter *c = pmc_counter(cpu_id(), i);
+    const struct pmc_counter_cpu *c = pmc_counter(cpu_id(), i);
     if (pmc_hw[i].kind == PMC_COUNTER_FIXED)
         load_counter(i, value, c->levels | FIXED_CTR_CTRL_PMI);
     else
@@ -283,7 +283,7 @@ static NTSTATUS emon_set_interval(KPROFILE_SOURCE source, uint64_t *interval)
     return STATUS_SUCCESS;
 }
 
-static void add_overflow(struct overflow_status *o, unsigned i, const struct pmc_counter *c)
+static void add_overflow(struct overflow_status *o, unsigned i, const struct pmc_counter_cpu *c)
 {
     o->Counter[o->Number] = (uint8_t)i;
     o->Source[o->Number] = (KPROFILE_SOURCE)c->source;
@@ -299,14 +299,14 @@ static void emon_check_overflow(struct overflow_status *o)
         uint64_t status = pmc_rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
         o->Mask = status & (emon.status_bits | emon.status_other);
         for (unsigned i = 0; i < pmc_ncounters; i++) {
-            struct pmc_counter *c = pmc_counter(cpu, i);
+            struct pmc_counter_cpu *c = pmc_counter(cpu, i);
             if ((status >> pmc_hw[i].status_bit) & 1 && c->period && !c->stopped)
                 add_overflow(o, i, c);
         }
         return;
     }
     for (unsigned i = 0; i < pmc_ncounters; i++) { // version 1: the top bit
-        struct pmc_counter *c = pmc_counter(cpu, i);
+        struct pmc_counter_cpu *c = pmc_counter(cpu, i);
         if (c->period && !c->stopped &&
             pmc_counter_wrapped(&pmc_hw[i], pmc_rdmsr(pmc_hw[i].ctr_msr)))
             add_overflow(o, i, c);
@@ -360,7 +360,7 @@ static void emon_thaw(void)
     uint32_t rearmed = emon.v1_rearmed[cpu];
     emon.v1_rearmed[cpu] = 0;
     for (unsigned i = 0; i < pmc_ncounters; i++) {
-        const struct pmc_counter *c = pmc_counter(cpu, i);
+        const struct pmc_counter_cpu *c = pmc_counter(cpu, i);
         if ((rearmed >> i) & 1 && c->period && !c->stopped)
             pmc_wrmsr(pmc_hw[i].ctl_msr, sampling_select(c));
     }

@@ -73,7 +73,7 @@ static void put_counters(struct pmc_text *o)
         unsigned used = 0, stopped = 0;
         int source = -1;
         for (unsigned cpu = 0; pmc_state && cpu < ncpus && cpu < MAX_CPUS; cpu++) {
-            const struct pmc_counter *c = pmc_counter(cpu, i);
+            const struct pmc_counter_cpu *c = pmc_counter(cpu, i);
             if (c->period) {
                 used++;
                 stopped += c->stopped;

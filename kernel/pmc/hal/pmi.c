@@ -93,7 +93,8 @@ static unsigned log2_ceil(uint64_t x)
 }
 
 // log2 of the periods counter c's next arm should cover (see the top comment).
-static unsigned stretch_for(struct pmi_cpu *pc, const struct pmc_counter *c, uint64_t max_period)
+static unsigned stretch_for(struct pmi_cpu *pc, const struct pmc_counter_cpu *c,
+                            uint64_t max_period)
 {
     unsigned s = pc->stats.shift;
     uint64_t now = clock_ns();
@@ -129,7 +130,7 @@ static unsigned stretch_for(struct pmi_cpu *pc, const struct pmc_counter *c, uin
 static void sample(const struct halp_profile_interface *pi, struct pmi_cpu *pc, unsigned cpu,
                    unsigned i, KPROFILE_SOURCE source, const struct intr_frame *f)
 {
-    struct pmc_counter *c = pmc_counter(cpu, i);
+    struct pmc_counter_cpu *c = pmc_counter(cpu, i);
     pc->stats.samples++;
     pc->window_samples++;
     halp_deliver_sample(source, f);
@@ -152,7 +153,7 @@ static void reset_stuck(const struct halp_profile_interface *pi, struct pmi_cpu 
                         uint64_t mask)
 {
     for (unsigned i = 0; i < pmc_ncounters; i++) {
-        struct pmc_counter *c = pmc_counter(cpu, i);
+        struct pmc_counter_cpu *c = pmc_counter(cpu, i);
         if (c->period && !c->stopped)
             pi->StopCounter(i);
     }

@@ -113,7 +113,7 @@ static struct spinlock rows_lock = SPINLOCK_INIT("pmc rows");
 // Sampling owns counter i on cpu.
 static bool sampling_on(unsigned cpu, unsigned i)
 {
-    struct pmc_counter c = *(volatile struct pmc_counter *)pmc_counter(cpu, i);
+    struct pmc_counter_cpu c = *(volatile struct pmc_counter_cpu *)pmc_counter(cpu, i);
     return c.period != 0;
 }
 
@@ -380,7 +380,7 @@ void pmc_rows_reset(void)
 // A counter row: held for counting (every CPU) or sampling on cpu.
 static void describe_counter(unsigned cpu, unsigned row, struct pmc_rowinfo *out)
 {
-    struct pmc_counter c = *(volatile struct pmc_counter *)pmc_counter(cpu, row);
+    struct pmc_counter_cpu c = *(volatile struct pmc_counter_cpu *)pmc_counter(cpu, row);
     unsigned users = 0;
     enum pmc_row_scope scope = pmc_row_scope(row, &users);
     if (scope != PMC_ROW_FREE) {
