@@ -13,6 +13,6 @@ void profile_init(void)
     pmc_object_init();   // PMC objects: watch processes and context switches
     pmc_sampling_init(); // the PMC kinds: ProfileTime and PMU-event sampling
     pmc_counting_init(); // software and PMU-event counting, multiplexed on the tick
-    pmc_loggers_init();  // counter values at every context switch, into the log
+    pmc_loggers_init();  // the trace loggers: counter values at hook events, into the log
     sample_plan_init();  // last: the HAL's samples now reach all of the above
 }
