@@ -28,9 +28,10 @@
 // samples + throttled + lost still account for every period of events.
 //
 // Runs with interrupts off; allocates nothing; each CPU touches only its own
-// state. The re-arm uses the per-CPU copy of the period (pmc_counter.period,
+// state. The re-arm uses the per-CPU copy of the period (pmc_counter_cpu.period,
 // fixed at start), so an interval set meanwhile applies at the next start.
-// The dispatcher sends the LAPIC EOI after we return.
+// As a vector, pmi_interrupt (arch/x86/trap.c) sends the LAPIC EOI after we
+// return; as an NMI, no EOI is due.
 #include "pmc/hal/pmi.h"
 
 #include "lib/cmdline.h"
