@@ -21,6 +21,7 @@
 #include "core/process.h"
 #include "core/spinlock.h"
 #include "core/swevent.h"
+#include "core/switch_publish.h"
 #include "core/vm.h"
 
 void switch_context(uint64_t *save_rsp, uint64_t load_rsp);
@@ -136,15 +137,11 @@ static void switch_to(struct cpu *c, struct thread *cur, struct thread *next)
     uint64_t now = clock_ns();
     swevent_switch(c, cur, next, now - cur->run_start_ns);
     cur->cpu_ns += now - cur->run_start_ns;
-    // A locked exchange (a full fence), before the watchers: a CPU that
-    // changes what a process's samples or switches read, then asks which
-    // CPUs run it (sched_cpus_running), either sees this CPU run it or is
-    // seen by this CPU's watchers and next sample.
-    (void)__atomic_exchange_n(&c->current_process, next->proc, __ATOMIC_SEQ_CST);
-    // After the exchange: a sample plan (pmc/ke/sample.c) made for the old
-    // process must not hold once the new one runs. Locked: other CPUs bump
-    // it too.
-    __atomic_fetch_add(&c->plan_epoch, 1, __ATOMIC_RELAXED);
+    // The new process runs, for the samples and the CPUs that ask, before
+    // the watchers (core/switch_publish.h).
+    switch_publish_begin(c);
+    switch_publish_process(c, next->proc);
+    switch_publish_end(c);
     unsigned watchers = __atomic_load_n(&nswitch_watchers, __ATOMIC_ACQUIRE);
     for (unsigned i = 0; i < watchers; i++)
         if (__builtin_expect(*switch_watchers[i].busy != 0, 0))

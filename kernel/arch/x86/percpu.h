@@ -40,9 +40,10 @@ struct cpu {
     struct timer_cpu *timer;         // this CPU's periodic timers (timer.c)
     void *layer_area;                // the per-CPU state of the layer that samples (set at boot)
     struct process *current_process; // current->proc, one load for the sample path
-    // Bumped by every context switch here (core/sched.c) and by every drop
-    // of the sample plans (pmc/ke/sample.c): a plan made at another value
-    // no longer holds. Only grows.
+    // Bumped by every context switch here (core/switch_publish.h: odd while
+    // the running process changes) and by 2 at every drop of the sample
+    // plans (pmc/ke/sample.c): a plan made at another value no longer holds.
+    // Only grows.
     uint64_t plan_epoch;
     uint32_t nmi_depth; // inside nmi_dispatch (nmi.h): exceptions return without IRET
     // Ring-3 time in TSC ticks (user_time.h): the TSC at the running thread's

@@ -57,8 +57,8 @@ static uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64)));
 
 void sample_plans_drop(void)
 {
-    for (unsigned cpu = 0; cpu < ncpus; cpu++) // the CPUs that can run
-        __atomic_fetch_add(&cpus[cpu].plan_epoch, 1, __ATOMIC_SEQ_CST);
+    for (unsigned cpu = 0; cpu < ncpus; cpu++) // the CPUs that can run; 2 keeps the parity
+        __atomic_fetch_add(&cpus[cpu].plan_epoch, 2, __ATOMIC_SEQ_CST);
 }
 
 void sample_plan_forget_here(KPROFILE_SOURCE source)
@@ -68,12 +68,18 @@ void sample_plan_forget_here(KPROFILE_SOURCE source)
 
 // A plan holds while this CPU's plan epoch (arch/x86/percpu.h) is the one it
 // was made at: every drop and every context switch here bumps the epoch, so
-// a plan made before a drop, or for a process that no longer runs here (only
-// a switch changes the running process), never holds again. From 1: a plan's
-// key 0 is none.
+// a plan made before a drop, or for a process that no longer runs here, never
+// holds again. The epoch is odd while a switch changes the running process
+// (core/switch_publish.h): a plan made then serves its one sample and is not
+// kept. From 2: a plan's key 0 is none.
 static inline uint64_t plan_key(void)
 {
     return percpu_read(plan_epoch);
+}
+
+static inline bool plan_key_keeps(uint64_t key)
+{
+    return (key & 1) == 0; // not inside a switch
 }
 
 static inline void count_bucket(struct kprofile *p, uint64_t ip)
@@ -111,7 +117,8 @@ static void plan_scope(struct sample_plan *plan, unsigned scope, const struct pr
 // This CPU's plan for source at the sample f: the two profile sets it looks
 // in (the system's, the running process's), the profiles there that count
 // f's address, and the PMCs sampling here (hwpmc/kind_sampling.c). Kept
-// for the samples after it unless it scans. While `pmc trace` or a trace
+// for the samples after it unless it scans or a switch is under way (the key
+// is read first: the process read after it runs at that key, or the key is odd). While `pmc trace` or a trace
 // logger's profile-interrupt hook is on, no plan is kept and every plan
 // scans: every sample makes one, the hook fires and each bucket is traced.
 static __attribute__((noinline)) struct sample_plan *plan_make(KPROFILE_SOURCE source,
@@ -135,7 +142,7 @@ static __attribute__((noinline)) struct sample_plan *plan_make(KPROFILE_SOURCE s
     plan_scope(plan, 0, __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE), f->rip, bit, watched);
     plan_scope(plan, 1, own, f->rip, bit, watched);
     plan->samplers = pmc_samplers_make(source, pr, cpu);
-    if (!watched && !plan->scan[0] && !plan->scan[1])
+    if (!watched && !plan->scan[0] && !plan->scan[1] && plan_key_keeps(key))
         plan->key = key;
     return plan;
 }
@@ -218,7 +225,7 @@ void sample_plan_init(void)
     swevent_profile_ticks = profile_ticks_on;
     for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++) {
         cpus[cpu].layer_area = &profile_cpus[cpu];
-        __atomic_fetch_add(&cpus[cpu].plan_epoch, 1, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&cpus[cpu].plan_epoch, 2, __ATOMIC_SEQ_CST);
     }
     HAL_PROFILE_INTERRUPT_HANDLER h = KeProfileInterruptWithSource;
     HalSetSystemInformation(HalProfileSourceInterruptHandler, sizeof h, &h);
