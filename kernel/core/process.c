@@ -128,7 +128,16 @@ NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint
     struct process *spawner = process_current();
     const char *name = basename(path);
     memcpy(p->name, name, MIN(strlen(name), sizeof p->name - 1));
+    // Under process_lock, against process_interrupt_group: a spawner it
+    // reached first does not spawn; one it reaches later finds the child on
+    // the list, thread or not, and marks it too (Linux's copy_process checks
+    // for a pending fatal signal under its lock for the same reason).
     uint64_t f = spin_lock_irqsave(&process_lock);
+    if (spawner && spawner->killed) {
+        spin_unlock_irqrestore(&process_lock, f);
+        kfree(p);
+        return STATUS_PROCESS_IS_TERMINATING;
+    }
     p->pid = next_pid++;
     p->pgid = spawner && !(flags & SPAWN_NEW_GROUP) ? spawner->pgid : p->pid;
     p->list_next = processes;
@@ -149,8 +158,11 @@ NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint
         tf.rflags = RFLAGS_IF | 0x2;
         tf.rsp = rsp;
         tf.ss = SEL_UDATA;
-        p->thread = thread_create_user(p, &tf);
-        if (!p->thread)
+        struct thread *t = thread_create_user(p, &tf);
+        uint64_t f2 = spin_lock_irqsave(&process_lock);
+        p->thread = t; // for process_interrupt_group and process_kill, which read it under the lock
+        spin_unlock_irqrestore(&process_lock, f2);
+        if (!t)
             s = STATUS_NO_MEMORY;
     }
     if (!NT_SUCCESS(s)) {
@@ -273,7 +285,10 @@ void process_interrupt_group(uint32_t pgid)
 {
     uint64_t f = spin_lock_irqsave(&process_lock);
     for (struct process *p = processes; p; p = p->list_next) {
-        if (p->pgid != pgid || p->exited || !p->thread)
+        // A process being born has no thread yet: its flag is set all the
+        // same, and its thread meets it before its first instruction in
+        // ring 3 (sched.c's thread_first_run).
+        if (p->pgid != pgid || p->exited)
             continue;
         if (p->interrupt_notify) {
             p->alerted = true;
@@ -281,7 +296,7 @@ void process_interrupt_group(uint32_t pgid)
             p->kill_status = EXIT_STATUS_INTERRUPTED;
             p->killed = true;
         }
-        if (!p->suspended) // a suspended one meets its flag when resumed
+        if (p->thread && !p->suspended) // a suspended one meets its flag when resumed
             wakeup_thread(p->thread);
     }
     spin_unlock_irqrestore(&process_lock, f);

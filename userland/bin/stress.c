@@ -15,6 +15,10 @@
 //                        it and close the handle; the child must then be
 //                        gone (SysWait returns once every resource of the
 //                        child is back, the process object included)
+//   stress births SECONDS for SECONDS, spawn a spinning child and kill it at
+//                        once, over and over: the shell's Ctrl-C, which lands
+//                        mostly while a child is being born, must end the
+//                        child too (tests/interrupt-tests)
 //   stress ticks SECONDS ProfileTime at 1,221 on every CPU, every CPU busy, for
 //                        SECONDS: each CPU's ticks must match the time (none
 //                        lost, none skipped) and the system profile must have
@@ -25,6 +29,7 @@
 // must be back where they started once it is gone. The tests' own children
 // are `stress --child MODE N`, spawned with include/childtest.h's spawn_child.
 #include <childtest.h>
+#include <clock.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +223,26 @@ static void reap(unsigned rounds)
     }
 }
 
+static void births(unsigned seconds)
+{
+    uint64_t end = clock_ns() + seconds * 1000000000ull;
+    unsigned n = 0;
+    while (clock_ns() < end) {
+        HANDLE h;
+        uint32_t pid;
+        NTSTATUS s = spawn_child(0, &h, "spin", "0");
+        if (!NT_SUCCESS(s))
+            return failed("spawn", s);
+        int status = 0;
+        if (!NT_SUCCESS(s = SysProcessId(h, &pid)) || !NT_SUCCESS(s = SysKill(pid)) ||
+            !NT_SUCCESS(s = SysWait(h, &status)) || status != EXIT_STATUS_KILLED)
+            failed("births", NT_SUCCESS(s) ? STATUS_UNSUCCESSFUL : s);
+        NtClose(h);
+        n++;
+    }
+    printf("stress: births: %u children born and killed\n", n);
+}
+
 // usertests' fault tests, each run alone in a child: every one must be killed.
 static void faults(unsigned times)
 {
@@ -320,6 +345,8 @@ static int run(const char *mode, unsigned n)
         lookups(n);
     else if (strcmp(mode, "reap") == 0)
         reap(n);
+    else if (strcmp(mode, "births") == 0)
+        births(n);
     else
         return printf("stress: unknown test %s\n", mode), 2;
     return failures ? 1 : 0;
@@ -342,7 +369,7 @@ int main(int argc, char **argv)
     }
     if (argc < 3) {
         printf("usage: stress storm N | stress kill N | stress faults N | stress lookups N | "
-               "stress reap N | stress ticks SECONDS\n");
+               "stress reap N | stress births SECONDS | stress ticks SECONDS\n");
         return 2;
     }
     if (argc >= 4 && strcmp(argv[1], "--run") == 0)
