@@ -3,6 +3,8 @@
 // switches, migrations, process exit, multiplexing on the scheduler tick and
 // ring-3 rdpmc; then what every kind shares: one ID space, the operations a
 // kind does not have, attach and detach, and the release path.
+#include <string.h>
+
 #include "arch/x86/cpu.h"
 #include "core/grace.h"
 #include "ke_host.h"
@@ -458,8 +460,60 @@ static void stop_while_leaving(void)
     finish(n);
 }
 
+// The samplers of proc[1] on CPU 0, as PMC ids in order; how many.
+static unsigned sampler_ids(uint32_t *ids)
+{
+    unsigned k = 0;
+    for (struct pmc_sampler *s = pmc_samplers_make(ProfileTime, &proc[1], 0); s && k < 4;
+         s = s->next) {
+        struct pmclog_sample head;
+        memcpy(&head, s->head, sizeof head);
+        ids[k++] = head.pmc;
+    }
+    return k;
+}
+
+// The running set needs no memory (a change writes the array not published,
+// never the one a sample may be reading): with every allocation failing,
+// sampling PMCs start and stop, and the samplers follow each change.
+static void running_set_without_memory(void)
+{
+    setup(&MODEL_INTEL_V4);
+    const char *n = "running set without memory";
+    ke_host_log.owner_pid = proc[0].pid;
+    struct pmc *m[3] = {0};
+    for (unsigned i = 0; i < 3; i++) {
+        NTSTATUS st;
+        m[i] = alloc(ProfileTime, PMC_MODE_TS, &st);
+        if (!STATUS_EQ(st, STATUS_SUCCESS, "%s: allocate %u", n, i) ||
+            !STATUS_EQ(pmc_attach_(m[i], &proc[1]), STATUS_SUCCESS, "%s: attach %u", n, i))
+            goto out;
+    }
+    model_fail_alloc_after(0);
+    for (unsigned i = 0; i < 3; i++)
+        STATUS_EQ(pmc_start_(m[i]), STATUS_SUCCESS, "%s: start %u with no memory", n, i);
+    uint32_t ids[4];
+    tap_ok(sampler_ids(ids) == 3 && ids[0] == m[0]->id && ids[1] == m[1]->id && ids[2] == m[2]->id,
+           "%s: three samplers, in start order", n);
+    STATUS_EQ(pmc_stop(m[1]), STATUS_SUCCESS, "%s: stop the middle one with no memory", n);
+    tap_ok(sampler_ids(ids) == 2 && ids[0] == m[0]->id && ids[1] == m[2]->id,
+           "%s: the other two sample, once each", n);
+    STATUS_EQ(pmc_start_(m[1]), STATUS_SUCCESS, "%s: start it again", n);
+    STATUS_EQ(pmc_stop(m[0]), STATUS_SUCCESS, "%s: stop the first", n);
+    tap_ok(sampler_ids(ids) == 2 && ids[0] == m[2]->id && ids[1] == m[1]->id,
+           "%s: the set follows every change", n);
+    pmc_stop(m[1]), pmc_stop(m[2]);
+    tap_ok(sampler_ids(ids) == 0, "%s: none when none runs", n);
+out:
+    model_fail_alloc_after(-1);
+    for (unsigned i = 0; i < 3; i++)
+        release(m[i]);
+    finish(n);
+}
+
 void test_pmc_object(void)
 {
+    running_set_without_memory();
     stop_while_leaving();
     switches_and_migrations(&MODEL_INTEL_V4);
     switches_and_migrations(&MODEL_INTEL_KVM_V2);

@@ -5,10 +5,11 @@
 //
 // A sampling PMC runs its source through the same reference count as NT
 // profile objects (KeReferenceProfileSource), so `profile run` and `profile
-// record` can sample at once. Started sampling PMCs form an immutable array,
-// the running set, replaced whole on start and stop and read without locks by
-// the interrupt; a replacement is followed by a barrier (pmc_barrier), after
-// which no CPU still reads the old array or a stopped PMC.
+// record` can sample at once. Started sampling PMCs form an array, the
+// running set, never written while published: replaced whole on start and
+// stop and read without locks by the interrupt; a replacement is followed by
+// a barrier (pmc_barrier), after which no CPU still reads the old array or a
+// stopped PMC.
 #include "pmc/hwpmc/kind_sampling.h"
 
 #include "lib/string.h"
@@ -16,7 +17,6 @@
 #include "arch/x86/clock.h"
 #include "arch/x86/percpu.h"
 
-#include "core/heap.h"
 #include "core/process.h"
 #include "core/sched.h"
 #include "core/spinlock.h"
@@ -29,9 +29,16 @@
 
 struct pmc_set {
     unsigned n;
-    struct pmc *p[];
+    struct pmc *p[PMC_MAX_RUNNING];
 };
 
+// The running set is one of two arrays; a change writes the other one,
+// publishes it and waits for a grace period, after which nobody reads the
+// array it replaced, which the next change writes. So a published array is
+// never written, and neither start nor stop needs memory. Changes are one at
+// a time (hwpmc/pmc.c's pmc_mutex).
+static struct pmc_set sets[2];
+static unsigned next_set;           // the array the next change writes
 static struct pmc_set *running_set; // NULL when none runs
 
 // --- the samplers (interrupt context) --------------------------------------------
@@ -98,40 +105,30 @@ struct pmc_sampler *pmc_samplers_make(KPROFILE_SOURCE source, const struct proce
 static NTSTATUS set_change(struct pmc *add, struct pmc *remove)
 {
     const struct pmc_set *old = running_set;
-    unsigned n = old ? old->n : 0, k = 0;
+    unsigned n = old ? old->n : 0;
     if (add && n >= PMC_MAX_RUNNING)
         return STATUS_PMC_TOO_MANY_RUNNING;
-    struct pmc_set *set = NULL;
-    unsigned size = n + (add ? 1 : 0) - (remove ? 1 : 0);
-    if (size) {
-        set = kmalloc(sizeof *set + size * sizeof set->p[0]);
-        if (!set)
-            return STATUS_INSUFFICIENT_RESOURCES;
-        for (unsigned i = 0; i < n; i++)
-            if (old->p[i] != remove)
-                set->p[k++] = old->p[i];
-        if (add)
-            set->p[k++] = add;
-        set->n = k;
-    }
+    struct pmc_set *set = &sets[next_set];
+    set->n = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (old->p[i] != remove)
+            set->p[set->n++] = old->p[i];
+    if (add)
+        set->p[set->n++] = add;
+    if (set->n == 0)
+        set = NULL;
+    else
+        next_set ^= 1;
     sample_publish(&running_set, set);
     pmc_barrier(); // nobody reads old (or remove through it) now
-    kfree((void *)old);
     return STATUS_SUCCESS;
 }
 
-// Stopping cannot fail for want of memory: m is taken out of the live array.
+// Stopping cannot fail: m is taken out of the running set.
 static void set_remove(struct pmc *m)
 {
-    if (NT_SUCCESS(set_change(NULL, m)))
-        return;
-    struct pmc_set *set = running_set;
-    unsigned k = 0;
-    for (unsigned i = 0; i < set->n; i++)
-        if (set->p[i] != m)
-            set->p[k++] = set->p[i];
-    sample_publish(&set->n, k);
-    pmc_barrier();
+    NTSTATUS s = set_change(NULL, m);
+    UNUSED(s); // only an addition can fail
 }
 
 // --- the kinds' operations ---------------------------------------------------------
