@@ -13,7 +13,7 @@ void mutex_lock(struct mutex *m)
             return;
         }
         spin_unlock_irqrestore(&m->lock, 0); // interrupts stay off for sleep_on
-        sleep_on(m, &m->free, 0, WAIT_MUTEX);
+        sleep_unkillable(m, &m->free, 0, WAIT_MUTEX); // a killed waiter sleeps too
         irq_restore(f);
     }
 }

@@ -287,13 +287,24 @@ void thread_exit(void)
     panic("thread_exit: a dead thread ran again");
 }
 
+// What ends a sleep besides its event: a kill, or a kill or an alert, or
+// neither.
+enum wake_also { WAKE_ON_KILL, WAKE_ON_KILL_OR_ALERT, WAKE_ON_EVENT };
+
+static bool sleep_ended(const struct thread *t, enum wake_also also)
+{
+    if (!t->proc || also == WAKE_ON_EVENT)
+        return false;
+    return t->proc->killed || (also == WAKE_ON_KILL_OR_ALERT && t->proc->alerted);
+}
+
 static void sleep_until(const void *chan, const volatile bool *done, uint64_t wake_ns,
-                        bool alertable, enum thread_wait why)
+                        enum wake_also also, enum thread_wait why)
 {
     assert(!irq_enabled());
     struct thread *t = current_thread();
     spin_lock(&rq_lock);
-    if ((done && *done) || (t->proc && (t->proc->killed || (alertable && t->proc->alerted)))) {
+    if ((done && *done) || sleep_ended(t, also)) {
         spin_unlock(&rq_lock);
         return;
     }
@@ -309,13 +320,19 @@ static void sleep_until(const void *chan, const volatile bool *done, uint64_t wa
 
 void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns, enum thread_wait why)
 {
-    sleep_until(chan, done, wake_ns, false, why);
+    sleep_until(chan, done, wake_ns, WAKE_ON_KILL, why);
 }
 
 void sleep_alertable(const void *chan, const volatile bool *done, uint64_t wake_ns,
                      enum thread_wait why)
 {
-    sleep_until(chan, done, wake_ns, true, why);
+    sleep_until(chan, done, wake_ns, WAKE_ON_KILL_OR_ALERT, why);
+}
+
+void sleep_unkillable(const void *chan, const volatile bool *done, uint64_t wake_ns,
+                      enum thread_wait why)
+{
+    sleep_until(chan, done, wake_ns, WAKE_ON_EVENT, why);
 }
 
 static void wake_locked(struct thread *t)

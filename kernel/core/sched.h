@@ -68,6 +68,14 @@ void sleep_on(const void *chan, const volatile bool *done, uint64_t wake_ns, enu
 // a system call may end with STATUS_ALERTED.
 void sleep_alertable(const void *chan, const volatile bool *done, uint64_t wake_ns,
                      enum thread_wait why);
+// The same, but a kill does not end the wait (a kill's wake-up only makes the
+// caller look again): for a mutex, whose killed waiter must still sleep until
+// the holder lets go, or it spins on the lock, and with the kernel not
+// preemptible, CPUs full of killed waiters would never let a holder that is
+// runnable but not running finish (Linux's mutex_lock sleeps uninterruptibly
+// for the same reason).
+void sleep_unkillable(const void *chan, const volatile bool *done, uint64_t wake_ns,
+                      enum thread_wait why);
 void wakeup_thread(struct thread *t);
 void wakeup(const void *chan);
 void sched_tick(void); // from the per-CPU scheduler timer

@@ -19,6 +19,11 @@
 //                        once, over and over: the shell's Ctrl-C, which lands
 //                        mostly while a child is being born, must end the
 //                        child too (tests/interrupt-tests)
+//   stress mutexes SECONDS 4 children a CPU start and stop profiles of the
+//                        system and of themselves (a scope's mutex, the HAL's
+//                        inside it) for SECONDS, then all are killed at once: a killed waiter
+//                        must sleep on its mutex, not spin, or the CPUs fill
+//                        with spinners while the holder waits for one (a hang)
 //   stress ticks SECONDS ProfileTime at 1,221 on every CPU, every CPU busy, for
 //                        SECONDS: each CPU's ticks must match the time (none
 //                        lost, none skipped) and the system profile must have
@@ -243,6 +248,59 @@ static void births(unsigned seconds)
     printf("stress: births: %u children born and killed\n", n);
 }
 
+// Half the children profile the system (its scope's mutex, then the HAL's
+// inside it), half themselves (their own scope's, then the HAL's): a holder of
+// the system's mutex then sleeps on the HAL's.
+static int contend_child(unsigned system)
+{
+    HANDLE h;
+    NTSTATUS s = system ? NtCreateProfile(&h, NULL, (void *)0x400000, WORDS * 4, 2, buffer,
+                                          sizeof buffer, ProfileTime, (KAFFINITY)-1)
+                        : profile_self(&h);
+    if (!NT_SUCCESS(s))
+        return failed("create", s), 1;
+    for (;;) {
+        NtStartProfile(h);
+        NtStopProfile(h);
+    }
+}
+
+// One round: n contending children for ms, then all killed at once.
+static void contend_round(unsigned n, unsigned ms)
+{
+    HANDLE h[64];
+    uint32_t pid[64];
+    unsigned started = 0;
+    for (; started < n; started++)
+        if (!NT_SUCCESS(spawn_child(privileged() ? SPAWN_PRIVILEGED : 0, &h[started], "contend",
+                                    started % 2 ? "1" : "0")) ||
+            !NT_SUCCESS(SysProcessId(h[started], &pid[started])))
+            break;
+    SysSleep(ms);
+    for (unsigned i = 0; i < started; i++)
+        SysKill(pid[i]);
+    for (unsigned i = 0; i < started; i++) {
+        int status = 0;
+        SysWait(h[i], &status); // a livelock never returns: the suite's timeout says so
+        NtClose(h[i]);
+        if (status != EXIT_STATUS_KILLED)
+            failed("contend child's status", STATUS_UNSUCCESSFUL);
+    }
+    if (started < n)
+        failed("spawn", STATUS_UNSUCCESSFUL);
+}
+
+static void mutexes(unsigned seconds)
+{
+    struct sys_info info;
+    SysInfo(&info);
+    unsigned n = MIN(4 * info.ncpus, 64u), rounds = 0;
+    uint64_t end = clock_ns() + seconds * 1000000000ull;
+    for (; clock_ns() < end && !failures; rounds++)
+        contend_round(n, 20 + rounds % 5 * 10);
+    printf("stress: mutexes: %u rounds of %u contending children killed at once\n", rounds, n);
+}
+
 // usertests' fault tests, each run alone in a child: every one must be killed.
 static void faults(unsigned times)
 {
@@ -347,6 +405,8 @@ static int run(const char *mode, unsigned n)
         reap(n);
     else if (strcmp(mode, "births") == 0)
         births(n);
+    else if (strcmp(mode, "mutexes") == 0)
+        mutexes(n);
     else
         return printf("stress: unknown test %s\n", mode), 2;
     return failures ? 1 : 0;
@@ -363,13 +423,16 @@ int main(int argc, char **argv)
             return churn_child(n);
         if (strcmp(argv[2], "find") == 0)
             return find_child();
+        if (strcmp(argv[2], "contend") == 0)
+            return contend_child(n);
         if (strcmp(argv[2], "exit") == 0)
             return 0;
         spin_forever();
     }
     if (argc < 3) {
         printf("usage: stress storm N | stress kill N | stress faults N | stress lookups N | "
-               "stress reap N | stress births SECONDS | stress ticks SECONDS\n");
+               "stress reap N | stress births SECONDS | stress mutexes SECONDS | "
+               "stress ticks SECONDS\n");
         return 2;
     }
     if (argc >= 4 && strcmp(argv[1], "--run") == 0)
