@@ -12,7 +12,7 @@ void mutex_lock(struct mutex *m)
             spin_unlock_irqrestore(&m->lock, f);
             return;
         }
-        spin_unlock_irqrestore(&m->lock, 0); // interrupts stay off for sleep_on
+        spin_unlock_irqrestore(&m->lock, 0);          // interrupts stay off for sleep_on
         sleep_unkillable(m, &m->free, 0, WAIT_MUTEX); // a killed waiter sleeps too
         irq_restore(f);
     }
