@@ -118,9 +118,10 @@ static void plan_scope(struct sample_plan *plan, unsigned scope, const struct pr
 // in (the system's, the running process's), the profiles there that count
 // f's address, and the PMCs sampling here (hwpmc/kind_sampling.c). Kept
 // for the samples after it unless it scans or a switch is under way (the key
-// is read first: the process read after it runs at that key, or the key is odd). While `pmc trace`
-// or a trace logger's profile-interrupt hook is on, no plan is kept and every plan scans: every
-// sample makes one, the hook fires and each bucket is traced.
+// is read first: the process read after it runs at that key, or the key is
+// odd). While `pmc trace` or a trace logger's profile-interrupt hook is on,
+// no plan is kept and every plan scans: every sample makes one, the hook
+// fires and each bucket is traced.
 static __attribute__((noinline)) struct sample_plan *plan_make(KPROFILE_SOURCE source,
                                                                const struct intr_frame *f)
 {
