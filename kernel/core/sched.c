@@ -71,12 +71,24 @@ void (*sched_tick_hook)(void);
 
 static void sched_timer(const struct intr_frame *f, void *arg)
 {
-    UNUSED(f);
     UNUSED(arg);
-    this_cpu()->ticks++;
+    struct cpu *c = this_cpu();
+    c->ticks++;
     sched_tick();
-    if (grace_waits_for_this_cpu())
-        this_cpu()->need_resched = true; // a pass through the scheduler is its quiescent state
+    // A tick that interrupted ring 3 is a quiescent state: no kernel code
+    // was running, and no sample is half done between two timer slots. From
+    // kernel mode, a pass through the scheduler is asked for instead.
+    if (grace_waits_for_this_cpu()) {
+        if (f->cs & 3)
+            grace_quiescent();
+        else
+            c->need_resched = true;
+    }
+    // Deferred functions run where grace_poll is called: the idle loop and
+    // the end of a system call. CPU 0's tick sends it through the slow return
+    // (which polls) too, so that they run when every CPU spins in ring 3.
+    if (c->id == 0 && (f->cs & 3) && READ_ONCE(grace_queue))
+        c->need_resched = true;
     void (*hook)(void) = READ_ONCE(sched_tick_hook);
     if (hook)
         hook();
@@ -204,6 +216,7 @@ void sched_after_switch(void)
 // over from whichever thread switched back to us).
 static void sched_locked(void)
 {
+    grace_quiescent(); // every way in (schedule, a sleep, an exit) is outside every handler
     struct cpu *c = this_cpu();
     struct thread *cur = c->current;
     if (cur->state == T_RUNNING && cur != c->idle) {
@@ -226,7 +239,6 @@ static void sched_locked(void)
 void schedule(void)
 {
     assert(!irq_enabled());
-    grace_quiescent(); // no interrupt handler is running here
     spin_lock(&rq_lock);
     sched_locked();
     sched_after_switch();
@@ -402,6 +414,11 @@ void sched_user_return_slow(void)
         schedule();
     if (t->proc && READ_ONCE(t->proc->killed))
         process_exit_current(PROCESS_KILLED_STATUS);
+    if (READ_ONCE(grace_queue)) { // process context: the deferred functions may run
+        sti();
+        grace_poll();
+        cli();
+    }
 }
 
 uint64_t sched_cpus_running(const struct process *p)
