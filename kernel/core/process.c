@@ -108,6 +108,27 @@ static NTSTATUS build_stack(struct addrspace *as, const char *const *argv, int a
     return STATUS_SUCCESS;
 }
 
+// Give p its pid and group and put it on the process list, unless its
+// spawner is being killed. Under process_lock, against
+// process_interrupt_group: a spawner it reached first does not spawn; one it
+// reaches later finds the child on the list, thread or not, and marks it too
+// (Linux's copy_process checks for a pending fatal signal under its lock for
+// the same reason).
+static bool link_child(struct process *p, const struct process *spawner, uint32_t flags)
+{
+    uint64_t f = spin_lock_irqsave(&process_lock);
+    bool dying = spawner && spawner->killed;
+    if (!dying) {
+        p->pid = next_pid++;
+        p->pgid = spawner && !(flags & SPAWN_NEW_GROUP) ? spawner->pgid : p->pid;
+        p->list_next = processes;
+        processes = p;
+        live++;
+    }
+    spin_unlock_irqrestore(&process_lock, f);
+    return !dying;
+}
+
 NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint32_t flags,
                        uint32_t parent, bool privileged, struct process **out)
 {
@@ -128,22 +149,10 @@ NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint
     struct process *spawner = process_current();
     const char *name = basename(path);
     memcpy(p->name, name, MIN(strlen(name), sizeof p->name - 1));
-    // Under process_lock, against process_interrupt_group: a spawner it
-    // reached first does not spawn; one it reaches later finds the child on
-    // the list, thread or not, and marks it too (Linux's copy_process checks
-    // for a pending fatal signal under its lock for the same reason).
-    uint64_t f = spin_lock_irqsave(&process_lock);
-    if (spawner && spawner->killed) {
-        spin_unlock_irqrestore(&process_lock, f);
+    if (!link_child(p, spawner, flags)) {
         kfree(p);
         return STATUS_PROCESS_IS_TERMINATING;
     }
-    p->pid = next_pid++;
-    p->pgid = spawner && !(flags & SPAWN_NEW_GROUP) ? spawner->pgid : p->pid;
-    p->list_next = processes;
-    processes = p;
-    live++;
-    spin_unlock_irqrestore(&process_lock, f);
 
     NTSTATUS s = STATUS_NO_MEMORY;
     uint64_t entry = 0, rsp = 0;
