@@ -123,3 +123,25 @@ unsigned callchain_kernel(const struct intr_frame *f, struct pmclog_sample *r, u
     r->nframes = (uint16_t)n;
     return how | (trunc ? CALLCHAIN_TRUNCATED : 0);
 }
+
+unsigned callchain_user_state(struct pmclog_sample *r, unsigned max, bool want_chain)
+{
+    const struct thread *t = percpu_read(current);
+    struct intr_frame ustate;
+    unsigned n = 0, how = 0;
+    if (t->proc && t->kstack && user_state(t, &ustate)) {
+        if (want_chain) {
+            how = walk_user(&ustate, &t->proc->as, r->frames, &n, max);
+        } else {
+            r->frames[0] = ustate.rip;
+            n = 1;
+        }
+    }
+    if (n == 0) {
+        r->frames[0] = 0; // no user-mode state: nothing the caller may see
+        n = 1;
+    }
+    r->nframes = (uint16_t)n;
+    r->nkernel = 0;
+    return how;
+}

@@ -85,6 +85,10 @@ _Static_assert(CALLCHAIN_TRUNCATED == USER_FRAMES_CUT &&
 // then the user's from the user-mode state at the top of the thread's kernel
 // stack, as callchain_capture.
 unsigned callchain_kernel(const struct intr_frame *f, struct pmclog_sample *r, unsigned max);
+// The user part alone of this CPU's current thread, in the kernel: its chain
+// from the user-mode state at the top of its kernel stack (its IP alone
+// without want_chain), for a record whose reader may not see kernel mode.
+unsigned callchain_user_state(struct pmclog_sample *r, unsigned max, bool want_chain);
 
 // The chain of a sample of the interrupted context f of this CPU's current
 // thread into the record r: at most max (>= 2) frames into r->frames, leaf

@@ -217,7 +217,10 @@ static void offcpu_out(struct pmc_target *t, uint64_t now, unsigned cpu)
                                  .reason = why,
                                  .flags = chain ? PMCLOG_SAMPLE_CHAIN : 0,
                                  .seq = t->off_seq};
-    pmc_log_offcpu(&head, chain, &pmc_switch_frame[cpu]);
+    // Kernel frames only for a PMC that may sample kernel mode (PMC_F_KERNEL,
+    // which needs the privilege): the scheduler's frames are kernel mode's.
+    bool kernel = (pmc_levels(&m->a) & PMC_LEVEL_OS) != 0;
+    pmc_log_offcpu(&head, chain, kernel ? &pmc_switch_frame[cpu] : NULL);
 }
 
 // The target is back at now (or, flags PMCLOG_ONCPU_STOPPED, the PMC stops

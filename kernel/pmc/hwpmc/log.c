@@ -141,7 +141,8 @@ void pmc_log_offcpu(const struct pmclog_offcpu *head, bool chain, const struct i
     r->h.tsc = rdtsc();
     // The same layout as a sample's (lib/abi/pmclog.h), so the same walk fills it.
     struct pmclog_sample *as_sample = (struct pmclog_sample *)r;
-    unsigned how = callchain_capture(f, false, chain, as_sample, log_frames);
+    unsigned how = f ? callchain_capture(f, false, chain, as_sample, log_frames)
+                     : callchain_user_state(as_sample, log_frames, chain);
     if (how)
         r->flags |= PMCLOG_SAMPLE_TRUNC;
     r->h.size = (uint32_t)sizeof *r + 8u * r->nframes;

@@ -42,8 +42,9 @@ struct log_cpu *pmc_log_cpu(unsigned cpu);
 // PMC_F_LOG_OFFCPU: this CPU's current thread leaves the CPU: the record
 // head (its reason and seq filled in) with the chain, when chain, from the
 // kernel context f (the scheduler's, pmc_switch_frame) and the user-mode
-// state at the top of its kernel stack. Scheduler context, interrupts off;
-// without room the record is dropped (and counted).
+// state at the top of its kernel stack; with f NULL, from the user-mode state
+// alone (a PMC that may not sample kernel mode). Scheduler context,
+// interrupts off; without room the record is dropped (and counted).
 void pmc_log_offcpu(const struct pmclog_offcpu *head, bool chain, const struct intr_frame *f);
 
 // Any other record, from process context (interrupts are disabled inside).
