@@ -48,9 +48,59 @@ volatile bool console_has_input;
 
 static volatile uint32_t foreground; // the group Ctrl-C interrupts; 0: none
 
-void console_set_foreground(uint32_t pgid)
+// The owners, innermost last: a shell, and a shell (or any program) it runs
+// in the foreground that sets the foreground group itself. The innermost
+// that lives owns the console; when it ends, the one that ran it owns it
+// again. Pids are never reused (next_pid only grows).
+#define OWNERS 8
+static uint32_t owners[OWNERS];
+static unsigned nowners;
+static struct spinlock owner_lock = SPINLOCK_INIT("console owners");
+
+static bool lives(uint32_t pid)
 {
-    WRITE_ONCE(foreground, pgid);
+    struct process *p = process_by_pid(pid);
+    bool alive = p && !p->exited;
+    if (p)
+        object_unref(&p->obj);
+    return alive;
+}
+
+// The owner's pid, 0 for none (owner_lock held: the ended are let go).
+static uint32_t owner_locked(void)
+{
+    while (nowners && !lives(owners[nowners - 1]))
+        nowners--;
+    return nowners ? owners[nowners - 1] : 0;
+}
+
+NTSTATUS console_set_foreground(struct process *me, uint32_t pgid)
+{
+    NTSTATUS s = process_group_check(me, pgid);
+    if (!NT_SUCCESS(s))
+        return s;
+    uint64_t f = spin_lock_irqsave(&owner_lock);
+    uint32_t owner = owner_locked(), fg = READ_ONCE(foreground);
+    // With no owner, or as a member of the foreground group, me takes it.
+    if (owner != me->pid && (!owner || (fg && me->pgid == fg)) && nowners < OWNERS)
+        owners[nowners++] = owner = me->pid;
+    if (owner == me->pid)
+        WRITE_ONCE(foreground, pgid);
+    else
+        s = STATUS_ACCESS_DENIED; // a background process: the console is not its own
+    spin_unlock_irqrestore(&owner_lock, f);
+    return s;
+}
+
+bool console_may_read(const struct process *me)
+{
+    uint32_t fg = READ_ONCE(foreground);
+    if (fg)
+        return me->pgid == fg;
+    uint64_t f = spin_lock_irqsave(&owner_lock);
+    uint32_t owner = owner_locked();
+    spin_unlock_irqrestore(&owner_lock, f);
+    return !owner || owner == me->pid;
 }
 
 // Ctrl-C with a foreground group: echo it, discard the typed-ahead input,

@@ -1,6 +1,9 @@
 // The console: every line goes to COM1 and to the VGA text screen.
 #pragma once
+#include "lib/abi/status.h"
 #include "lib/types.h"
+
+struct process;
 
 void console_init(void);
 void console_write(const char *s, size_t n); // atomic with respect to other CPUs
@@ -13,4 +16,14 @@ extern volatile bool console_has_input;     // wakeup(&console_has_input) when i
 // The foreground process group (SysConsoleForeground, lib/abi/syscalls.h): while it is
 // not 0, CONSOLE_INTR is no input but interrupts the group.
 #define CONSOLE_INTR 0x03 // Ctrl-C, ASCII ETX
-void console_set_foreground(uint32_t pgid);
+// Job control, after POSIX's controlling terminal: the console has an owner,
+// the first process to set its foreground group while no owner lives (the
+// shell, which does so at its start), or a member of the foreground group
+// that sets it (a shell run from the shell) until it ends. Only the owner may
+// set the foreground group (else STATUS_ACCESS_DENIED, as a background
+// tcsetpgrp meets SIGTTOU); pgid must pass process_group_check.
+NTSTATUS console_set_foreground(struct process *me, uint32_t pgid);
+// Whether me may take input (else SysRead is refused, as a background read
+// meets SIGTTIN): the foreground group's members while one is set, the owner
+// while none is, anybody while no owner lives.
+bool console_may_read(const struct process *me);

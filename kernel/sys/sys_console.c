@@ -48,6 +48,8 @@ uint64_t do_SysRead(const uint64_t *a, struct trapframe *tf)
     char buf[CHUNK];
     struct process *p = process_current();
     for (;;) {
+        if (!console_may_read(p))
+            return STATUS(STATUS_ACCESS_DENIED); // a background read: the input is not its own
         got = console_read(buf, MIN(a[2], (uint64_t)CHUNK));
         if (got || p->killed || nowait)
             break;
@@ -68,10 +70,7 @@ uint64_t do_SysConsoleForeground(const uint64_t *a, struct trapframe *tf)
     UNUSED(tf);
     if (a[0] > UINT32_MAX)
         return STATUS(STATUS_INVALID_CID);
-    NTSTATUS s = process_group_check(process_current(), (uint32_t)a[0]);
-    if (NT_SUCCESS(s))
-        console_set_foreground((uint32_t)a[0]);
-    return STATUS(s);
+    return STATUS(console_set_foreground(process_current(), (uint32_t)a[0]));
 }
 
 uint64_t do_SysInterruptMode(const uint64_t *a, struct trapframe *tf)

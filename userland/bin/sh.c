@@ -534,6 +534,10 @@ int main(void)
     char *argv[MAX_ARGS + 1];
     fine_profile_interval();
     SysInterruptMode(INTERRUPT_NOTIFY, NULL); // Ctrl-C stops a wait, never the shell
+    // The console is ours (its owner, lib/abi/syscalls.h): our background
+    // jobs may neither read it nor choose its foreground group.
+    if (!NT_SUCCESS(SysConsoleForeground(0)))
+        fprintf(stderr, "sh: the console belongs to another job: no job control here\n");
     printf("sh: type help for the commands\n");
     for (;;) {
         jobs_reap_ended();

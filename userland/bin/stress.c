@@ -24,6 +24,12 @@
 //                        inside it) for SECONDS, then all are killed at once: a killed waiter
 //                        must sleep on its mutex, not spin, or the CPUs fill
 //                        with spinners while the holder waits for one (a hang)
+//   stress console SECONDS as a background job of the shell, for SECONDS: try
+//                        to clear the console's foreground group and to read
+//                        its input; every try must be refused
+//                        (tests/interrupt-tests types and presses Ctrl-C
+//                        meanwhile, and checks both reach the shell's jobs;
+//                        no leak check: other jobs run beside it)
 //   stress ticks SECONDS ProfileTime at 1,221 on every CPU, every CPU busy, for
 //                        SECONDS: each CPU's ticks must match the time (none
 //                        lost, none skipped) and the system profile must have
@@ -301,6 +307,24 @@ static void mutexes(unsigned seconds)
     printf("stress: mutexes: %u rounds of %u contending children killed at once\n", rounds, n);
 }
 
+static void console_grabs(unsigned seconds)
+{
+    uint64_t end = clock_ns() + seconds * 1000000000ull;
+    unsigned tries = 0, taken = 0;
+    for (; clock_ns() < end; tries++) {
+        char c[16];
+        size_t got = 0;
+        NTSTATUS s = SysConsoleForeground(0);
+        if (s != STATUS_ACCESS_DENIED)
+            failed("foreground taken", s), taken++;
+        s = SysRead(0, c, sizeof c, &got);
+        if (s != STATUS_ACCESS_DENIED)
+            failed("input read", s), taken++;
+        SysSleep(20);
+    }
+    printf("stress: console: %u tries, %u taken\n", tries, taken);
+}
+
 // usertests' fault tests, each run alone in a child: every one must be killed.
 static void faults(unsigned times)
 {
@@ -407,6 +431,8 @@ static int run(const char *mode, unsigned n)
         births(n);
     else if (strcmp(mode, "mutexes") == 0)
         mutexes(n);
+    else if (strcmp(mode, "console") == 0)
+        console_grabs(n);
     else
         return printf("stress: unknown test %s\n", mode), 2;
     return failures ? 1 : 0;
@@ -431,7 +457,8 @@ int main(int argc, char **argv)
     }
     if (argc < 3) {
         printf("usage: stress storm N | stress kill N | stress faults N | stress lookups N | "
-               "stress reap N | stress births SECONDS | stress mutexes SECONDS | "
+               "stress reap N | stress births SECONDS | stress mutexes SECONDS | stress console "
+               "SECONDS | "
                "stress ticks SECONDS\n");
         return 2;
     }
@@ -458,6 +485,10 @@ int main(int argc, char **argv)
     if (status == 2)
         return 2; // an unknown test: the child said which
     failures += status != 0;
+    if (strcmp(argv[1], "console") == 0) { // beside the shell's other jobs: no leak check
+        printf("stress: %s %u: %s\n", argv[1], n, failures ? "FAILED" : "ok");
+        return failures ? 1 : 0;
+    }
     SysSelfCheck(&after);
     if (after.free_pages != before.free_pages || after.heap_bytes != before.heap_bytes ||
         after.live_objects != before.live_objects || after.pinned_pages != before.pinned_pages) {

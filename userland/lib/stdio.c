@@ -143,6 +143,9 @@ int getchar(void)
         fflush(stdout); // a prompt must be visible before we block
         size_t got = 0;
         NTSTATUS s = SysRead(0, in_buf, sizeof in_buf, &got);
+        if (s == STATUS_ACCESS_DENIED)
+            fprintf(stderr, "the console's input belongs to the foreground job: not read "
+                            "(run this in the foreground)\n");
         if (!NT_SUCCESS(s) || got == 0 || got > sizeof in_buf)
             return EOF;
         in_pos = 0;

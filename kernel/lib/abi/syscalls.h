@@ -123,7 +123,14 @@ enum {
 // group id. SysConsoleForeground(pgid) names the console's foreground group:
 // the caller's own, one led by a process it may control (its child, or any
 // with the privilege), or 0 for none (STATUS_INVALID_CID when no live process
-// leads that group). While a foreground group is set, a Ctrl-C (byte 0x03)
+// leads that group). Only the console's owner may set it: the first process
+// to do so while no owner lives (the shell, at its start), or a member of the
+// foreground group that does so (a shell run from the shell), until it ends;
+// anyone else gets STATUS_ACCESS_DENIED (POSIX's SIGTTOU for a background
+// tcsetpgrp). Input belongs to the foreground group while one is set, to the
+// owner while none is: SysRead(0) by anyone else is STATUS_ACCESS_DENIED, the
+// input left for its owner (POSIX's SIGTTIN for a background read); with no
+// owner alive, anyone reads. While a foreground group is set, a Ctrl-C (byte 0x03)
 // from the serial line or the keyboard is no input: the console echoes "^C",
 // discards the input not yet read (POSIX: "If ISIG is set, ... the input
 // queue ... shall be flushed"), and interrupts every process of the group at
