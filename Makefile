@@ -14,6 +14,7 @@
 #   make profile-diff PROG=calib A="run -b 2" B="run -b 8"   two profiles compared per function
 #   make cpuid-replay  build/cpuid-replay: PMU detection over AIDA64 CPUID dumps (tests/fixtures/cpuid)
 #   make pmu-explore  100,000 seeded sequences of PMU-layer steps on the model (SEQS=, SEED=, REPLAY=)
+#   make ke-explore   100,000 seeded sequences of profile-layer steps on 2-4 simulated CPUs (SEQS=, SEED=, REPLAY=)
 #   make fuzz       1,000,000 random system calls on 4 CPUs, then a leak check
 #   make fuzz-state 1,000,000 calls in sequences over live profiles, PMCs, the log, children
 #   make soak       both fuzzers in full, seeds 1-3 on -smp 4 and 1 on -smp 2: run before a release
@@ -79,6 +80,7 @@ KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 -include userland/userland.mk
 include tests/host/host.mk
 -include tests/pmc/pmc.mk
+-include tests/ke/ke.mk
 
 .PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz fuzz-state soak stress test-scale profile-demo debug clean deps help compile_commands.json \
 	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \

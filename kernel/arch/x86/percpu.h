@@ -63,7 +63,17 @@ extern volatile unsigned ncpus_online;
 #ifdef KERNEL_HOSTED
 unsigned cpu_id(void); // provided by the host test harness
 struct cpu *this_cpu(void);
-#define percpu_read(field) (this_cpu()->field)
+// Called after every percpu_read's load when a harness sets it (tests/ke
+// lets another CPU run there, between the load and its use). Weak, so every
+// hosted build has it, NULL, without defining it.
+__attribute__((weak)) void (*percpu_read_hook)(void);
+#define percpu_read(field) \
+    ({ \
+        __typeof__(((struct cpu *)0)->field) v_ = this_cpu()->field; \
+        if (percpu_read_hook) \
+            percpu_read_hook(); \
+        v_; \
+    })
 #else
 static inline struct cpu *this_cpu(void)
 {
