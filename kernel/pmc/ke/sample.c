@@ -30,7 +30,10 @@
 #include "pmc/ke/profile_state.h"
 
 // A CPU's plan for one source (only its CPU reads or writes it, with
-// interrupts off).
+// interrupts off). A source's samples are all maskable or all NMIs, chosen
+// at boot (the options profile_nmi=1 and pmi=nmi): so no sample ever
+// interrupts another making the same plan, which would leave it half one
+// plan, half the other.
 struct sample_plan {
     uint64_t key;         // plan_key() it was made at; 0: none
     uint64_t lo, span;    // it holds for ip in [lo, lo + span]
