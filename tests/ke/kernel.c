@@ -200,9 +200,16 @@ bool kx_kernel_idle(char *msg, unsigned size)
 
 // --- processes ------------------------------------------------------------------
 
-// A system call on an idle CPU runs as this process: only its address space
-// is used (pin_buffer's lock).
-static struct process shell = {.pid = 1, .as = {.lock = SPINLOCK_INIT("shell as")}};
+// A system call on an idle CPU runs as this process: its address space
+// (pin_buffer's lock) and its charge of started profiles are used. A
+// reference of its own keeps it (never counted live: object_init is not
+// called); privileged, as init is.
+static struct profile_process shell_area;
+static struct process shell = {.obj = {.type = OBJ_PROCESS, .refs = 1},
+                               .pid = 1,
+                               .privileged = true,
+                               .layer_area = &shell_area,
+                               .as = {.lock = SPINLOCK_INIT("shell as")}};
 
 struct process *process_current(void)
 {

@@ -265,11 +265,34 @@ static int helper_grandparent(const char *arg)
 // one checks that the next start gives STATUS_PROFILING_AT_LIMIT, exactly at
 // LIMIT_PER_CPU x online CPUs. Every process waits for its child, so all
 // profiles stay started until the last check; exit status 0 is success.
+//
+// With arg "uN" the links are unprivileged, and their limit is three
+// quarters of NT's (the rest is the privileged users' reserve): the last one
+// checks the next start is refused there, then sleeps until it is killed, so
+// that test_limit_reserve sees a privileged start succeed meanwhile; a failed
+// check ends it at once, with exit status 1.
+static int chain_end_unprivileged(HANDLE extra)
+{
+    NTSTATUS s = NtStartProfile(extra);
+    if (s != STATUS_PROFILING_AT_LIMIT) {
+        printf("# limit: the unprivileged links' next start: %s, expected "
+               "STATUS_PROFILING_AT_LIMIT\n",
+               nt_status_name(s));
+        return 1;
+    }
+    SysSleep(120000); // killed by test_limit_reserve
+    return 1;
+}
+
 static int helper_chain(const char *arg)
 {
     static ULONG bucket __attribute__((aligned(4096)));
     static HANDLE h[LINK_PROFILES + 1];
-    uint64_t before = strtoul(arg, NULL, 0), limit = (uint64_t)LIMIT_PER_CPU * online_cpus();
+    bool unprivileged = arg[0] == 'u';
+    uint64_t before = strtoul(arg + unprivileged, NULL, 0),
+             limit = (uint64_t)LIMIT_PER_CPU * online_cpus();
+    if (unprivileged)
+        limit -= limit / 4;
     HANDLE me = open_self();
     uint64_t n = 0;
     for (; n < LINK_PROFILES && before + n < limit; n++) {
@@ -284,10 +307,10 @@ static int helper_chain(const char *arg)
     }
     if (before + n < limit) {
         char next[24];
-        snprintf(next, sizeof next, "%lu", before + n);
+        snprintf(next, sizeof next, "%s%lu", unprivileged ? "u" : "", before + n);
         HANDLE child;
         int status = -1000;
-        NTSTATUS s = spawn_child(0, &child, "chain", next);
+        NTSTATUS s = spawn_child(privileged() ? SPAWN_PRIVILEGED : 0, &child, "chain", next);
         if (NT_SUCCESS(s))
             s = SysWait(child, &status);
         if (!NT_SUCCESS(s)) {
@@ -305,6 +328,8 @@ static int helper_chain(const char *arg)
         printf("# limit: creating one more: %s\n", nt_status_name(s));
         return 1;
     }
+    if (unprivileged)
+        return chain_end_unprivileged(extra);
 #define CHAIN_EXPECT(call, want) \
     do { \
         NTSTATUS got_ = (call); \
@@ -1232,7 +1257,7 @@ static void test_limit(void)
 {
     HANDLE h;
     int status = -1000;
-    EXPECT_STATUS(spawn_child(0, &h, "chain", "0"), STATUS_SUCCESS);
+    EXPECT_STATUS(spawn_child(SPAWN_PRIVILEGED, &h, "chain", "0"), STATUS_SUCCESS);
     EXPECT_STATUS(SysWait(h, &status), STATUS_SUCCESS);
     NtClose(h);
     EXPECT(status == 0, "the chain of processes failed (exit status %d)", status);
@@ -1242,6 +1267,64 @@ static void test_limit(void)
     EXPECT_STATUS(NtStartProfile(prof), STATUS_SUCCESS);
     EXPECT_STATUS(NtClose(prof), STATUS_SUCCESS);
     EXPECT_STATUS(NtClose(me), STATUS_SUCCESS);
+}
+
+// The links of an unprivileged chain alive now (pid above ours, named as we
+// are); *last_asleep: whether the newest of them sleeps (its check is done).
+static unsigned chain_links(uint32_t *pids, unsigned max, bool *last_asleep)
+{
+    static struct sys_process_info list[256];
+    uint32_t count = 0, me = SysGetPid(), newest = 0;
+    unsigned n = 0;
+    *last_asleep = false;
+    SysProcessList(list, 256, &count);
+    for (uint32_t i = 0; i < count && i < 256; i++)
+        if (list[i].pid > me && strcmp(list[i].name, "ntprofiletests") == 0 &&
+            list[i].state != PROC_ZOMBIE && n < max) {
+            pids[n++] = list[i].pid;
+            if (list[i].pid > newest) {
+                newest = list[i].pid;
+                *last_asleep = list[i].state == PROC_SLEEPING;
+            }
+        }
+    return n;
+}
+
+// Unprivileged processes hold all the started profiles they may (three
+// quarters of NT's limit): a privileged start still succeeds.
+static void test_limit_reserve(void)
+{
+    uint64_t cap = (uint64_t)LIMIT_PER_CPU * online_cpus();
+    unsigned want = (unsigned)((cap - cap / 4 + LINK_PROFILES - 1) / LINK_PROFILES);
+    uint32_t pids[256];
+    bool asleep = false;
+    unsigned links = 0;
+    HANDLE h;
+    EXPECT_STATUS(spawn_child(0, &h, "chain", "u0"), STATUS_SUCCESS);
+    unsigned most = 0;
+    for (unsigned waited = 0; waited < 3000; waited++) { // 150 s at most
+        links = chain_links(pids, 256, &asleep);
+        most = MAX(most, links);
+        if ((links == want && asleep) || (most && !links))
+            break; // at the limit, or the chain ended early (a failed check)
+        SysSleep(50);
+    }
+    EXPECT(links == want && asleep, "%u of %u unprivileged links at their limit", links, want);
+    HANDLE me = open_self(), prof = NULL;
+    EXPECT_STATUS(profile(&prof, me, BUSY_A, 4, 2, vbuf, 4), STATUS_SUCCESS);
+    EXPECT_STATUS(NtStartProfile(prof), STATUS_SUCCESS);
+    NtClose(prof);
+    NtClose(me);
+    for (unsigned i = 0; i < links; i++)
+        SysKill(pids[i]);
+    int status = 0;
+    SysWait(h, &status);
+    NtClose(h);
+    EXPECT(status == EXIT_STATUS_KILLED, "the unprivileged chain ended with %d, not killed",
+           status);
+    printf("# limit_reserve: %u unprivileged links held %lu profiles; a privileged start "
+           "succeeded\n",
+           links, cap - cap / 4);
 }
 
 // ---------------------------------------------------------------------------
@@ -1477,7 +1560,8 @@ static const struct child_test tests[] = {
     CHILD_TEST_PRIVILEGED(two_profiles),
     CHILD_TEST_PRIVILEGED(system_all_cpus),
     CHILD_TEST_PRIVILEGED(hal_race),
-    CHILD_TEST(limit),
+    CHILD_TEST_PRIVILEGED(limit),
+    CHILD_TEST_PRIVILEGED(limit_reserve),
     CHILD_TEST_PRIVILEGED(churn),
 };
 

@@ -25,7 +25,16 @@
 #include "pmc/ke/profile_state.h"
 #include "pmc/ke/sample.h"
 
-#define PROFILES_PER_CPU_LIMIT 8192 // NT's STATUS_PROFILING_AT_LIMIT: 8,192 x processors
+// The started-profile limit. NT's is machine-wide, 8,192 x processors
+// (STATUS_PROFILING_AT_LIMIT), and NT charges each profile object to its
+// process's quota; here a started profile is charged to the process that
+// started it, and so that no unprivileged process can hold the limit against
+// a privileged user: an unprivileged process may have at most
+// PROFILES_PER_PROCESS started (STATUS_QUOTA_EXCEEDED), and the unprivileged
+// together at most three quarters of the limit (STATUS_PROFILING_AT_LIMIT):
+// the last quarter is the privileged users' reserve.
+#define PROFILES_PER_CPU_LIMIT 8192
+#define PROFILES_PER_PROCESS   8192 // an unprivileged process's share
 #define SCOPE_LOCKS            64   // process scopes share these by hash
 
 // Start, stop and statistics of one scope are serialized by its mutex: the
@@ -35,7 +44,8 @@ static struct mutex system_mutex = MUTEX_INIT("system profiles");
 static struct mutex process_mutexes[SCOPE_LOCKS];
 static struct kprofile dead_profile; // stands in for a stopped profile when memory is short
 struct profile_slot profile_system_slots[ProfileSourceCount];
-static uint64_t started_count; // every scope's started profiles (atomic)
+static uint64_t started_count;              // every scope's started profiles (atomic)
+static uint64_t started_unprivileged_count; // of those, charged to unprivileged processes
 
 static struct mutex *scope_lock(const struct kprofile *p)
 {
@@ -216,16 +226,50 @@ NTSTATUS KeInitializeProfile(struct kprofile **out, struct process *process, uin
     return STATUS_SUCCESS;
 }
 
-// One more started profile, unless NT's limit is reached.
-static bool count_started(void)
+// One more on *count, unless it has reached limit.
+static bool count_one(uint64_t *count, uint64_t limit)
 {
-    uint64_t n = __atomic_load_n(&started_count, __ATOMIC_RELAXED);
+    uint64_t n = __atomic_load_n(count, __ATOMIC_RELAXED);
     do {
-        if (n >= (uint64_t)PROFILES_PER_CPU_LIMIT * ncpus_online)
+        if (n >= limit)
             return false;
-    } while (!__atomic_compare_exchange_n(&started_count, &n, n + 1, true, __ATOMIC_RELAXED,
+    } while (!__atomic_compare_exchange_n(count, &n, n + 1, true, __ATOMIC_RELAXED,
                                           __ATOMIC_RELAXED));
     return true;
+}
+
+// Charge one started profile to by (see PROFILES_PER_PROCESS): its share,
+// the unprivileged processes' part of the limit, then the limit itself.
+static NTSTATUS charge(struct process *by)
+{
+    uint64_t limit = (uint64_t)PROFILES_PER_CPU_LIMIT * ncpus_online;
+    uint32_t *mine = &profile_of(by)->profiles_charged;
+    bool shared = !by->privileged;
+    if (shared && __atomic_add_fetch(mine, 1, __ATOMIC_RELAXED) > PROFILES_PER_PROCESS) {
+        __atomic_fetch_sub(mine, 1, __ATOMIC_RELAXED);
+        return STATUS_QUOTA_EXCEEDED;
+    }
+    if (shared && !count_one(&started_unprivileged_count, limit - limit / 4)) {
+        __atomic_fetch_sub(mine, 1, __ATOMIC_RELAXED);
+        return STATUS_PROFILING_AT_LIMIT;
+    }
+    if (!count_one(&started_count, limit)) {
+        if (shared) {
+            __atomic_fetch_sub(mine, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_sub(&started_unprivileged_count, 1, __ATOMIC_RELAXED);
+        }
+        return STATUS_PROFILING_AT_LIMIT;
+    }
+    return STATUS_SUCCESS;
+}
+
+static void uncharge(struct process *by)
+{
+    if (by && !by->privileged) {
+        __atomic_fetch_sub(&profile_of(by)->profiles_charged, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&started_unprivileged_count, 1, __ATOMIC_RELAXED);
+    }
+    __atomic_fetch_sub(&started_count, 1, __ATOMIC_RELAXED);
 }
 
 NTSTATUS KeStartProfile(struct kprofile *p)
@@ -234,9 +278,12 @@ NTSTATUS KeStartProfile(struct kprofile *p)
     mutex_lock(lock);
     NTSTATUS s = STATUS_SUCCESS;
     struct profile_set *set = NULL, *old = *set_of(p);
+    struct process *by = process_current(); // NULL: the kernel's own (self-tests)
     if (p->started)
         s = STATUS_PROFILING_NOT_STOPPED;
-    else if (!count_started())
+    else if (by)
+        s = charge(by);
+    else if (!count_one(&started_count, (uint64_t)PROFILES_PER_CPU_LIMIT * ncpus_online))
         s = STATUS_PROFILING_AT_LIMIT;
     bool counted = NT_SUCCESS(s), pinned = false, ok = false;
     if (counted)
@@ -252,12 +299,15 @@ NTSTATUS KeStartProfile(struct kprofile *p)
         p->start_throttled = pmc_pmi_throttled(p->source);
         set_replaced(p, old, activate_on_cpu);
         p->started = true;
+        p->charged = by;
+        if (by)
+            object_ref(&by->obj);
     } else {
         kfree(set);
         if (pinned)
             unpin_buffer(p);
         if (counted)
-            __atomic_fetch_sub(&started_count, 1, __ATOMIC_RELAXED);
+            uncharge(by);
     }
     mutex_unlock(lock);
     return s;
@@ -292,7 +342,10 @@ NTSTATUS KeStopProfile(struct kprofile *p)
     p->throttled += pmc_pmi_throttled(p->source) - p->start_throttled;
     unpin_buffer(p);
     p->started = false;
-    __atomic_fetch_sub(&started_count, 1, __ATOMIC_RELAXED);
+    uncharge(p->charged);
+    if (p->charged)
+        object_unref(&p->charged->obj);
+    p->charged = NULL;
     NTSTATUS s = KeDereferenceProfileSource(p->source); // the source's last user stops it
     mutex_unlock(lock);
     return s;

@@ -58,6 +58,7 @@ struct kprofile {
     uint64_t delivered;               // replaced sets and finished cycles
     uint64_t start_samples[MAX_CPUS]; // system scope: the slot's samples when this CPU began
     uint64_t throttled, start_throttled;
+    struct process *charged; // while started: the process that started it (we hold a reference)
 };
 
 // KeInitializeProfile: a new, stopped profile object (one reference, the

@@ -14,6 +14,7 @@ struct profile_process {
     struct pmc_target *pmc_targets; // PMCs attached to it (hwpmc/pmc.c, pmc_lock)
     uint32_t pmc_switch_work;       // of those, ones with work at its switches
     bool pmc_exited;                // its exit released its targets: no new one (pmc_lock)
+    uint32_t profiles_charged;      // started profiles charged to it (ke/profile.c, atomic)
 };
 
 static inline struct profile_process *profile_of(const struct process *p)
