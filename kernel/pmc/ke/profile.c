@@ -233,8 +233,8 @@ static bool count_one(uint64_t *count, uint64_t limit)
     do {
         if (n >= limit)
             return false;
-    } while (!__atomic_compare_exchange_n(count, &n, n + 1, true, __ATOMIC_RELAXED,
-                                          __ATOMIC_RELAXED));
+    } while (
+        !__atomic_compare_exchange_n(count, &n, n + 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
     return true;
 }
 
