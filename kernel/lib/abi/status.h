@@ -24,6 +24,8 @@ typedef int32_t NTSTATUS;
 #define STATUS_INVALID_PARAMETER      ((NTSTATUS)0xC000000D)
 #define STATUS_NO_MEMORY              ((NTSTATUS)0xC0000017)
 #define STATUS_OBJECT_NAME_NOT_FOUND  ((NTSTATUS)0xC0000034)
+#define STATUS_OBJECT_NAME_COLLISION  ((NTSTATUS)0xC0000035) // /tmp: replacing another user's file
+#define STATUS_QUOTA_EXCEEDED         ((NTSTATUS)0xC0000044) // past a quota (the /tmp share, ...)
 #define STATUS_INVALID_IMAGE_FORMAT   ((NTSTATUS)0xC000007B)
 #define STATUS_PROCESS_IS_TERMINATING ((NTSTATUS)0xC000010A)
 #define STATUS_INVALID_SYSTEM_SERVICE ((NTSTATUS)0xC000001C)
@@ -37,6 +39,7 @@ typedef int32_t NTSTATUS;
 #define STATUS_NOT_SUPPORTED          ((NTSTATUS)0xC00000BB)
 #define STATUS_PROFILING_AT_LIMIT     ((NTSTATUS)0xC00000D3)
 #define STATUS_INVALID_PARAMETER_7    ((NTSTATUS)0xC00000F5)
+#define STATUS_COMMITMENT_LIMIT       ((NTSTATUS)0xC000012D) // SysMap: past the memory limit
 #define STATUS_CONTROL_C_EXIT         ((NTSTATUS)0xC000013A) // the exit status of a Ctrl-C death
 #define STATUS_DEVICE_BUSY            ((NTSTATUS)0x80000011)
 
@@ -76,3 +79,5 @@ typedef int32_t NTSTATUS;
 #define STATUS_PMC_ROW_DISABLED         ((NTSTATUS)0xE0500032)
 #define STATUS_PMC_LEVEL_UNSUPPORTED    ((NTSTATUS)0xE0500033) // :u or :k on an event with no levels
 #define STATUS_PMC_LEVEL_CONFLICT       ((NTSTATUS)0xE0500034) // the source samples at other levels
+#define STATUS_PMC_TOO_MANY_LOGS        ((NTSTATUS)0xE0500035) // every log the caller may hold is taken
+#define STATUS_PMC_LOG_QUOTA            ((NTSTATUS)0xE0500036) // past the unprivileged logs' share of rings
