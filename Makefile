@@ -2,6 +2,7 @@
 #
 #   make run        build, then boot to the serial console in this terminal
 #   make test       every test (host unit tests, hosted pmc tests, QEMU boots)
+#   make test-qemu-next  every test again with Debian 13's QEMU 10 (build/qemu-next/), or skipped: why
 #   make layers     the layer check on the built objects (tests/layers)
 #   make bench      benchmark figures (boot time against a bare multiboot2 kernel)
 #   make bench-peers  Linux's perf sampling the same workloads in the same emulator (docs/bench-peers.md)
@@ -17,7 +18,8 @@
 #   make ke-explore   100,000 seeded sequences of profile-layer steps on 2-4 simulated CPUs (SEQS=, SEED=, REPLAY=)
 #   make fuzz       1,000,000 random system calls on 4 CPUs, then a leak check
 #   make fuzz-state 1,000,000 calls in sequences over live profiles, PMCs, the log, children
-#   make soak       both fuzzers in full, seeds 1-3 on -smp 4 and 1 on -smp 2: run before a release
+#   make fuzz-users an unprivileged attacker beside a privileged victim: 2,000 victim operations (FUZZ_SEED=, FUZZ_SMP=)
+#   make soak       the three fuzzers in full, seeds 1-3 on -smp 4 and 1 on -smp 2: run before a release
 #   make stress     profile storms, kills while sampled, lookups racing exits, 10 s of ticks
 #   make test-scale the CPU-count-sensitive suites at -smp 16 and -smp 64 (about 5 minutes)
 #   make debug      QEMU waiting for gdb
@@ -31,7 +33,14 @@ endif
 LD      := ld
 NASM    := nasm
 OBJCOPY := objcopy
-QEMU    := qemu-system-x86_64
+# The emulator (QEMU=PATH to use another, e.g. `make test
+# QEMU=build/qemu-next/qemu-system-x86_64`), exported so that every script
+# make starts uses it too; scripts/qemu.sh gives them the same default alone.
+# ICOUNT_CPU, the CPU model of every run under -icount, is defined there, with
+# the reason it cannot be plain `-cpu max` (QEMU >= 8.1: no x2APIC under icount).
+QEMU    ?= qemu-system-x86_64
+export QEMU
+ICOUNT_CPU := $(shell sed -n 's/^ICOUNT_CPU="\(.*\)"$$/\1/p' scripts/qemu.sh)
 
 BUILD   := build
 OBJ     := $(BUILD)/obj-$(notdir $(CC))
@@ -48,7 +57,7 @@ MEM     ?= 512M
 ICOUNT  ?=
 ifeq ($(ICOUNT),1)
 RUN_CMDLINE := $(strip $(CMDLINE) icount)
-RUN_ACCEL    = -cpu max -icount shift=0,sleep=off
+RUN_ACCEL    = $(ICOUNT_CPU) -icount shift=0,sleep=off
 else
 RUN_CMDLINE := $(CMDLINE)
 RUN_ACCEL    = $$(scripts/accel.sh $(BUILD)/tests/probe.iso)
@@ -82,7 +91,7 @@ include tests/host/host.mk
 -include tests/pmc/pmc.mk
 -include tests/ke/ke.mk
 
-.PHONY: lint layers layers-mutations all iso run run-gui test test-kvm bench fuzz fuzz-state soak stress test-scale profile-demo debug clean deps help compile_commands.json \
+.PHONY: lint layers layers-mutations all iso run run-gui test test-qemu-next test-kvm bench fuzz fuzz-state soak stress test-scale profile-demo debug clean deps help compile_commands.json \
 	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
 	perf-data speedscope speedscope-serve speedscope-open deps-perf
 all: $(KERNEL) $(USER_PROGS)
@@ -146,8 +155,12 @@ $(KERNEL): $(KOBJ) linker.ld
 # The GRUB modules an image carries: what booting from the CD needs, and the
 # partition maps GRUB's normal mode probes every disk with when it starts
 # (grub-mkrescue lists all of them in partmap.lst; a missing one prints an
-# "error: file ... not found" line on the boot screen).
-GRUB_MODULES := multiboot2 normal iso9660 biosdisk configfile part_acorn part_amiga \
+# "error: file ... not found" line on the boot screen). No platform-only
+# module (biosdisk is i386-pc's): grub-mkrescue installs the list for every
+# platform it finds, and with grub-efi-amd64-bin present a BIOS-only name
+# fails the x86_64-efi copy ("cannot copy .../x86_64-efi/biosdisk.mod");
+# the BIOS CD's core image has biosdisk anyway.
+GRUB_MODULES := multiboot2 normal iso9660 configfile part_acorn part_amiga \
 	part_apple part_bsd part_dfly part_dvh part_gpt part_msdos part_plan part_sun part_sunpc
 
 # An ISO whose GRUB passes $(1) as the kernel command line. Every userland
@@ -163,8 +176,9 @@ define make_iso
 	   for p in $(notdir $(USER_PROGS)); do printf '  module2 /boot/bin/%s %s\n' $$p $$p; done; \
 	   printf '  boot\n}\n'; } > $(2).d/boot/grub/grub.cfg
 	@grub-mkrescue -o $(2) --install-modules="$(GRUB_MODULES)" \
-		--fonts= --locales= --themes= --compress=xz $(2).d >/dev/null 2>&1
-	@rm -rf $(2).d
+		--fonts= --locales= --themes= --compress=xz $(2).d >$(2).log 2>&1 || \
+		{ cat $(2).log; echo "grub-mkrescue failed: $(2)"; rm -f $(2); exit 1; }
+	@rm -rf $(2).d $(2).log
 endef
 
 # Test ISOs: build/tests/NAME.iso boots with test=NAME; build/tests/NAME+opt~val.iso
@@ -189,9 +203,24 @@ $(ISO): $(KERNEL) $(USER_PROGS) $(BUILD)/cmdline.txt Makefile
 	$(call make_iso,$(RUN_CMDLINE),$@)
 	@echo "iso: $@"
 
-QEMU_COMMON := -machine pc -boot d -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04
+# UEFI=1: boot under OVMF, UEFI firmware (the ovmf package), on a q35 machine,
+# instead of SeaBIOS on pc; the ISO then boots through GRUB's x86_64-efi image
+# (grub-efi-amd64-bin). There is no VGA text mode there: the console is the
+# serial line only (the kernel says so).
+UEFI    ?=
+OVMF    ?= $(firstword $(wildcard /usr/share/ovmf/OVMF.fd /usr/share/qemu/OVMF.fd))
+ifeq ($(UEFI),1)
+QEMU_MACHINE = -machine q35 -bios $(OVMF)
+UEFI_CHECK = @[ -n "$(OVMF)" ] && [ -d /usr/lib/grub/x86_64-efi ] || \
+	{ echo "run: UEFI=1 needs the ovmf and grub-efi-amd64-bin packages (make deps), then a rebuilt ISO (make clean)"; exit 1; }
+else
+QEMU_MACHINE = -machine pc -boot d
+UEFI_CHECK = @:
+endif
+QEMU_COMMON = $(QEMU_MACHINE) -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04
 
 run: deps $(ISO) $(BUILD)/tests/probe.iso
+	$(UEFI_CHECK)
 	@echo "run: quit with Ctrl-A then X (the QEMU monitor is Ctrl-A then C)"
 	@$(QEMU) $(QEMU_COMMON) $(RUN_ACCEL) -smp $(SMP) -m $(MEM) -cdrom $(ISO) \
 		-nographic -serial mon:stdio; status=$$?; [ $$status -eq 0 ] || [ $$status -eq 33 ] || echo "qemu exited with $$status"
@@ -225,6 +254,17 @@ layers-mutations: $(KOBJ)
 test: deps deps-pictures deps-browser deps-perf
 	@tests/run
 
+# Every test again with Debian 13's QEMU 10 (x2APIC under TCG), assembled from
+# Debian's packages into build/qemu-next/ by scripts/qemu-next.sh with no change
+# to the system; `skipped: <why>` (status 0) when they cannot be fetched.
+test-qemu-next: deps
+	@q=$$(scripts/qemu-next.sh); status=$$?; \
+	 if [ $$status -eq 2 ]; then echo "$$q"; exit 0; fi; \
+	 [ $$status -eq 0 ] || { echo "test-qemu-next: scripts/qemu-next.sh failed ($$status): $$q"; exit 1; }; \
+	 echo "test-qemu-next: $$(head -n 1 build/qemu-next/version.txt) ($$q)"; \
+	 start=$$(date +%s); $(MAKE) --no-print-directory test QEMU="$$q"; status=$$?; \
+	 echo "test-qemu-next: $$(( $$(date +%s) - start )) s"; exit $$status
+
 # Benchmarks print figures; they do not pass or fail (tests/bench/bench.py).
 $(BUILD)/bench/hello.iso: tests/bench/hello.asm tests/bench/hello.ld
 	@mkdir -p $(@D)/iso/boot/grub
@@ -232,7 +272,8 @@ $(BUILD)/bench/hello.iso: tests/bench/hello.asm tests/bench/hello.ld
 	$(LD) -m elf_i386 -T tests/bench/hello.ld -o $(@D)/iso/boot/hello.elf $(@D)/hello.o
 	@printf 'set timeout=0\nset default=0\nmenuentry "hello" {\n  multiboot2 /boot/hello.elf\n  boot\n}\n' > $(@D)/iso/boot/grub/grub.cfg
 	@grub-mkrescue -o $@ --install-modules="$(GRUB_MODULES)" \
-		--fonts= --locales= --themes= --compress=xz $(@D)/iso >/dev/null 2>&1
+		--fonts= --locales= --themes= --compress=xz $(@D)/iso >$@.log 2>&1 || \
+		{ cat $@.log; echo "grub-mkrescue failed: $@"; rm -f $@; exit 1; }
 
 bench: deps $(ISO) $(BUILD)/bench/hello.iso
 	@tests/bench/bench.py
@@ -275,14 +316,29 @@ fuzz-state: deps
 	   echo "fuzz-state: the sequence each process was running (make fuzz-state REPLAY=... runs one again):"; \
 	   tr -d '\r' < $(call FUZZ_LOG,fuzz-state) | awk '/^fuzz-state-run: /{last[$$3]=$$0} END{for (p in last) print "  " last[p]}'; exit 1; }
 
-# The check before a release: both fuzzers at their full 1,000,000 calls with
+# An attacker beside a victim (userland/bin/fuzz_users.c): a privileged
+# victim does FUZZ_USERS_OPS of what profiling users do while 3 unprivileged
+# attackers grab every shared resource beside the stateful fuzzer; ends with
+# "fuzz-users: N victim operations, N attacker calls, N denials caused by
+# attackers, N failures".
+FUZZ_USERS_OPS ?= 2000
+fuzz-users: deps
+	@$(MAKE) -s '$(BUILD)/tests/init+init~fuzz_users,$(FUZZ_USERS_OPS),$(FUZZ_SEED).iso'
+	@timeout 3600 $(QEMU) $(QEMU_COMMON) -cpu max -smp $(FUZZ_SMP) -m 512M -display none -serial stdio \
+		-cdrom '$(BUILD)/tests/init+init~fuzz_users,$(FUZZ_USERS_OPS),$(FUZZ_SEED).iso' | \
+		tee $(call FUZZ_LOG,fuzz-users) | grep -E '^fuzz-users: [0-9]|panic|got through|victim:'; \
+	 status=$${PIPESTATUS[0]}; [ $$status -eq 33 ] && echo "fuzz-users: passed" || \
+	 { echo "fuzz-users: FAILED (QEMU status $$status, log in $(call FUZZ_LOG,fuzz-users))"; exit 1; }
+
+# The check before a release: the fuzzers in full (1,000,000 calls; fuzz-users
+# 2,000 victim operations) with
 # seeds 1, 2 and 3 on -smp 4 and seed 1 on -smp 2 (8 runs of 10 to 20 minutes
 # each here under TCG), each ending with its summary line, then one line
 # "soak: N runs, N passed, N failed".
 SOAK_RUNS := 1:4 2:4 3:4 1:2
 soak: deps
 	@passed=0; failed=0; \
-	 for target in fuzz fuzz-state; do for run in $(SOAK_RUNS); do \
+	 for target in fuzz fuzz-state fuzz-users; do for run in $(SOAK_RUNS); do \
 	   if $(MAKE) -s $$target FUZZ_SEED=$${run%:*} FUZZ_SMP=$${run#*:}; then passed=$$((passed + 1)); \
 	   else failed=$$((failed + 1)); fi; \
 	 done; done; \

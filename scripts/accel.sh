@@ -7,6 +7,7 @@
 # plain kernel (QEMU aborts setting an MSR, or the guest dies on its first
 # exception). So boot build/tests/probe.iso under KVM and require the kernel's
 # own success exit (status 33) within a few seconds.
+. "$(dirname "$0")/qemu.sh" # QEMU
 ISO=${1:-build/tests/probe.iso}
 why=""
 if [ ! -e /dev/kvm ]; then
@@ -17,7 +18,7 @@ elif [ ! -f "$ISO" ]; then
     why="probe image $ISO missing"
 else
     log=$(mktemp)
-    timeout 20 qemu-system-x86_64 -enable-kvm -cpu host -machine pc -boot d -no-reboot \
+    timeout 20 "$QEMU" -enable-kvm -cpu host -machine pc -boot d -no-reboot \
         -device isa-debug-exit,iobase=0xf4,iosize=0x04 -display none -monitor none \
         -serial "file:$log" -smp 1 -m 64M -cdrom "$ISO" </dev/null >"$log.err" 2>&1
     rc=$?

@@ -9,7 +9,7 @@
 #   scripts/deps.sh hotspot    also Debian's hotspot (its parser reads perf.data in the checks)
 set -e
 PKGS="make gcc clang libclang-rt-14-dev nasm binutils grub-pc-bin grub-common xorriso \
-qemu-system-x86 python3 coreutils clang-format"
+qemu-system-x86 python3 coreutils clang-format mtools ovmf grub-efi-amd64-bin"
 for group in "$@"; do
     case "$group" in
         # Any Node.js with npm will do (the machine may have one that is not Debian's).

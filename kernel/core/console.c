@@ -1,6 +1,7 @@
 // Console output to serial and VGA, and a small input ring fed by interrupts.
 #include "core/console.h"
 
+#include "lib/bootinfo.h"
 #include "lib/kprintf.h"
 
 #include "arch/x86/serial.h"
@@ -16,8 +17,11 @@ static volatile bool panicking;
 void console_init(void)
 {
     serial_init();
-    vga_init();
+    if (!boot_info.efi) // UEFI firmware leaves no VGA text mode to write to
+        vga_init();
     kprintf_output = console_write;
+    if (boot_info.efi)
+        kprintf("console: UEFI firmware: no screen console (no VGA text mode), serial only\n");
 }
 
 void console_write(const char *s, size_t n)

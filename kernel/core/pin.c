@@ -9,12 +9,15 @@
 #include "core/pmm.h"
 #include "core/spinlock.h"
 
-#define PIN_BUCKETS 256
+// Chains stay short for the pins a process may hold (memtests pins 98,304
+// pages: 24 a chain), so a pin's walk under pin_lock is short too.
+#define PIN_BUCKETS 4096
 
 struct pin {
     uint64_t pa;
     uint32_t count;
-    bool orphaned; // unmapped while pinned: free it at the last unpin
+    bool orphaned;    // unmapped while pinned: free it at the last unpin
+    uint64_t *charge; // an orphan's: its address space's count of them
     struct pin *next;
 };
 
@@ -40,7 +43,7 @@ bool pin_page(uint64_t pa)
     if (*pp) {
         (*pp)->count++;
     } else {
-        *fresh = (struct pin){pa, 1, false, NULL};
+        *fresh = (struct pin){pa, 1, false, NULL, NULL};
         *pp = fresh;
         fresh = NULL;
         npinned++;
@@ -55,10 +58,12 @@ void unpin_page(uint64_t pa)
     uint64_t f = spin_lock_irqsave(&pin_lock);
     struct pin **pp = slot(pa), *p = *pp;
     bool free_frame = false;
+    uint64_t *charge = NULL;
     if (p && --p->count == 0) {
         *pp = p->next;
         npinned--;
         free_frame = p->orphaned;
+        charge = p->charge;
     } else {
         p = NULL;
     }
@@ -66,14 +71,19 @@ void unpin_page(uint64_t pa)
     kfree(p);
     if (free_frame)
         pmm_free_page(pa);
+    if (charge)
+        __atomic_fetch_sub(charge, 1, __ATOMIC_RELAXED);
 }
 
-void pin_free_or_orphan(uint64_t pa)
+void pin_free_or_orphan(uint64_t pa, uint64_t *charge)
 {
     uint64_t f = spin_lock_irqsave(&pin_lock);
     struct pin *p = *slot(pa);
-    if (p)
+    if (p) {
         p->orphaned = true;
+        p->charge = charge;
+        __atomic_fetch_add(charge, 1, __ATOMIC_RELAXED);
+    }
     spin_unlock_irqrestore(&pin_lock, f);
     if (!p)
         pmm_free_page(pa);

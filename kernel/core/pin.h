@@ -9,6 +9,11 @@
 
 bool pin_page(uint64_t pa);   // false when out of memory
 void unpin_page(uint64_t pa); // frees the frame if it was orphaned meanwhile
-// For address spaces: free pa now unless it is pinned (then the last unpin will).
-void pin_free_or_orphan(uint64_t pa);
+// For address spaces: free pa now unless it is pinned; then the last unpin
+// will, and until then the frame counts in *charge (atomically: one more
+// now, one less at that unpin), so that its process stays charged for it
+// (lib/abi/syscalls.h's memory limits). Only the process owning the address
+// space pins its frames, and it unpins them all before its address space is
+// released (exit closes its handles first), so charge outlives the orphan.
+void pin_free_or_orphan(uint64_t pa, uint64_t *charge);
 uint64_t pinned_page_count(void); // frames pinned now (leak checks)

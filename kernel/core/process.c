@@ -13,6 +13,7 @@
 
 #include "core/elf_load.h"
 #include "core/heap.h"
+#include "core/irqoff.h"
 #include "core/ramdisk.h"
 #include "core/swevent.h"
 #include "core/vm.h"
@@ -29,6 +30,7 @@ void process_watch(process_watcher fn)
 
 static void notify(struct process *p, enum process_event event)
 {
+    assert(irq_enabled()); // process.h: watchers allocate, and some spawn
     unsigned n = __atomic_load_n(&nwatchers, __ATOMIC_ACQUIRE);
     for (unsigned i = 0; i < n; i++)
         watchers[i](p, event);
@@ -156,7 +158,7 @@ NTSTATUS process_spawn(const char *path, const char *const *argv, int argc, uint
 
     NTSTATUS s = STATUS_NO_MEMORY;
     uint64_t entry = 0, rsp = 0;
-    if (as_create(&p->as))
+    if (as_create(&p->as, privileged)) // the memory limits follow the privilege
         s = elf_load(&p->as, file->data, file->size, &entry);
     if (NT_SUCCESS(s))
         s = build_stack(&p->as, argv, argc, &rsp);
@@ -260,14 +262,44 @@ void process_exit_current(int status)
     handle_table_close_all(&p->handles);
     p->exit_status = p->killed ? p->kill_status : status;
     notify(p, PROCESS_EXITING);
+    // Every page and page table goes with interrupts on, in short sections:
+    // the tables stay loaded meanwhile, and a switch back loads them again.
+    as_release(&p->as);
     cli();
-    vm_load_kernel(); // off the tables we are about to free
-    as_destroy(&p->as);
+    // Interrupts stay off from here to the switch away: the tracker measures
+    // this part of it (core/irqoff.h).
+    irqoff_section_begin((uint64_t)(uintptr_t)process_exit_current, "exit");
+    vm_load_kernel();   // off the PML4 we are about to free
+    as_destroy(&p->as); // only the PML4 is left
     uint64_t f = spin_lock_irqsave(&process_lock);
     p->exit_status = p->killed ? p->kill_status : status;
     p->thread = NULL;
     spin_unlock_irqrestore(&process_lock, f);
+    irqoff_section_end();
     thread_exit(); // process_thread_gone follows once the thread's stack is freed
+}
+
+// Processes whose last thread is gone and whose exit the reaper has not yet
+// told, oldest first, each still held by its thread's reference; reaper_work
+// is set while the queue may be non-empty (process_lock).
+static struct process *gone_head, **gone_tail = &gone_head;
+static volatile bool reaper_work;
+
+// The scheduler calls this on the CPU's next thread, interrupts off, once the
+// dead thread's stack is freed (sched_after_switch). The watchers cannot run
+// there: that thread is an idle thread or another process's, with interrupts
+// off, and a watcher spawning there (init_exited) would put the child in that
+// process's group, or fail while that process is being killed (link_child).
+// The reaper tells the exit instead.
+void process_thread_gone(struct process *p)
+{
+    uint64_t f = spin_lock_irqsave(&process_lock);
+    p->gone_next = NULL;
+    *gone_tail = p;
+    gone_tail = &p->gone_next;
+    reaper_work = true;
+    spin_unlock_irqrestore(&process_lock, f);
+    wakeup(&gone_head);
 }
 
 // After the last thread's kernel stack is gone (sched.c): only now is the
@@ -278,7 +310,7 @@ void process_exit_current(int status)
 // not the last, another holder may drop the last one as soon as ours is gone;
 // process_destroy then waits for process_lock to unlink before it frees p, so
 // p stays valid while the lock is held here.
-void process_thread_gone(struct process *p)
+static void process_exited(struct process *p)
 {
     notify(p, PROCESS_EXITED);
     uint64_t f = spin_lock_irqsave(&process_lock);
@@ -288,6 +320,33 @@ void process_thread_gone(struct process *p)
     wakeup(p); // the address only: p may be gone now
     if (!others)
         object_unref(&p->obj); // it was the last: nobody waits on p
+}
+
+// The reaper, a kernel thread: each exit told in process context with
+// interrupts on (process.h), in the order the threads ended.
+static void NORETURN reaper(void)
+{
+    for (;;) {
+        uint64_t f = spin_lock_irqsave(&process_lock);
+        struct process *p = gone_head;
+        if (p) {
+            gone_head = p->gone_next;
+            if (!gone_head)
+                gone_tail = &gone_head;
+        } else {
+            reaper_work = false; // under the lock, seen empty
+        }
+        spin_unlock_irqrestore(&process_lock, f);
+        if (p) {
+            process_exited(p);
+            continue;
+        }
+        // A process queued since sets reaper_work before its wakeup, and
+        // sleep_on looks at it under the scheduler's lock: none is missed.
+        cli();
+        sleep_on(&gone_head, &reaper_work, 0, WAIT_OTHER);
+        sti();
+    }
 }
 
 void process_interrupt_group(uint32_t pgid)
@@ -394,4 +453,8 @@ void process_init(void)
 {
     process_privilege_inherited = cmdline_has("privileged");
     trap_user_exception_hook = process_fault;
+    struct thread *t = thread_create_kernel(reaper);
+    if (!t)
+        panic("process: no memory for the reaper thread");
+    sched_make_runnable(t);
 }

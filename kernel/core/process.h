@@ -31,6 +31,7 @@ struct process {
     bool interrupt_notify;     // INTERRUPT_NOTIFY: a console interrupt sets alerted
     volatile bool alerted;     // a console interrupt is pending (INTERRUPT_NOTIFY)
     struct process *list_next; // all processes (process_lock)
+    struct process *gone_next; // its thread gone, awaiting the reaper (process_lock)
     void *layer_area;          // the upper layer's per-process state (process_area_reserve)
 };
 
@@ -46,14 +47,22 @@ static inline void *process_area(const struct process *p)
 
 // Watchers: the layers above (profile objects, the PMC log, the boot code's
 // init) learn of a process's life without the process code naming them. Each
-// is called on the CPU where the event happens, with interrupts on:
+// is called with interrupts on (notify asserts it), so it may allocate; the
+// first three, boot code aside, in a thread that may also sleep (take a
+// mutex, spawn a process):
 //   PROCESS_SPAWNED    created and loaded, not yet running; called by the
 //                      spawning thread (process_current() is the parent)
 //   PROCESS_EXITING    called by the exiting thread itself, its handles
 //                      closed, its address space not yet freed; exit_status set
-//   PROCESS_EXITED     its last thread is gone; called before a waiter can see
-//                      it exited (the thread's reference still holds p)
-//   PROCESS_DESTROYED  the last reference is going: free what hangs on p
+//   PROCESS_EXITED     its last thread is gone; called by the reaper, a kernel
+//                      thread (process_current() is NULL, so what it spawns
+//                      has no parent, as at boot), before a waiter can see it
+//                      exited (the thread's reference still holds p). Exits
+//                      are told one at a time, in order: a watcher must not
+//                      wait for another process's exit
+//   PROCESS_DESTROYED  the last reference is going: free what hangs on p;
+//                      called where it is dropped, perhaps a grace-period
+//                      function (core/grace.h), which must not sleep
 enum process_event { PROCESS_SPAWNED, PROCESS_EXITING, PROCESS_EXITED, PROCESS_DESTROYED };
 typedef void (*process_watcher)(struct process *p, enum process_event event);
 #define PROCESS_WATCHERS 4
@@ -87,7 +96,9 @@ NTSTATUS process_group_check(const struct process *me, uint32_t pgid);
 // p->exited is still false); returns the exit status.
 int process_wait(struct process *p);
 void NORETURN process_exit_current(int status);
-void process_thread_gone(struct process *p); // the scheduler, after the thread's stack is freed
+// The scheduler, after the thread's stack is freed (any context where a
+// spinlock may be taken): the reaper tells PROCESS_EXITED, then marks p exited.
+void process_thread_gone(struct process *p);
 struct process *process_current(void);
 struct process *process_by_pid(uint32_t pid); // a new reference, or NULL
 // Up to max entries of the process list, after skipping the first skip.

@@ -31,7 +31,7 @@ void thread_first_run(struct trapframe *tf);
 
 static struct spinlock rq_lock = SPINLOCK_INIT("run queue");
 static struct thread *rq_head, *rq_tail; // runnable threads, FIFO
-static struct thread *all_threads;       // every user thread, for wake-ups
+static struct thread *all_threads;       // every thread but the idle ones, for wake-ups
 static struct thread idle_threads[MAX_CPUS];
 static const volatile bool never_killed;
 
@@ -274,6 +274,47 @@ struct thread *thread_create_user(struct process *p, const struct trapframe *tf)
     *frame = *tf;
     uint64_t *sp = (uint64_t *)frame;
     *--sp = (uint64_t)thread_start;
+    for (int i = 0; i < 6; i++)
+        *--sp = 0;
+    t->ctx_rsp = (uint64_t)sp;
+    uint64_t f = spin_lock_irqsave(&rq_lock);
+    t->all_next = all_threads;
+    all_threads = t;
+    spin_unlock_irqrestore(&rq_lock, f);
+    return t;
+}
+
+// A kernel thread's first code: switch_context "returns" here on the new
+// stack, with rq_lock held and interrupts off, as after any switch.
+static void NORETURN kernel_thread_start(void)
+{
+    sched_after_switch();
+    sti();
+    current_thread()->kernel_fn();
+    panic("kernel thread %p returned", (void *)current_thread());
+}
+
+struct thread *thread_create_kernel(void (*fn)(void))
+{
+    struct thread *t = kzalloc(sizeof *t);
+    uint8_t *stack = kmalloc(KSTACK_SIZE);
+    if (!t || !stack) {
+        kfree(t);
+        kfree(stack);
+        return NULL;
+    }
+    t->kstack = stack;
+    t->kstack_top = ALIGN_DOWN((uint64_t)stack + KSTACK_SIZE, 16);
+    t->cpu = -1;
+    t->killed = &never_killed;
+    t->kernel_fn = fn;
+    // Stack, top down: a zero return address, which ends backtraces and
+    // leaves RSP = 8 mod 16 at kernel_thread_start's entry, as after a call
+    // (System V AMD64 ABI, 3.2.2); the address switch_context returns to;
+    // its six callee-saved registers, RBP zero.
+    uint64_t *sp = (uint64_t *)t->kstack_top;
+    *--sp = 0;
+    *--sp = (uint64_t)kernel_thread_start;
     for (int i = 0; i < 6; i++)
         *--sp = 0;
     t->ctx_rsp = (uint64_t)sp;

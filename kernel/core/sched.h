@@ -37,6 +37,7 @@ struct thread {
     uint64_t run_start_ns;
     uint64_t sw[PMC_SW_COUNT];  // software events while it ran (core/swevent.h)
     volatile uint64_t user_tsc; // TSC ticks in ring 3 (arch/x86/user_time.h)
+    void (*kernel_fn)(void);    // a kernel thread's body (thread_create_kernel)
 };
 
 void sched_init_cpu(void);      // make the running boot code this CPU's idle thread
@@ -46,6 +47,11 @@ void NORETURN sched_idle(void); // the idle loop
 // its kernel stack). NULL when out of memory. Not runnable until sched_make_runnable.
 struct thread *thread_create_user(struct process *p, const struct trapframe *tf);
 void sched_make_runnable(struct thread *t);
+// A kernel thread (no process: process_current() is NULL there) that runs
+// fn, which never returns, in process context with interrupts on: it may
+// sleep, take mutexes and allocate. NULL when out of memory. Not runnable
+// until sched_make_runnable.
+struct thread *thread_create_kernel(void (*fn)(void));
 // The CPUs whose running thread belongs to p now. A CPU not in the mask runs
 // no sample of p at the moment of the call, and its next sample of p sees
 // every change stored before the call (switch_to's store of the running

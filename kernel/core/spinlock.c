@@ -5,9 +5,18 @@
 
 #include "arch/x86/percpu.h"
 
+#include "core/irqoff.h"
+
+// A lock that finds interrupts on opens an interrupts-off section for the
+// tracker (core/irqoff.h), from before the wait for the lock, which is time
+// with interrupts off too; its unlock closes it. One that finds them off (an
+// interrupt handler's, a lock taken inside another) is inside a section
+// already, or in a handler, and costs the tracker nothing but the test.
 uint64_t spin_lock_irqsave(struct spinlock *l)
 {
     uint64_t flags = irq_save();
+    if (flags & RFLAGS_IF)
+        irqoff_section_begin((uint64_t)__builtin_return_address(0), l->name);
     if (spin_holding(l))
         panic("spinlock %s: recursive acquire", l->name);
     while (__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE)) {
@@ -24,6 +33,8 @@ void spin_unlock_irqrestore(struct spinlock *l, uint64_t flags)
         panic("spinlock %s: release by a CPU that does not hold it", l->name);
     l->owner_cpu = -1;
     __atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+    if (flags & RFLAGS_IF)
+        irqoff_section_end();
     // An interrupt that came while the lock was held (the timer's, a
     // sample's) is taken once sti has set IF, but only after the instruction
     // that follows the sti (the STI interrupt shadow: Intel SDM vol. 2B,

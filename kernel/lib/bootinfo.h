@@ -37,6 +37,7 @@ struct boot_info {
         uint32_t num, entsize, shndx;
     } elf;
     uint64_t mbi_start, mbi_end; // the multiboot2 information itself
+    bool efi;                    // UEFI firmware (an EFI system table tag): no VGA text mode
 };
 
 extern struct boot_info boot_info;

@@ -12,6 +12,8 @@ enum {
     TAG_MMAP = 6,
     TAG_FRAMEBUFFER = 8,
     TAG_ELF_SECTIONS = 9,
+    TAG_EFI32 = 11, // the EFI system table: GRUB booted from UEFI firmware
+    TAG_EFI64 = 12,
     TAG_ACPI_OLD = 14,
     TAG_ACPI_NEW = 15,
 };
@@ -96,6 +98,8 @@ static bool parse_tag(const struct tag *t, const uint8_t *body, uint32_t len, ui
             out->elf.sections = tag_phys + 8 + 12;
         }
         break;
+    case TAG_EFI32:
+    case TAG_EFI64: out->efi = true; break;
     case TAG_ACPI_OLD:
     case TAG_ACPI_NEW: {
         unsigned version = t->type == TAG_ACPI_NEW ? 2 : 1;

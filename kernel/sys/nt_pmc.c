@@ -1,5 +1,5 @@
 // The NtPmc* system calls: user memory and handles in, the PMC layer
-// object (pmc/hwpmc/pmc.c) and the PMC log (pmc/hwpmc/log.c)
+// object (pmc/hwpmc/pmc.c) and the caller's PMC log (pmc/hwpmc/log.c)
 // behind. A PMC is called the same way whatever its kind.
 #include "core/handle.h"
 #include "core/process.h"
@@ -188,12 +188,7 @@ uint64_t do_NtPmcReadLog(const uint64_t *a, struct trapframe *tf)
 uint64_t do_NtPmcWriteLog(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
-    NTSTATUS s = pmc_log_owner_status(me());
-    if (!NT_SUCCESS(s))
-        return STATUS(s);
-    struct pmclog_user r = {.h.type = PMCLOG_USER, .pid = me()->pid, .userdata = a[0]};
-    pmc_log_write(&r.h, sizeof r);
-    return STATUS(STATUS_SUCCESS);
+    return STATUS(pmc_log_write_user(me(), a[0]));
 }
 
 // The calls hwpmc's driver statistics count (pm_syscalls, pm_syscall_errors).
@@ -211,7 +206,7 @@ uint64_t do_NtPmcGetDriverStats(const uint64_t *a, struct trapframe *tf)
 {
     UNUSED(tf);
     struct pmc_driver_stats st = {0};
-    pmc_log_stats(&st);
+    pmc_log_stats(me(), &st);
     for (unsigned i = 0; i < ARRAY_SIZE(pmc_calls); i++) {
         uint64_t calls, failed;
         syscall_counts(pmc_calls[i], &calls, &failed);

@@ -1,5 +1,7 @@
 // System calls about the machine: time, counters, CPUs, the ramdisk, power.
 #include "lib/cmdline.h"
+#include "lib/kprintf.h"
+#include "lib/ksym.h"
 #include "lib/string.h"
 
 #include "arch/x86/clock.h"
@@ -158,4 +160,43 @@ uint64_t do_SysIrqoffSpin(const uint64_t *a, struct trapframe *tf)
     r.locked_tsc = irqoff_spin_locked(ticks);
     r.open_tsc = irqoff_spin_open(ticks);
     return STATUS(copy_to_user(a[1], &r, sizeof r));
+}
+
+// "function+0xoffset (what)" for a section's site, as a backtrace names it.
+static void irqoff_where(char *out, const struct irqoff_record *r)
+{
+    uint64_t off = 0;
+    const char *fn = r->tsc ? ksym_lookup(r->site, &off) : NULL;
+    if (fn)
+        snprintf(out, IRQOFF_WHERE, "%s+%#lx (%s)", fn, off, r->what ? r->what : "?");
+    else if (r->tsc)
+        snprintf(out, IRQOFF_WHERE, "%#lx (%s)", r->site, r->what ? r->what : "?");
+}
+
+// The tracker's rows (lib/abi/syscalls.h), one per online CPU up to max.
+uint64_t do_SysIrqoffLongest(const uint64_t *a, struct trapframe *tf)
+{
+    UNUSED(tf);
+    uint32_t max = (uint32_t)a[1], flags = (uint32_t)a[3], n = 0;
+    if (flags & ~(uint32_t)IRQOFF_RESET)
+        return STATUS(STATUS_INVALID_PARAMETER);
+    if ((flags & IRQOFF_RESET) && !process_current()->privileged)
+        return STATUS(STATUS_PRIVILEGE_NOT_HELD);
+    if (flags & IRQOFF_RESET)
+        irqoff_reset();
+    for (; n < max && n < ncpus; n++) {
+        struct irqoff_record longest, excused;
+        struct sys_irqoff_longest row = {0};
+        irqoff_longest(n, &longest, &excused, &row.sections);
+        row.tsc = longest.tsc;
+        row.excused_tsc = excused.tsc;
+        irqoff_where(row.where, &longest);
+        irqoff_where(row.excused_where, &excused);
+        if (excused.why)
+            snprintf(row.why, sizeof row.why, "%s", excused.why);
+        NTSTATUS s = copy_to_user(a[0] + n * sizeof row, &row, sizeof row);
+        if (!NT_SUCCESS(s))
+            return STATUS(s);
+    }
+    return STATUS(copy_to_user(a[2], &n, sizeof n));
 }

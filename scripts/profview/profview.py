@@ -48,10 +48,13 @@ import perfdata  # noqa: E402
 import profdata  # noqa: E402
 import speedscope  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from qemuenv import QEMU as QEMU_BIN, ICOUNT_ARGS  # noqa: E402  (scripts/qemu.sh)
+
 SKIP = 77
-QEMU = ["qemu-system-x86_64", "-machine", "pc", "-cpu", "max", "-boot", "d", "-no-reboot",
+QEMU = [QEMU_BIN, "-machine", "pc", "-cpu", "max", "-boot", "d", "-no-reboot",
         "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-display", "none", "-monitor", "none",
-        "-serial", "stdio", "-smp", "2", "-m", "256M", "-icount", "shift=0,sleep=off"]
+        "-serial", "stdio", "-smp", "2", "-m", "256M"] + ICOUNT_ARGS
 
 
 def symbol_dirs(args):
@@ -352,7 +355,7 @@ def boot(commands, log, timeout):
     """Boots build/tests/shell.iso, types COMMANDS and poweroff, saves the
     console (without carriage returns) in LOG; returns its lines."""
     os.makedirs(os.path.dirname(log), exist_ok=True)
-    print("profview: booting QEMU (TCG, -smp 2, -icount shift=0,sleep=off): %s" % "; ".join(commands))
+    print("profview: booting QEMU (TCG, -smp 2, %s): %s" % (" ".join(ICOUNT_ARGS), "; ".join(commands)))
     stdin = "".join(c + "\n" for c in commands + ["poweroff"])
     try:
         r = subprocess.run(QEMU + ["-cdrom", "build/tests/shell.iso"], input=stdin.encode(),
@@ -391,10 +394,15 @@ def save_section(lines, cmd, path):
     return path
 
 
+# The recordings are made with sudo, and a privileged recording is private to
+# the privileged user (kernel/lib/abi/syscalls.h: /tmp's owners and modes):
+# each report of one is read with sudo too.
+
+
 def do_flamegraph(args):
     prog = args.prog or "calltree"
     record = "sudo profile record -g " + prog
-    lines = boot([record, "profile report --export"], os.path.join(args.out, "flamegraph", "console.log"),
+    lines = boot([record, "sudo profile report --export"], os.path.join(args.out, "flamegraph", "console.log"),
                  args.timeout)
     if rejects_record(lines, record):
         print("profview: guest has no 'profile record' yet (%s)" % record)
@@ -413,10 +421,10 @@ def record_run(args, subdir):
     guest has no `profile record`."""
     prog = args.prog or "calltree"
     record = "sudo profile record -g -k " + prog
-    cmds = [record, "profile report --export"]
+    cmds = [record, "sudo profile report --export"]
     if getattr(args, "cswitch", False):
-        cmds += ["sudo profile record --cswitch " + prog, "profile report --export",
-                 "profile report --cswitch --json"]
+        cmds += ["sudo profile record --cswitch " + prog, "sudo profile report --export",
+                 "sudo profile report --cswitch --json"]
     outdir = os.path.join(args.out, subdir)
     log = os.path.join(outdir, "console.log")
     lines = boot(cmds, log, args.timeout)
@@ -441,10 +449,10 @@ def do_annotate_run(args):
     record = "sudo profile record " + prog
     flat = "sudo profile run -b 2 -g " + prog
     outdir = os.path.join(args.out, "annotate")
-    lines = boot([record, "profile report --export", flat], os.path.join(outdir, "console.log"), args.timeout)
+    lines = boot([record, "sudo profile report --export", flat], os.path.join(outdir, "console.log"), args.timeout)
     name = prog.split()[0]
     if profdata.export_blocks(lines):  # exact sample addresses
-        src = save_section(lines, "profile report --export", os.path.join(outdir, "record.log"))
+        src = save_section(lines, "sudo profile report --export", os.path.join(outdir, "record.log"))
     else:
         if rejects_record(lines, record):
             print("profview: guest has no 'profile record' yet: annotating the flat profile (-b 2)")
@@ -465,7 +473,7 @@ def side_commands(side, prog):
         raise ValueError("a side is 'run OPTIONS' or 'record OPTIONS', not %r" % side)
     if words[0] == "run":
         return ["sudo profile run -g %s %s" % (" ".join(words[1:]), prog)]
-    return ["sudo profile record -g %s %s" % (" ".join(words[1:]), prog), "profile report --export"]
+    return ["sudo profile record -g %s %s" % (" ".join(words[1:]), prog), "sudo profile report --export"]
 
 
 def do_diff_run(args):

@@ -26,6 +26,9 @@ Usage: tests/bench/sample-steps.py [--nmi] [--iso ISO] [--trace FILE]
 """
 import os, re, statistics, subprocess, sys, tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from qemuenv import QEMU, ICOUNT_ARGS  # noqa: E402  (scripts/qemu.sh)
+
 KERNEL = "build/kernel.elf"
 ISO = "build/tests/init+init~bench,overhead,1221.iso"
 ROOTS = ["timer_entry", "timer_interrupt", "profile_time_tick", "KeProfileInterruptWithSource"]
@@ -110,10 +113,10 @@ def filter_ranges(syms):
 
 
 def run(ranges, log):
-    subprocess.run(["timeout", "600", "qemu-system-x86_64", "-machine", "pc", "-cpu", "max",
+    subprocess.run(["timeout", "600", QEMU, "-machine", "pc", "-cpu", "max",
                     "-boot", "d", "-no-reboot", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
                     "-display", "none", "-monitor", "none", "-serial", "null", "-smp", "1",
-                    "-m", "256M", "-cdrom", ISO, "-icount", "shift=0,sleep=off", "-singlestep",
+                    "-m", "256M", "-cdrom", ISO] + ICOUNT_ARGS + ["-singlestep",
                     "-d", "exec,nochain", "-dfilter", ranges, "-D", log],
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pcs = []

@@ -5,7 +5,7 @@ HOST_TEST_SRC := tests/host/hosted.c tests/host/test_kprintf.c tests/host/test_p
 	tests/host/test_profile_index.c tests/host/test_ring.c tests/host/test_lapic.c \
 	tests/host/test_callchain.c tests/host/test_object.c \
 	kernel/lib/kprintf.c kernel/core/pmm.c kernel/lib/multiboot2.c kernel/lib/acpi.c kernel/lib/cmdline.c \
-	kernel/pmc/ke/profile_index.c kernel/lib/ring.c kernel/arch/x86/lapic.c kernel/pmc/hwpmc/callchain.c \
+	kernel/pmc/ke/profile_index.c kernel/pmc/ke/profile_tree.c kernel/lib/ring.c kernel/arch/x86/lapic.c kernel/pmc/hwpmc/callchain.c \
 	kernel/core/object.c
 # -mno-red-zone: hwpmc/callchain.c's user walk calls an assembly routine from inline
 # asm; -no-pie: user_peek's fault-fixup table holds absolute addresses.

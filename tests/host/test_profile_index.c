@@ -1,7 +1,12 @@
-// The address index of started profiles (kernel/pmc/ke/profile_index.c):
-// lookups at range and granule boundaries, overlapping and wide ranges, the
-// answer's interval [lo, hi] and the cursor over covering entries, set changes, and the
-// dead-profile stand-in when memory runs out, against a brute-force model.
+// The address index of started profiles (kernel/pmc/ke/profile_index.c and
+// its persistent B+ tree, kernel/pmc/ke/profile_tree.c): lookups at range
+// and granule boundaries, overlapping and wide ranges, the answer's interval
+// [lo, hi] and the cursor over covering entries, set changes against a
+// brute-force model; the tree's shape after every change (order, branch
+// summaries, fill, height); old sets untouched by a change (readers go on in
+// them); the cost of a change at 10,000 profiles; stops with no memory at
+// all (the reserve), starts failing at each allocation (nothing changed);
+// and the per-CPU sample counts carried from set to set.
 //
 // Ranges here never wrap past 2^64: the Nt layer refuses those before a
 // profile exists (STATUS_BUFFER_OVERFLOW), so the index may assume it.
@@ -20,29 +25,147 @@ unsigned ncpus = 5; // the per-CPU sample counters each set carries
 
 // ---- the heap ke/profile_index.c allocates from ----
 
-static int fail_next_alloc; // the next kmalloc (kzalloc) returns NULL
-static long live_allocs;
+static long fail_after = -1; // allocations to grant before every one fails; -1: never
+static long live_allocs, allocs, frees;
 
 void *kmalloc(size_t size)
 {
-    if (fail_next_alloc) {
-        fail_next_alloc = 0;
+    if (fail_after == 0)
         return NULL;
-    }
+    if (fail_after > 0)
+        fail_after--;
     live_allocs++;
+    allocs++;
     return malloc(size);
 }
 
 void kfree(void *p)
 {
-    if (p)
+    if (p) {
         live_allocs--;
+        frees++;
+    }
     free(p);
 }
 
-// ---- what a lookup saw ----
+// ---- changes, retired at once (no reader waits here) ----
+
+static struct profile_set *add(struct profile_set *old, struct kprofile *p)
+{
+    struct profile_change ch;
+    if (!NT_SUCCESS(profile_set_add(old, p, &ch)))
+        return NULL;
+    profile_change_retire(&ch);
+    return ch.set;
+}
+
+static struct profile_set *drop(struct profile_set *old, struct kprofile *p)
+{
+    struct profile_change ch;
+    profile_set_remove(old, p, &ch);
+    profile_change_retire(&ch);
+    return ch.set;
+}
+
+// Every profile of set stopped, the set and what it keeps freed.
+static void drop_all(struct profile_set *set)
+{
+    while (set) {
+        const struct profile_tree *t = set->narrow.root ? &set->narrow : &set->wide;
+        const struct profile_node *leaf = t->root;
+        while (leaf->level)
+            leaf = leaf->item[0].child;
+        set = drop(set, leaf->item[0].p);
+    }
+}
+
+// ---- the tree's shape ----
 
 #define MAX_PROFILES 64
+
+// The entries of t in order, at most max of them; how many there are.
+static unsigned collect(const struct profile_node *node, const struct profile_set_entry **out,
+                        unsigned n, unsigned max)
+{
+    for (unsigned i = 0; node && i < node->count; i++) {
+        if (node->level)
+            n = collect(node->item[i].child, out, n, max);
+        else if (n++ < max)
+            out[n - 1] = &node->item[i];
+    }
+    return n;
+}
+
+static const struct profile_set_entry *nth(const struct profile_tree *t, unsigned i)
+{
+    const struct profile_set_entry *e[MAX_PROFILES] = {0};
+    collect(t->root, e, 0, MAX_PROFILES);
+    return i < MAX_PROFILES ? e[i] : NULL;
+}
+
+static bool key_le(const struct profile_set_entry *a, const struct profile_set_entry *b)
+{
+    return a->base < b->base || (a->base == b->base && (uintptr_t)a->p <= (uintptr_t)b->p);
+}
+
+// Whether node's subtree is a B+ tree of height level + 1: its level, fill
+// (PROFILE_TREE_MIN..ORDER items but in the root, a branch's root two at
+// least), its entries in (base, profile) order after *last, each a range of
+// its profile, each branch item the first key and the largest end below it.
+static bool shape_below(const struct profile_node *node, unsigned level, bool root,
+                        const struct profile_set_entry **last, uint64_t *max_end)
+{
+    if (node->level != level || node->count > PROFILE_TREE_ORDER || node->count == 0 ||
+        (!root && node->count < PROFILE_TREE_MIN) || (root && level && node->count < 2))
+        return false;
+    *max_end = 0;
+    for (unsigned i = 0; i < node->count; i++) {
+        const struct profile_set_entry *e = &node->item[i];
+        uint64_t end = e->end;
+        if (level) {
+            const struct profile_set_entry *first = *last;
+            if (!e->child || !shape_below(e->child, level - 1, false, last, &end) ||
+                end != e->end || e->child->item[0].base != e->base || (first && !key_le(first, e)))
+                return false;
+            const struct profile_node *leaf = e->child; // the first entry below
+            while (leaf->level)
+                leaf = leaf->item[0].child;
+            if (leaf->item[0].p != e->p)
+                return false;
+        } else {
+            if (e->child || e->base != e->p->range_base ||
+                e->end != e->p->range_base + e->p->range_size || (*last && !key_le(*last, e)))
+                return false;
+            *last = e;
+        }
+        *max_end = MAX(*max_end, end);
+    }
+    return true;
+}
+
+static bool shape_ok(const struct profile_tree *t)
+{
+    const struct profile_set_entry *last = NULL;
+    uint64_t end;
+    if (!t->root)
+        return t->height == 0;
+    return t->height <= PROFILE_TREE_LEVELS &&
+           shape_below(t->root, t->height - 1, true, &last, &end);
+}
+
+// Both trees' shapes, their counts, and the reserve the set keeps.
+static bool set_ok(const struct profile_set *set)
+{
+    const struct profile_set_entry *e[1];
+    unsigned h = MAX(set->narrow.height, set->wide.height);
+    return shape_ok(&set->narrow) && shape_ok(&set->wide) &&
+           collect(set->narrow.root, e, 0, 0) == set->n &&
+           collect(set->wide.root, e, 0, 0) == set->nwide &&
+           set->reserve.n == (set->n + set->nwide > 1 ? profile_tree_remove_need(h) : 0) &&
+           set->n + set->nwide > 0 && (set->n + set->nwide < 2 || set->spare);
+}
+
+// ---- what a lookup saw ----
 
 struct seen {
     unsigned n;
@@ -63,7 +186,8 @@ static struct seen look(const struct profile_set *set, uint64_t ip, struct profi
 {
     struct seen s = {0};
     profile_set_lookup(set, ip, a);
-    struct profile_cursor c = profile_cursor_at(set, ip);
+    struct profile_cursor c;
+    profile_cursor_at(&c, set, ip);
     for (const struct profile_set_entry *e; (e = profile_set_next(set, &c));)
         if (e->base <= ip && ip < e->end && s.n < MAX_PROFILES)
             s.p[s.n++] = e->p;
@@ -82,22 +206,6 @@ static struct kprofile *range(struct kprofile *p, uint64_t base, uint64_t size)
     return p;
 }
 
-static struct profile_set *add(struct profile_set *old, struct kprofile *p)
-{
-    bool ok = false;
-    struct profile_set *set = profile_set_change(old, p, NULL, NULL, &ok);
-    kfree(old);
-    return set;
-}
-
-static struct profile_set *drop(struct profile_set *old, struct kprofile *p)
-{
-    bool ok = false;
-    struct profile_set *set = profile_set_change(old, NULL, p, NULL, &ok);
-    kfree(old);
-    return set;
-}
-
 // ---- one profile: its bounds and the granule's ----
 
 static void one_range(void)
@@ -106,15 +214,17 @@ static void one_range(void)
     uint64_t base = 4 * MiB + 0x1000, end = base + 0x2000; // inside granule 2
     struct profile_set *set = add(NULL, range(&a, base, 0x2000));
     struct profile_answer ans;
-    CHECK(set && set->n == 1 && set->nwide == 0 && set->e[0].base == base && set->e[0].end == end,
-          "index: one narrow range, one entry [base, end)");
+    const struct profile_set_entry *e0 = set ? nth(&set->narrow, 0) : NULL;
+    CHECK(set && set->n == 1 && set->nwide == 0 && e0->base == base && e0->end == end &&
+              set->narrow.height == 1 && set_ok(set),
+          "index: one narrow range, one entry [base, end) in a one-leaf tree");
 
     struct seen s = look(set, base, &ans);
-    CHECK(s.n == 1 && s.p[0] == &a && ans.entry == &set->e[0] && reusable(set, ans),
+    CHECK(s.n == 1 && s.p[0] == &a && ans.entry == e0 && reusable(set, ans),
           "index: the first byte is in the range, a reusable answer naming its entry");
     CHECK(ans.lo == base && ans.hi == end - 1, "index: ... valid over exactly [base, end - 1]");
     s = look(set, end - 1, &ans);
-    CHECK(s.n == 1 && ans.entry == &set->e[0] && ans.lo == base && ans.hi == end - 1,
+    CHECK(s.n == 1 && ans.entry == e0 && ans.lo == base && ans.hi == end - 1,
           "index: the last byte is in the range");
     s = look(set, end, &ans);
     CHECK(s.n == 0 && !ans.entry && reusable(set, ans) && ans.lo == end && ans.hi == 6 * MiB - 1,
@@ -131,7 +241,8 @@ static void one_range(void)
     CHECK(s.n == 0 && ans.lo == ~0ull - (GRANULE - 1) && ans.hi == ~0ull,
           "index: the last address: the top granule, no overflow");
     set = drop(set, &a);
-    CHECK(set == NULL, "index: removing the only profile leaves no set");
+    CHECK(set == NULL && live_allocs == 0,
+          "index: removing the only profile leaves no set, and frees all it kept");
 }
 
 // A range across a granule boundary answers within each granule.
@@ -147,7 +258,7 @@ static void across_granules(void)
     s = look(set, 6 * MiB, &ans);
     CHECK(s.n == 1 && ans.lo == 6 * MiB && ans.hi == end - 1,
           "index: ... [granule start, end - 1] above it");
-    kfree(set);
+    drop_all(set);
 }
 
 // The top of the address space: a range whose last byte is 2^64 - 2.
@@ -163,7 +274,7 @@ static void top_of_address_space(void)
     s = look(set, ~0ull, &ans);
     CHECK(s.n == 0 && !ans.entry && ans.lo == ~0ull && ans.hi == ~0ull,
           "index: ... and not the address at its end");
-    kfree(set);
+    drop_all(set);
 }
 
 // ---- several profiles ----
@@ -174,10 +285,9 @@ static void overlapping(void)
     struct profile_set *set = add(NULL, range(&b, 0x2000, 0x2000)); // [0x2000, 0x4000)
     set = add(set, range(&a, 0x1000, 0x2000));                      // [0x1000, 0x3000)
     set = add(set, range(&c, 0x1800, 0x100));                       // [0x1800, 0x1900)
-    CHECK(set->n == 3 && set->e[0].p == &a && set->e[1].p == &c && set->e[2].p == &b,
+    CHECK(set->n == 3 && nth(&set->narrow, 0)->p == &a && nth(&set->narrow, 1)->p == &c &&
+              nth(&set->narrow, 2)->p == &b && set_ok(set),
           "index: entries sorted by base whatever the order of adds");
-    CHECK(set->e[0].max_end == 0x3000 && set->e[1].max_end == 0x3000 && set->e[2].max_end == 0x4000,
-          "index: max_end is the largest end so far");
     struct profile_answer ans;
     struct seen s = look(set, 0x2800, &ans);
     CHECK(s.n == 2 && saw(&s, &a) && saw(&s, &b) && !reusable(set, ans),
@@ -198,11 +308,35 @@ static void overlapping(void)
     CHECK(s.n == 0 && reusable(set, ans) && !ans.entry && ans.lo == 0 && ans.hi == 0xFFF,
           "index: below every range: up to the first base");
     set = drop(set, &a);
-    CHECK(set->n == 2 && set->e[0].p == &c && set->e[1].p == &b,
+    CHECK(set->n == 2 && nth(&set->narrow, 0)->p == &c && nth(&set->narrow, 1)->p == &b,
           "index: removing one keeps the others in order");
     s = look(set, 0x2800, &ans);
     CHECK(s.n == 1 && s.p[0] == &b && reusable(set, ans), "index: ... and its addresses");
-    kfree(set);
+    drop_all(set);
+}
+
+// Profiles with one base (NT's limit test starts 240 on one range): ordered
+// by the profile's address, each removed exactly.
+static void same_base(void)
+{
+    static struct kprofile p[40];
+    struct profile_set *set = NULL;
+    for (unsigned i = 0; i < 40; i++)
+        set = add(set, range(&p[(i * 7) % 40], 0x400000, 4));
+    struct profile_answer ans;
+    struct seen s = look(set, 0x400002, &ans);
+    CHECK(set->n == 40 && set->narrow.height == 2 && set_ok(set) && s.n == 40 && ans.several &&
+              ans.lo == 0x400000 && ans.hi == 0x400003,
+          "index: 40 profiles of one range: a two-level tree, all found, several");
+    bool ok = true;
+    for (unsigned i = 0; i < 39 && ok; i++) {
+        set = drop(set, &p[(i * 13) % 40]);
+        s = look(set, 0x400000, &ans);
+        ok = set_ok(set) && s.n == 39 - i && !saw(&s, &p[(i * 13) % 40]);
+    }
+    CHECK(ok && set->n == 1 && set->narrow.height == 1,
+          "index: ... removed one by one, each the one asked for, down to one leaf");
+    drop_all(set);
 }
 
 // Ranges over more than PROFILE_WIDE_GRANULES granules are the caller's to
@@ -214,9 +348,10 @@ static void wide(void)
     struct profile_set *set = add(NULL, range(&w, 0, wide_size));
     set = add(set, range(&n, 8 * MiB, 0x1000));
     set = add(set, range(&edge, 64 * MiB, PROFILE_WIDE_GRANULES * GRANULE)); // exactly the limit
-    CHECK(set->n == 2 && set->nwide == 1 && set->e[2].p == &w && set->e[2].base == 0 &&
-              set->e[2].end == wide_size,
-          "index: a range over 33 granules sits after the narrow ones; 32 is still narrow");
+    const struct profile_set_entry *we = nth(&set->wide, 0);
+    CHECK(set->n == 2 && set->nwide == 1 && we->p == &w && we->base == 0 && we->end == wide_size &&
+              set_ok(set),
+          "index: a range over 33 granules is in the wide tree; 32 is still narrow");
     struct profile_answer ans;
     struct seen s = look(set, 8 * MiB, &ans);
     CHECK(s.n == 2 && saw(&s, &n) && saw(&s, &w) && ans.entry && ans.entry->p == &n &&
@@ -228,20 +363,21 @@ static void wide(void)
     s = look(set, 64 * MiB + 31 * GRANULE, &ans);
     CHECK(s.n == 1 && s.p[0] == &edge, "index: a 32-granule range is found in its last granule");
     set = drop(set, &w);
-    CHECK(set->nwide == 0 && set->n == 2, "index: removing the wide entry ...");
+    CHECK(set->nwide == 0 && set->n == 2 && !set->wide.root, "index: removing the wide entry ...");
     look(set, 20 * MiB, &ans);
     CHECK(reusable(set, ans), "index: ... makes answers reusable again");
-    kfree(set);
+    drop_all(set);
 }
 
-// Many small ranges in one granule: the table and the backward scan.
+// Many small ranges in one granule: a lookup descends only where an entry
+// may cover the address, and finds each gap's boundaries.
 static void crowded_granule(void)
 {
     static struct kprofile p[40];
     struct profile_set *set = NULL;
     for (unsigned i = 0; i < 40; i++) // [i * 0x100, i * 0x100 + 0x80), added high to low
         set = add(set, range(&p[39 - i], (39 - i) * 0x100, 0x80));
-    bool ok = set && set->n == 40;
+    bool ok = set && set->n == 40 && set_ok(set);
     for (unsigned i = 0; ok && i < 40; i++) {
         struct profile_answer ans;
         struct seen in = look(set, i * 0x100 + 0x7F, &ans);
@@ -251,72 +387,194 @@ static void crowded_granule(void)
              ans.hi == (i == 39 ? GRANULE - 1 : (i + 1) * 0x100 - 1);
     }
     CHECK(ok, "index: 40 ranges in one granule: each found, each gap between them");
-    kfree(set);
+    drop_all(set);
 }
 
-// ---- out of memory, and the dead profile ----
+// ---- the old set, while readers may be in it ----
 
-// KeStopProfile without memory for a smaller set points the stopped profile's
-// entries at a stand-in that is never active; the next change drops them.
-static void dead_profile(void)
+// A change leaves the set it was made from as it was: samples still in it
+// (ke/profile.c waits for them before the retire) read the same answers and
+// the same memory, shared nodes and all, until the retire.
+static void old_set_untouched(void)
 {
-    static struct kprofile a, b, c, dead;
-    struct profile_set *set = add(NULL, range(&a, 0x10000, 0x1000));
-    set = add(set, range(&b, 0x20000, 0x1000));
+    static struct kprofile p[60], x;
+    struct profile_set *set = NULL;
+    for (unsigned i = 0; i < 60; i++)
+        set = add(set, range(&p[i], 0x400000 + i * 0x40, 0x20));
+    size_t bytes = sizeof *set + 2 * ncpus * sizeof(uint64_t);
+    struct profile_set *before = malloc(bytes);
+    memcpy(before, set, bytes);
+    const struct profile_set_entry *was[MAX_PROFILES] = {0}, *now[MAX_PROFILES] = {0};
+    collect(set->narrow.root, was, 0, MAX_PROFILES);
+    struct profile_change ch;
+    bool ok = NT_SUCCESS(profile_set_add(set, range(&x, 0x400010, 0x100), &ch));
+    struct profile_answer ans;
+    struct seen s = look(set, 0x400018, &ans);
+    collect(set->narrow.root, now, 0, MAX_PROFILES);
+    ok = ok && s.n == 1 && s.p[0] == &p[0] && !memcmp(was, now, sizeof was) &&
+         shape_ok(&set->narrow);
+    ok = ok && !memcmp(before, set, offsetof(struct profile_set, reserve));
+    s = look(ch.set, 0x400018, &ans);
+    CHECK(ok && s.n == 2 && ch.set->n == 61 && ch.set != set,
+          "index: an add leaves the old set's trees, entries and counts as they were");
+    profile_change_retire(&ch);
+    set = ch.set;
+    memcpy(before, set, bytes);
+    profile_set_remove(set, &p[30], &ch);
+    s = look(set, 0x400000 + 30 * 0x40, &ans);
+    ok =
+        s.n == 1 && s.p[0] == &p[30] && !memcmp(before, set, offsetof(struct profile_set, reserve));
+    s = look(ch.set, 0x400000 + 30 * 0x40, &ans);
+    CHECK(ok && s.n == 0 && shape_ok(&set->narrow),
+          "index: ... and so does a removal: the old set still finds the stopped profile");
+    profile_change_retire(&ch);
+    free(before);
+    drop_all(ch.set);
+}
+
+// ---- out of memory ----
+
+// A stop needs no memory: with every allocation failing, every profile of a
+// tree of several levels is removed, in an order that merges and evens
+// nodes out at every level, and nothing leaks.
+static void stop_without_memory(void)
+{
+    enum { N = 3000 };
+    static struct kprofile p[N];
+    struct profile_set *set = NULL;
+    for (unsigned i = 0; i < N; i++)
+        set = add(set, range(&p[i], 0x10000000 + (uint64_t)((i * 1237) % N) * 0x100, 0x80));
+    unsigned height = set->narrow.height;
+    fail_after = 0;
     bool ok = true;
-    fail_next_alloc = 1;
-    struct profile_set *smaller = profile_set_change(set, NULL, &a, &dead, &ok);
-    CHECK(!smaller && !ok, "index: no memory: no set, ok false");
-    CHECK(set->n == 2 && set->e[0].p == &a, "index: ... and the old set untouched");
-    set->e[0].p = &dead; // what KeStopProfile does in place
-    struct profile_answer ans;
-    struct seen s = look(set, 0x10800, &ans);
-    CHECK(s.n == 1 && s.p[0] == &dead, "index: the stand-in's entry still answers, naming it");
-    struct profile_set *next = profile_set_change(set, range(&c, 0x18000, 0x100), NULL, &dead, &ok);
-    kfree(set);
-    set = next;
-    CHECK(ok && set && set->n == 2 && set->e[0].p == &c && set->e[1].p == &b,
-          "index: the next change drops the stand-in's entries");
-    s = look(set, 0x10800, &ans);
-    CHECK(s.n == 0 && reusable(set, ans), "index: ... and its addresses are nobody's");
-    next = profile_set_change(set, NULL, NULL, &c, &ok); // c as the stand-in this time
-    CHECK(ok && next && next->n == 1 && next->e[0].p == &b,
-          "index: a change with nothing added or removed drops the stand-in's entries");
-    kfree(next);
-    next = profile_set_change(set, NULL, &b, &c, &ok);
-    CHECK(ok && next == NULL, "index: nothing left after the drop: NULL, ok true");
-    kfree(set);
+    for (unsigned i = 0; i < N && ok; i++) {
+        set = drop(set, &p[(i * 2749) % N]);
+        ok = i == N - 1 ? !set : set_ok(set) && set->n == N - 1 - i;
+    }
+    fail_after = -1;
+    CHECK(ok && height >= 4 && live_allocs == 0,
+          "index: %u profiles (height %u) all stopped with no memory at all, none left", N, height);
 }
 
-// ---- the set's own sample counters ----
-
-// A process-scope set counts the samples that found it, one counter per CPU
-// (ke/profile.c hands them to its profiles when it is replaced): each new set
-// starts from zero, and the counters share no byte with the entries or the
-// granule table, so a sample's count cannot change a lookup's answer.
-static void sample_counters(void)
+// A start that meets a failed allocation, at any of the allocations it
+// makes, changes nothing: same set, same reserve, no memory kept. 300 adds
+// in a scattered order, each failed at every allocation before it succeeds:
+// leaves split, and the root, twice.
+static void start_without_memory(void)
 {
-    static struct kprofile a, b;
-    struct profile_set *set = add(NULL, range(&a, 0x10000, 0x1000));
-    set = add(set, range(&b, 0x400000, 0x1000));
-    bool zero = true;
-    for (unsigned cpu = 0; cpu < ncpus; cpu++)
-        zero &= set->samples[cpu] == 0;
-    CHECK(zero, "index: a new set's %u sample counters start at zero", ncpus);
-    for (unsigned cpu = 0; cpu < ncpus; cpu++)
-        set->samples[cpu] = ~0ull;
+    enum { N = 300 };
+    static struct kprofile p[N];
+    struct profile_set *set = NULL;
+    bool ok = true;
+    unsigned failures = 0, grown = 0;
+    for (unsigned i = 0; i < N && ok; i++) {
+        range(&p[i], 0x400000 + ((i * 97) % N) * 0x10, 4);
+        long live = live_allocs;
+        unsigned reserve = set ? set->reserve.n : 0, height = set ? set->narrow.height : 0;
+        for (long tries = 0;; tries++) {
+            struct profile_change ch;
+            fail_after = tries;
+            NTSTATUS s = profile_set_add(set, &p[i], &ch);
+            fail_after = -1;
+            if (NT_SUCCESS(s)) {
+                profile_change_retire(&ch);
+                set = ch.set;
+                break;
+            }
+            failures++;
+            ok = ok && s == STATUS_INSUFFICIENT_RESOURCES && live_allocs == live &&
+                 (!set || (set->reserve.n == reserve && set_ok(set)));
+        }
+        grown += set->narrow.height > height;
+        ok = ok && set_ok(set);
+    }
+    CHECK(ok && grown == 3 && set->narrow.height == 3 && failures > 0,
+          "index: %u starts, each failed at each of its allocations first (%u failures): "
+          "nothing changed by those, the tree grew to height 3",
+          N, failures);
+    drop_all(set);
+}
+
+// ---- the cost of a change ----
+
+// 10,000 profiles of one scope, added in order (the bench's case: each in
+// the last leaf) and removed at random: every change makes, replaces and
+// frees a few nodes, whatever the number of profiles.
+static void many_profiles(void)
+{
+    enum { N = 10000 };
+    static struct kprofile p[N];
+    struct profile_set *set = NULL;
+    long most = 0, ops;
+    bool ok = true;
+    for (unsigned i = 0; i < N && ok; i++) {
+        long before = allocs + frees;
+        set = add(set, range(&p[i], 0x400000 + (uint64_t)i * 0x10, 4));
+        ops = allocs + frees - before;
+        most = MAX(most, ops);
+        ok = set && (i % 997 || set_ok(set));
+    }
+    unsigned height = set->narrow.height;
     struct profile_answer ans;
-    struct seen s = look(set, 0x10800, &ans);
-    CHECK(s.n == 1 && s.p[0] == &a && reusable(set, ans),
-          "index: counters at their maximum: a still found");
-    s = look(set, 0x400010, &ans);
-    CHECK(s.n == 1 && s.p[0] == &b, "index: ... and b");
-    bool ok = false;
-    struct profile_set *next = profile_set_change(set, NULL, NULL, NULL, &ok);
-    CHECK(ok && next->samples != set->samples && next->samples[ncpus - 1] == 0,
-          "index: the set made from it counts from zero in counters of its own");
-    kfree(set);
-    kfree(next);
+    struct seen s = look(set, 0x400000 + 5000 * 0x10 + 2, &ans);
+    ok = ok && s.n == 1 && s.p[0] == &p[5000] && ans.lo == 0x400000 + 5000 * 0x10;
+    CHECK(ok && height <= 5 && most <= 4 * PROFILE_TREE_LEVELS,
+          "index: %u starts in order: height %u, at most %ld allocations and frees per start", N,
+          height, most);
+    most = 0;
+    for (unsigned i = 0; i < N && ok; i++) {
+        long before = allocs + frees;
+        set = drop(set, &p[(i * 7919) % N]);
+        ops = allocs + frees - before;
+        most = MAX(most, i < N - 1 ? ops : 0);
+        ok = i == N - 1 ? !set : (i % 997 || set_ok(set));
+    }
+    CHECK(ok && most <= 4 * PROFILE_TREE_LEVELS && live_allocs == 0,
+          "index: ... %u stops at random: at most %ld frees per stop, nothing left", N, most);
+}
+
+// ---- the sets' sample counts ----
+
+// A process-scope set counts the samples that found it, one counter per CPU;
+// each new set counts from zero and, once the old one is retired, knows in
+// retired[] what every set before it counted (ke/profile.c's exact delivered
+// counts rest on this): retired + samples of the current set is the scope's
+// total, across adds, removals and the spare set's reuse.
+static void sample_counts(void)
+{
+    static struct kprofile p[20];
+    uint64_t total[8] = {0};
+    struct profile_set *set = NULL;
+    bool ok = true;
+    for (unsigned step = 0; step < 200 && ok; step++) {
+        struct profile_change ch;
+        unsigned i = step * 7 % 20;
+        bool in = false;
+        for (unsigned k = 0; set && k < set->n; k++)
+            in |= nth(&set->narrow, k)->p == &p[i];
+        if (in)
+            profile_set_remove(set, &p[i], &ch);
+        else
+            ok = NT_SUCCESS(profile_set_add(set, range(&p[i], 0x1000 * i, 0x100), &ch));
+        for (unsigned cpu = 0; ok && ch.set && cpu < ncpus; cpu++)
+            ok = ch.set->samples[cpu] == 0;
+        for (unsigned cpu = 0; ok && set && cpu < ncpus; cpu++) { // samples still in the old set
+            set->samples[cpu] += cpu + step;
+            total[cpu] += cpu + step;
+        }
+        profile_change_retire(&ch);
+        if (!(set = ch.set)) {
+            memset(total, 0, sizeof total); // a new scope's first set counts from zero
+            continue;
+        }
+        for (unsigned cpu = 0; ok && cpu < ncpus; cpu++) {
+            set->samples[cpu] += step % 3; // samples in the new set
+            total[cpu] += step % 3;
+            ok = set->retired[cpu] + set->samples[cpu] == total[cpu];
+        }
+    }
+    CHECK(ok, "index: 200 changes: each new set counts from zero, retired + samples is the total");
+    drop_all(set);
 }
 
 // ---- against a brute-force model ----
@@ -327,9 +585,11 @@ static uint64_t next_random(void)
     return xorshift64(&rng);
 }
 
+#define MODEL_MAX 240
+
 struct model {
     unsigned n;
-    struct kprofile *p[MAX_PROFILES];
+    struct kprofile *p[MODEL_MAX];
 };
 
 static bool wide_range(const struct kprofile *p)
@@ -386,23 +646,24 @@ static bool agrees(const struct profile_set *set, const struct model *m, uint64_
     return narrow == 1 ? ans.entry && ans.entry->p == only : !ans.entry;
 }
 
-// Whether the set holds exactly the model's profiles, narrow ones sorted.
+// Whether the set holds exactly the model's profiles, the narrow ones in
+// the narrow tree, in a valid shape.
 static bool same_profiles(const struct profile_set *set, const struct model *m)
 {
     if (!set)
         return m->n == 0;
-    if (set->n + set->nwide != m->n)
+    if (!set_ok(set) || set->n + set->nwide != m->n)
         return false;
-    for (unsigned i = 0; i < set->n + set->nwide; i++) {
+    const struct profile_set_entry *e[MODEL_MAX];
+    unsigned n = collect(set->wide.root, e, collect(set->narrow.root, e, 0, MODEL_MAX), MODEL_MAX);
+    for (unsigned i = 0; i < n; i++) {
         bool in = false;
         for (unsigned k = 0; k < m->n; k++)
-            in |= m->p[k] == set->e[i].p;
-        if (!in || (i < set->n) == wide_range(set->e[i].p))
-            return false;
-        if (i > 0 && i < set->n && set->e[i - 1].base > set->e[i].base)
+            in |= m->p[k] == e[i]->p;
+        if (!in || (i < set->n) == wide_range(e[i]->p))
             return false;
     }
-    return true;
+    return n == m->n;
 }
 
 static void random_range(struct kprofile *p)
@@ -443,18 +704,19 @@ static bool agrees_everywhere(const struct profile_set *set, const struct model 
     return true;
 }
 
-static void against_model(void)
+// max profiles at most, rounds random adds and removes (adds of one removal
+// in odds), each set checked against the model at every boundary.
+static void against_model(unsigned max, unsigned rounds, unsigned odds)
 {
-    static struct kprofile pool[MAX_PROFILES];
+    static struct kprofile pool[MODEL_MAX];
     struct model m = {0};
     struct profile_set *set = NULL;
-    unsigned changes = 0, bad = 0;
-    for (unsigned round = 0; round < 2000 && !bad; round++, changes++) {
-        bool ok = false, grow = m.n == 0 || (m.n < MAX_PROFILES && next_random() % 3 != 0);
-        struct profile_set *next;
+    unsigned changes = 0, bad = 0, height = 0;
+    for (unsigned round = 0; round < rounds && !bad; round++, changes++) {
+        bool grow = m.n == 0 || (m.n < max && next_random() % (odds + 1) != 0);
         if (grow) {
             struct kprofile *p = &pool[0];
-            for (unsigned i = 0; i < MAX_PROFILES; i++) { // a pool entry not in the set
+            for (unsigned i = 0; i < max; i++) { // a pool entry not in the set
                 bool used = false;
                 for (unsigned k = 0; k < m.n; k++)
                     used |= m.p[k] == &pool[i];
@@ -464,22 +726,22 @@ static void against_model(void)
                 }
             }
             random_range(p);
-            next = profile_set_change(set, p, NULL, NULL, &ok);
+            set = add(set, p);
+            bad += !set;
             m.p[m.n++] = p;
         } else {
             unsigned k = (unsigned)(next_random() % m.n);
-            next = profile_set_change(set, NULL, m.p[k], NULL, &ok);
+            set = drop(set, m.p[k]);
             m.p[k] = m.p[--m.n];
         }
-        kfree(set);
-        set = next;
-        bad += !ok || !same_profiles(set, &m) || (set && !agrees_everywhere(set, &m));
+        height = MAX(height, set ? set->narrow.height : 0);
+        bad += !same_profiles(set, &m) || (set && !agrees_everywhere(set, &m));
     }
     CHECK(!bad,
-          "index: %u random adds and removes agree with a brute-force model at every "
-          "range boundary",
-          changes);
-    kfree(set);
+          "index: %u random adds and removes of up to %u profiles (height %u at most) agree "
+          "with a brute-force model at every range boundary",
+          changes, max, height);
+    drop_all(set);
 }
 
 void test_profile_index(void)
@@ -488,10 +750,15 @@ void test_profile_index(void)
     across_granules();
     top_of_address_space();
     overlapping();
+    same_base();
     wide();
     crowded_granule();
-    dead_profile();
-    sample_counters();
-    against_model();
+    old_set_untouched();
+    stop_without_memory();
+    start_without_memory();
+    many_profiles();
+    sample_counts();
+    against_model(MAX_PROFILES, 2000, 2);
+    against_model(MODEL_MAX, 450, 5);
     CHECK(live_allocs == 0, "index: every set allocated was freed (%ld left)", live_allocs);
 }

@@ -8,6 +8,7 @@
 # and clang.
 KE_BUILD := $(or $(BUILD),build)/tests/ke
 KE_KERNEL_SRCS := kernel/pmc/ke/sample.c kernel/pmc/ke/profile.c kernel/pmc/ke/profile_index.c \
+    kernel/pmc/ke/profile_tree.c \
     kernel/core/grace.c kernel/core/object.c
 KE_EXPLORE_SRCS := $(KE_KERNEL_SRCS) $(wildcard tests/ke/*.c)
 KE_EXPLORE_CFLAGS := -std=c11 -O2 -Wall -Wextra -Werror -g -fno-omit-frame-pointer \

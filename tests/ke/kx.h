@@ -1,8 +1,8 @@
 // The profile-layer explorer (make ke-explore): the real kernel/pmc/ke
-// (sample.c, profile.c, profile_index.c), core/grace.c and core/object.c,
-// and core/switch_publish.h's three steps called as core/sched.c's switch_to
-// calls them, built for the host under ASan and UBSan and driven by seeded
-// sequences of steps on 2 to 4 simulated CPUs.
+// (sample.c, profile.c, profile_index.c, profile_tree.c), core/grace.c and
+// core/object.c, and core/switch_publish.h's three steps called as
+// core/sched.c's switch_to calls them, built for the host under ASan and
+// UBSan and driven by seeded sequences of steps on 2 to 4 simulated CPUs.
 //
 // What it models. Each simulated CPU has a stack of contexts, each a
 // coroutine with a stack of its own (fiber.c): at the bottom the task (one
@@ -19,8 +19,8 @@
 // sched_cpus_running between its loads, smp_call_many, clock_ns, the HAL. So
 // a sample can be held after it loaded the plan epoch while another CPU runs
 // a whole stop. An NMI lands anywhere but in another NMI (inside switch_to,
-// plan_make, retire_set, grace.c, a maskable sample); a maskable interrupt
-// only where the task has interrupts on; a cross-CPU call is taken only
+// plan_make, profile_change_retire, grace.c, a maskable sample); a maskable
+// interrupt only where the task has interrupts on; a cross-CPU call is taken only
 // there, so never inside a sample or switch_to. A source is delivered one
 // way for a whole sequence, as for a whole boot: the timer's ProfileTime by
 // vector or NMI, the PMU sources' PMIs by vector or NMI.

@@ -36,7 +36,7 @@ static struct {
 static unsigned nswitch_watchers;
 static struct profile_process areas[16]; // a process's area, by pid % 16
 static struct process *listed[16];       // the live processes, by pid % 16
-struct ke_host_log ke_host_log;
+struct ke_host_log ke_host_log, ke_host_log_other;
 
 void process_watch(process_watcher fn)
 {
@@ -64,6 +64,7 @@ void ke_host_reset(unsigned n)
     nprocess_watchers = nswitch_watchers = 0;
     memset(listed, 0, sizeof listed);
     memset(&ke_host_log, 0, sizeof ke_host_log);
+    memset(&ke_host_log_other, 0, sizeof ke_host_log_other);
 }
 
 struct cpu *this_cpu(void)
@@ -204,6 +205,16 @@ uint64_t object_live_count(void)
 
 // ---- the sample log and the fan-out, counted ----
 
+// A log is the counts of its owner's struct ke_host_log; a PMC writing it
+// holds it (pmc_log_use), and its samplers hold its one CPU part.
+struct log_cpu {
+    struct ke_host_log *counts;
+};
+struct pmc_log {
+    struct log_cpu part;
+};
+static struct pmc_log host_logs[2] = {{{&ke_host_log}}, {{&ke_host_log_other}}};
+
 void pmc_log_sample(struct pmc_sampler *s, const struct intr_frame *f)
 {
     bool user = (f->cs & 3) == 3;
@@ -211,67 +222,75 @@ void pmc_log_sample(struct pmc_sampler *s, const struct intr_frame *f)
         if (!pmc_sampler_take(s, user))
             continue;
         const struct pmclog_sample *head = (const struct pmclog_sample *)s->head;
-        ke_host_log.samples++;
-        ke_host_log.last_pmc = head->pmc;
+        s->log->counts->samples++;
+        s->log->counts->last_pmc = head->pmc;
     }
 }
 
-struct log_cpu *pmc_log_cpu(unsigned cpu)
+struct log_cpu *pmc_log_cpu(struct pmc_log *log, unsigned cpu)
 {
     (void)cpu;
-    return NULL; // the model's log counts records, it keeps no rings
+    return &log->part; // the model's log counts records, it keeps no rings
 }
 
 // An off-CPU record (a process-scope PMC with PMC_F_LOG_OFFCPU): counted as
 // a record of its type; its chain is the kernel's own walk, not modelled.
-void pmc_log_offcpu(const struct pmclog_offcpu *head, bool chain, const struct intr_frame *f)
+void pmc_log_offcpu(struct pmc_log *log, const struct pmclog_offcpu *head, bool chain,
+                    const struct intr_frame *f)
 {
     (void)head;
     (void)chain;
     (void)f;
-    ke_host_log.records[PMCLOG_OFFCPU < 16 ? PMCLOG_OFFCPU : 0]++;
+    log->part.counts->records[PMCLOG_OFFCPU < 16 ? PMCLOG_OFFCPU : 0]++;
 }
 
 // As kernel/pmc/hwpmc/log.c's: the writes counted per CPU, and a record
 // not written when one was written since its mark.
 static uint32_t log_writes[MAX_CPUS];
 
-uint32_t pmc_log_mark(void)
+uint32_t pmc_log_mark(struct pmc_log *log)
 {
+    (void)log;
     return log_writes[cpu_id()];
 }
 
-bool pmc_log_write_unchanged(struct pmclog_header *rec, uint32_t size, uint32_t mark)
+bool pmc_log_write_unchanged(struct pmc_log *log, struct pmclog_header *rec, uint32_t size,
+                             uint32_t mark)
 {
     if (log_writes[cpu_id()] != mark)
         return false;
-    pmc_log_write_irqoff(rec, size);
+    pmc_log_write_irqoff(log, rec, size);
     return true;
 }
 
-void pmc_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
+void pmc_log_write_irqoff(struct pmc_log *log, struct pmclog_header *rec, uint32_t size)
 {
+    struct ke_host_log *l = log->part.counts;
     log_writes[cpu_id()]++;
     rec->cpu = (uint16_t)cpu_id();
     rec->size = size;
-    ke_host_log.records[rec->type < 16 ? rec->type : 0]++;
-    if (ke_host_log.nbytes + size <= sizeof ke_host_log.bytes) {
-        memcpy(ke_host_log.bytes + ke_host_log.nbytes, rec, size);
-        ke_host_log.nbytes += size;
+    l->records[rec->type < 16 ? rec->type : 0]++;
+    if (l->nbytes + size <= sizeof l->bytes) {
+        memcpy(l->bytes + l->nbytes, rec, size);
+        l->nbytes += size;
     }
 }
 
-NTSTATUS pmc_log_use(const struct process *p)
+NTSTATUS pmc_log_use(const struct process *p, struct pmc_log **out)
 {
-    if (!p || p->pid != ke_host_log.owner_pid)
+    *out = NULL;
+    for (unsigned k = 0; p && k < 2; k++)
+        if (host_logs[k].part.counts->owner_pid && host_logs[k].part.counts->owner_pid == p->pid)
+            *out = &host_logs[k];
+    if (!*out)
         return STATUS_PMC_NO_LOG;
-    ke_host_log.users++;
+    (*out)->part.counts->users++;
     return STATUS_SUCCESS;
 }
 
-void pmc_log_unuse(void)
+void pmc_log_unuse(struct pmc_log *log)
 {
-    ke_host_log.users--;
+    log->part.counts->users--;
 }
 
 void pmc_log_map_process(const struct process *p, const uint8_t *elf, size_t size)

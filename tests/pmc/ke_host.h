@@ -27,10 +27,11 @@ void ke_host_tick(unsigned cpu);
 // The exiting process's PROCESS_EXITING watchers, on cpu (exit_status 3).
 void ke_host_exit(unsigned cpu, struct process *p);
 
-// What the PMC object gave the sample log and the fan-out since the reset.
+// What the PMC object gave a process's sample log (and the fan-out) since
+// the reset: one log per owner, as kernel/pmc/hwpmc/log.c keeps them.
 struct ke_host_log {
     uint32_t owner_pid;   // the log's owner (0: no log)
-    uint32_t users;       // sampling PMCs using it
+    uint32_t users;       // PMCs and loggers using it
     uint64_t samples;     // pmc_log_sample calls
     uint32_t last_pmc;    // the PMC id of the last sample
     uint64_t records[16]; // pmc_log_write_irqoff records, by type
@@ -38,4 +39,5 @@ struct ke_host_log {
     size_t nbytes;
     uint64_t drops; // sample_plans_drop calls
 };
-extern struct ke_host_log ke_host_log;
+extern struct ke_host_log ke_host_log;       // the first owner's (drops: the fan-out's)
+extern struct ke_host_log ke_host_log_other; // a second owner's, beside it

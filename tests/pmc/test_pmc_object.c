@@ -420,6 +420,57 @@ static void one_object(void)
     finish(n);
 }
 
+// Two owners with a log each, as kernel/pmc/hwpmc/log.c keeps one per
+// owner: a PMC's samples, switch and exit records, sampling or counting, go
+// to its owner's log alone, though both sample one process.
+static void logs_per_owner(void)
+{
+    setup(&MODEL_INTEL_V4);
+    const char *n = "a log per owner";
+    static struct process owner2;
+    static struct thread owner2_thread;
+    ke_host_process(&owner2, &owner2_thread, 20);
+    ke_host_log.owner_pid = proc[0].pid;
+    ke_host_log_other.owner_pid = owner2.pid;
+    uint32_t flags = PMC_F_LOG_PROCCSW | PMC_F_LOG_PROCEXIT;
+    NTSTATUS st[3];
+    struct pmc *m[3] = {
+        alloc_flags(ProfileTime, PMC_MODE_TS, flags, &st[0]),
+        ke_host_allocate(&owner2, ProfileTime, PMC_MODE_TS, flags, &st[1]),
+        ke_host_allocate(&owner2, PMC_EVENT_SW(PMC_SW_SYSCALLS), PMC_MODE_TC, PMC_F_LOG_PROCEXIT,
+                         &st[2]),
+    };
+    struct process *owner[3] = {&proc[0], &owner2, &owner2};
+    bool ok = true;
+    for (unsigned i = 0; i < 3 && ok; i++)
+        ok = STATUS_EQ(st[i], STATUS_SUCCESS, "%s: allocate %u", n, i) &&
+             STATUS_EQ(pmc_attach(m[i], owner[i], &proc[1]), STATUS_SUCCESS, "%s: attach %u", n,
+                       i) &&
+             STATUS_EQ(pmc_start(m[i], owner[i]), STATUS_SUCCESS, "%s: start %u", n, i);
+    if (ok) {
+        struct intr_frame user = {.rip = USER_IP, .cs = 0x23};
+        pmc_log_sample(pmc_samplers_make(ProfileTime, &proc[1], 0), &user);
+        tap_ok(ke_host_log.samples == 1 && ke_host_log.last_pmc == m[0]->id &&
+                   ke_host_log_other.samples == 1 && ke_host_log_other.last_pmc == m[1]->id,
+               "%s: each PMC's sample in its owner's log (%lu, %lu)", n, ke_host_log.samples,
+               ke_host_log_other.samples);
+        ke_host_switch(0, &thr[1]);
+        ke_host_switch(0, NULL);
+        tap_ok(ke_host_log.records[PMCLOG_CSW] == 1 && ke_host_log_other.records[PMCLOG_CSW] == 1,
+               "%s: a switch record in each log", n);
+        ke_host_exit(0, &proc[1]);
+        tap_ok(ke_host_log.records[PMCLOG_EXIT] == 1 && ke_host_log_other.records[PMCLOG_EXIT] == 2,
+               "%s: exit records: one in the first log, the sampling and the counting PMC's in "
+               "the second",
+               n);
+    }
+    for (unsigned i = 0; i < 3; i++)
+        release(m[i]); // closing stops
+    tap_ok(ke_host_log.users == 0 && ke_host_log_other.users == 0, "%s: both logs given back", n);
+    grace_flush();
+    finish(n);
+}
+
 // A target leaving a software counting PMC (its process exits) is read until
 // its count is in the PMC's total. A stop that lands while it leaves (here
 // at the release's call to every CPU) must keep that count: it once kept
@@ -526,5 +577,6 @@ void test_pmc_object(void)
     self_monitoring(&MODEL_AMD_V2);
     no_pmu();
     one_object();
+    logs_per_owner();
     cswitch_counters();
 }

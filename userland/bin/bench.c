@@ -18,6 +18,12 @@
 //                        of a process that is not running (a suspended
 //                        child): the cross-CPU call interrupts sent and the
 //                        guest instructions (of every CPU) per pair
+//   bench start N        the guest instructions of one NtStartProfile of a
+//                        process that is not running: its first profile
+//                        (start_cost_1), and one more when N are started on
+//                        distinct small ranges (start_cost_N): a start must
+//                        not grow with the profiles started before it; the
+//                        same for the NtStopProfile after each (stop_cost_*)
 //   bench cswitch K      instructions per context switch (-smp 1: this process
 //                        and a child yield to each other) with K counting PMCs
 //                        of software events started on this process (0 or 4),
@@ -210,6 +216,71 @@ static int startstop(unsigned n)
     return 0;
 }
 
+// The fewest instructions one NtStartProfile of h, and one NtStopProfile,
+// took in tries: a tick that lands inside one try does not count.
+static int start_once(HANDLE h, unsigned tries, uint64_t best[2])
+{
+    best[0] = best[1] = UINT64_MAX;
+    for (unsigned i = 0; i < tries; i++) {
+        uint64_t t0 = rdtsc();
+        NTSTATUS s = NtStartProfile(h);
+        uint64_t t1 = rdtsc();
+        if (!NT_SUCCESS(s))
+            return fail("NtStartProfile (timed)", s);
+        if (!NT_SUCCESS(s = NtStopProfile(h)))
+            return fail("NtStopProfile (timed)", s);
+        uint64_t t2 = rdtsc();
+        best[0] = t1 - t0 < best[0] ? t1 - t0 : best[0];
+        best[1] = t2 - t1 < best[1] ? t2 - t1 : best[1];
+    }
+    return 0;
+}
+
+#define START_MAX 8192
+
+// A suspended child's profiles over [0x400000 + 16 i, +4), one 4-byte bucket
+// each in one shared word: the first start of the process, then one more
+// with n started. The limit is 8,192 per CPU, so this needs -smp 2.
+static int start_cost(unsigned n)
+{
+    static HANDLE prof[START_MAX + 1];
+    static ULONG word;
+    HANDLE self, child, keep;
+    const char *argv[] = {"spin", "3600", NULL};
+    if (n < 1 || n > START_MAX)
+        return fail("N must be 1..8192", STATUS_INVALID_PARAMETER);
+    NTSTATUS s = SysOpenProcess(SysGetPid(), &self);
+    if (!NT_SUCCESS(s) || !NT_SUCCESS(s = SysSpawn("spin", argv, SPAWN_SUSPENDED, &child)))
+        return fail("processes", s);
+    // As in startstop: no timed start is the source's first user.
+    if (!NT_SUCCESS(s = own_profile(self, &keep, buffers[0])) ||
+        !NT_SUCCESS(s = NtStartProfile(keep)))
+        return fail("the profile that keeps the source", s);
+    for (unsigned i = 0; i <= n; i++)
+        if (!NT_SUCCESS(s = NtCreateProfile(&prof[i], child, (void *)(0x400000ull + 16ull * i), 4,
+                                            2, &word, 4, ProfileTime, (KAFFINITY)-1)))
+            return fail("NtCreateProfile", s);
+    uint64_t first[2], last[2];
+    if (start_once(prof[n], 8, first))
+        return 1;
+    for (unsigned i = 0; i < n; i++)
+        if (!NT_SUCCESS(s = NtStartProfile(prof[i])))
+            return fail("NtStartProfile", s);
+    if (start_once(prof[n], 8, last))
+        return 1;
+    uint32_t pid = 0;
+    if (NT_SUCCESS(SysProcessId(child, &pid)))
+        SysKill(pid);
+    for (unsigned i = 0; i <= n; i++)
+        NtClose(prof[i]); // stops the started ones
+    NtClose(keep), NtClose(child), NtClose(self);
+    printf("bench: start_cost_1 %lu instructions\n", first[0]);
+    printf("bench: start_cost_%u %lu instructions\n", n, last[0]);
+    printf("bench: stop_cost_1 %lu instructions\n", first[1]);
+    printf("bench: stop_cost_%u %lu instructions\n", n, last[1]);
+    return 0;
+}
+
 // One PMC on this process at the source's interval; the extra instructions per
 // sample, and the samples' average chain length.
 __attribute__((noinline)) static int chain_run(unsigned frames, uint32_t flags, uint64_t base,
@@ -371,7 +442,9 @@ int main(int argc, char **argv)
         return smp();
     if (argc >= 3 && strcmp(argv[1], "startstop") == 0)
         return startstop((unsigned)strtoul(argv[2], NULL, 0));
+    if (argc >= 3 && strcmp(argv[1], "start") == 0)
+        return start_cost((unsigned)strtoul(argv[2], NULL, 0));
     printf("usage: bench cost N | bench overhead INTERVAL | bench smp | bench callchain D | "
-           "bench cswitch K | bench startstop N\n");
+           "bench cswitch K | bench startstop N | bench start N\n");
     return 2;
 }

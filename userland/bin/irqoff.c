@@ -11,16 +11,22 @@
 // us), so a maskable tick that falls in a locked section is delayed to its
 // unlock, not merged with the next one there (timer.c counts those as
 // missed): each delayed sample is then one sample moved, none lost.
+//
+// irqoff longest [reset]: the kernel's own interrupts-off time instead, from
+// its tracker (SysIrqoffLongest, core/irqoff.h): each CPU's longest section
+// since boot, or since `reset` (which needs sudo), where it began, and the
+// longest the kernel keeps on purpose (SysIrqoffSpin's), with its reason.
 #include <statfmt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <syscall.h>
 
 #define DEFAULT_US     100
 #define DEFAULT_ROUNDS 2000
 #define MAX_ROUNDS     1000000
 
-static const char usage[] = "usage: irqoff [MICROSECONDS [ROUNDS]]";
+static const char usage[] = "usage: irqoff [MICROSECONDS [ROUNDS]] | irqoff longest [reset]";
 
 // A whole decimal or 0x number into *out; 0 when the word is none.
 static int number(const char *word, uint64_t *out)
@@ -38,8 +44,42 @@ static void print_ms(const char *what, uint64_t ticks, uint64_t hz)
     printf("irqoff: %-18s %lu.%03lu ms, %lu TSC ticks\n", what, us / 1000, us % 1000, ticks);
 }
 
+// One line per CPU: its longest section against the bound, and the longest
+// excused one when there is one.
+static int longest(uint32_t flags)
+{
+    static struct sys_irqoff_longest rows[64];
+    struct sys_clock clock = {0, 0, 0};
+    uint32_t n = 0;
+    SysClock(&clock);
+    NTSTATUS s = SysIrqoffLongest(rows, 64, &n, flags);
+    if (!NT_SUCCESS(s) || !clock.tsc_hz) {
+        fprintf(stderr, "irqoff: SysIrqoffLongest: %s\n", nt_status_name(s));
+        return 1;
+    }
+    printf("irqoff: the longest interrupts-off section of each CPU (bound %u us)\n",
+           IRQOFF_SPIN_MAX_US);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t us = rows[i].tsc * 1000000 / clock.tsc_hz;
+        printf("cpu%-3u %6lu.%03lu ms  %s (%lu sections)\n", i, us / 1000, us % 1000,
+               rows[i].tsc ? rows[i].where : "-", rows[i].sections);
+        uint64_t ex = rows[i].excused_tsc * 1000000 / clock.tsc_hz;
+        if (rows[i].excused_tsc)
+            printf("       %6lu.%03lu ms  %s, excused: %s\n", ex / 1000, ex % 1000,
+                   rows[i].excused_where, rows[i].why);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "longest") == 0) {
+        if (argc > 3 || (argc == 3 && strcmp(argv[2], "reset") != 0)) {
+            fprintf(stderr, "irqoff: bad argument\n%s\n", usage);
+            return 2;
+        }
+        return longest(argc == 3 ? IRQOFF_RESET : 0);
+    }
     uint64_t us = DEFAULT_US, rounds = DEFAULT_ROUNDS;
     if (argc > 3 || (argc > 1 && !number(argv[1], &us)) ||
         (argc > 2 && !number(argv[2], &rounds))) {

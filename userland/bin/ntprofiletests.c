@@ -284,6 +284,23 @@ static int chain_end_unprivileged(HANDLE extra)
     return 1;
 }
 
+// The next link of the chain, after started profiles: its exit status.
+static int chain_next(bool unprivileged, uint64_t started)
+{
+    char next[24];
+    snprintf(next, sizeof next, "%s%lu", unprivileged ? "u" : "", started);
+    HANDLE child;
+    int status = -1000;
+    NTSTATUS s = spawn_child(privileged() ? SPAWN_PRIVILEGED : 0, &child, "chain", next);
+    if (NT_SUCCESS(s))
+        s = SysWait(child, &status);
+    if (!NT_SUCCESS(s)) {
+        printf("# limit: spawning the link after %lu starts: %s\n", started, nt_status_name(s));
+        return 1;
+    }
+    return status;
+}
+
 static int helper_chain(const char *arg)
 {
     static ULONG bucket __attribute__((aligned(4096)));
@@ -305,21 +322,8 @@ static int helper_chain(const char *arg)
             return 1;
         }
     }
-    if (before + n < limit) {
-        char next[24];
-        snprintf(next, sizeof next, "%s%lu", unprivileged ? "u" : "", before + n);
-        HANDLE child;
-        int status = -1000;
-        NTSTATUS s = spawn_child(privileged() ? SPAWN_PRIVILEGED : 0, &child, "chain", next);
-        if (NT_SUCCESS(s))
-            s = SysWait(child, &status);
-        if (!NT_SUCCESS(s)) {
-            printf("# limit: spawning the link after %lu starts: %s\n", before + n,
-                   nt_status_name(s));
-            return 1;
-        }
-        return status;
-    }
+    if (before + n < limit)
+        return chain_next(unprivileged, before + n);
     // Exactly at the limit: one more fails; stopping one makes room for it.
     int bad = 0;
     HANDLE extra;

@@ -8,6 +8,7 @@
 // leaked (the log is released and /tmp files removed by the tests or by the
 // exit of their owner).
 #include <childtest.h>
+#include <clock.h>
 #include <samplelog.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,6 +304,21 @@ static void test_too_many_running(void) // sampling PMCs: the limit is the sampl
     NtPmcConfigureLog(NULL);
 }
 
+// The user records of the log drained into buf (n bytes): 0x5eed ones, others.
+static void count_user_records(const uint8_t *buf, size_t n, uint64_t *seed, uint64_t *other)
+{
+    struct samplelog log = {(uint8_t *)buf, n, NULL};
+    size_t pos = 0;
+    const struct pmclog_header *h;
+    *seed = *other = 0;
+    while ((h = samplelog_next(&log, &pos)))
+        if (h->type == PMCLOG_USER)
+            ++*(((const struct pmclog_user *)h)->userdata == 0x5eed ? seed : other);
+}
+
+// Another process beside the owner of a log (which has written 0x5eed into
+// it): none of that log is its (it has none of its own), then a log of its
+// own beside it, without the owner's record. The bits of its checks that failed.
 static int helper_other_owner(const char *arg)
 {
     (void)arg;
@@ -310,12 +326,18 @@ static int helper_other_owner(const char *arg)
     size_t got;
     uint8_t b[64];
     int bad = 0;
-    bad |= NtPmcConfigureLog(&cfg) != STATUS_PMC_LOG_BUSY;
-    bad |= (NtPmcReadLog(b, sizeof b, &got) != STATUS_PMC_NOT_LOG_OWNER) << 1;
-    bad |= (NtPmcFlushLog() != STATUS_PMC_NOT_LOG_OWNER) << 2;
-    bad |= (NtPmcWriteLog(1) != STATUS_PMC_NOT_LOG_OWNER) << 3;
-    bad |= (NtPmcConfigureLog(NULL) != STATUS_PMC_NOT_LOG_OWNER) << 4;
-    return bad;
+    bad |= (NtPmcReadLog(b, sizeof b, &got) != STATUS_PMC_NO_LOG) << 1;
+    bad |= (NtPmcFlushLog() != STATUS_PMC_NO_LOG) << 2;
+    bad |= (NtPmcWriteLog(1) != STATUS_PMC_NO_LOG) << 3;
+    bad |= (NtPmcConfigureLog(NULL) != STATUS_PMC_NO_LOG) << 4;
+    bad |= NtPmcConfigureLog(&cfg) != STATUS_SUCCESS;
+    bad |= (NtPmcWriteLog(0x0bad) != STATUS_SUCCESS) << 5;
+    uint8_t *buf = malloc(LOG_BUF);
+    uint64_t seed, other;
+    count_user_records(buf, buf ? read_log(buf) : 0, &seed, &other);
+    bad |= (seed != 0 || other != 1) << 6;
+    free(buf);
+    return bad; // our exit releases our log
 }
 
 static void test_log_errors(void)
@@ -337,20 +359,223 @@ static void test_log_errors(void)
                   STATUS_ACCESS_VIOLATION);
     cfg = (struct pmc_log_config){4096, 0};
     EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS); // the smallest ring
+    EXPECT_STATUS(NtPmcWriteLog(0x5eed), STATUS_SUCCESS);
     HANDLE other;
     int status = -1;
     EXPECT_STATUS(spawn_child(0, &other, "other_owner", NULL), STATUS_SUCCESS);
     SysWait(other, &status);
     NtClose(other);
     EXPECT(status == 0, "another process: bits %d of its checks failed", status);
-    EXPECT_STATUS(NtPmcWriteLog(0x5eed), STATUS_SUCCESS);
     EXPECT_STATUS(NtPmcFlushLog(), STATUS_SUCCESS);
     EXPECT_STATUS(NtPmcReadLog(b, 8, &got), STATUS_BUFFER_TOO_SMALL); // no record is 8 bytes
     EXPECT_STATUS(NtPmcReadLog((void *)KERNEL_IMAGE, 4096, &got), STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(NtPmcReadLog(b, sizeof b, (size_t *)KERNEL_IMAGE), STATUS_ACCESS_VIOLATION);
     EXPECT_STATUS(NtPmcGetDriverStats((struct pmc_driver_stats *)KERNEL_IMAGE),
                   STATUS_ACCESS_VIOLATION);
+    uint8_t *buf = malloc(LOG_BUF);
+    uint64_t seed, other_records;
+    count_user_records(buf, buf ? read_log(buf) : 0, &seed, &other_records);
+    EXPECT(seed == 1 && other_records == 0, "our user record %lu times, the other's %lu", seed,
+           other_records);
+    free(buf);
     // Left configured: our exit releases it (the driver's leak check sees that).
+}
+
+// ---------------------------------------------------------------------------
+// A log per owner: no process's log can be held against another's.
+
+#define HOLDER_REFUSED 100 // log_holder's exit status: refused with STATUS_PMC_TOO_MANY_LOGS
+
+// A log configured (ARG: its ring in KiB, default the smallest), then held
+// asleep until killed; without one, its exit says why.
+static int helper_log_holder(const char *arg)
+{
+    struct pmc_log_config cfg = {*arg ? (uint32_t)strtoul(arg, NULL, 0) * 1024 : PMC_LOG_RING_MIN,
+                                 0};
+    NTSTATUS s = NtPmcConfigureLog(&cfg);
+    if (s == STATUS_PMC_TOO_MANY_LOGS)
+        return HOLDER_REFUSED;
+    if (!NT_SUCCESS(s))
+        return (int)(s & 0xFF); // the low byte of the status: 0x36 STATUS_PMC_LOG_QUOTA
+    for (;;)
+        SysSleep(1000);
+}
+
+// Spawn `name arg` (flags: SysSpawn's) and wait until it sleeps (holds what
+// it took) or has exited (*status then its exit status; else -1).
+static HANDLE spawn_until_asleep(uint32_t flags, const char *name, const char *arg, int *status)
+{
+    HANDLE h = 0;
+    uint32_t pid = 0;
+    const struct sys_process_info *p = NULL;
+    *status = -1;
+    EXPECT_STATUS(spawn_child(flags, &h, name, arg), STATUS_SUCCESS);
+    SysProcessId(h, &pid);
+    for (uint64_t deadline = clock_ns() + 10000000000ull; pid && clock_ns() < deadline;) {
+        p = find_process(pid);
+        if (!p || p->state == PROC_SLEEPING || p->state == PROC_ZOMBIE)
+            break;
+        SysSleep(1);
+    }
+    EXPECT(p && (p->state == PROC_SLEEPING || p->state == PROC_ZOMBIE),
+           "%s %s: neither asleep nor gone after 10 s", name, arg ? arg : "");
+    if (p && p->state == PROC_ZOMBIE)
+        SysWait(h, status);
+    return h;
+}
+
+// Kill and reap what spawn_until_asleep left asleep.
+static void reap(HANDLE *h, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t pid = 0;
+        int status;
+        SysProcessId(h[i], &pid);
+        SysKill(pid);
+        SysWait(h[i], &status);
+        NtClose(h[i]);
+    }
+}
+
+// The samples of a log by PMC: how many, how many of pid, and whether all
+// are one PMC's (*pmc then its id).
+struct pmc_samples {
+    uint64_t samples, of_pid;
+    uint32_t pmc;
+    bool one_pmc;
+};
+
+static struct pmc_samples samples_by_pmc(const uint8_t *buf, size_t n, uint32_t pid)
+{
+    struct pmc_samples r = {.one_pmc = true};
+    struct samplelog log = {(uint8_t *)buf, n, NULL};
+    size_t pos = 0;
+    const struct pmclog_header *h;
+    while ((h = samplelog_next(&log, &pos))) {
+        const struct pmclog_sample *s = (const void *)h;
+        if (h->type != PMCLOG_SAMPLE)
+            continue;
+        r.one_pmc &= r.samples == 0 || s->pmc == r.pmc;
+        r.pmc = s->pmc;
+        r.samples++;
+        r.of_pid += s->pid == pid;
+    }
+    return r;
+}
+
+// The attacker (unprivileged): a log, a PMC sampling itself; asleep (the
+// victim's signal to go on), then 300 ms on the CPU while the victim samples
+// the system into its own log. Its log must hold its own samples only.
+static int helper_log_attacker(const char *arg)
+{
+    (void)arg;
+    EXPECT(!privileged(), "the attacker holds the privilege (booted with `privileged`?)");
+    struct pmc_log_config cfg = {0, 0};
+    HANDLE h = 0;
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_TS, 0, ProfileTime, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcAttach(h, NtCurrentProcess()), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_SUCCESS);
+    SysSleep(50);
+    spin_ms(300);
+    EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS);
+    uint8_t *buf = malloc(LOG_BUF);
+    struct pmc_samples m = samples_by_pmc(buf, buf ? read_log(buf) : 0, SysGetPid());
+    EXPECT(m.samples > 0 && m.one_pmc && m.of_pid == m.samples,
+           "the attacker's log: %lu samples, %lu of itself, one PMC's: %d", m.samples, m.of_pid,
+           m.one_pmc);
+    expect_accounting();
+    free(buf);
+    NtClose(h);
+    return failures;
+}
+
+// The victim (privileged), after the attacker configured its log: its own
+// log and a system-scope sampling PMC succeed, and its log holds its PMC's
+// samples only, of every process (the attacker's too).
+static void test_log_beside_attacker(void) // privileged: system scope
+{
+    ULONG old = fast_sampling();
+    int status;
+    HANDLE attacker = spawn_until_asleep(0, "log_attacker", NULL, &status);
+    EXPECT(status == -1, "the attacker exited early: %d", status);
+    struct pmc_log_config cfg = {0, 0};
+    HANDLE h = 0;
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
+    EXPECT_STATUS(alloc(&h, PMC_MODE_SS, 0, ProfileTime, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(NtPmcStart(h), STATUS_SUCCESS);
+    spin_ms(200);
+    EXPECT_STATUS(NtPmcStop(h), STATUS_SUCCESS);
+    SysWait(attacker, &status);
+    NtClose(attacker);
+    EXPECT(status == 0, "the attacker: %d checks failed", status);
+    uint8_t *buf = malloc(LOG_BUF);
+    struct pmc_samples m = samples_by_pmc(buf, buf ? read_log(buf) : 0, SysGetPid());
+    EXPECT(m.samples > 0 && m.of_pid > 0 && m.one_pmc,
+           "the victim's log: %lu samples, %lu of itself, one PMC's: %d", m.samples, m.of_pid,
+           m.one_pmc);
+    expect_accounting();
+    free(buf);
+    NtClose(h);
+    EXPECT_STATUS(NtPmcConfigureLog(NULL), STATUS_SUCCESS);
+    NtSetIntervalProfile(old, ProfileTime);
+}
+
+// The slots: unprivileged holders take every log they may, then are refused;
+// the privileged caller and one more privileged process still get one each;
+// then the machine's logs are all taken, for everyone.
+static void test_log_reserve(void) // privileged: the reserve's user
+{
+    HANDLE held[PMC_LOGS_MAX + 1];
+    unsigned n = 0;
+    int status = -1;
+    while (n <= PMC_LOGS_MAX) {
+        HANDLE h = spawn_until_asleep(0, "log_holder", NULL, &status);
+        if (status != -1) {
+            NtClose(h);
+            break;
+        }
+        held[n++] = h;
+    }
+    EXPECT(n == PMC_LOGS_UNPRIVILEGED && status == HOLDER_REFUSED,
+           "unprivileged processes hold %u logs (of %u), the next exits with %d", n,
+           PMC_LOGS_UNPRIVILEGED, status);
+    struct pmc_log_config cfg = {PMC_LOG_RING_MIN, 0};
+    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
+    HANDLE h = spawn_until_asleep(SPAWN_PRIVILEGED, "log_holder", NULL, &status);
+    EXPECT(status == -1, "a second privileged process: no log (exit %d)", status);
+    if (status == -1 && n <= PMC_LOGS_MAX)
+        held[n++] = h;
+    else
+        NtClose(h);
+    h = spawn_until_asleep(SPAWN_PRIVILEGED, "log_holder", NULL, &status);
+    EXPECT(status == HOLDER_REFUSED, "a third privileged process, every log taken: exit %d",
+           status);
+    if (status == -1 && n <= PMC_LOGS_MAX)
+        held[n++] = h;
+    else
+        NtClose(h);
+    reap(held, n);
+    EXPECT_STATUS(NtPmcConfigureLog(NULL), STATUS_SUCCESS);
+}
+
+// The unprivileged logs' rings share PMC_LOG_UNPRIVILEGED_BYTES per CPU: one
+// of half of it and a page takes the half another one asks for.
+static void test_log_quota(void)
+{
+    char kb[16];
+    int status;
+    snprintf(kb, sizeof kb, "%u", PMC_LOG_UNPRIVILEGED_BYTES / 2048 + 4);
+    HANDLE big = spawn_until_asleep(0, "log_holder", kb, &status);
+    EXPECT(status == -1, "a log of %s KiB: exit %d", kb, status);
+    snprintf(kb, sizeof kb, "%u", PMC_LOG_UNPRIVILEGED_BYTES / 2048);
+    HANDLE h = spawn_until_asleep(0, "log_holder", kb, &status);
+    EXPECT(status == (STATUS_PMC_LOG_QUOTA & 0xFF), "another of %s KiB: exit %d", kb, status);
+    if (status == -1)
+        reap(&h, 1);
+    else
+        NtClose(h);
+    reap(&big, 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -780,7 +1005,161 @@ static void test_tmp(void)
     EXPECT(got == 5 && !memcmp(buf, "bcdef", 5), "read %lu bytes", got);
     EXPECT_STATUS(SysTmpRead("/tmp/pmctests", 0, (void *)KERNEL_IMAGE, 4, &got),
                   STATUS_ACCESS_VIOLATION);
+    // A replace that fails (no room, past the share, a bad buffer) loses nothing.
+    EXPECT_STATUS(
+        SysTmpWrite("/tmp/pmctests", (void *)0x400000, TMP_BYTES_MAX + 1ull, TMP_TRUNCATE),
+        STATUS_TMP_FULL);
+    EXPECT_STATUS(SysTmpWrite("/tmp/pmctests", (void *)0x400000, TMP_SHARE_UNPRIVILEGED + 4096ull,
+                              TMP_TRUNCATE),
+                  STATUS_QUOTA_EXCEEDED);
+    EXPECT_STATUS(SysTmpWrite("/tmp/pmctests", (void *)KERNEL_IMAGE, 3, TMP_TRUNCATE),
+                  STATUS_ACCESS_VIOLATION);
+    EXPECT_STATUS(SysTmpRead("/tmp/pmctests", 0, buf, sizeof buf, &got), STATUS_SUCCESS);
+    EXPECT(got == 6 && !memcmp(buf, "abcdef", 6), "after refused replaces: %lu bytes", got);
+    // The owner replaces its own file, with a mode of its choosing.
+    EXPECT_STATUS(SysTmpWrite("/tmp/pmctests", "xy", 2, TMP_TRUNCATE | TMP_OTHERS_READ),
+                  STATUS_SUCCESS);
+    EXPECT_STATUS(SysTmpRead("/tmp/pmctests", 0, buf, sizeof buf, &got), STATUS_SUCCESS);
+    EXPECT(got == 2 && !memcmp(buf, "xy", 2), "after the replace: %lu bytes", got);
     EXPECT_STATUS(SysTmpWrite("/tmp/pmctests", NULL, 0, TMP_REMOVE), STATUS_SUCCESS);
+}
+
+// An attacker beside a victim (lib/abi/syscalls.h's rules for /tmp): the
+// privileged victim's files, private, shared, and one the attacker created
+// first and the victim replaced; the unprivileged attacker's reads, appends,
+// replaces and removes, each refused with its status, then /tmp filled as
+// far as the attacker may. The victim's files must be as it wrote them, and
+// its next writes must succeed.
+#define VICTIM_FILE "/tmp/pmctests-victim" // private (mode 0)
+#define SHARED_FILE "/tmp/pmctests-shared" // TMP_OTHERS_READ | TMP_OTHERS_APPEND
+#define SQUAT_FILE  "/tmp/pmctests-squat"  // the attacker's, shared, then replaced by the victim
+#define FILL_PREFIX "/tmp/pmctests-fill-"
+#define FILL_CHUNK  (1u << 20)
+
+static const char victim_text[] = "the privileged user's recording";
+
+// New files FILL_PREFIX0, 1, ... of FILL_CHUNK bytes, then of halves of it
+// down to 4096, each size until it is refused: the bytes written; *why: the
+// last refusal.
+static size_t tmp_fill(NTSTATUS *why)
+{
+    uint8_t *buf = malloc(FILL_CHUNK);
+    size_t total = 0, chunk = FILL_CHUNK;
+    *why = buf ? STATUS_SUCCESS : STATUS_NO_MEMORY;
+    if (buf)
+        memset(buf, 0xa5, FILL_CHUNK); // touched: a system call does not fault pages in
+    for (unsigned n = 0; buf && chunk >= 4096;) {
+        char name[TMP_NAME_MAX];
+        snprintf(name, sizeof name, FILL_PREFIX "%u", n);
+        NTSTATUS s = SysTmpWrite(name, buf, chunk, TMP_TRUNCATE);
+        if (NT_SUCCESS(s)) {
+            total += chunk;
+            n++;
+        } else {
+            *why = s;
+            chunk /= 2;
+        }
+    }
+    free(buf);
+    return total;
+}
+
+// The attacker, unprivileged. "squat": SQUAT_FILE made first, open to all;
+// "attack": every attack on the victim's files, then the fill. Exit status:
+// its failed checks.
+static int helper_tmp_attacker(const char *arg)
+{
+    char buf[64];
+    size_t got = 1;
+    EXPECT(!privileged(), "the attacker holds the privilege (booted with `privileged`?)");
+    if (strcmp(arg, "squat") == 0) {
+        EXPECT_STATUS(
+            SysTmpWrite(SQUAT_FILE, "bait", 4, TMP_TRUNCATE | TMP_OTHERS_READ | TMP_OTHERS_APPEND),
+            STATUS_SUCCESS);
+        return failures;
+    }
+    EXPECT_STATUS(SysTmpRead(VICTIM_FILE, 0, buf, sizeof buf, &got), STATUS_ACCESS_DENIED);
+    EXPECT(got == 0, "a refused read says it got %lu bytes", got);
+    EXPECT_STATUS(SysTmpWrite(VICTIM_FILE, "forged", 6, 0), STATUS_ACCESS_DENIED);
+    EXPECT_STATUS(SysTmpWrite(VICTIM_FILE, "forged", 6, TMP_TRUNCATE),
+                  STATUS_OBJECT_NAME_COLLISION);
+    EXPECT_STATUS(SysTmpWrite(VICTIM_FILE, "forged", 6, TMP_TRUNCATE | TMP_OTHERS_READ),
+                  STATUS_OBJECT_NAME_COLLISION);
+    EXPECT_STATUS(SysTmpWrite(VICTIM_FILE, NULL, 0, TMP_REMOVE), STATUS_ACCESS_DENIED);
+    // The squatted name is the victim's now, private: the bait's mode is gone.
+    EXPECT_STATUS(SysTmpRead(SQUAT_FILE, 0, buf, sizeof buf, &got), STATUS_ACCESS_DENIED);
+    EXPECT_STATUS(SysTmpWrite(SQUAT_FILE, "forged", 6, 0), STATUS_ACCESS_DENIED);
+    // The shared file: read and appended to, as its mode says; never replaced
+    // nor removed.
+    EXPECT_STATUS(SysTmpRead(SHARED_FILE, 0, buf, sizeof buf, &got), STATUS_SUCCESS);
+    EXPECT(got == sizeof victim_text - 1 && !memcmp(buf, victim_text, got),
+           "the shared file: %lu bytes", got);
+    EXPECT_STATUS(SysTmpWrite(SHARED_FILE, "+", 1, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(SysTmpWrite(SHARED_FILE, "forged", 6, TMP_TRUNCATE),
+                  STATUS_OBJECT_NAME_COLLISION);
+    EXPECT_STATUS(SysTmpWrite(SHARED_FILE, NULL, 0, TMP_REMOVE), STATUS_ACCESS_DENIED);
+    NTSTATUS why;
+    size_t filled = tmp_fill(&why);
+    printf("# attacker: %lu bytes in /tmp, then %s\n", filled, nt_status_name(why));
+    EXPECT(why == STATUS_QUOTA_EXCEEDED && filled == TMP_SHARE_UNPRIVILEGED,
+           "filled %lu bytes of a share of %u, then %s", filled, TMP_SHARE_UNPRIVILEGED,
+           nt_status_name(why));
+    return failures;
+}
+
+// What name holds is want (len bytes).
+static void expect_tmp(const char *name, const char *want, size_t len)
+{
+    char buf[64];
+    size_t got = 0;
+    EXPECT_STATUS(SysTmpRead(name, 0, buf, sizeof buf, &got), STATUS_SUCCESS);
+    EXPECT(got == len && !memcmp(buf, want, len), "%s: %lu bytes, not %lu as written", name, got,
+           len);
+}
+
+static void run_attacker(const char *phase)
+{
+    HANDLE h;
+    int status = -1;
+    EXPECT_STATUS(spawn_child(0, &h, "tmp_attacker", phase), STATUS_SUCCESS);
+    SysWait(h, &status);
+    NtClose(h);
+    EXPECT(status == 0, "the attacker's %s: %d checks failed", phase, status);
+}
+
+static void test_tmp_owners(void) // privileged: the victim
+{
+    const size_t n = sizeof victim_text - 1;
+    run_attacker("squat");
+    EXPECT_STATUS(SysTmpWrite(VICTIM_FILE, victim_text, n, TMP_TRUNCATE), STATUS_SUCCESS);
+    EXPECT_STATUS(SysTmpWrite(SQUAT_FILE, victim_text, n, TMP_TRUNCATE), STATUS_SUCCESS);
+    EXPECT_STATUS(SysTmpWrite(SHARED_FILE, victim_text, n,
+                              TMP_TRUNCATE | TMP_OTHERS_READ | TMP_OTHERS_APPEND),
+                  STATUS_SUCCESS);
+    run_attacker("attack");
+    expect_tmp(VICTIM_FILE, victim_text, n);
+    expect_tmp(SQUAT_FILE, victim_text, n);
+    expect_tmp(SHARED_FILE, "the privileged user's recording+", n + 1);
+    // The attacker's files fill its whole share: the victim writes on, into
+    // the reserve, and may remove what the attacker left.
+    uint8_t *more = malloc(FILL_CHUNK);
+    if (more)
+        memset(more, 0x5a, FILL_CHUNK);
+    EXPECT(more != NULL, "no memory");
+    EXPECT_STATUS(SysTmpWrite(VICTIM_FILE, more, more ? FILL_CHUNK : 0, 0), STATUS_SUCCESS);
+    EXPECT_STATUS(SysTmpWrite(SQUAT_FILE, more, more ? FILL_CHUNK : 0, TMP_TRUNCATE),
+                  STATUS_SUCCESS);
+    free(more);
+    unsigned removed = 0;
+    for (char name[TMP_NAME_MAX];; removed++) {
+        snprintf(name, sizeof name, FILL_PREFIX "%u", removed);
+        if (SysTmpWrite(name, NULL, 0, TMP_REMOVE) != STATUS_SUCCESS)
+            break;
+    }
+    EXPECT(removed > 0, "no file of the attacker's to remove");
+    EXPECT_STATUS(SysTmpWrite(VICTIM_FILE, NULL, 0, TMP_REMOVE), STATUS_SUCCESS);
+    EXPECT_STATUS(SysTmpWrite(SQUAT_FILE, NULL, 0, TMP_REMOVE), STATUS_SUCCESS);
+    EXPECT_STATUS(SysTmpWrite(SHARED_FILE, NULL, 0, TMP_REMOVE), STATUS_SUCCESS);
 }
 
 // ---------------------------------------------------------------------------
@@ -869,10 +1248,9 @@ static int helper_exit(const char *arg)
 }
 
 static const struct child_helper helpers[] = {
-    CHILD_HELPER(exit),
-    CHILD_HELPER(spin),
-    CHILD_HELPER(syscalls),
-    CHILD_HELPER(other_owner),
+    CHILD_HELPER(exit),         CHILD_HELPER(spin),         CHILD_HELPER(syscalls),
+    CHILD_HELPER(other_owner),  CHILD_HELPER(tmp_attacker), CHILD_HELPER(log_holder),
+    CHILD_HELPER(log_attacker),
 };
 
 static const struct child_test tests[] = {
@@ -883,6 +1261,9 @@ static const struct child_test tests[] = {
     CHILD_TEST(start_errors),
     CHILD_TEST(too_many_running),
     CHILD_TEST(log_errors),
+    CHILD_TEST_PRIVILEGED(log_beside_attacker),
+    CHILD_TEST_PRIVILEGED(log_reserve),
+    CHILD_TEST(log_quota),
     CHILD_TEST_PRIVILEGED(log_records),
     CHILD_TEST_PRIVILEGED(descendants_exit_csw),
     CHILD_TEST_PRIVILEGED(counting),
@@ -892,6 +1273,7 @@ static const struct child_test tests[] = {
     CHILD_TEST_PRIVILEGED(drain_while_sampling),
     CHILD_TEST_PRIVILEGED(level_sampling),
     CHILD_TEST(tmp),
+    CHILD_TEST_PRIVILEGED(tmp_owners),
 };
 
 static struct suite suite = {

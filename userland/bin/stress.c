@@ -438,6 +438,21 @@ static int run(const char *mode, unsigned n)
     return failures ? 1 : 0;
 }
 
+// Everything the test owned is back (the counters as they were before it).
+static void leak_check(const struct sys_self_check *before)
+{
+    struct sys_self_check after;
+    SysSelfCheck(&after);
+    if (after.free_pages != before->free_pages || after.heap_bytes != before->heap_bytes ||
+        after.live_objects != before->live_objects || after.pinned_pages != before->pinned_pages) {
+        printf("stress: leak: pages %lu -> %lu, heap %lu -> %lu, objects %lu -> %lu, pinned %lu -> "
+               "%lu\n",
+               before->free_pages, after.free_pages, before->heap_bytes, after.heap_bytes,
+               before->live_objects, after.live_objects, before->pinned_pages, after.pinned_pages);
+        failures++;
+    }
+}
+
 int main(int argc, char **argv)
 {
     self = "stress"; // its path in the ramdisk, whatever argv[0] says
@@ -467,7 +482,7 @@ int main(int argc, char **argv)
     // The test runs in a child, and the counters are compared before it is
     // spawned and after it is gone: everything it owned (its handle table,
     // which grows with the handles it holds at once) is then back.
-    struct sys_self_check before, after;
+    struct sys_self_check before;
     HANDLE warm, h; // the first handle grows our handle table: not a leak
     if (NT_SUCCESS(SysOpenProcess(SysGetPid(), &warm)))
         NtClose(warm);
@@ -485,19 +500,8 @@ int main(int argc, char **argv)
     if (status == 2)
         return 2; // an unknown test: the child said which
     failures += status != 0;
-    if (strcmp(argv[1], "console") == 0) { // beside the shell's other jobs: no leak check
-        printf("stress: %s %u: %s\n", argv[1], n, failures ? "FAILED" : "ok");
-        return failures ? 1 : 0;
-    }
-    SysSelfCheck(&after);
-    if (after.free_pages != before.free_pages || after.heap_bytes != before.heap_bytes ||
-        after.live_objects != before.live_objects || after.pinned_pages != before.pinned_pages) {
-        printf("stress: leak: pages %lu -> %lu, heap %lu -> %lu, objects %lu -> %lu, pinned %lu -> "
-               "%lu\n",
-               before.free_pages, after.free_pages, before.heap_bytes, after.heap_bytes,
-               before.live_objects, after.live_objects, before.pinned_pages, after.pinned_pages);
-        failures++;
-    }
+    if (strcmp(argv[1], "console") != 0) // beside the shell's other jobs: no leak check
+        leak_check(&before);
     printf("stress: %s %u: %s\n", argv[1], n, failures ? "FAILED" : "ok");
     return failures ? 1 : 0;
 }

@@ -48,6 +48,10 @@ NTSTATUS SysSelfCheck(struct sys_self_check *out);
 // For teaching: spin MICROSECONDS (1..IRQOFF_SPIN_MAX_US) with interrupts off in the
 // kernel, then as long with them on (docs/blind-spots.md).
 NTSTATUS SysIrqoffSpin(uint64_t microseconds, struct sys_irqoff_split *out);
+// The kernel's interrupts-off tracker: each CPU's longest section and where it
+// began (lib/abi/syscalls.h); IRQOFF_RESET (privileged) forgets them first.
+NTSTATUS SysIrqoffLongest(struct sys_irqoff_longest *buf, uint32_t max, uint32_t *count,
+                          uint32_t flags);
 
 // The initial ramdisk.
 NTSTATUS SysFileRead(const char *name, uint64_t offset, void *buf, size_t len, size_t *got);

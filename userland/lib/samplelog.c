@@ -1,5 +1,7 @@
 // The sample log as a file in /tmp (see samplelog.h).
+#include <nt.h>
 #include <samplelog.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syscall.h>
@@ -68,15 +70,38 @@ long samplelog_drain(const char *file, void *buf, size_t len, unsigned max_reads
     for (unsigned reads = 0; !max_reads || reads < max_reads; reads++) {
         size_t got = 0;
         NTSTATUS s = NtPmcReadLog(buf, len, &got);
+        if (NT_SUCCESS(s) && got)
+            s = SysTmpWrite(file, buf, got, 0);
         if (!NT_SUCCESS(s))
-            return -1;
+            return s; // negative: bit 31 set
         if (got == 0)
             return total;
-        if (!NT_SUCCESS(SysTmpWrite(file, buf, got, 0)))
-            return -1;
         total += (long)got;
         if (got < len / 2)
             return total; // drained: what was left fit with room to spare
     }
     return total;
+}
+
+const char *samplelog_tmp_why(NTSTATUS s)
+{
+    // Only an unprivileged process is ever refused by owner or mode, and only
+    // by the privileged user's files; sudo's processes may do anything.
+    switch (s) {
+    case STATUS_ACCESS_DENIED: return "the privileged user's file, private to it: use sudo";
+    case STATUS_OBJECT_NAME_COLLISION:
+        return "the privileged user's file: only sudo may replace it";
+    case STATUS_QUOTA_EXCEEDED:
+        return "unprivileged programs' share of /tmp is full; the rest is kept for sudo";
+    case STATUS_TMP_FULL: return "/tmp is full";
+    default: return NULL;
+    }
+}
+
+void samplelog_error(const char *action, const char *file, NTSTATUS s, const char *hint)
+{
+    const char *why = samplelog_tmp_why(s);
+    fprintf(stderr, "profile: cannot %s %s: %s%s%s%s%s%s\n", action, file, nt_status_name(s),
+            why || hint ? " (" : "", why ? why : "", why && hint ? "; " : "", hint ? hint : "",
+            why || hint ? ")" : "");
 }

@@ -75,13 +75,22 @@ struct pmc_alloc {
     uint64_t count;  // sampling interval in the source's units; 0: the interval in force
 };
 
-// The log: one per machine, owned by the process that configured it. Each CPU
-// writes its own ring; NtPmcReadLog drains them.
-#define PMC_LOG_RING_MIN     4096u        // bytes per CPU
-#define PMC_LOG_RING_MAX     (16u << 20)  // bytes per CPU
-#define PMC_LOG_RING_DEFAULT (256u << 10) // bytes per CPU (boot option pmclog=KB)
-#define PMC_DEPTH_DEFAULT    128
-#define PMC_DEPTH_MAX        512
+// The logs: one per process that configures one (hwpmc's log is per owner:
+// pmcstat's PMC_OP_CONFIGURELOG), its own rings, counts and depth; a sampling
+// PMC's records go to its owner's log. Each CPU writes its own ring of a log;
+// its owner's NtPmcReadLog drains them. PMC_LOGS_MAX logs on the machine;
+// processes without the system-profile privilege hold at most
+// PMC_LOGS_UNPRIVILEGED of them (STATUS_PMC_TOO_MANY_LOGS), with rings of at
+// most PMC_LOG_UNPRIVILEGED_BYTES per CPU together (STATUS_PMC_LOG_QUOTA), so
+// a privileged process always finds one.
+#define PMC_LOGS_MAX               16
+#define PMC_LOGS_UNPRIVILEGED      (PMC_LOGS_MAX - 2)
+#define PMC_LOG_UNPRIVILEGED_BYTES (16u << 20)  // per CPU, the unprivileged logs' rings together
+#define PMC_LOG_RING_MIN           4096u        // bytes per CPU
+#define PMC_LOG_RING_MAX           (16u << 20)  // bytes per CPU
+#define PMC_LOG_RING_DEFAULT       (256u << 10) // bytes per CPU (boot option pmclog=KB)
+#define PMC_DEPTH_DEFAULT          128
+#define PMC_DEPTH_MAX              512
 
 struct pmc_log_config {
     uint32_t ring_bytes; // per CPU, a multiple of 4096; 0: the default (or the boot option)
@@ -90,9 +99,11 @@ struct pmc_log_config {
 
 #define PMC_STATS_CPUS 64 // per-CPU rows in struct pmc_driver_stats: every CPU (MAX_CPUS)
 
+// NtPmcGetDriverStats: the caller's log (zeros without one), and the
+// machine's NtPmc* system calls.
 struct pmc_driver_stats {
     uint32_t ncpus;
-    uint32_t log_configured;     // 1 while a log exists
+    uint32_t log_configured;     // 1 while the caller has a log (the counts below are its log's)
     uint32_t ring_bytes, depth;  // its configuration
     uint64_t chains_truncated;   // samples whose chain was cut (PMCLOG_SAMPLE_TRUNC)
     uint64_t user_frames_unread; // chains stopped at an unmapped or bad user frame

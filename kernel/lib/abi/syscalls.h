@@ -96,7 +96,8 @@ typedef uint64_t KAFFINITY;
     X(58, NtPmcGetPmcInfo, 4)      /* (uint32_t cpu, struct pmc_rowinfo *buf, uint32_t len, uint32_t *needed) */ \
     X(59, NtPmcGetModuleVersion, 1) /* (uint32_t *version): PMC_MODULE_VERSION */ \
     X(60, SysConsoleForeground, 1) /* (uint32_t pgid): the group Ctrl-C interrupts, 0 none; see below */ \
-    X(61, SysInterruptMode, 2)     /* (uint32_t mode, uint32_t *pending): INTERRUPT_*; see below */
+    X(61, SysInterruptMode, 2)     /* (uint32_t mode, uint32_t *pending): INTERRUPT_*; see below */ \
+    X(62, SysIrqoffLongest, 4)     /* (struct sys_irqoff_longest *buf, uint32_t max, uint32_t *count, uint32_t flags): see below */
 
 enum {
 #define SYSCALL_ENUM(num, name, nargs) SYS_##name = num,
@@ -158,6 +159,26 @@ enum {
 // a system call given an untouched demand page fails with STATUS_ACCESS_VIOLATION.
 #define PROT_DEMAND 0x8
 
+// Memory limits, as NT's commit charge: each page of a mapping is charged to
+// its process when it is mapped, a PROT_DEMAND one too (as NT charges
+// MEM_COMMIT, not the first touch), and stays charged after SysUnmap while a
+// started profile still pins it (core/pin.h: the frame outlives its mapping),
+// until the profile stops. An unprivileged process may be charged at most
+// total_pages / MEM_COMMIT_DIVISOR pages (SysInfo's total_pages), and the
+// pages it takes must leave total_pages / MEM_RESERVE_DIVISOR free (the
+// privileged reserve); past either, SysMap fails with STATUS_COMMITMENT_LIMIT
+// (NT's answer when a job's process memory limit or the commit limit is
+// reached) and changes nothing, and a demand page first touched past the
+// reserve kills the process as any fault in ring 3 does. A privileged
+// process has neither limit (SysMap fails with STATUS_NO_MEMORY when the
+// pages are not there). A process holds at most MAP_REGIONS_MAX mappings
+// (each SysMap is one, an unmap in the middle of one makes two), else
+// STATUS_QUOTA_EXCEEDED (NT charges each mapping's descriptor to the
+// process's pool quota).
+#define MEM_COMMIT_DIVISOR  2
+#define MEM_RESERVE_DIVISOR 16
+#define MAP_REGIONS_MAX     4096
+
 #define PROCESS_NAME_MAX 32
 #define MAX_ARGS         32   // argv entries
 #define MAX_ARG_BYTES    4096 // all argv strings together
@@ -172,10 +193,37 @@ enum {
 #define NtCurrentThread()  ((HANDLE)(intptr_t)-2)
 
 // SysTmpWrite flags: the RAM file system under /tmp/ (names "/tmp/..." only).
-#define TMP_TRUNCATE  0x1 // start the file empty (create it); otherwise append
-#define TMP_REMOVE    0x2 // delete the file (buf and len ignored)
-#define TMP_NAME_MAX  48
-#define TMP_BYTES_MAX (64u << 20) // all files together
+//
+// Owners and modes, as in a Unix /tmp with the sticky bit, for the two users
+// this kernel has: "privileged" (processes holding the system-profile
+// privilege: sudo) and "unprivileged" (every other process). A file belongs
+// to the user whose process created it, or last replaced it. Its owner may
+// read, append to, replace and remove it; so may any privileged process, as
+// root may. A process of the other user may read it only if its mode has
+// TMP_OTHERS_READ (else STATUS_ACCESS_DENIED) and append to it only if its
+// mode has TMP_OTHERS_APPEND (else STATUS_ACCESS_DENIED); it may never replace
+// it (TMP_TRUNCATE: STATUS_OBJECT_NAME_COLLISION) nor remove it
+// (STATUS_ACCESS_DENIED). Anyone may create a new name. The mode is the
+// TMP_OTHERS_* bits of the write that creates or replaces the file (0: private
+// to its owner, as `sudo profile record` leaves /tmp/pmc.log, perf's 0600);
+// later appends leave it as it is. A refused call changes nothing: a replace
+// that fails (refused, out of room, a bad buffer) leaves the old file whole.
+//
+// Room: the files hold at most TMP_BYTES_MAX bytes (of capacity) together,
+// else STATUS_TMP_FULL. Each byte counts against the share of the user whose
+// write added it: the unprivileged user's writes may hold at most
+// TMP_SHARE_UNPRIVILEGED bytes, else STATUS_QUOTA_EXCEEDED, so the last
+// TMP_RESERVE_PRIVILEGED bytes are a reserve that only privileged processes
+// can fill (ext4's reserved blocks): a privileged recording still gets room
+// when every unprivileged process has filled all it may.
+#define TMP_TRUNCATE           0x1  // create or replace the file, buf its contents; else append
+#define TMP_REMOVE             0x2  // delete the file (buf and len ignored)
+#define TMP_OTHERS_READ        0x10 // mode: the other user's processes may read the file
+#define TMP_OTHERS_APPEND      0x20 // mode: the other user's processes may append to it
+#define TMP_NAME_MAX           48
+#define TMP_BYTES_MAX          (64u << 20) // all files together
+#define TMP_RESERVE_PRIVILEGED (16u << 20)
+#define TMP_SHARE_UNPRIVILEGED (TMP_BYTES_MAX - TMP_RESERVE_PRIVILEGED)
 
 struct sys_clock {
     uint64_t ns;     // monotonic nanoseconds since boot
@@ -228,6 +276,28 @@ struct sys_irqoff_split {
     uint64_t locked_tsc; // TSC ticks spun with interrupts off
     uint64_t open_tsc;   // TSC ticks spun with interrupts on
     uint64_t tsc_hz;     // the TSC's frequency
+};
+
+// SysIrqoffLongest reads the kernel's interrupts-off tracker (core/irqoff.h,
+// docs/blind-spots.md): one row per CPU, up to max, *count rows written, each
+// with the longest section that CPU spent with interrupts off in process
+// context (from a spin_lock_irqsave that found them on to its unlock, and
+// exit's own section) since boot or the last reset, and where it began. A
+// section the kernel keeps long on purpose (SysIrqoffSpin's) is reported
+// apart, with its reason, and is never the longest. IRQOFF_RESET forgets
+// every record first, so that the rows cover what follows (it needs the
+// privilege: STATUS_PRIVILEGE_NOT_HELD). No system call may keep interrupts
+// off longer than IRQOFF_SPIN_MAX_US whatever its arguments: memtests checks
+// that with these rows.
+#define IRQOFF_RESET 0x1
+#define IRQOFF_WHERE 64 // "function+0xoffset (lock)", cut to fit
+struct sys_irqoff_longest {
+    uint64_t tsc;         // TSC ticks of the longest section (SysClock's tsc_hz); 0: none
+    uint64_t excused_tsc; // the longest one kept long on purpose; 0: none
+    uint64_t sections;    // sections measured on this CPU since boot
+    char where[IRQOFF_WHERE];
+    char excused_where[IRQOFF_WHERE];
+    char why[IRQOFF_WHERE]; // the excused one's reason
 };
 
 struct sys_cpu_info {

@@ -1,8 +1,8 @@
 // The counting kinds of the PMC object: process scope (virtual counters that
 // follow a process across switches and CPUs) and system scope (per CPU, or
 // summed), of software events and of PMU events. Their PMC_F_LOG_PROCCSW and
-// PMC_F_LOG_PROCEXIT records (PMCLOG_CSW, PMCLOG_EXIT) go to the log, which
-// a PMC with either flag needs while it runs (pmc_log_use), as in hwpmc.
+// PMC_F_LOG_PROCEXIT records (PMCLOG_CSW, PMCLOG_EXIT) go to the owner's log,
+// which a PMC with either flag needs while it runs (pmc_log_use), as in hwpmc.
 //
 // Software events are always counted per thread and per CPU (swevent.h), so a
 // software PMC is a set of baselines: its value is what its targets (or CPUs)
@@ -162,11 +162,11 @@ static void counting_detach(struct pmc_target *t, bool exiting)
     m->c.value += v;
     m->c.enabled_ns += is_hw(m) ? t->hw.enabled_ns : 0;
     m->c.running_ns += is_hw(m) ? t->hw.running_ns : 0;
-    if (exiting && (m->a.flags & PMC_F_LOG_PROCEXIT)) {
+    if (exiting && (m->a.flags & PMC_F_LOG_PROCEXIT) && m->log) { // while it runs
         struct pmclog_exit r = {.h.type = PMCLOG_EXIT, .pid = t->proc->pid, .pmc = m->id};
         r.status = t->proc->exit_status;
         r.value = v;
-        pmc_log_write_irqoff(&r.h, sizeof r);
+        pmc_log_write_irqoff(m->log, &r.h, sizeof r);
     }
 }
 
@@ -191,7 +191,7 @@ static void counting_switch_out(struct pmc_target *t, uint64_t now)
         uint64_t total = target_total(t);
         struct pmclog_csw r = {.h.type = PMCLOG_CSW, .pid = t->proc->pid, .pmc = m->id};
         r.value = total - t->csw_base;
-        pmc_log_write_irqoff(&r.h, sizeof r);
+        pmc_log_write_irqoff(m->log, &r.h, sizeof r);
         t->csw_base = total;
     }
 }
@@ -230,17 +230,15 @@ static bool logs_records(const struct pmc *m)
 // source for ProfileTime's ticks.
 static NTSTATUS take_log_and_source(struct pmc *m, struct process *caller)
 {
-    NTSTATUS s = logs_records(m) ? pmc_log_use(caller) : STATUS_SUCCESS;
+    NTSTATUS s = logs_records(m) ? pmc_log_use(caller, &m->log) : STATUS_SUCCESS;
     if (NT_SUCCESS(s) && counts_ticks(m) && !NT_SUCCESS(s = KeReferenceProfileSource(ProfileTime)))
-        if (logs_records(m))
-            pmc_log_unuse();
+        pmc_give_log(m);
     return s;
 }
 
 static NTSTATUS give_log_and_source(struct pmc *m)
 {
-    if (logs_records(m))
-        pmc_log_unuse();
+    pmc_give_log(m);
     return counts_ticks(m) ? KeDereferenceProfileSource(ProfileTime) : STATUS_SUCCESS;
 }
 

@@ -1,7 +1,7 @@
 // The sampling kinds of the PMC object: ProfileTime's ticks and a PMU
 // event's overflows, both delivered by the HAL to the sample fan-out
 // (ke/sample.c), which hands each PMC that samples there its share of
-// the samples, as log records (hwpmc/log.c).
+// the samples, as records of its owner's log (hwpmc/log.c).
 //
 // A sampling PMC runs its source through the same reference count as NT
 // profile objects (KeReferenceProfileSource), so `profile run` and `profile
@@ -79,7 +79,7 @@ static struct pmc_sampler *sampler_ready(struct pmc *m, struct pmc_target *tg,
     s->chain = chain;
     s->period = m->s.period;
     s->samples = tg ? &tg->samples : &samples_sink[cpu][0];
-    s->log = pmc_log_cpu(cpu);
+    s->log = pmc_log_cpu(m->log, cpu); // its owner's, in use while m runs
     s->next = NULL;
     return s;
 }
@@ -167,13 +167,13 @@ static NTSTATUS sampling_start(struct pmc *m, struct process *caller)
 {
     if (pmc_process_scope(m) && !m->ntargets)
         return STATUS_PMC_NO_TARGET;
-    NTSTATUS s = pmc_log_use(caller);
+    NTSTATUS s = pmc_log_use(caller, &m->log); // the caller is its owner (no handle is shared)
     if (!NT_SUCCESS(s))
         return s;
     KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
     s = KeReferenceProfileSourceLevels(source, pmc_levels(&m->a));
     if (!NT_SUCCESS(s)) {
-        pmc_log_unuse();
+        pmc_give_log(m);
         return s;
     }
     uint64_t interval = KeQueryIntervalProfile(source), count = m->a.count;
@@ -185,7 +185,7 @@ static NTSTATUS sampling_start(struct pmc *m, struct process *caller)
     if (!NT_SUCCESS(s)) {
         m->running = false;
         KeDereferenceProfileSource(source);
-        pmc_log_unuse();
+        pmc_give_log(m);
         return s;
     }
     uint64_t f = spin_lock_irqsave(&pmc_lock);
@@ -220,7 +220,7 @@ static void offcpu_out(struct pmc_target *t, uint64_t now, unsigned cpu)
     // Kernel frames only for a PMC that may sample kernel mode (PMC_F_KERNEL,
     // which needs the privilege): the scheduler's frames are kernel mode's.
     bool kernel = (pmc_levels(&m->a) & PMC_LEVEL_OS) != 0;
-    pmc_log_offcpu(&head, chain, kernel ? &pmc_switch_frame[cpu] : NULL);
+    pmc_log_offcpu(m->log, &head, chain, kernel ? &pmc_switch_frame[cpu] : NULL);
 }
 
 // The target is back at now (or, flags PMCLOG_ONCPU_STOPPED, the PMC stops
@@ -236,7 +236,7 @@ static void offcpu_in(struct pmc_target *t, uint64_t now, uint16_t flags)
     r.flags = flags;
     r.off_ns = now - t->off_since;
     t->off_since = 0;
-    pmc_log_write_irqoff(&r.h, sizeof r);
+    pmc_log_write_irqoff(t->pmc->log, &r.h, sizeof r);
 }
 
 // PMC_F_LOG_OFFCPU at the stop: every target still away gets its switch-in
@@ -258,7 +258,7 @@ static NTSTATUS sampling_stop(struct pmc *m)
     pmc_switch_work(m, false);
     m->running = false;
     spin_unlock_irqrestore(&pmc_lock, f);
-    pmc_log_unuse();
+    pmc_give_log(m);
     return KeDereferenceProfileSource((KPROFILE_SOURCE)m->a.source);
 }
 
@@ -291,7 +291,7 @@ static void sampling_detach(struct pmc_target *t, bool exiting)
     struct pmclog_exit r = {.h.type = PMCLOG_EXIT, .pid = t->proc->pid, .pmc = m->id};
     r.status = t->proc->exit_status;
     r.value = t->samples;
-    pmc_log_write_irqoff(&r.h, sizeof r);
+    pmc_log_write_irqoff(m->log, &r.h, sizeof r);
 }
 
 // PMC_F_LOG_PROCCSW: the slice of the process leaving this CPU.
@@ -305,7 +305,7 @@ static void sampling_switch_out(struct pmc_target *t, uint64_t now)
         return;
     struct pmclog_csw r = {.h.type = PMCLOG_CSW, .pid = t->proc->pid, .pmc = m->id};
     r.value = m->s.cpu[cpu].slice;
-    pmc_log_write_irqoff(&r.h, sizeof r);
+    pmc_log_write_irqoff(m->log, &r.h, sizeof r);
     m->s.cpu[cpu].slice = 0;
 }
 

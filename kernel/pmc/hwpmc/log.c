@@ -1,17 +1,24 @@
-// The log (see hwpmc/log.h): one lib/ring.h ring per CPU, written only by that
-// CPU (the sampling interrupt, or process context and the switch path with
-// interrupts off), drained by the log's owner under log_mutex. Every record
-// of every mode goes here (lib/abi/pmclog.h: struct pmclog_*); the first read after the
-// log is configured begins with a PMCLOG_INITIALIZE record, the time base.
+// The logs (see hwpmc/log.h): one per owning process, PMC_LOGS_MAX slots on
+// the machine. A log is one lib/ring.h ring per CPU, written only by that CPU
+// (the sampling interrupt, or process context and the switch path with
+// interrupts off), drained by its owner. Every record of a PMC or logger goes
+// to its owner's log (lib/abi/pmclog.h: struct pmclog_*); the first read
+// after a log is configured begins with a PMCLOG_INITIALIZE record, the time
+// base.
 //
 // The writer reserves room for the largest record it may write (a sample with
 // a full chain) and captures the chain in place, so a sample costs no copy.
 // When there is no room the sample is lost: the CPU counts it in its ring, and
 // the reader turns the count into a PMCLOG_LOST record after that CPU's
-// records. So for every CPU, always: delivered = logged + lost.
+// records. So for every log and CPU, always: delivered = logged + lost.
 //
 // The rings are allocated by NtPmcConfigureLog, outside the interrupt path;
-// the interrupt allocates nothing and takes no lock.
+// the interrupt allocates nothing and takes no lock. A writer reaches a log
+// only through a use of it (pmc_log_use: a running PMC, a logger) or with
+// log_mutex held (image records), and a log is freed only when it has no use
+// left, after a grace period; so no writer checks whether its log exists.
+// Whose log is whose is found by its owner alone, in its own thread (one
+// thread a process): nobody else can resize, release or read it meanwhile.
 #include "pmc/hwpmc/log.h"
 
 #include "lib/cmdline.h"
@@ -36,25 +43,33 @@
 #include "pmc/hwpmc/kind_sampling.h"
 
 struct log_cpu {
-    struct ring ring;           // its lost count: samples without room
+    struct ring ring; // its lost count: samples without room
+    // The log's largest sample and a chain's frames (its depth and the IP),
+    // kept beside the ring for the interrupt.
+    uint32_t max_sample_bytes, frames;
     uint64_t delivered, logged; // this CPU only
     uint64_t dropped;           // non-sample records without room
     uint64_t truncated, unreadable;
     uint32_t writes; // records pmc_log_write_irqoff wrote, an NMI's included
 } __attribute__((aligned(64)));
 
-static struct log_cpu logs[MAX_CPUS];
-static struct mutex log_mutex = MUTEX_INIT("pmc log");
-static struct process *log_owner; // NULL: no log (no reference: cleared when it exits)
-static volatile bool log_ready;   // rings usable by writers
-static unsigned log_users;        // running sampling PMCs (pmc_log_use)
-static bool log_initialized;      // the PMCLOG_INITIALIZE record was read (log_mutex)
-static uint32_t log_ring_bytes, log_depth = PMC_DEPTH_DEFAULT;
-static uint32_t log_frames = PMC_DEPTH_DEFAULT + 1; // a chain's frames: log_depth and the IP
+// A slot: free while cpu is NULL. Its owner is NULL once the owner exited
+// while a writer still used it (a logger: the exit stops those after the
+// log is gone), until the last unuse frees it.
+struct pmc_log {
+    struct process *owner; // no reference: cleared when it exits
+    struct log_cpu *cpu;   // [ncpus], in mem; NULL: a free slot
+    void *mem;
+    unsigned users;   // running PMCs and loggers writing it (pmc_log_use)
+    bool privileged;  // its owner's privilege: unprivileged ones share PMC_LOG_UNPRIVILEGED_BYTES
+    bool initialized; // the PMCLOG_INITIALIZE record was read (its owner's)
+    uint32_t ring_bytes, depth;
+};
 
-// Bytes reserved for a sample: the record with a full chain (log_depth frames
-// and the IP). Kept with log_depth, so the interrupt computes nothing.
-static uint32_t max_sample_bytes = sizeof(struct pmclog_sample) + 8u * (PMC_DEPTH_DEFAULT + 1);
+static struct pmc_log logs[PMC_LOGS_MAX];
+static struct mutex log_mutex = MUTEX_INIT("pmc logs"); // the slots, their users
+static unsigned nlogs;                                  // slots taken (log_mutex; read without it)
+static uint64_t unprivileged_bytes; // per CPU, the unprivileged logs' rings (log_mutex)
 
 // The chain is in r (how: callchain_capture's answer): publish the record.
 // Its size, from the frames, is written here.
@@ -80,10 +95,9 @@ _Static_assert(offsetof(struct pmclog_sample, h.tsc) == 8 &&
 static inline __attribute__((always_inline)) void log_sample(const struct pmc_sampler *s,
                                                              const struct intr_frame *f, bool user)
 {
-    struct log_cpu *l = s->log;
+    struct log_cpu *l = s->log; // a running PMC's: its log is in use
     l->delivered++;
-    struct pmclog_sample *r =
-        READ_ONCE(log_ready) ? ring_reserve(&l->ring, READ_ONCE(max_sample_bytes)) : NULL;
+    struct pmclog_sample *r = ring_reserve(&l->ring, l->max_sample_bytes);
     if (!r) {
         ring_lose(&l->ring);
         return;
@@ -96,13 +110,13 @@ static inline __attribute__((always_inline)) void log_sample(const struct pmc_sa
     w[3] = s->head[3] | (uint64_t)user << 48;
     w[4] = s->head[4];
     r->h.tsc = rdtsc();
-    record_end(l, r, callchain_capture(f, user, s->chain, r, log_frames));
+    record_end(l, r, callchain_capture(f, user, s->chain, r, l->frames));
     l->logged++;
 }
 
-struct log_cpu *pmc_log_cpu(unsigned cpu)
+struct log_cpu *pmc_log_cpu(struct pmc_log *log, unsigned cpu)
 {
-    return &logs[cpu];
+    return &log->cpu[cpu];
 }
 
 void pmc_log_sample(struct pmc_sampler *s, const struct intr_frame *f)
@@ -127,12 +141,11 @@ static void log_put(struct log_cpu *l, unsigned cpu, void *dst, struct pmclog_he
     __atomic_fetch_add(&l->writes, 1, __ATOMIC_RELAXED);
 }
 
-void pmc_log_offcpu(const struct pmclog_offcpu *head, bool chain, const struct intr_frame *f)
+void pmc_log_offcpu(struct pmc_log *log, const struct pmclog_offcpu *head, bool chain,
+                    const struct intr_frame *f)
 {
-    struct log_cpu *l = &logs[head->h.cpu];
-    if (!READ_ONCE(log_ready))
-        return;
-    struct pmclog_offcpu *r = ring_reserve(&l->ring, READ_ONCE(max_sample_bytes));
+    struct log_cpu *l = &log->cpu[head->h.cpu];
+    struct pmclog_offcpu *r = ring_reserve(&l->ring, l->max_sample_bytes);
     if (!r) {
         l->dropped++;
         return;
@@ -141,20 +154,18 @@ void pmc_log_offcpu(const struct pmclog_offcpu *head, bool chain, const struct i
     r->h.tsc = rdtsc();
     // The same layout as a sample's (lib/abi/pmclog.h), so the same walk fills it.
     struct pmclog_sample *as_sample = (struct pmclog_sample *)r;
-    unsigned how = f ? callchain_capture(f, false, chain, as_sample, log_frames)
-                     : callchain_user_state(as_sample, log_frames, chain);
+    unsigned how = f ? callchain_capture(f, false, chain, as_sample, l->frames)
+                     : callchain_user_state(as_sample, l->frames, chain);
     if (how)
         r->flags |= PMCLOG_SAMPLE_TRUNC;
     r->h.size = (uint32_t)sizeof *r + 8u * r->nframes;
     ring_commit(&l->ring, r->h.size);
 }
 
-void pmc_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
+void pmc_log_write_irqoff(struct pmc_log *log, struct pmclog_header *rec, uint32_t size)
 {
     unsigned cpu = cpu_id();
-    struct log_cpu *l = &logs[cpu];
-    if (!READ_ONCE(log_ready))
-        return;
+    struct log_cpu *l = &log->cpu[cpu];
     void *dst = ring_reserve(&l->ring, size);
     if (!dst) {
         l->dropped++;
@@ -163,9 +174,9 @@ void pmc_log_write_irqoff(struct pmclog_header *rec, uint32_t size)
     log_put(l, cpu, dst, rec, size);
 }
 
-uint32_t pmc_log_mark(void)
+uint32_t pmc_log_mark(struct pmc_log *log)
 {
-    uint32_t mark = __atomic_load_n(&logs[cpu_id()].writes, __ATOMIC_RELAXED);
+    uint32_t mark = __atomic_load_n(&log->cpu[cpu_id()].writes, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST); // before the caller reads its values
     return mark;
 }
@@ -173,12 +184,11 @@ uint32_t pmc_log_mark(void)
 // The count of writes is read once the room is reserved: an NMI before that
 // wrote its record first and is seen; one after it writes its record into
 // the ring's side buffer, which the commit publishes after this one.
-bool pmc_log_write_unchanged(struct pmclog_header *rec, uint32_t size, uint32_t mark)
+bool pmc_log_write_unchanged(struct pmc_log *log, struct pmclog_header *rec, uint32_t size,
+                             uint32_t mark)
 {
     unsigned cpu = cpu_id();
-    struct log_cpu *l = &logs[cpu];
-    if (!READ_ONCE(log_ready))
-        return true;
+    struct log_cpu *l = &log->cpu[cpu];
     __atomic_signal_fence(__ATOMIC_SEQ_CST); // the caller's values read before
     void *dst = ring_reserve(&l->ring, size);
     if (!dst) {
@@ -194,10 +204,11 @@ bool pmc_log_write_unchanged(struct pmclog_header *rec, uint32_t size, uint32_t 
     return true;
 }
 
-void pmc_log_write(struct pmclog_header *rec, uint32_t size)
+// From process context.
+static void log_write(struct pmc_log *log, struct pmclog_header *rec, uint32_t size)
 {
     uint64_t f = irq_save();
-    pmc_log_write_irqoff(rec, size);
+    pmc_log_write_irqoff(log, rec, size);
     irq_restore(f);
 }
 
@@ -220,27 +231,32 @@ static void elf_text_range(const uint8_t *data, size_t size, uint64_t *base, uin
     }
 }
 
-static void write_map(uint32_t pid, uint32_t parent, const char *name, uint64_t base, uint64_t end)
+static void write_map(struct pmc_log *log, uint32_t pid, uint32_t parent, const char *name,
+                      uint64_t base, uint64_t end)
 {
     struct pmclog_map m = {.h.type = PMCLOG_MAP, .pid = pid, .parent = parent};
     m.base = base;
     m.end = end;
     memcpy(m.name, name, MIN(strlen(name), sizeof m.name - 1));
-    pmc_log_write(&m.h, sizeof m);
+    log_write(log, &m.h, sizeof m);
 }
 
 void pmc_log_map_process(const struct process *p, const uint8_t *elf, size_t size)
 {
-    if (!READ_ONCE(log_ready))
+    if (!READ_ONCE(nlogs))
         return;
     uint64_t base, end;
     elf_text_range(elf, size, &base, &end);
-    write_map(p->pid, p->parent, p->name, base, end);
+    mutex_lock(&log_mutex); // no log is freed meanwhile
+    for (unsigned i = 0; i < PMC_LOGS_MAX; i++)
+        if (logs[i].owner)
+            write_map(&logs[i], p->pid, p->parent, p->name, base, end);
+    mutex_unlock(&log_mutex);
 }
 
-static void map_everything(void)
+static void map_everything(struct pmc_log *log)
 {
-    write_map(0, 0, "kernel", (uint64_t)__kernel_start, (uint64_t)__text_end);
+    write_map(log, 0, 0, "kernel", (uint64_t)__kernel_start, (uint64_t)__text_end);
     static struct sys_process_info list[16]; // under log_mutex
     for (unsigned skip = 0;; skip += 16) {
         unsigned n = process_list(list, skip, 16);
@@ -251,7 +267,7 @@ static void map_everything(void)
             uint64_t base = 0, end = 0;
             if (f)
                 elf_text_range(f->data, f->size, &base, &end);
-            write_map(list[i].pid, list[i].parent, list[i].name, base, end);
+            write_map(log, list[i].pid, list[i].parent, list[i].name, base, end);
         }
         if (n < 16)
             break;
@@ -260,14 +276,31 @@ static void map_everything(void)
 
 // --- configuration ---------------------------------------------------------------
 
-static void free_rings(void)
+// p's log, or NULL. Without log_mutex only from p's own thread: only that
+// thread puts p into a slot or takes it out (configure, release, exit).
+static struct pmc_log *log_of(const struct process *p)
 {
-    WRITE_ONCE(log_ready, false);
-    grace_wait(); // a writer is an interrupt handler: none is mid-record now
-    for (unsigned i = 0; i < ncpus; i++) {
-        kfree(logs[i].ring.buf);
-        logs[i] = (struct log_cpu){0};
+    for (unsigned i = 0; p && i < PMC_LOGS_MAX; i++)
+        if (READ_ONCE(logs[i].owner) == p)
+            return &logs[i];
+    return NULL;
+}
+
+// The slot's rings and counts freed (log_mutex held; no use of it is left,
+// so no writer can begin): the slot is free.
+static void free_rings(struct pmc_log *log)
+{
+    // A writer is an interrupt handler or runs with interrupts off: after a
+    // grace period none is mid-record.
+    grace_wait();
+    for (unsigned i = 0; log->cpu && i < ncpus; i++)
+        kfree(log->cpu[i].ring.buf);
+    kfree(log->mem);
+    if (log->ring_bytes) { // it was counted
+        WRITE_ONCE(nlogs, nlogs - 1);
+        unprivileged_bytes -= log->privileged ? 0 : log->ring_bytes;
     }
+    *log = (struct pmc_log){0};
 }
 
 static uint32_t default_ring_bytes(void)
@@ -284,46 +317,99 @@ static uint32_t default_ring_bytes(void)
     return PMC_LOG_RING_DEFAULT;
 }
 
+// The largest sample of a depth: the record with its frames and the IP.
+static uint32_t sample_bytes(uint32_t depth)
+{
+    return (uint32_t)sizeof(struct pmclog_sample) + 8u * (depth + 1);
+}
+
+static NTSTATUS check_config(const struct pmc_log_config *cfg, uint32_t *bytes, uint32_t *depth)
+{
+    *bytes = cfg->ring_bytes ? cfg->ring_bytes : default_ring_bytes();
+    *depth = cfg->depth ? cfg->depth : PMC_DEPTH_DEFAULT;
+    if (*depth > PMC_DEPTH_MAX)
+        return STATUS_PMC_BAD_DEPTH;
+    if (*bytes % 4096 || *bytes < PMC_LOG_RING_MIN || *bytes > PMC_LOG_RING_MAX ||
+        *bytes < 2 * sample_bytes(*depth))
+        return STATUS_PMC_BAD_LOG_SIZE;
+    return STATUS_SUCCESS;
+}
+
+// Whether p may have a log of bytes per CPU, replacing old (its log, or
+// NULL: a new slot): a slot for it, and, without the privilege, at most
+// PMC_LOGS_UNPRIVILEGED slots and PMC_LOG_UNPRIVILEGED_BYTES per CPU for the
+// unprivileged together, so that a privileged process always finds a log.
+static NTSTATUS admit(const struct process *p, const struct pmc_log *old, uint32_t bytes)
+{
+    unsigned unprivileged = 0;
+    for (unsigned i = 0; i < PMC_LOGS_MAX; i++)
+        unprivileged += logs[i].cpu && !logs[i].privileged;
+    if (!old && nlogs == PMC_LOGS_MAX)
+        return STATUS_PMC_TOO_MANY_LOGS;
+    if (p->privileged)
+        return STATUS_SUCCESS;
+    if (!old && unprivileged >= PMC_LOGS_UNPRIVILEGED)
+        return STATUS_PMC_TOO_MANY_LOGS;
+    uint64_t others = unprivileged_bytes - (old && !old->privileged ? old->ring_bytes : 0);
+    return others + bytes > PMC_LOG_UNPRIVILEGED_BYTES ? STATUS_PMC_LOG_QUOTA : STATUS_SUCCESS;
+}
+
+// Each CPU's part, 64-byte aligned, and its ring, then the side buffer of a
+// sample an NMI takes while its CPU writes a record (lib/ring.h): as big as
+// the largest sample. The free slot log becomes owner's (log_mutex held).
+static NTSTATUS setup_rings(struct pmc_log *log, struct process *owner, uint32_t bytes,
+                            uint32_t depth)
+{
+    uint32_t max_record = sample_bytes(depth);
+    log->mem = kzalloc(ncpus * sizeof(struct log_cpu) + 63);
+    log->cpu = log->mem ? (struct log_cpu *)ALIGN_UP((uintptr_t)log->mem, 64) : NULL;
+    NTSTATUS s = log->cpu ? STATUS_SUCCESS : STATUS_INSUFFICIENT_RESOURCES;
+    for (unsigned i = 0; i < ncpus && NT_SUCCESS(s); i++) {
+        struct log_cpu *l = &log->cpu[i];
+        uint8_t *mem = kmalloc(bytes + max_record);
+        ring_init(&l->ring, mem, bytes, mem ? mem + bytes : NULL, max_record);
+        l->max_sample_bytes = max_record;
+        l->frames = depth + 1;
+        if (!l->ring.buf)
+            s = STATUS_INSUFFICIENT_RESOURCES;
+    }
+    if (!NT_SUCCESS(s)) {
+        free_rings(log);
+        return s;
+    }
+    log->ring_bytes = bytes;
+    log->depth = depth;
+    log->privileged = owner->privileged;
+    unprivileged_bytes += owner->privileged ? 0 : bytes;
+    WRITE_ONCE(nlogs, nlogs + 1);
+    WRITE_ONCE(log->owner, owner);
+    map_everything(log);
+    return STATUS_SUCCESS;
+}
+
+static struct pmc_log *free_slot(void)
+{
+    for (unsigned i = 0; i < PMC_LOGS_MAX; i++)
+        if (!logs[i].cpu)
+            return &logs[i];
+    return NULL;
+}
+
 NTSTATUS pmc_log_configure(struct process *owner, const struct pmc_log_config *cfg)
 {
-    uint32_t bytes = cfg->ring_bytes ? cfg->ring_bytes : default_ring_bytes();
-    uint32_t depth = cfg->depth ? cfg->depth : PMC_DEPTH_DEFAULT;
-    if (depth > PMC_DEPTH_MAX)
-        return STATUS_PMC_BAD_DEPTH;
-    uint32_t max_record = (uint32_t)sizeof(struct pmclog_sample) + 8u * (depth + 1);
-    if (bytes % 4096 || bytes < PMC_LOG_RING_MIN || bytes > PMC_LOG_RING_MAX ||
-        bytes < 2 * max_record)
-        return STATUS_PMC_BAD_LOG_SIZE;
+    uint32_t bytes, depth;
+    NTSTATUS s = check_config(cfg, &bytes, &depth);
+    if (!NT_SUCCESS(s))
+        return s;
     mutex_lock(&log_mutex);
-    NTSTATUS s = STATUS_SUCCESS;
-    if (log_owner && log_owner != owner) {
-        s = STATUS_PMC_LOG_BUSY;
-    } else if (log_owner && log_users) {
-        s = STATUS_PMC_LOG_IN_USE;
-    } else {
-        if (log_owner)
-            free_rings();
-        // Each ring, then the side buffer of a sample an NMI takes while its
-        // CPU writes a record (lib/ring.h): as big as the largest sample.
-        for (unsigned i = 0; i < ncpus && NT_SUCCESS(s); i++) {
-            uint8_t *mem = kmalloc(bytes + max_record);
-            ring_init(&logs[i].ring, mem, bytes, mem ? mem + bytes : NULL, max_record);
-            if (!logs[i].ring.buf)
-                s = STATUS_INSUFFICIENT_RESOURCES;
-        }
-        if (!NT_SUCCESS(s)) {
-            free_rings();
-            log_owner = NULL;
-        } else {
-            log_ring_bytes = bytes;
-            log_depth = depth;
-            log_frames = depth + 1;
-            max_sample_bytes = (uint32_t)sizeof(struct pmclog_sample) + 8u * (depth + 1);
-            log_owner = owner;
-            log_initialized = false;
-            __atomic_store_n(&log_ready, true, __ATOMIC_RELEASE);
-            map_everything();
-        }
+    struct pmc_log *log = log_of(owner);
+    s = log && log->users ? STATUS_PMC_LOG_IN_USE : admit(owner, log, bytes);
+    if (NT_SUCCESS(s)) {
+        if (log)
+            free_rings(log); // resized: the old rings go first, as hwpmc's do
+        else
+            log = free_slot(); // admit found one
+        s = setup_rings(log, owner, bytes, depth);
     }
     mutex_unlock(&log_mutex);
     return s;
@@ -332,57 +418,58 @@ NTSTATUS pmc_log_configure(struct process *owner, const struct pmc_log_config *c
 NTSTATUS pmc_log_release(struct process *owner)
 {
     mutex_lock(&log_mutex);
-    NTSTATUS s = STATUS_SUCCESS;
-    if (log_owner != owner)
-        s = log_owner ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
-    else if (log_users)
-        s = STATUS_PMC_LOG_IN_USE;
-    else {
-        free_rings();
-        log_owner = NULL;
-    }
+    struct pmc_log *log = log_of(owner);
+    NTSTATUS s = !log ? STATUS_PMC_NO_LOG : log->users ? STATUS_PMC_LOG_IN_USE : STATUS_SUCCESS;
+    if (NT_SUCCESS(s))
+        free_rings(log);
     mutex_unlock(&log_mutex);
     return s;
 }
 
-// Called after the exiting process's handles (so its PMCs) are gone.
+// Called after the exiting process's handles (so its PMCs) are gone; its
+// loggers may still write the log (they stop after this): then their last
+// unuse frees it.
 void pmc_log_process_gone(struct process *p)
 {
-    if (READ_ONCE(log_owner) != p)
+    if (!log_of(p))
         return;
     mutex_lock(&log_mutex);
-    if (log_owner == p) {
-        free_rings();
-        log_owner = NULL;
+    struct pmc_log *log = log_of(p);
+    if (log) {
+        WRITE_ONCE(log->owner, NULL);
+        if (!log->users)
+            free_rings(log);
     }
     mutex_unlock(&log_mutex);
 }
 
-NTSTATUS pmc_log_owner_status(const struct process *p)
-{
-    struct process *o = READ_ONCE(log_owner);
-    return o == p ? STATUS_SUCCESS : o ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
-}
-
-NTSTATUS pmc_log_use(const struct process *p)
+NTSTATUS pmc_log_use(const struct process *p, struct pmc_log **out)
 {
     mutex_lock(&log_mutex);
-    NTSTATUS s = p && log_owner == p ? STATUS_SUCCESS : STATUS_PMC_NO_LOG;
-    log_users += NT_SUCCESS(s);
+    struct pmc_log *log = log_of(p);
+    if (log)
+        log->users++;
     mutex_unlock(&log_mutex);
-    return s;
+    *out = log;
+    return log ? STATUS_SUCCESS : STATUS_PMC_NO_LOG;
 }
 
-void pmc_log_unuse(void)
+void pmc_log_unuse(struct pmc_log *log)
 {
     mutex_lock(&log_mutex);
-    log_users--;
+    if (--log->users == 0 && !log->owner)
+        free_rings(log); // its owner exited meanwhile
     mutex_unlock(&log_mutex);
 }
 
-uint32_t pmc_log_depth(void)
+NTSTATUS pmc_log_write_user(const struct process *p, uint64_t userdata)
 {
-    return log_depth;
+    struct pmc_log *log = log_of(p);
+    if (!log)
+        return STATUS_PMC_NO_LOG;
+    struct pmclog_user r = {.h.type = PMCLOG_USER, .pid = p->pid, .userdata = userdata};
+    log_write(log, &r.h, sizeof r);
+    return STATUS_SUCCESS;
 }
 
 // --- reading ---------------------------------------------------------------------
@@ -403,27 +490,24 @@ static NTSTATUS initialize_record(struct ring_sink *out)
 
 NTSTATUS pmc_log_read(struct process *reader, uint64_t ubuf, uint64_t len, size_t *got)
 {
-    mutex_lock(&log_mutex);
     *got = 0;
-    if (log_owner != reader) {
-        mutex_unlock(&log_mutex);
-        return log_owner ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
-    }
+    struct pmc_log *log = log_of(reader); // its own: it stays while the owner reads
+    if (!log)
+        return STATUS_PMC_NO_LOG;
     NTSTATUS s = STATUS_SUCCESS;
     // The caller checked [ubuf, ubuf + len) (user_buffer_check).
     struct ring_sink out = {.copy = user_sink_copy, .ctx = (void *)(uintptr_t)ubuf, .len = len};
-    if (!log_initialized) {
+    if (!log->initialized) {
         s = initialize_record(&out);
-        log_initialized = NT_SUCCESS(s) && !out.full;
+        log->initialized = NT_SUCCESS(s) && !out.full;
     }
-    for (unsigned cpu = 0; log_initialized && cpu < ncpus && NT_SUCCESS(s) && !out.full; cpu++) {
-        struct ring *r = &logs[cpu].ring;
+    for (unsigned cpu = 0; log->initialized && cpu < ncpus && NT_SUCCESS(s) && !out.full; cpu++) {
+        struct ring *r = &log->cpu[cpu].ring;
         s = ring_drain(r, &out);
         // Samples dropped so far on this CPU, after the records it did keep.
         if (NT_SUCCESS(s))
             s = ring_drain_lost(r, (uint16_t)cpu, rdtsc(), &out);
     }
-    mutex_unlock(&log_mutex);
     *got = out.pos;
     if (NT_SUCCESS(s) && out.full && out.pos == 0)
         s = STATUS_BUFFER_TOO_SMALL; // not even one record fits
@@ -432,22 +516,23 @@ NTSTATUS pmc_log_read(struct process *reader, uint64_t ubuf, uint64_t len, size_
 
 NTSTATUS pmc_log_flush(struct process *caller)
 {
-    if (READ_ONCE(log_owner) != caller)
-        return READ_ONCE(log_owner) ? STATUS_PMC_NOT_LOG_OWNER : STATUS_PMC_NO_LOG;
+    if (!log_of(caller))
+        return STATUS_PMC_NO_LOG;
     grace_wait(); // every record begun before the call is published
     return STATUS_SUCCESS;
 }
 
 _Static_assert(PMC_STATS_CPUS >= MAX_CPUS, "struct pmc_driver_stats has a row for every CPU");
 
-void pmc_log_stats(struct pmc_driver_stats *out)
+void pmc_log_stats(const struct process *caller, struct pmc_driver_stats *out)
 {
+    const struct pmc_log *log = log_of(caller);
     out->ncpus = ncpus;
-    out->log_configured = READ_ONCE(log_ready);
-    out->ring_bytes = log_ring_bytes;
-    out->depth = log_depth;
-    for (unsigned i = 0; i < ncpus; i++) {
-        const struct log_cpu *l = &logs[i];
+    out->log_configured = log != NULL;
+    out->ring_bytes = log ? log->ring_bytes : 0;
+    out->depth = log ? log->depth : 0;
+    for (unsigned i = 0; log && i < ncpus; i++) {
+        const struct log_cpu *l = &log->cpu[i];
         out->chains_truncated += READ_ONCE(l->truncated);
         out->user_frames_unread += READ_ONCE(l->unreadable);
         out->records_dropped += READ_ONCE(l->dropped);

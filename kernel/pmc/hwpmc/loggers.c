@@ -1,16 +1,16 @@
-// Counter values at hook events, into the log: the trace loggers (see
+// Counter values at hook events, into the owner's log: the trace loggers (see
 // hwpmc/loggers.h). One concept written once: the context-switch session
 // of NtPmcCswitchLog is a logger whose one hook is the context switch and
 // whose records keep their old form (PMCLOG_CSWITCH); an ETW-style logger
 // names up to 4 counters and 4 hook events and writes PMCLOG_HOOK records.
 //
 // A record is written on the CPU where its event happens with interrupts
-// off, into that CPU's ring of the log, like a sample. A hardware event gets
-// a counter row of its own (never shared: a record holds raw counter totals)
-// and a count loaded on every CPU while its logger has it (pmc/hal/counts.h).
-// Arming and disarming run under a mutex and end with an IPI to every CPU,
-// which no CPU takes inside a hook: after it, no record of the old state is
-// still being written.
+// off, into that CPU's ring of its owner's log, like a sample. A hardware
+// event gets a counter row of its own (never shared: a record holds raw
+// counter totals) and a count loaded on every CPU while its logger has it
+// (pmc/hal/counts.h). Arming and disarming run under a mutex and end with an
+// IPI to every CPU, which no CPU takes inside a hook: after it, no record of
+// the old state is still being written.
 #include "pmc/hwpmc/loggers.h"
 
 #include "lib/string.h"
@@ -36,9 +36,10 @@
 struct logger {
     bool used, legacy; // legacy: NtPmcCswitchLog's session (PMCLOG_CSWITCH records)
     volatile bool armed;
-    bool loaded;     // hardware counts loaded on every CPU
-    uint32_t owner;  // its log's owner, by pid
-    uint32_t serial; // in the handle: a closed logger's handle stays invalid
+    bool loaded;         // hardware counts loaded on every CPU
+    uint32_t owner;      // its log's owner, by pid
+    struct pmc_log *log; // the owner's log, in use while the logger lives
+    uint32_t serial;     // in the handle: a closed logger's handle stays invalid
     uint32_t events[LOGGER_EVENTS];
     unsigned nevents;
     uint32_t hooks;                      // HOOK_* bits
@@ -101,14 +102,14 @@ static void write_values(const struct logger *l, struct cpu *c, struct pmclog_he
                          uint32_t size, uint64_t *value, unsigned n)
 {
     for (unsigned tries = 1;; tries++) {
-        uint32_t mark = pmc_log_mark();
+        uint32_t mark = pmc_log_mark(l->log);
         for (unsigned i = 0; i < n; i++)
             value[i] = logger_value(l, c, i);
         if (tries == LOGGER_READ_TRIES) {
-            pmc_log_write_irqoff(h, size);
+            pmc_log_write_irqoff(l->log, h, size);
             return;
         }
-        if (pmc_log_write_unchanged(h, size, mark))
+        if (pmc_log_write_unchanged(l->log, h, size, mark))
             return;
     }
 }
@@ -294,19 +295,23 @@ static void logger_free(struct logger *l)
     l->used = false;
     l->nevents = 0;
     l->hooks = 0;
-    pmc_log_unuse();
+    pmc_log_unuse(l->log);
+    l->log = NULL;
 }
 
 // A new logger of owner's writing into its log (pmc_log_use).
 static NTSTATUS logger_new(struct process *owner, bool legacy, struct logger **out)
 {
-    NTSTATUS s = pmc_log_use(owner);
+    struct pmc_log *log;
+    NTSTATUS s = pmc_log_use(owner, &log);
     if (!NT_SUCCESS(s))
         return s;
     *out = logger_alloc(owner, legacy);
-    if (*out)
+    if (*out) {
+        (*out)->log = log; // before it is armed
         return STATUS_SUCCESS;
-    pmc_log_unuse();
+    }
+    pmc_log_unuse(log);
     return STATUS_INSUFFICIENT_RESOURCES;
 }
 
@@ -424,7 +429,8 @@ NTSTATUS pmc_logger_set_hooks(struct process *caller, TRACEHANDLE h, const uint3
     return l ? STATUS_SUCCESS : STATUS_INVALID_HANDLE;
 }
 
-// A process exits: the process-delete hook, then its loggers go (its log goes too).
+// A process exits: the process-delete hook, then its loggers go (and its log,
+// which the PMC object's watcher before this one left to their last unuse).
 static void logger_owner_exit(struct process *p, enum process_event event)
 {
     if (event != PROCESS_EXITING)

@@ -240,6 +240,16 @@ static NTSTATUS attach_locked(struct pmc *m, struct process *p)
     return STATUS_SUCCESS;
 }
 
+void pmc_give_log(struct pmc *m)
+{
+    uint64_t f = spin_lock_irqsave(&pmc_lock); // a writer under it reads m->log once
+    struct pmc_log *log = m->log;
+    m->log = NULL;
+    spin_unlock_irqrestore(&pmc_lock, f);
+    if (log)
+        pmc_log_unuse(log);
+}
+
 NTSTATUS pmc_attach_self(struct pmc *m, struct process *me)
 {
     uint64_t f = spin_lock_irqsave(&pmc_lock);

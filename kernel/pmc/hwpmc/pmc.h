@@ -44,6 +44,7 @@
 #include "pmc/hal/counts.h"
 
 struct log_cpu;
+struct pmc_log;
 struct process;
 struct thread;
 
@@ -85,7 +86,7 @@ struct pmc_sampler {
     uint64_t phase;           // ticks since this CPU's last sample
     uint64_t slice;           // samples on this CPU since its last switch
     uint64_t *samples;        // the target's total (a per-CPU sink at system scope)
-    struct log_cpu *log;      // this CPU's part of the log (hwpmc/log.h: pmc_log_cpu)
+    struct log_cpu *log;      // this CPU's part of its owner's log (hwpmc/log.h: pmc_log_cpu)
 };
 
 struct pmc {
@@ -94,8 +95,12 @@ struct pmc {
     const struct pmc_ops *ops; // the kind
     struct pmc_alloc a;        // as allocated: source, mode, flags, cpu, count
     uint32_t owner_pid;
-    uint64_t cpus;  // CPUs it samples or counts
-    bool running;   // started
+    uint64_t cpus; // CPUs it samples or counts
+    bool running;  // started
+    // Its owner's log while it runs and writes one (pmc_log_use: every
+    // sampling PMC, a counting one with PMC_F_LOG_PROC*), else NULL: where
+    // its records go. Set before it runs, cleared under pmc_lock after.
+    struct pmc_log *log;
     unsigned slots; // target slots ever used (a detached one is NULL)
     unsigned ntargets;
     struct pmc_target *targets[PMC_MAX_TARGETS];
@@ -186,6 +191,10 @@ struct pmc_target *pmc_target_of(const struct pmc *m, const struct process *p);
 // Attach the caller itself (pmc_lock not held): hwpmc's start of an
 // unattached process-scope PMC by its owner.
 NTSTATUS pmc_attach_self(struct pmc *m, struct process *me);
+// A start's use of its owner's log (m->log, taken with pmc_log_use) given
+// back: m is stopped, out of the running set, with no switch work (no plan,
+// switch or exit writes its records now; pmc_lock not held). None: nothing.
+void pmc_give_log(struct pmc *m);
 // Turn the switch work of m's targets on or off (pmc_lock held).
 void pmc_switch_work(struct pmc *m, bool on);
 // Where the scheduler called the switch watcher on each CPU, as an

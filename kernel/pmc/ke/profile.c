@@ -36,13 +36,13 @@
 #define PROFILES_PER_CPU_LIMIT 8192
 #define PROFILES_PER_PROCESS   8192 // an unprivileged process's share
 #define SCOPE_LOCKS            64   // process scopes share these by hash
+#define PIN_BATCH              16   // buffer pages pinned per section with interrupts off
 
 // Start, stop and statistics of one scope are serialized by its mutex: the
 // system's own, or the one its process hashes to, so unrelated processes'
 // profiles rarely wait for each other and never for the system's.
 static struct mutex system_mutex = MUTEX_INIT("system profiles");
 static struct mutex process_mutexes[SCOPE_LOCKS];
-static struct kprofile dead_profile; // stands in for a stopped profile when memory is short
 struct profile_slot profile_system_slots[ProfileSourceCount];
 static uint64_t started_count;              // every scope's started profiles (atomic)
 static uint64_t started_unprivileged_count; // of those, charged to unprivileged processes
@@ -96,46 +96,45 @@ static void nothing_on_cpu(void *arg)
     UNUSED(arg); // the interrupt ran with no sample half done on its CPU
 }
 
-// The samples of a process-scope set that count for q: those of q's CPUs.
-static uint64_t share_of(const struct profile_set *set, const struct kprofile *q)
+// After p's scope's set was published: reach the CPUs that may still read
+// the old one — all of them, each running on_cpu, for the system; for a
+// process, only those running it now (none, when it is not running). The
+// CPUs not reached see the new set at their next sample.
+static void set_wait(struct kprofile *p, void (*on_cpu)(void *))
+{
+    if (!p->process)
+        smp_call_all(on_cpu, p);
+    else
+        smp_call_many(sched_cpus_running(p->process), nothing_on_cpu, NULL);
+}
+
+// Counting a process-scope profile's delivered samples exactly, with no
+// step per profile when a set is replaced. Each set counts the samples that
+// found it, per CPU; a set is retired only after no CPU can still read it
+// (set_wait), and then its counts are final and join the next set's
+// retired[] (profile_change_retire): set->retired[cpu] + set->samples[cpu]
+// is the scope's samples on cpu, every set so far. A sample that finds a set
+// holding p, on a CPU of p's affinity, is p's: its bucket if its address is
+// in range (p->active is the affinity from before p's first set is published
+// until after its last is retired), out of range otherwise. The sets holding
+// p are a run: the one its start published to the one its stop replaced. So
+// p notes retired[] of its first set once that set's predecessor is retired
+// (scope_counting_begins) and, once its last set is retired, adds what the
+// counts gained since (samples_since_start); in between, a query reads the
+// current set the same way. No sample is in two sets' counts, none is lost.
+static void scope_counting_begins(struct kprofile *p, const struct profile_set *set)
+{
+    for (unsigned cpu = 0; cpu < ncpus; cpu++)
+        p->start_samples[cpu] = set->retired[cpu];
+}
+
+static uint64_t samples_since_start(const struct kprofile *p, const struct profile_set *set)
 {
     uint64_t n = 0;
     for (unsigned cpu = 0; cpu < ncpus; cpu++)
-        if (q->affinity & (1ull << cpu))
-            n += READ_ONCE(set->samples[cpu]);
+        if (p->affinity & (1ull << cpu))
+            n += set->retired[cpu] + READ_ONCE(set->samples[cpu]) - p->start_samples[cpu];
     return n;
-}
-
-// A replaced process-scope set that no CPU reads any more: its samples
-// become its profiles' delivered, and it is freed.
-static void retire_set(struct profile_set *old)
-{
-    if (!old)
-        return;
-    uint64_t all = 0, every_cpu = ncpus == 64 ? ~0ull : (1ull << ncpus) - 1;
-    for (unsigned cpu = 0; cpu < ncpus; cpu++)
-        all += old->samples[cpu];
-    for (unsigned i = 0; i < old->n + old->nwide; i++) {
-        struct kprofile *q = old->e[i].p;
-        if (q != &dead_profile)
-            q->delivered += (q->affinity & every_cpu) == every_cpu ? all : share_of(old, q);
-    }
-    kfree(old);
-}
-
-// After p's scope's set was published in place of old: reach the CPUs that
-// may still read old — all of them, each running on_cpu, for the system;
-// for a process, only those running it now (none, when it is not running) —
-// then free old. The CPUs not reached see the new set at their next sample.
-static void set_replaced(struct kprofile *p, struct profile_set *old, void (*on_cpu)(void *))
-{
-    if (!p->process) {
-        smp_call_all(on_cpu, p);
-        kfree(old);
-        return;
-    }
-    smp_call_many(sched_cpus_running(p->process), nothing_on_cpu, NULL);
-    retire_set(old);
 }
 
 // --- the buffer -----------------------------------------------------------------
@@ -152,6 +151,36 @@ static void unpin_buffer(struct kprofile *p)
     p->kbuf = NULL;
 }
 
+// Pin pages [p->npages, n) of the buffer at first, in me's address space:
+// at most PIN_BATCH under its lock, which is dropped between batches so that
+// interrupts are never off long (core/addrspace.h), however big the buffer.
+// Each page's entry is read and its frame pinned under the lock, so an unmap
+// between batches finds the pinned frames pinned (orphans, core/pin.h) and
+// cannot free them under the profile; a page it unmapped before its batch is
+// an access violation, as when the whole buffer was checked at once.
+static NTSTATUS pin_pages(struct process *me, struct kprofile *p, uint64_t first, uint64_t n)
+{
+    NTSTATUS s = STATUS_SUCCESS;
+    while (NT_SUCCESS(s) && p->npages < n) {
+        uint64_t f = spin_lock_irqsave(&me->as.lock);
+        for (unsigned b = 0; b < PIN_BATCH && p->npages < n; b++) {
+            pte_t *e = vm_walk(me->as.pml4, first + p->npages * PAGE_SIZE, false);
+            if (!e || (*e & (PTE_P | PTE_U | PTE_W)) != (PTE_P | PTE_U | PTE_W)) {
+                s = STATUS_ACCESS_VIOLATION; // unmapped or read-only buffer
+                break;
+            }
+            p->page_pa[p->npages] = *e & PTE_ADDR;
+            if (!pin_page(p->page_pa[p->npages])) {
+                s = STATUS_INSUFFICIENT_RESOURCES;
+                break;
+            }
+            p->npages++;
+        }
+        spin_unlock_irqrestore(&me->as.lock, f);
+    }
+    return s;
+}
+
 // Pin every page of the buffer in the caller's address space and map them in
 // system space, as NT's KeStartProfile maps the locked buffer: the sample path
 // then reaches any bucket with one add and never walks user page tables.
@@ -165,22 +194,7 @@ static NTSTATUS pin_buffer(struct kprofile *p)
     p->kbuf = NULL;
     if (!p->page_pa)
         return STATUS_INSUFFICIENT_RESOURCES;
-    uint64_t f = spin_lock_irqsave(&me->as.lock);
-    NTSTATUS s = STATUS_SUCCESS;
-    for (uint64_t i = 0; i < n; i++) {
-        pte_t *e = vm_walk(me->as.pml4, first + i * PAGE_SIZE, false);
-        if (!e || (*e & (PTE_P | PTE_U | PTE_W)) != (PTE_P | PTE_U | PTE_W)) {
-            s = STATUS_ACCESS_VIOLATION; // unmapped or read-only buffer
-            break;
-        }
-        p->page_pa[i] = *e & PTE_ADDR;
-        if (!pin_page(p->page_pa[i])) {
-            s = STATUS_INSUFFICIENT_RESOURCES;
-            break;
-        }
-        p->npages++;
-    }
-    spin_unlock_irqrestore(&me->as.lock, f);
+    NTSTATUS s = pin_pages(me, p, first, n);
     uint8_t *map = NT_SUCCESS(s) ? sysmap_map(p->page_pa, n) : NULL;
     if (NT_SUCCESS(s) && !map)
         s = STATUS_INSUFFICIENT_RESOURCES; // no room in system space
@@ -277,7 +291,7 @@ NTSTATUS KeStartProfile(struct kprofile *p)
     struct mutex *lock = scope_lock(p);
     mutex_lock(lock);
     NTSTATUS s = STATUS_SUCCESS;
-    struct profile_set *set = NULL, *old = *set_of(p);
+    struct profile_change ch;
     struct process *by = process_current(); // NULL: the kernel's own (self-tests)
     if (p->started)
         s = STATUS_PROFILING_NOT_STOPPED;
@@ -285,25 +299,29 @@ NTSTATUS KeStartProfile(struct kprofile *p)
         s = charge(by);
     else if (!count_one(&started_count, (uint64_t)PROFILES_PER_CPU_LIMIT * ncpus_online))
         s = STATUS_PROFILING_AT_LIMIT;
-    bool counted = NT_SUCCESS(s), pinned = false, ok = false;
+    bool counted = NT_SUCCESS(s), pinned = false, referenced = false;
     if (counted)
         pinned = NT_SUCCESS(s = pin_buffer(p));
-    if (pinned) {
-        set = profile_set_change(old, p, NULL, &dead_profile, &ok);
-        s = ok ? KeReferenceProfileSource(p->source) : STATUS_INSUFFICIENT_RESOURCES;
-    }
+    if (pinned) // the source first: the set, once made, is published
+        referenced = NT_SUCCESS(s = KeReferenceProfileSource(p->source));
+    if (referenced)
+        s = profile_set_add(*set_of(p), p, &ch);
     if (NT_SUCCESS(s)) {
         if (p->process)
             WRITE_ONCE(p->active, p->affinity);
-        sample_publish(set_of(p), set);
+        sample_publish(set_of(p), ch.set);
         p->start_throttled = pmc_pmi_throttled(p->source);
-        set_replaced(p, old, activate_on_cpu);
+        set_wait(p, activate_on_cpu);
+        profile_change_retire(&ch);
+        if (p->process)
+            scope_counting_begins(p, ch.set);
         p->started = true;
         p->charged = by;
         if (by)
             object_ref(&by->obj);
     } else {
-        kfree(set);
+        if (referenced)
+            KeDereferenceProfileSource(p->source);
         if (pinned)
             unpin_buffer(p);
         if (counted)
@@ -313,10 +331,9 @@ NTSTATUS KeStartProfile(struct kprofile *p)
     return s;
 }
 
-// Stopping cannot fail for want of memory: without memory for a smaller set,
-// the entry is pointed at dead_profile (never active) in place, and dropped at
-// the next change. The profile is stopped whatever the HAL answers; its status
-// is returned.
+// Stopping cannot fail for want of memory: the smaller set is made of what
+// the scope keeps for it (ke/profile_index.h). The profile is stopped
+// whatever the HAL answers; its status is returned.
 NTSTATUS KeStopProfile(struct kprofile *p)
 {
     struct mutex *lock = scope_lock(p);
@@ -325,19 +342,13 @@ NTSTATUS KeStopProfile(struct kprofile *p)
         mutex_unlock(lock);
         return STATUS_PROFILING_NOT_STARTED;
     }
-    bool ok;
-    struct profile_set *old = *set_of(p);
-    struct profile_set *set = profile_set_change(old, NULL, p, &dead_profile, &ok);
-    if (ok) {
-        sample_publish(set_of(p), set); // no plan names p now
-    } else {
-        for (unsigned i = 0; i < old->n + old->nwide; i++)
-            if (old->e[i].p == p)
-                sample_publish(&old->e[i].p, &dead_profile);
-    }
-    set_replaced(p, ok ? old : NULL, deactivate_on_cpu); // no CPU counts into the buffer now
-    if (!ok && p->process)
-        p->delivered += share_of(old, p); // old stays in use, without p
+    struct profile_change ch;
+    profile_set_remove(*set_of(p), p, &ch);
+    sample_publish(set_of(p), ch.set); // no plan names p now
+    set_wait(p, deactivate_on_cpu);    // no CPU counts into the buffer now
+    if (p->process)
+        p->delivered += samples_since_start(p, ch.old); // its last set, retired next
+    profile_change_retire(&ch);
     WRITE_ONCE(p->active, 0);
     p->throttled += pmc_pmi_throttled(p->source) - p->start_throttled;
     unpin_buffer(p);
@@ -357,7 +368,7 @@ void KeQueryProfileStats(struct kprofile *p, struct sys_profile_stats *out)
     mutex_lock(lock); // a consistent view against start and stop
     uint64_t delivered = p->delivered, throttled = p->throttled;
     if (p->started && p->process) {
-        delivered += share_of(*set_of(p), p);
+        delivered += samples_since_start(p, *set_of(p));
     } else if (p->started) {
         for (unsigned cpu = 0; cpu < ncpus; cpu++)
             if (READ_ONCE(p->active) & (1ull << cpu))

@@ -4,9 +4,11 @@
 // The sample fan-out (ke/sample.c) looks only at candidates: the started
 // system-scope profiles of the sample's source, and the started profiles of
 // the current process for that source. Each candidate list is an
-// immutable array sorted by range base (a "profile set"), replaced as a whole on
-// start and stop and read without locks by the interrupt path: a lookup goes
-// through a table of 2 MiB granules, so profiles that cannot match cost nothing.
+// immutable "profile set" (ke/profile_index.h: persistent B+ trees keyed by
+// range base), replaced on start and stop by a new set that shares all but
+// one path with the old, and read without locks by the interrupt path: a
+// lookup descends only where a range may cover the address, so profiles
+// that cannot match cost nothing.
 // Replacing a set is followed by a cross-CPU call to the CPUs that may be
 // reading the old one — every CPU for the system's, only those running the
 // process now for a process's (core/sched.h's sched_cpus_running) — after
@@ -29,7 +31,8 @@ struct process;
 // The system scope of one source: the started profiles and the samples seen,
 // per CPU (single writer each: no atomics needed). They are also the
 // ProfileTime tick count of each CPU (core/swevent.h). A process's sets are
-// in its profile_process (ke/profile_state.h) and count their own samples.
+// in its profile_process (ke/profile_state.h) and count their own samples,
+// handed on from set to set (ke/profile.c's samples_since_start).
 struct profile_slot {
     struct profile_set *set;    // NULL when none is started
     uint64_t samples[MAX_CPUS]; // samples of this source, per CPU
@@ -54,9 +57,11 @@ struct kprofile {
     uint64_t npages;
     uint8_t *kbuf;
     // Statistics (see sys_profile_stats), over every start/stop cycle.
-    uint64_t in_range;                // atomic
-    uint64_t delivered;               // replaced sets and finished cycles
-    uint64_t start_samples[MAX_CPUS]; // system scope: the slot's samples when this CPU began
+    uint64_t in_range;  // atomic
+    uint64_t delivered; // finished cycles (system scope: and CPUs that ended counting)
+    // Where the scope's sample counts stood when counting began: per CPU, the
+    // slot's (system scope), or every retired set's (process scope).
+    uint64_t start_samples[MAX_CPUS];
     uint64_t throttled, start_throttled;
     struct process *charged; // while started: the process that started it (we hold a reference)
 };

@@ -1,7 +1,9 @@
 // The address index of started profiles (see ke/profile_index.h).
 #include "pmc/ke/profile_index.h"
 
+#include "lib/panic.h"
 #include "lib/param.h"
+#include "lib/string.h"
 
 #include "arch/x86/percpu.h"
 
@@ -9,202 +11,206 @@
 
 #include "pmc/ke/profile.h"
 
-static uint64_t granules(const struct kprofile *p) // how many granules the range covers
+static bool is_wide(const struct kprofile *p) // too many granules for a plan to keep an answer
 {
     if (p->range_size == 0)
-        return 0;
+        return false;
     uint64_t end = p->range_base + p->range_size;
-    return ((end - 1) >> PROFILE_GRANULE_SHIFT) - (p->range_base >> PROFILE_GRANULE_SHIFT) + 1;
+    uint64_t granules =
+        ((end - 1) >> PROFILE_GRANULE_SHIFT) - (p->range_base >> PROFILE_GRANULE_SHIFT) + 1;
+    return granules > PROFILE_WIDE_GRANULES;
 }
 
-static bool is_wide(const struct kprofile *p) // too many granules for the hash table
+// The spare nodes a scope keeps for a set of n entries and trees of these
+// heights: a removal from the taller tree, or none for a set of one (whose
+// stop leaves no set: profile_set_remove).
+static unsigned reserve_need(unsigned n, unsigned height, unsigned other_height)
 {
-    return granules(p) > PROFILE_WIDE_GRANULES;
+    return n > 1 ? profile_tree_remove_need(MAX(height, other_height)) : 0;
 }
 
-// What a set of old's entries and add, less remove and skip, holds: *n narrow
-// entries covering *cover granules together, and *nwide wide ones.
-static void profile_set_count(const struct profile_set *old, unsigned total, struct kprofile *add,
-                              const struct kprofile *remove, const struct kprofile *skip,
-                              unsigned *n, unsigned *nwide, uint64_t *cover)
+// --- memory -------------------------------------------------------------------------
+
+static size_t set_bytes(void)
 {
-    *n = *nwide = 0;
-    *cover = 0;
-    for (unsigned i = 0; i <= total; i++) {
-        struct kprofile *p = i < total ? old->e[i].p : add;
-        if (!p || p == remove || p == skip)
-            continue;
-        if (is_wide(p)) {
-            (*nwide)++;
-        } else {
-            (*n)++;
-            *cover += granules(p);
+    return sizeof(struct profile_set) + 2 * ncpus * sizeof(uint64_t);
+}
+
+// set's fields from old's (or empty), its sample counts from zero.
+static void set_init(struct profile_set *set, const struct profile_set *old)
+{
+    *set = old ? *old : (struct profile_set){0};
+    set->samples = set->counts;
+    set->retired = set->counts + ncpus;
+    memset(set->samples, 0, 2 * ncpus * sizeof(uint64_t));
+    set->reserve = (struct profile_nodes){0};
+    set->spare = NULL;
+}
+
+// n more nodes on *l; false (and *l as it was) when memory is short.
+static bool nodes_alloc(struct profile_nodes *l, unsigned n)
+{
+    unsigned had = l->n;
+    while (l->n < had + n) {
+        struct profile_node *node = kmalloc(sizeof *node);
+        if (!node) {
+            while (l->n > had)
+                kfree(profile_nodes_pop(l));
+            return false;
         }
+        profile_nodes_push(l, node);
     }
+    return true;
 }
 
-// A zeroed set for n narrow and nwide wide entries, its granule table (at
-// least twice cover slots, a power of two) and per-CPU sample counts laid
-// out after the entries in the same allocation; NULL when memory is short.
-static struct profile_set *profile_set_alloc(unsigned n, unsigned nwide, uint64_t cover)
+// Frees nodes off *l until it holds keep.
+static void nodes_trim(struct profile_nodes *l, unsigned keep)
 {
-    unsigned slots = 8;
-    while (slots < 2 * cover)
-        slots *= 2;
-    size_t entries = sizeof(struct profile_set) + (n + nwide) * sizeof(struct profile_set_entry);
-    size_t table = slots * sizeof(struct profile_granule);
-    struct profile_set *set = kzalloc(entries + table + ncpus * sizeof(uint64_t));
+    while (l->n > keep)
+        kfree(profile_nodes_pop(l));
+}
+
+// --- changes ------------------------------------------------------------------------
+
+// The tree of set a wide or a narrow entry belongs in.
+static struct profile_tree *tree_of(struct profile_set *set, bool wide)
+{
+    return wide ? &set->wide : &set->narrow;
+}
+
+// The memory a start takes, all of it before anything changes: the new set
+// (the spare, or a new one) and nodes. The addition takes c->make nodes from
+// the reserve, and the retire gives back the c->replace it replaced, after
+// which the reserve must again hold what a removal from the taller tree
+// needs: so it is topped up to make + need - replace first (at least make,
+// since need >= replace: a removal's need is about twice the height).
+static bool start_memory(struct profile_set *old, const struct profile_tree_cost *c,
+                         unsigned other_height, struct profile_change *ch)
+{
+    unsigned n = old ? old->n + old->nwide + 1 : 1;
+    ch->spare = old ? old->spare : NULL;
+    ch->reserve = old ? old->reserve : (struct profile_nodes){0};
+    unsigned want = c->make + reserve_need(n, c->height, other_height);
+    unsigned have = ch->reserve.n + c->replace;
+    struct profile_set *set = ch->spare;
+    if (!set && !(set = kmalloc(set_bytes())))
+        return false;
+    if (!nodes_alloc(&ch->reserve, want > have ? want - have : 0)) {
+        if (set != ch->spare)
+            kfree(set);
+        return false;
+    }
+    if (set == ch->spare)
+        ch->spare = NULL;
+    ch->set = set;
+    return true;
+}
+
+NTSTATUS profile_set_add(struct profile_set *old, struct kprofile *p, struct profile_change *ch)
+{
+    struct profile_set_entry e = {p->range_base, p->range_base + p->range_size, p, NULL};
+    bool wide = is_wide(p);
+    static const struct profile_tree empty;
+    const struct profile_tree *t = old ? (wide ? &old->wide : &old->narrow) : &empty;
+    unsigned other = old ? (wide ? old->narrow.height : old->wide.height) : 0;
+    struct profile_tree_cost cost = profile_tree_add_cost(t, &e);
+    struct profile_change made = {.old = old};
+    if (cost.height > PROFILE_TREE_LEVELS || !start_memory(old, &cost, other, &made))
+        return STATUS_INSUFFICIENT_RESOURCES;
+    // Nothing can fail from here.
+    struct profile_set *set = made.set;
+    set_init(set, old);
+    *tree_of(set, wide) = profile_tree_add(*t, &e, &made.reserve, &made.replaced);
+    if (wide)
+        set->nwide++;
+    else
+        set->n++;
+    *ch = made;
+    return STATUS_SUCCESS;
+}
+
+void profile_set_remove(struct profile_set *old, struct kprofile *p, struct profile_change *ch)
+{
+    bool wide = is_wide(p);
+    *ch = (struct profile_change){.old = old, .reserve = old->reserve, .spare = old->spare};
+    if (old->n + old->nwide == 1) { // it was the last: no set, and its one leaf goes
+        profile_nodes_push(&ch->replaced, wide ? old->wide.root : old->narrow.root);
+        return;
+    }
+    struct profile_tree t = profile_tree_remove(wide ? old->wide : old->narrow, p->range_base, p,
+                                                &ch->reserve, &ch->replaced);
+    if (!ch->spare) // a scope with two profiles has one (profile_change_retire)
+        panic("profile index: no spare set for a stop");
+    struct profile_set *set = ch->spare;
+    ch->spare = NULL;
+    set_init(set, old);
+    *tree_of(set, wide) = t;
+    if (wide)
+        set->nwide--;
+    else
+        set->n--;
+    ch->set = set;
+}
+
+void profile_change_retire(struct profile_change *ch)
+{
+    struct profile_set *old = ch->old, *set = ch->set;
+    if (set)
+        for (unsigned cpu = 0; cpu < ncpus; cpu++)
+            set->retired[cpu] = old ? old->retired[cpu] + old->samples[cpu] : 0;
+    while (ch->replaced.n) // the nodes old alone had
+        profile_nodes_push(&ch->reserve, profile_nodes_pop(&ch->replaced));
+    nodes_trim(&ch->reserve,
+               set ? reserve_need(set->n + set->nwide, set->narrow.height, set->wide.height) : 0);
+    if (set) {
+        set->reserve = ch->reserve;
+        set->spare = ch->spare ? ch->spare : old;
+    }
+    if (!set || (ch->spare && old)) // a spare set more than the scope keeps
+        kfree(old);
     if (!set)
-        return NULL;
-    set->n = n;
-    set->nwide = nwide;
-    set->mask = slots - 1;
-    set->table = (struct profile_granule *)((uint8_t *)set + entries);
-    set->samples = (uint64_t *)((uint8_t *)set + entries + table);
-    return set;
+        kfree(ch->spare);
+    ch->old = NULL; // freed, or the spare
+    ch->spare = NULL;
+    ch->reserve = ch->replaced = (struct profile_nodes){0};
 }
 
-// Fills set->e[].p: the narrow entries first, sorted by range base (old's
-// in their order, add at its place), then the wide ones; remove and skip
-// are left out.
-static void profile_set_place(struct profile_set *set, const struct profile_set *old,
-                              unsigned total, struct kprofile *add, const struct kprofile *remove,
-                              const struct kprofile *skip)
-{
-    unsigned k = 0, w = set->n;
-    for (unsigned i = 0; i < total; i++) {
-        struct kprofile *p = old->e[i].p;
-        if (p == remove || p == skip)
-            continue;
-        if (is_wide(p)) {
-            set->e[w++].p = p;
-            continue;
-        }
-        if (add && !is_wide(add) && add->range_base < p->range_base) {
-            set->e[k++].p = add;
-            add = NULL;
-        }
-        set->e[k++].p = p;
-    }
-    if (add)
-        set->e[is_wide(add) ? w : k].p = add;
-}
-
-// Each entry's [base, end) from its profile, and for the narrow ones the
-// largest end of the entries up to and including it (max_end).
-static void profile_set_bounds(struct profile_set *set)
-{
-    uint64_t max_end = 0;
-    for (unsigned i = 0; i < set->n + set->nwide; i++) {
-        struct kprofile *p = set->e[i].p;
-        set->e[i].base = p->range_base;
-        set->e[i].end = p->range_base + p->range_size;
-        if (i < set->n) {
-            max_end = MAX(max_end, set->e[i].end);
-            set->e[i].max_end = max_end;
-        }
-    }
-}
-
-// The granule table: each granule a narrow entry covers maps to the last
-// (highest-numbered) narrow entry covering it; filled in ascending order.
-static void profile_set_hash(struct profile_set *set)
-{
-    for (unsigned i = 0; i < set->n; i++) {
-        uint64_t first = set->e[i].base >> PROFILE_GRANULE_SHIFT, count = granules(set->e[i].p);
-        for (uint64_t g = first; g < first + count; g++) {
-            unsigned h = profile_granule_hash(g + 1, set->mask);
-            while (set->table[h].key && set->table[h].key != g + 1)
-                h = (h + 1) & set->mask;
-            set->table[h].key = g + 1;
-            set->table[h].last = i;
-        }
-    }
-}
-
-struct profile_set *profile_set_change(const struct profile_set *old, struct kprofile *add,
-                                       struct kprofile *remove, const struct kprofile *skip,
-                                       bool *ok)
-{
-    unsigned n, nwide, total = old ? old->n + old->nwide : 0;
-    uint64_t cover;
-    *ok = true;
-    profile_set_count(old, total, add, remove, skip, &n, &nwide, &cover);
-    if (n + nwide == 0)
-        return NULL;
-    struct profile_set *set = profile_set_alloc(n, nwide, cover);
-    if (!set) {
-        *ok = false;
-        return NULL;
-    }
-    profile_set_place(set, old, total, add, remove, skip);
-    profile_set_bounds(set);
-    profile_set_hash(set);
-    return set;
-}
+// --- lookups ------------------------------------------------------------------------
 
 #define GRANULE_BYTES (1ull << PROFILE_GRANULE_SHIFT)
 
-// One past the last narrow entry meeting key's granule (the entries meeting
-// it are at or before it); 0 when none does.
-static unsigned granule_end(const struct profile_set *set, uint64_t key)
-{
-    for (unsigned h = profile_granule_hash(key, set->mask); set->table && set->table[h].key;
-         h = (h + 1) & set->mask)
-        if (set->table[h].key == key)
-            return set->table[h].last + 1;
-    return 0;
-}
-
-// Every narrow entry meeting the granule from lo is at or before the last
-// one covering it, and after those whose ranges all end below it (max_end):
-// a scan down from granule_end stops at the first entry with max_end <= lo.
 void profile_set_lookup(const struct profile_set *set, uint64_t ip, struct profile_answer *out)
 {
-    uint64_t lo = ip & ~(GRANULE_BYTES - 1);
-    uint64_t hi = lo + (GRANULE_BYTES - 1); // inclusive: no overflow at the top
-    uint64_t granule = lo;
-    const struct profile_set_entry *match = NULL;
+    uint64_t bounds[2] = {ip & ~(GRANULE_BYTES - 1),
+                          (ip & ~(GRANULE_BYTES - 1)) + GRANULE_BYTES - 1};
+    const struct profile_set_entry *e, *match = NULL;
     unsigned matches = 0;
-    for (unsigned i = granule_end(set, (ip >> PROFILE_GRANULE_SHIFT) + 1);
-         i-- > 0 && set->e[i].max_end > granule;) {
-        const struct profile_set_entry *e = &set->e[i];
-        if (e->base <= ip && ip < e->end) {
-            match = e;
-            matches++;
-            lo = MAX(lo, e->base);
-            hi = MIN(hi, e->end - 1);
-        } else if (e->end <= ip) {
-            lo = MAX(lo, e->end);
-        } else {
-            hi = MIN(hi, e->base - 1);
-        }
+    struct profile_walk w;
+    profile_walk_begin(&w, set->narrow.root, ip);
+    while ((e = profile_walk_next(&w, bounds))) {
+        match = e;
+        matches++;
     }
-    out->lo = lo;
-    out->hi = hi;
+    out->lo = bounds[0];
+    out->hi = bounds[1];
     out->entry = matches == 1 ? match : NULL;
     out->several = matches > 1;
 }
 
-struct profile_cursor profile_cursor_at(const struct profile_set *set, uint64_t ip)
+void profile_cursor_at(struct profile_cursor *c, const struct profile_set *set, uint64_t ip)
 {
-    return (struct profile_cursor){ip, ip & ~(GRANULE_BYTES - 1), set->n,
-                                   granule_end(set, (ip >> PROFILE_GRANULE_SHIFT) + 1)};
+    profile_walk_begin(&c->walk, set->wide.root, ip);
+    c->narrow = false;
 }
 
 const struct profile_set_entry *profile_set_next(const struct profile_set *set,
                                                  struct profile_cursor *c)
 {
-    while (c->wide < set->n + set->nwide) {
-        const struct profile_set_entry *e = &set->e[c->wide++];
-        if (e->base <= c->ip && c->ip < e->end)
-            return e;
+    const struct profile_set_entry *e = profile_walk_next(&c->walk, NULL);
+    if (!e && !c->narrow) {
+        c->narrow = true;
+        profile_walk_begin(&c->walk, set->narrow.root, c->walk.ip);
+        e = profile_walk_next(&c->walk, NULL);
     }
-    while (c->narrow > 0 && set->e[c->narrow - 1].max_end > c->lo) {
-        const struct profile_set_entry *e = &set->e[--c->narrow];
-        if (e->base <= c->ip && c->ip < e->end)
-            return e;
-    }
-    c->narrow = 0;
-    return NULL;
+    return e;
 }

@@ -1,19 +1,29 @@
 // The address index of started profiles: which profiles a sampled address
 // may land in (the "candidate sets" of KeProfileInterruptWithSource).
 //
-// A profile set is an immutable array of the started profiles of one scope
-// (the system, or one process) and one source, sorted by range base; it is
-// replaced as a whole on start and stop and read without locks by the sample
-// path. Entries e[0..n) are sorted by base; max_end is the largest end among
-// entries 0..i, so a backwards scan can stop as soon as no earlier range can
-// reach the sampled address. A hash table keyed by 2 MiB granule gives, for
-// each granule some range covers, the last entry covering it: a lookup starts
-// there, so ranges elsewhere in the address space cost nothing however many
-// there are. Ranges covering more than PROFILE_WIDE_GRANULES granules (a whole
-// address space, say) sit in e[n..n+nwide) and are checked one by one: there
-// are few of those.
+// A profile set holds the started profiles of one scope (the system, or one
+// process) and one source, in two persistent B+ trees keyed by range base
+// (ke/profile_tree.h): the narrow ranges, and the wide ones (covering more
+// than PROFILE_WIDE_GRANULES 2 MiB granules, a whole address space say),
+// which a lookup leaves to the caller. A set is immutable once published:
+// a start or a stop makes a new set that shares all but one path of each
+// tree with the old, publishes it (ke/sample.h's sample_publish) and, once
+// no CPU can read the old set (docs/grace-periods.md), retires the old:
+// O(height) nodes copied and handed back, whatever the number of profiles.
+//
+// Memory. A stop cannot fail, so a scope keeps, with its set, what a removal
+// takes: once it has two profiles, a reserve of spare nodes
+// (profile_tree_remove_need of its taller tree) and a spare set (the stop
+// of its only profile takes nothing: no set is left). A start allocates
+// before it changes anything (so a failure leaves everything as it was) and
+// tops the reserve up; a stop takes from the reserve and the spare, and the
+// old set, retired, gives at least as much back: the nodes the new set does
+// not share and its own memory.
 #pragma once
+#include "lib/abi/status.h"
 #include "lib/types.h"
+
+#include "pmc/ke/profile_tree.h"
 
 struct kprofile;
 
@@ -21,35 +31,40 @@ struct kprofile;
 #define PROFILE_WIDE_GRANULES 32
 
 struct profile_set {
-    unsigned n, nwide;
-    unsigned mask; // the granule table has mask + 1 slots
+    // What the sample path reads.
+    struct profile_tree narrow, wide;
+    unsigned n, nwide; // the entries of each tree
     // Per CPU, the samples that found this set (process scope only: each
-    // CPU writes its own). When the set is replaced, its profiles take them
-    // as delivered (ke/profile.c): a set's life is exactly the time its
-    // profiles were started together.
+    // CPU writes its own; a system scope counts in its profile_slot).
     uint64_t *samples;
-    struct profile_granule {
-        uint64_t key;  // granule number + 1; 0: empty slot
-        uint32_t last; // the last entry of e[0..n) covering the granule
-    } * table;
-    struct profile_set_entry {
-        uint64_t base, end, max_end;
-        struct kprofile *p;
-    } e[];
+    // The writer's, under the scope's mutex; no sample reads them.
+    uint64_t *retired;            // per CPU: the samples of the scope's sets before this one
+    struct profile_nodes reserve; // spare nodes: a removal from either tree
+    struct profile_set *spare;    // a set's memory for the next change
+    uint64_t counts[];            // samples[], then retired[]: ncpus each
 };
 
-// A copy of old with add inserted or remove left out (either may be NULL);
-// entries whose profile is skip (a stand-in for a stopped profile) are
-// dropped. NULL with *ok when the result is empty; NULL with !*ok when out of
-// memory. Called under the profile mutex.
-struct profile_set *profile_set_change(const struct profile_set *old, struct kprofile *add,
-                                       struct kprofile *remove, const struct kprofile *skip,
-                                       bool *ok);
+// One change of a scope's set, from its making to the retiring of the old.
+struct profile_change {
+    struct profile_set *old, *set; // the scope's set before and after (NULL: none)
+    struct profile_nodes reserve;  // the scope's spare nodes while the change is under way
+    struct profile_nodes replaced; // old's nodes that set does not share
+    struct profile_set *spare;     // a spare set left over, or NULL
+};
 
-static inline unsigned profile_granule_hash(uint64_t key, unsigned mask)
-{
-    return (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
-}
+// A start: ch->set is old with p added, made and not yet published (nothing
+// of old changes). STATUS_INSUFFICIENT_RESOURCES when memory is short: then
+// nothing changed and ch holds nothing. Under the scope's mutex.
+NTSTATUS profile_set_add(struct profile_set *old, struct kprofile *p, struct profile_change *ch);
+// A stop: ch->set is old without p (NULL when p was its last), made from
+// the memory old keeps for it: this cannot fail. Under the scope's mutex.
+void profile_set_remove(struct profile_set *old, struct kprofile *p, struct profile_change *ch);
+// Once ch->set is published and no CPU can still read ch->old: old's
+// samples join ch->set's retired counts, its nodes ch->set does not share
+// refill the reserve (the rest are freed), and old becomes the spare or is
+// freed (ch->old becomes NULL; ch->set stays). Under the scope's mutex,
+// before its next change.
+void profile_change_retire(struct profile_change *ch);
 
 // What a lookup at ip found: the addresses [lo, hi] around ip (within its
 // 2 MiB granule) over which the answer stays the same, and the answer: the
@@ -63,17 +78,17 @@ struct profile_answer {
     bool several;
 };
 
-// O(the narrow entries meeting ip's granule).
+// O(height x (1 + the narrow entries covering ip)).
 void profile_set_lookup(const struct profile_set *set, uint64_t ip, struct profile_answer *out);
 
 // Every entry covering ip, wide and narrow, one at a time:
-//     struct profile_cursor c = profile_cursor_at(set, ip);
+//     struct profile_cursor c;
+//     profile_cursor_at(&c, set, ip);
 //     for (const struct profile_set_entry *e; (e = profile_set_next(set, &c));)
 struct profile_cursor {
-    uint64_t ip, lo; // lo: ip's granule's first address
-    unsigned wide;   // the next wide entry to look at
-    unsigned narrow; // one past the next narrow entry to look at; 0: none left
+    struct profile_walk walk;
+    bool narrow; // walking the narrow tree (the wide one comes first)
 };
-struct profile_cursor profile_cursor_at(const struct profile_set *set, uint64_t ip);
+void profile_cursor_at(struct profile_cursor *c, const struct profile_set *set, uint64_t ip);
 const struct profile_set_entry *profile_set_next(const struct profile_set *set,
                                                  struct profile_cursor *c);

@@ -157,7 +157,8 @@ static __attribute__((noinline)) struct sample_plan *plan_make(KPROFILE_SOURCE s
 // (bit); `pmc trace` sees each bucket.
 static void count_covering(const struct profile_set *set, uint64_t ip, uint64_t bit)
 {
-    struct profile_cursor c = profile_cursor_at(set, ip);
+    struct profile_cursor c;
+    profile_cursor_at(&c, set, ip);
     for (const struct profile_set_entry *e; (e = profile_set_next(set, &c));) {
         struct kprofile *p = READ_ONCE(e->p);
         if (READ_ONCE(p->active) & bit) {

@@ -99,6 +99,8 @@ static const NTSTATUS st_log_configure[] = {STATUS_SUCCESS,
                                             STATUS_PMC_BAD_DEPTH,
                                             STATUS_PMC_LOG_BUSY,
                                             STATUS_PMC_LOG_IN_USE,
+                                            STATUS_PMC_TOO_MANY_LOGS,
+                                            STATUS_PMC_LOG_QUOTA,
                                             STATUS_INSUFFICIENT_RESOURCES,
                                             END};
 static const NTSTATUS st_log_release[] = {STATUS_SUCCESS, STATUS_PMC_NO_LOG,

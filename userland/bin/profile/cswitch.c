@@ -145,12 +145,19 @@ static int cswitch_start(uint32_t *ev, unsigned n)
 {
     struct pmc_log_config cfg = {0, 0};
     NTSTATUS s = NtPmcConfigureLog(&cfg);
-    if (NT_SUCCESS(s))
-        s = SysTmpWrite(SAMPLELOG_DEFAULT_FILE, "", 0, TMP_TRUNCATE);
     if (NT_SUCCESS(s) && !nhooks)
         s = NtPmcCswitchLog(PMC_CSWITCH_START, ev, n * sizeof ev[0]);
     else if (NT_SUCCESS(s))
         s = logger_start(ev, n);
+    // The old file is replaced only once the counters run (their records wait
+    // in the kernel's log): a refusal before leaves it whole.
+    if (NT_SUCCESS(s) &&
+        !NT_SUCCESS(s = SysTmpWrite(SAMPLELOG_DEFAULT_FILE, "", 0, TMP_TRUNCATE))) {
+        record_stop();
+        samplelog_error("write", SAMPLELOG_DEFAULT_FILE, s, NULL);
+        NtPmcConfigureLog(NULL);
+        return EXIT_FAIL;
+    }
     if (NT_SUCCESS(s))
         return 0;
     for (unsigned k = 0; k < n && s == STATUS_NOT_SUPPORTED; k++)
@@ -165,16 +172,16 @@ static int cswitch_start(uint32_t *ev, unsigned n)
 
 // PROG run to its end with the log drained into the file every DRAIN_MS;
 // then the counters stopped, the rest drained, the log released. Bytes in
-// the file, or -1.
+// the file, or the failing status (negative, as samplelog_drain's).
 static long cswitch_run(HANDLE child, uint32_t pid, int *status)
 {
     void *buf = malloc(DRAIN_BUF);
-    long bytes = buf ? 0 : -1;
+    long bytes = buf ? 0 : STATUS_NO_MEMORY;
     SysResume(child);
     while (bytes >= 0) {
         SysSleep(DRAIN_MS);
         long got = samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF, SAMPLELOG_DRAIN_READS);
-        bytes = got < 0 ? -1 : bytes + got;
+        bytes = got < 0 ? got : bytes + got;
         if (prof_exited(pid))
             break;
         prof_interrupted(); // taken: the child, of our group, ends by itself
@@ -182,10 +189,10 @@ static long cswitch_run(HANDLE child, uint32_t pid, int *status)
     prof_wait(child, status);
     record_stop();
     NtPmcFlushLog();
-    long got = buf ? samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF, 0) : -1;
+    long got = buf ? samplelog_drain(SAMPLELOG_DEFAULT_FILE, buf, DRAIN_BUF, 0) : STATUS_NO_MEMORY;
     NtPmcConfigureLog(NULL);
     free(buf);
-    return bytes < 0 || got < 0 ? -1 : bytes + got;
+    return bytes < 0 ? bytes : got < 0 ? got : bytes + got;
 }
 
 // The PMCLOG_CSWITCH records in the file.
@@ -227,7 +234,8 @@ int profile_cswitch_record_main(int argc, char **argv)
         return EXIT_FAIL;
     }
     if (bytes < 0) {
-        fprintf(stderr, "profile: cannot save the log to %s\n", SAMPLELOG_DEFAULT_FILE);
+        samplelog_error("save the log to", SAMPLELOG_DEFAULT_FILE, (NTSTATUS)bytes,
+                        "the file keeps what was saved before");
         return EXIT_FAIL;
     }
     if (nhooks)
@@ -394,7 +402,7 @@ int profile_cswitch_report_main(int argc, char **argv)
     struct samplelog log;
     NTSTATUS s = samplelog_load(SAMPLELOG_DEFAULT_FILE, &log);
     if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: cannot read %s: %s\n", SAMPLELOG_DEFAULT_FILE, nt_status_name(s));
+        samplelog_error("read", SAMPLELOG_DEFAULT_FILE, s, NULL);
         return EXIT_FAIL;
     }
     if (st.json)
@@ -471,8 +479,9 @@ int profile_hook_report_main(int argc, char **argv)
     struct samplelog log;
     NTSTATUS s = samplelog_load(SAMPLELOG_DEFAULT_FILE, &log);
     if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: cannot read %s: %s (run 'profile record --pmc-events' first)\n",
-                SAMPLELOG_DEFAULT_FILE, nt_status_name(s));
+        samplelog_error(
+            "read", SAMPLELOG_DEFAULT_FILE, s,
+            s == STATUS_OBJECT_NAME_NOT_FOUND ? "run 'profile record --pmc-events' first" : NULL);
         return EXIT_FAIL;
     }
     static struct hook_report hr;

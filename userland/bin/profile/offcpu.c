@@ -37,8 +37,17 @@ int profile_offcpu_main(int argc, char **argv)
     int st = profile_record_main(argc + 1, rec);
     if (st)
         return st;
-    char *report[] = {argv[0], rep, flag, NULL};
-    return profile_offcpu_report_main(3, report);
+    // The report reads what was recorded: record's -o FILE, if it was given
+    // among the options before PROG (those of one letter take a value).
+    char *file = NULL;
+    for (int i = 2; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+        int value = strchr("soirdep", argv[i][1]) && !argv[i][2] && i + 1 < argc;
+        if (value && argv[i][1] == 'o')
+            file = argv[i + 1];
+        i += value;
+    }
+    char *report[] = {argv[0], rep, flag, file, NULL};
+    return profile_offcpu_report_main(file ? 4 : 3, report);
 }
 
 int offcpu_take_flag(int *argc, char **argv)
@@ -197,8 +206,9 @@ int profile_offcpu_report_main(int argc, char **argv)
     struct samplelog log;
     NTSTATUS s = samplelog_load(file, &log);
     if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: cannot read %s: %s (run 'profile record --off-cpu' first)\n",
-                file, nt_status_name(s));
+        samplelog_error("read", file, s,
+                        s == STATUS_OBJECT_NAME_NOT_FOUND ? "run 'profile record --off-cpu' first"
+                                                          : NULL);
         return EXIT_FAIL;
     }
     struct callgraph *cg = callgraph_build_offcpu(&log);

@@ -42,7 +42,8 @@ struct record {
     HANDLE child, pmc;
     uint32_t pid;
     struct pmc_alloc alloc;
-    long bytes; // in the file, trailer aside
+    long bytes;          // in the file, trailer aside
+    NTSTATUS save_error; // the first write to the file that failed (it keeps what came before)
     int exit_status;
     struct attach at; // -p PID [-d SECONDS]: r->child is at.process, not ours
 };
@@ -217,19 +218,27 @@ static int record_start(struct record *r)
         .cpu = PMC_CPU_ANY,
         .count = r->count,
     };
-    NTSTATUS s = NtPmcAllocate(&r->pmc, &r->alloc);
+    NTSTATUS s = NtPmcAllocate(&r->pmc, &r->alloc), file = STATUS_SUCCESS;
     if (NT_SUCCESS(s) && !o->system)
         s = NtPmcAttach(r->pmc, r->child);
+    // The old file is replaced (mode 0: private to its owner) only once the
+    // PMC is allocated and attached: a refusal before leaves it whole.
     if (NT_SUCCESS(s))
-        s = SysTmpWrite(o->file, "", 0, TMP_TRUNCATE);
+        s = file = SysTmpWrite(o->file, "", 0, TMP_TRUNCATE);
     if (NT_SUCCESS(s))
         s = NtPmcStart(r->pmc);
-    if (!NT_SUCCESS(s)) {
+    if (!NT_SUCCESS(file)) {
+        samplelog_error(
+            "write", o->file, file,
+            file == STATUS_OBJECT_NAME_COLLISION ? "or record into another: -o /tmp/NAME" : NULL);
+    } else if (!NT_SUCCESS(s)) {
         fprintf(stderr, "profile: cannot start sampling: %s%s\n", nt_status_name(s),
                 s == STATUS_PMC_LEVEL_CONFLICT
                     ? " (another user samples this source in other rings: its one counter per "
                       "CPU cannot count both ways)"
                     : "");
+    }
+    if (!NT_SUCCESS(s)) {
         if (r->child && !r->at.pid)
             SysKill(r->pid);
         return -1;
@@ -248,7 +257,7 @@ static void record_drain(struct record *r)
         SysSleep(DRAIN_MS);
         long got = samplelog_drain(r->o.file, r->buf, DRAIN_BUF, SAMPLELOG_DRAIN_READS);
         if (got < 0) {
-            fprintf(stderr, "profile: cannot save the log to %s\n", r->o.file);
+            r->save_error = (NTSTATUS)got;
             break;
         }
         r->bytes += got;
@@ -263,6 +272,8 @@ static void record_drain(struct record *r)
     NtPmcFlushLog();
     long got = samplelog_drain(r->o.file, r->buf, DRAIN_BUF, 0); // stopped: all of it
     r->bytes += got > 0 ? got : 0;
+    if (got < 0 && !r->save_error)
+        r->save_error = (NTSTATUS)got;
     if (r->at.pid)
         attach_finish(&r->at);
     else if (r->child)
@@ -270,7 +281,7 @@ static void record_drain(struct record *r)
 }
 
 // The trailer appended to the file: the source, the PMC, the driver's statistics.
-static void record_trailer(const struct record *r, struct samplelog_trailer *t)
+static void record_trailer(struct record *r, struct samplelog_trailer *t)
 {
     *t = (struct samplelog_trailer){.h = {.type = PMCLOG_TRAILER, .size = sizeof *t}};
     t->source = r->o.src->source;
@@ -281,7 +292,9 @@ static void record_trailer(const struct record *r, struct samplelog_trailer *t)
     strlcpy(t->command, r->command, sizeof t->command);
     if (t->source == ProfileTime && prof_time_approximate())
         t->notes |= SAMPLELOG_NOTE_APPROXIMATE_TIME;
-    SysTmpWrite(r->o.file, t, sizeof *t, 0);
+    NTSTATUS s = SysTmpWrite(r->o.file, t, sizeof *t, 0);
+    if (!NT_SUCCESS(s) && !r->save_error)
+        r->save_error = s;
 }
 
 // One line per CPU and a summary: 0 when every delivered sample was logged
@@ -344,6 +357,11 @@ int profile_record_main(int argc, char **argv)
         struct samplelog_trailer t;
         record_trailer(&r, &t);
         rc = record_summary(&r, &t, argv[r.o.first]);
+        if (r.save_error) {
+            samplelog_error("save the log to", r.o.file, r.save_error,
+                            "the file keeps what was saved before");
+            rc = EXIT_FAIL;
+        }
     }
     record_close(&r);
     return rc;

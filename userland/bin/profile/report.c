@@ -116,8 +116,8 @@ int profile_report_main(int argc, char **argv)
     struct samplelog log;
     NTSTATUS s = samplelog_load(o.file, &log);
     if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: cannot read %s: %s (run 'profile record' first)\n", o.file,
-                nt_status_name(s));
+        samplelog_error("read", o.file, s,
+                        s == STATUS_OBJECT_NAME_NOT_FOUND ? "run 'profile record' first" : NULL);
         return EXIT_FAIL;
     }
     struct callgraph *cg = callgraph_build(&log);
