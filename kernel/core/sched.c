@@ -253,7 +253,9 @@ void sched_make_runnable(struct thread *t)
     spin_unlock_irqrestore(&rq_lock, f);
 }
 
-struct thread *thread_create_user(struct process *p, const struct trapframe *tf)
+// A new thread's memory and kernel stack, not yet on any list; NULL when
+// memory is short.
+static struct thread *thread_alloc(void)
 {
     struct thread *t = kzalloc(sizeof *t);
     uint8_t *stack = kmalloc(KSTACK_SIZE);
@@ -264,16 +266,15 @@ struct thread *thread_create_user(struct process *p, const struct trapframe *tf)
     }
     t->kstack = stack;
     t->kstack_top = ALIGN_DOWN((uint64_t)stack + KSTACK_SIZE, 16);
-    t->proc = p;
     t->cpu = -1;
-    t->killed = &p->killed;
-    fpu_init_state(t->fpu);
-    // Stack, top down: the trap frame thread_start returns through, then the
-    // six callee-saved registers and the return address switch_context pops.
-    struct trapframe *frame = (struct trapframe *)(t->kstack_top - sizeof *frame);
-    *frame = *tf;
-    uint64_t *sp = (uint64_t *)frame;
-    *--sp = (uint64_t)thread_start;
+    return t;
+}
+
+// t's first switch_context pops six callee-saved registers (zero) and
+// returns to start, from sp down; then t joins every thread's list.
+static struct thread *thread_ready(struct thread *t, uint64_t *sp, void (*start)(void))
+{
+    *--sp = (uint64_t)start;
     for (int i = 0; i < 6; i++)
         *--sp = 0;
     t->ctx_rsp = (uint64_t)sp;
@@ -282,6 +283,21 @@ struct thread *thread_create_user(struct process *p, const struct trapframe *tf)
     all_threads = t;
     spin_unlock_irqrestore(&rq_lock, f);
     return t;
+}
+
+struct thread *thread_create_user(struct process *p, const struct trapframe *tf)
+{
+    struct thread *t = thread_alloc();
+    if (!t)
+        return NULL;
+    t->proc = p;
+    t->killed = &p->killed;
+    fpu_init_state(t->fpu);
+    // Stack, top down: the trap frame thread_start returns through, then
+    // what switch_context pops.
+    struct trapframe *frame = (struct trapframe *)(t->kstack_top - sizeof *frame);
+    *frame = *tf;
+    return thread_ready(t, (uint64_t *)frame, thread_start);
 }
 
 // A kernel thread's first code: switch_context "returns" here on the new
@@ -296,33 +312,17 @@ static void NORETURN kernel_thread_start(void)
 
 struct thread *thread_create_kernel(void (*fn)(void))
 {
-    struct thread *t = kzalloc(sizeof *t);
-    uint8_t *stack = kmalloc(KSTACK_SIZE);
-    if (!t || !stack) {
-        kfree(t);
-        kfree(stack);
+    struct thread *t = thread_alloc();
+    if (!t)
         return NULL;
-    }
-    t->kstack = stack;
-    t->kstack_top = ALIGN_DOWN((uint64_t)stack + KSTACK_SIZE, 16);
-    t->cpu = -1;
     t->killed = &never_killed;
     t->kernel_fn = fn;
     // Stack, top down: a zero return address, which ends backtraces and
     // leaves RSP = 8 mod 16 at kernel_thread_start's entry, as after a call
-    // (System V AMD64 ABI, 3.2.2); the address switch_context returns to;
-    // its six callee-saved registers, RBP zero.
+    // (System V AMD64 ABI, 3.2.2); then what switch_context pops, RBP zero.
     uint64_t *sp = (uint64_t *)t->kstack_top;
     *--sp = 0;
-    *--sp = (uint64_t)kernel_thread_start;
-    for (int i = 0; i < 6; i++)
-        *--sp = 0;
-    t->ctx_rsp = (uint64_t)sp;
-    uint64_t f = spin_lock_irqsave(&rq_lock);
-    t->all_next = all_threads;
-    all_threads = t;
-    spin_unlock_irqrestore(&rq_lock, f);
-    return t;
+    return thread_ready(t, sp, kernel_thread_start);
 }
 
 void thread_free(struct thread *t)

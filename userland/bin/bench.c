@@ -182,19 +182,28 @@ static uint64_t calls_sent(void)
     return sum;
 }
 
+// A handle to this process, a suspended child, and a started profile of this
+// process that keeps ProfileTime started throughout, so that no timed start
+// or stop is the source's first or last user (those start and stop the timer
+// on every CPU: a system-wide change). 0, or 1 after saying why.
+static int startstop_setup(HANDLE *self, HANDLE *child, HANDLE *keep)
+{
+    const char *argv[] = {"spin", "3600", NULL};
+    NTSTATUS s = SysOpenProcess(SysGetPid(), self);
+    if (!NT_SUCCESS(s) || !NT_SUCCESS(s = SysSpawn("spin", argv, SPAWN_SUSPENDED, child)))
+        return fail("processes", s);
+    if (!NT_SUCCESS(s = own_profile(*self, keep, buffers[0])) ||
+        !NT_SUCCESS(s = NtStartProfile(*keep)))
+        return fail("the profile that keeps the source", s);
+    return 0;
+}
+
 static int startstop(unsigned n)
 {
     HANDLE self, child, keep, prof;
-    const char *argv[] = {"spin", "3600", NULL};
-    NTSTATUS s = SysOpenProcess(SysGetPid(), &self);
-    if (!NT_SUCCESS(s) || !NT_SUCCESS(s = SysSpawn("spin", argv, SPAWN_SUSPENDED, &child)))
-        return fail("processes", s);
-    // A profile of this process keeps ProfileTime started throughout, so no
-    // pair below is the source's first or last user (those start and stop
-    // the timer on every CPU: a system-wide change).
-    if (!NT_SUCCESS(s = own_profile(self, &keep, buffers[0])) ||
-        !NT_SUCCESS(s = NtStartProfile(keep)))
-        return fail("the profile that keeps the source", s);
+    if (startstop_setup(&self, &child, &keep))
+        return 1;
+    NTSTATUS s;
     if (!NT_SUCCESS(s = own_profile(child, &prof, buffers[1])))
         return fail("the suspended child's profile", s);
     struct sys_info info;
@@ -246,16 +255,11 @@ static int start_cost(unsigned n)
     static HANDLE prof[START_MAX + 1];
     static ULONG word;
     HANDLE self, child, keep;
-    const char *argv[] = {"spin", "3600", NULL};
     if (n < 1 || n > START_MAX)
         return fail("N must be 1..8192", STATUS_INVALID_PARAMETER);
-    NTSTATUS s = SysOpenProcess(SysGetPid(), &self);
-    if (!NT_SUCCESS(s) || !NT_SUCCESS(s = SysSpawn("spin", argv, SPAWN_SUSPENDED, &child)))
-        return fail("processes", s);
-    // As in startstop: no timed start is the source's first user.
-    if (!NT_SUCCESS(s = own_profile(self, &keep, buffers[0])) ||
-        !NT_SUCCESS(s = NtStartProfile(keep)))
-        return fail("the profile that keeps the source", s);
+    if (startstop_setup(&self, &child, &keep))
+        return 1;
+    NTSTATUS s;
     for (unsigned i = 0; i <= n; i++)
         if (!NT_SUCCESS(s = NtCreateProfile(&prof[i], child, (void *)(0x400000ull + 16ull * i), 4,
                                             2, &word, 4, ProfileTime, (KAFFINITY)-1)))
