@@ -101,9 +101,14 @@ STAGES_BEFORE = {"entry": 24, "dispatch": 33, "timer": 111, "hal": 22, "ke_looku
 
 
 def stage_figures():
-    out = subprocess.run([sys.executable, "tests/bench/sample-steps.py"], stdout=subprocess.PIPE,
-                         text=True, timeout=1200).stdout
+    run = subprocess.run([sys.executable, "tests/bench/sample-steps.py"], stdout=subprocess.PIPE,
+                         text=True, timeout=1200)
+    out = run.stdout
     print(out, end="")
+    if run.returncode != 0 or not re.search(r"^bench: sample_steps_total ", out, re.M):
+        # No stage is "gone" when the tracer did not run: say it failed.
+        print(f"bench: sample steps: the tracer failed (exit status {run.returncode})")
+        return [("sample_steps_total", "-", "instructions", "the tracer failed: no stages")]
     rows = []
     for m in re.finditer(r"^bench: sample_stage_(\S+) (\d+) instructions$", out, re.M):
         before = STAGES_BEFORE.get(m.group(1))

@@ -3,7 +3,7 @@
 
 Boots `bench overhead 1221` (one started profile over the program's text) on one
 CPU under -icount shift=0,sleep=off with QEMU logging each executed instruction
-(-singlestep -d exec,nochain) of the functions a timer interrupt can run
+(one instruction per block, -d exec,nochain) of the functions a timer interrupt can run
 (timer_entry and what it calls, found by following the direct calls in the
 kernel's disassembly, plus the two registered slot functions), and nothing
 else: -dfilter keeps the log small and the guest's timing is untouched (icount
@@ -112,12 +112,23 @@ def filter_ranges(syms):
     return ",".join(ranges)
 
 
+def one_insn_per_tb():
+    """One guest instruction per translation block, so that -d exec logs each:
+    -singlestep until QEMU 8.0, -accel tcg,one-insn-per-tb=on from 8.1 (which
+    QEMU 10 requires: -singlestep is gone)."""
+    out = subprocess.run([QEMU, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"version (\d+)\.(\d+)", out)
+    if m and (int(m.group(1)), int(m.group(2))) >= (8, 1):
+        return ["-accel", "tcg,one-insn-per-tb=on"]
+    return ["-singlestep"]
+
+
 def run(ranges, log):
     subprocess.run(["timeout", "600", QEMU, "-machine", "pc", "-cpu", "max",
                     "-boot", "d", "-no-reboot", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
                     "-display", "none", "-monitor", "none", "-serial", "null", "-smp", "1",
-                    "-m", "256M", "-cdrom", ISO] + ICOUNT_ARGS + ["-singlestep",
-                    "-d", "exec,nochain", "-dfilter", ranges, "-D", log],
+                    "-m", "256M", "-cdrom", ISO] + ICOUNT_ARGS + one_insn_per_tb() +
+                   ["-d", "exec,nochain", "-dfilter", ranges, "-D", log],
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pcs = []
     with open(log) as f:
