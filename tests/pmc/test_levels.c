@@ -87,7 +87,7 @@ static void counting_levels(const struct model_config *cfg)
 
 // A sampling source started for kernel mode only: its counter's control says so,
 // user-mode events never reach the period, kernel-mode ones sample; a user wanting
-// another level is refused while it runs, one wanting the same is counted.
+// another level widens it to both while it runs, one wanting the same is counted.
 static void sampling_levels(const struct model_config *cfg, KPROFILE_SOURCE s, enum model_event ev,
                             unsigned levels)
 {
@@ -108,20 +108,28 @@ static void sampling_levels(const struct model_config *cfg, KPROFILE_SOURCE s, e
     model_retire(0, ev, 10000, user ? UIP : KIP, user);
     tap_eq(samples.count[0][s], 10, "%s: %s%s: 10,000 of its level, 10 samples", m, src(s),
            ring_name(levels));
+    // The first user's levels are not held against the next: the source
+    // widens to both, on every CPU, and the other level's events sample too.
     unsigned other = levels ^ PMC_LEVELS_ALL;
-    STATUS_EQ(HalStartProfileInterruptEx(s, other, &why), STATUS_PMC_LEVEL_CONFLICT,
-              "%s: %s%s while %s runs: refused", m, src(s), ring_name(other), ring_name(levels));
-    STATUS_EQ(HalStartProfileInterrupt(s, NULL), STATUS_PMC_LEVEL_CONFLICT,
-              "%s: an NT profile (both levels) while it runs: refused", m);
+    STATUS_EQ(HalStartProfileInterruptEx(s, other, &why), STATUS_SUCCESS,
+              "%s: %s%s while %s runs: the source widens", m, src(s), ring_name(other),
+              ring_name(levels));
+    tap_ok(ALL_CPUS(programmed_levels(cpu, (unsigned)pmc_counter_find(cpu, s)) == PMC_LEVELS_ALL),
+           "%s: %s: every CPU's counter counts in both levels now", m, src(s));
+    model_retire(0, ev, 10000, user ? KIP : UIP, !user);
+    tap_eq(samples.count[0][s], 20, "%s: %s: 10,000 events of the other level, 10 more samples", m,
+           src(s));
+    STATUS_EQ(HalStartProfileInterrupt(s, NULL), STATUS_SUCCESS,
+              "%s: an NT profile (both levels) while it runs", m);
     STATUS_EQ(HalStartProfileInterruptEx(s, levels, NULL), STATUS_SUCCESS,
-              "%s: a second user of the same levels", m);
+              "%s: a user of the first levels", m);
     STATUS_EQ(HalStartProfileInterruptEx(ProfileTime, PMC_LEVEL_USR, NULL), STATUS_SUCCESS,
               "%s: ProfileTime (the timer) takes any levels", m);
     STATUS_EQ(HalStartProfileInterruptEx(s, 0, NULL), STATUS_INVALID_PARAMETER,
               "%s: no level at all: invalid", m);
     stop_ok(ProfileTime);
-    stop_ok(s);
-    stop_ok(s);
+    for (unsigned u = 0; u < 4; u++)
+        stop_ok(s);
     finish(m);
 }
 

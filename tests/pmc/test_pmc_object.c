@@ -10,6 +10,7 @@
 #include "ke_host.h"
 #include "pmc/hwpmc/loggers.h"
 #include "pmc/hal/counts.h"
+#include "pmc/hal/rows.h"
 #include "pmc/hwpmc/kind_sampling.h"
 #include "pmc/hwpmc/log.h"
 #include "tests.h"
@@ -562,8 +563,35 @@ out:
     finish(n);
 }
 
+// Unprivileged process-scope counting PMCs cannot hold every counter: the
+// last free general-purpose row is kept, so a privileged system-scope count
+// of an event only such a row counts still gets one.
+static void rows_kept_for_privileged(void)
+{
+    setup(&MODEL_INTEL_V4);
+    const char *n = "rows kept for the privileged";
+    proc[1].privileged = false;
+    struct pmc *u[PMC_ROW_MAX_RESERVED] = {0}, *v = NULL;
+    NTSTATUS st = STATUS_SUCCESS;
+    unsigned got = 0;
+    for (; got < PMC_ROW_MAX_RESERVED; got++)
+        if (!(u[got] =
+                  ke_host_allocate(&proc[1], ProfileBranchMispredictions, PMC_MODE_TC, 0, &st)))
+            break;
+    tap_ok(got == PMC_ROW_MAX_RESERVED, "%s: %u unprivileged process-scope counts (sharing rows)",
+           n, got);
+    v = ke_host_allocate(&proc[0], ProfileBranchMispredictions, PMC_MODE_SC, 0, &st);
+    STATUS_EQ(st, STATUS_SUCCESS, "%s: then a privileged system-scope count of the same event", n);
+    release(v);
+    for (unsigned i = 0; i < got; i++)
+        release(u[i]);
+    proc[1].privileged = true;
+    finish(n);
+}
+
 void test_pmc_object(void)
 {
+    rows_kept_for_privileged();
     running_set_without_memory();
     stop_while_leaving();
     switches_and_migrations(&MODEL_INTEL_V4);

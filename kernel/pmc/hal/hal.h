@@ -78,8 +78,10 @@ typedef void (*HAL_PROFILE_INTERRUPT_HANDLER)(KPROFILE_SOURCE source, const stru
 //   STATUS_PROFILING_NOT_STARTED  stop of a source that has no user
 NTSTATUS HalStartProfileInterrupt(KPROFILE_SOURCE source, const char **reason);
 // The same with the levels the source's counters count in (enum pmc_levels;
-// the plain call: both). A PMC source already started in other levels:
-//   STATUS_PMC_LEVEL_CONFLICT      its one counter per CPU cannot count both ways
+// the plain call: both). A PMC source already started in other levels is
+// widened to both on every CPU (its users filter by level), or, when a CPU
+// has no counter for the wider levels, left as it was:
+//   STATUS_INSUFFICIENT_RESOURCES  no counter for the wider levels
 //   STATUS_INVALID_PARAMETER      levels 0 or above PMC_LEVELS_ALL
 NTSTATUS HalStartProfileInterruptEx(KPROFILE_SOURCE source, unsigned levels, const char **reason);
 NTSTATUS HalStopProfileInterrupt(KPROFILE_SOURCE source, const char **reason);

@@ -88,7 +88,7 @@ static void query(KPROFILE_SOURCE source, struct pmc_source_query *q)
 // One smp_call_all round: the source, and each CPU's answer.
 struct hal_call {
     KPROFILE_SOURCE source;
-    unsigned levels;
+    unsigned levels, old; // old: the levels a reprogramming falls back to
     NTSTATUS status[MAX_CPUS];
 };
 
@@ -102,6 +102,36 @@ static void disable_on_cpu(void *arg)
 {
     struct hal_call *call = arg;
     halp_profile_interface->DisableMonitoring(call->source);
+}
+
+// Reprogram a running source for call->levels on this CPU, interrupts off:
+// its counter freed and taken again at once; without a counter for the new
+// levels, the old ones (call->old) are restored.
+static void relevel_on_cpu(void *arg)
+{
+    struct hal_call *call = arg;
+    halp_profile_interface->DisableMonitoring(call->source);
+    NTSTATUS s = halp_profile_interface->EnableMonitoring(call->source, call->levels);
+    if (!NT_SUCCESS(s))
+        halp_profile_interface->EnableMonitoring(call->source, call->old);
+    call->status[cpu_id()] = s;
+}
+
+// Widen a running PMC source to levels on every CPU, or on none (hal_mutex
+// held).
+static NTSTATUS widen_everywhere(KPROFILE_SOURCE source, unsigned levels, const char **reason)
+{
+    struct hal_call call = {.source = source, .levels = levels, .old = levels_of[source]};
+    smp_call_all(relevel_on_cpu, &call);
+    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++) {
+        if (NT_SUCCESS(call.status[cpu]))
+            continue;
+        call.levels = call.old; // back to the old levels everywhere
+        smp_call_all(relevel_on_cpu, &call);
+        return fail(reason, "no counter for the wider levels", call.status[cpu]);
+    }
+    levels_of[source] = (uint8_t)levels;
+    return fail(reason, "", STATUS_SUCCESS);
 }
 
 // Enable on every CPU, or on none: a failure anywhere undoes the others.
@@ -149,9 +179,15 @@ static void stop_everywhere(KPROFILE_SOURCE source)
     __atomic_fetch_and(&started, ~(1u << source), __ATOMIC_RELEASE);
 }
 
-// A PMC source has one counter per CPU, programmed for one set of levels: a
-// user wanting others while it runs is refused. ProfileTime is the timer,
-// which ticks in every level; its users filter samples by level themselves.
+// A PMC source has one counter per CPU, programmed for one set of levels. A
+// user wanting others while it runs widens them to the union of both, on
+// every CPU, so that no user's levels are held against another's (an
+// unprivileged user-mode sampler started first must not refuse a privileged
+// system-wide profile): every user filters its samples by level itself
+// (hwpmc/kind_sampling.h's pmc_sampler_take; an NT profile object takes every
+// level), so a narrower user only sees its period count the wider levels'
+// events too. The levels stay the widest asked until the last user stops.
+// ProfileTime is the timer, which ticks in every level.
 NTSTATUS HalStartProfileInterruptEx(KPROFILE_SOURCE source, unsigned levels, const char **reason)
 {
     struct pmc_source_query q;
@@ -166,9 +202,8 @@ NTSTATUS HalStartProfileInterruptEx(KPROFILE_SOURCE source, unsigned levels, con
     NTSTATUS status = fail(reason, "", STATUS_SUCCESS);
     if (users[source] == 0)
         status = start_everywhere(source, levels, reason);
-    else if (source != ProfileTime && levels_of[source] != levels)
-        status = fail(reason, "its counters already count in other levels for another user",
-                      STATUS_PMC_LEVEL_CONFLICT);
+    else if (source != ProfileTime && (levels_of[source] | levels) != levels_of[source])
+        status = widen_everywhere(source, levels_of[source] | levels, reason);
     if (NT_SUCCESS(status))
         users[source]++;
     mutex_unlock(&hal_mutex);

@@ -140,14 +140,29 @@ static bool try_take_free(unsigned i, enum pmc_row_scope scope)
     return true;
 }
 
+// Free general-purpose rows, in service on every CPU (rows_lock held): the
+// rows any event may need.
+static unsigned rows_free_general(void)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < pmc_ncounters; i++)
+        n += pmc_hw[i].kind == PMC_COUNTER_GENERAL && pmc_rows[i].scope == PMC_ROW_FREE &&
+             !pmc_row_off_anywhere(i);
+    return n;
+}
+
 // The row for a new reservation: a free row that can count the event, a fixed
 // counter first (it counts nothing else, and leaves the GP counters to events
 // that need them), else the least-shared unpinned row of the scope that can
-// (a spare first; only a spare when own).
-static int pick_row(uint32_t fits, enum pmc_row_scope scope, bool own)
+// (a spare first; only a spare when own). keep_last: the last free
+// general-purpose row is not taken (an unprivileged reservation shares a row
+// of its scope instead, or takes a free fixed counter).
+static int pick_row(uint32_t fits, enum pmc_row_scope scope, bool own, bool keep_last)
 {
     for (int pass = 0; pass < 2; pass++) {
         enum pmc_counter_kind kind = pass == 0 ? PMC_COUNTER_FIXED : PMC_COUNTER_GENERAL;
+        if (kind == PMC_COUNTER_GENERAL && keep_last && rows_free_general() <= 1)
+            break;
         for (unsigned i = 0; i < pmc_ncounters; i++)
             if ((fits >> i) & 1 && pmc_hw[i].kind == kind && pmc_rows[i].scope == PMC_ROW_FREE &&
                 !pmc_row_off_anywhere(i) && try_take_free(i, scope))
@@ -162,8 +177,8 @@ static int pick_row(uint32_t fits, enum pmc_row_scope scope, bool own)
     return best;
 }
 
-static NTSTATUS reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, bool own, unsigned *row,
-                        const char **reason)
+static NTSTATUS reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, bool own, bool keep_last,
+                        unsigned *row, const char **reason)
 {
     struct pmc_source_query q = {0};
     if ((unsigned)source >= ProfileSourceCount || source == ProfileTime)
@@ -180,7 +195,7 @@ static NTSTATUS reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, bool o
     int i = -1;
     if (reserved_in[scope] >= PMC_ROW_MAX_RESERVED)
         s = STATUS_PMC_TOO_MANY_RUNNING;
-    else if ((i = pick_row(fits, scope, own)) < 0)
+    else if ((i = pick_row(fits, scope, own, keep_last)) < 0)
         s = STATUS_INSUFFICIENT_RESOURCES;
     if (NT_SUCCESS(s)) {
         pmc_rows[i].pinned = own;
@@ -190,22 +205,29 @@ static NTSTATUS reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, bool o
     }
     spin_unlock_irqrestore(&rows_lock, f);
     *reason = s == STATUS_PMC_TOO_MANY_RUNNING     ? "too many counting PMCs in this scope"
-              : s == STATUS_INSUFFICIENT_RESOURCES ? "no free counter: sampling or the other "
-                                                     "scope holds every one that can count it"
-                                                   : "";
+              : s != STATUS_INSUFFICIENT_RESOURCES ? ""
+              : keep_last ? "no free counter but the last general one, kept for privileged users"
+                          : "no free counter: sampling or the other scope holds every one that "
+                            "can count it";
     return s;
 }
 
 NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
                          const char **reason)
 {
-    return reserve(source, scope, false, row, reason);
+    return reserve(source, scope, false, false, row, reason);
+}
+
+NTSTATUS pmc_row_reserve_unprivileged(KPROFILE_SOURCE source, enum pmc_row_scope scope,
+                                      unsigned *row, const char **reason)
+{
+    return reserve(source, scope, false, true, row, reason);
 }
 
 NTSTATUS pmc_row_reserve_own(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
                              const char **reason)
 {
-    return reserve(source, scope, true, row, reason);
+    return reserve(source, scope, true, false, row, reason);
 }
 
 // Under rows_lock: the reservations of scope beyond the rows they hold (those

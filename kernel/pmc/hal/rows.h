@@ -73,6 +73,12 @@ static inline unsigned pmc_row_count(void)
 // Any context but the PMI.
 NTSTATUS pmc_row_reserve(KPROFILE_SOURCE source, enum pmc_row_scope scope, unsigned *row,
                          const char **reason);
+// The same for an unprivileged owner: the last free general-purpose row is
+// kept for the privileged users (a reservation shares a row of its scope
+// rather than take it), so unprivileged counting PMCs cannot hold every
+// counter.
+NTSTATUS pmc_row_reserve_unprivileged(KPROFILE_SOURCE source, enum pmc_row_scope scope,
+                                      unsigned *row, const char **reason);
 // The same, but only a free row, pinned at once (pmc_row_pin): a trace
 // logger's, whose records hold whole counts. Its counts are loaded on that
 // counter only, before any other count of the scope, and never rotated out.

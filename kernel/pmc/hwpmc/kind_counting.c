@@ -534,11 +534,11 @@ static void sw_release(struct pmc *m)
 
 static NTSTATUS hw_allocate(struct pmc *m, const struct process *owner)
 {
-    UNUSED(owner);
     const char *why;
     KPROFILE_SOURCE source = (KPROFILE_SOURCE)m->a.source;
     enum pmc_row_scope scope = m->a.mode == PMC_MODE_TC ? PMC_ROW_THREAD : PMC_ROW_SYSTEM;
-    NTSTATUS s = pmc_row_reserve(source, scope, &m->c.row, &why);
+    NTSTATUS s = owner->privileged ? pmc_row_reserve(source, scope, &m->c.row, &why)
+                                   : pmc_row_reserve_unprivileged(source, scope, &m->c.row, &why);
     if (s == STATUS_NOT_SUPPORTED)
         return STATUS_PMC_COUNTING_UNSUPPORTED; // SysProfileSources gives the HAL's reason
     if (!NT_SUCCESS(s) || scope == PMC_ROW_THREAD)

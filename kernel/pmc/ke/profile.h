@@ -97,6 +97,6 @@ static inline uint64_t profile_buckets(uint64_t size, uint32_t shift)
 // a mutex may be taken.
 NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source);
 // The same, the source's counters counting in levels (enum pmc_levels; a
-// source started in others: STATUS_PMC_LEVEL_CONFLICT).
+// source started in others counts in both from then on: hal.h).
 NTSTATUS KeReferenceProfileSourceLevels(KPROFILE_SOURCE source, unsigned levels);
 NTSTATUS KeDereferenceProfileSource(KPROFILE_SOURCE source);

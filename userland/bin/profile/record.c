@@ -232,11 +232,7 @@ static int record_start(struct record *r)
             "write", o->file, file,
             file == STATUS_OBJECT_NAME_COLLISION ? "or record into another: -o /tmp/NAME" : NULL);
     } else if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: cannot start sampling: %s%s\n", nt_status_name(s),
-                s == STATUS_PMC_LEVEL_CONFLICT
-                    ? " (another user samples this source in other rings: its one counter per "
-                      "CPU cannot count both ways)"
-                    : "");
+        fprintf(stderr, "profile: cannot start sampling: %s\n", nt_status_name(s));
     }
     if (!NT_SUCCESS(s)) {
         if (r->child && !r->at.pid)
