@@ -411,31 +411,40 @@ static void ticks(unsigned seconds)
         failed("ticks", STATUS_UNSUCCESSFUL);
 }
 
+// The tests, one row each: `stress MODE N` runs modes[i].run(N).
+static const struct {
+    const char *name, *arg;
+    void (*run)(unsigned n);
+} modes[] = {
+    {"storm", "N", storm},
+    {"kill", "N", kill_sampled},
+    {"faults", "N", faults},
+    {"lookups", "N", lookups},
+    {"reap", "N", reap},
+    {"births", "SECONDS", births},
+    {"mutexes", "SECONDS", mutexes},
+    {"console", "SECONDS", console_grabs},
+    {"ticks", "SECONDS", ticks},
+};
+
 // One test, in the child `stress --run MODE N`: exit status 0 when it
 // passed, 1 when it failed, 2 for an unknown MODE.
 static int run(const char *mode, unsigned n)
 {
-    if (strcmp(mode, "storm") == 0)
-        storm(n);
-    else if (strcmp(mode, "kill") == 0)
-        kill_sampled(n);
-    else if (strcmp(mode, "ticks") == 0)
-        ticks(n);
-    else if (strcmp(mode, "faults") == 0)
-        faults(n);
-    else if (strcmp(mode, "lookups") == 0)
-        lookups(n);
-    else if (strcmp(mode, "reap") == 0)
-        reap(n);
-    else if (strcmp(mode, "births") == 0)
-        births(n);
-    else if (strcmp(mode, "mutexes") == 0)
-        mutexes(n);
-    else if (strcmp(mode, "console") == 0)
-        console_grabs(n);
-    else
-        return printf("stress: unknown test %s\n", mode), 2;
-    return failures ? 1 : 0;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (strcmp(mode, modes[i].name) == 0) {
+            modes[i].run(n);
+            return failures ? 1 : 0;
+        }
+    return printf("stress: unknown test %s\n", mode), 2;
+}
+
+static void usage(void)
+{
+    printf("usage:");
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        printf("%s stress %s %s", i ? " |" : "", modes[i].name, modes[i].arg);
+    printf("\n");
 }
 
 // Everything the test owned is back (the counters as they were before it).
@@ -471,10 +480,7 @@ int main(int argc, char **argv)
         spin_forever();
     }
     if (argc < 3) {
-        printf("usage: stress storm N | stress kill N | stress faults N | stress lookups N | "
-               "stress reap N | stress births SECONDS | stress mutexes SECONDS | stress console "
-               "SECONDS | "
-               "stress ticks SECONDS\n");
+        usage();
         return 2;
     }
     if (argc >= 4 && strcmp(argv[1], "--run") == 0)
