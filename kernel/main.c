@@ -41,6 +41,7 @@
 #include "pmc/hal/pmi.h"
 #include "pmc/hal/pmu.h"
 
+#include "pmc/hwpmc/hwpmc_init.h"
 #include "pmc/ke/profile_init.h"
 
 #include "sys/syscall.h"
@@ -67,6 +68,12 @@ static void cpu_online(struct cpu *c)
 {
     c->online = true;
     __atomic_fetch_add(&ncpus_online, 1, __ATOMIC_SEQ_CST);
+}
+
+static void print_init_time(void)
+{
+    uint64_t ns = clock_ns();
+    kprintf("boot: kernel init took %lu.%03lu ms (TSC)\n", ns / 1000000, ns / 1000 % 1000);
 }
 
 void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
@@ -115,12 +122,11 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     pmi_register(pmc_pmi_handler);    // the performance-monitoring interrupt (pmi_entry)
     pmc_pmi_choose();                 // pmi=nmi: the LVTPC delivers NMIs
     pmc_init();                       // "pmc: interface <emon|amd64|none>: ..."
-    profile_init();                   // profile objects and PMCs over the HAL
+    profile_init();                   // profile objects and the sample fan-out over the HAL
+    hwpmc_init();                     // PMC objects, their log and loggers over the fan-out
     ramdisk_init();                   // GRUB modules are the files
     process_init();                   // ring-3 faults kill processes
-    uint64_t init_ns = clock_ns();
-    kprintf("boot: kernel init took %lu.%03lu ms (TSC)\n", init_ns / 1000000,
-            init_ns / 1000 % 1000);
+    print_init_time();                // "boot: kernel init took ..."
 
     char test[32];
     if (cmdline_get("test", test, sizeof test) && strcmp(test, "init") != 0)

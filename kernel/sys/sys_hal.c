@@ -169,10 +169,13 @@ uint64_t do_SysPmcTrace(const uint64_t *a, struct trapframe *tf)
     case PMC_TRACE_ON: {
         WRITE_ONCE(pmc_trace_sample_filter, trace_filter);
         NTSTATUS s = pmc_trace_enable();
-        sample_plans_drop(); // traced samples take the general path, which traces buckets
+        sample_plans_drop(); // plans made from now on take the bucket trace (ke/sample.c)
         return STATUS(s);
     }
-    case PMC_TRACE_OFF: pmc_trace_disable(); return STATUS(STATUS_SUCCESS);
+    case PMC_TRACE_OFF:
+        pmc_trace_disable();
+        sample_plans_drop(); // and from now on they do not
+        return STATUS(STATUS_SUCCESS);
     case PMC_TRACE_CLEAR:
         pmc_trace_clear();
         trace_pids_clear();

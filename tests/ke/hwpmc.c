@@ -71,8 +71,9 @@ void kx_pmc_reset(void)
 
 // --- the interrupt side -----------------------------------------------------------
 
-struct pmc_sampler *pmc_samplers_make(KPROFILE_SOURCE source, const struct process *pr,
-                                      unsigned cpu)
+// The consumer's plan (as kind_sampling.c's pmc_samplers_make): the
+// samplers of the running PMCs that sample source for pr, chained.
+static void *samplers_plan(KPROFILE_SOURCE source, const struct process *pr, unsigned cpu)
 {
     kx_yield();
     const struct running *set = __atomic_load_n(&running_set, __ATOMIC_ACQUIRE);
@@ -94,12 +95,20 @@ struct pmc_sampler *pmc_samplers_make(KPROFILE_SOURCE source, const struct proce
     return first;
 }
 
-void pmc_log_sample(struct pmc_sampler *s, const struct intr_frame *f)
+// The consumer's take (as log.c's pmc_log_sample): each sampler's count.
+static void samplers_take(void *token, const struct intr_frame *f)
 {
     (void)f;
     kx_yield();
-    for (; s; s = s->next)
+    for (struct pmc_sampler *s = token; s; s = s->next)
         (*s->samples)++;
+}
+
+static const struct sample_consumer samplers = {samplers_plan, samplers_take};
+
+void kx_pmc_init(void)
+{
+    sample_consumer_register(&samplers);
 }
 
 // --- the running set -----------------------------------------------------------------

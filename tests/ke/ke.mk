@@ -7,7 +7,7 @@
 # failure again, step by step. build/tests/ke/ke-explore.<compiler> for gcc
 # and clang.
 KE_BUILD := $(or $(BUILD),build)/tests/ke
-KE_KERNEL_SRCS := kernel/pmc/ke/sample.c kernel/pmc/ke/profile.c kernel/pmc/ke/profile_index.c \
+KE_KERNEL_SRCS := kernel/pmc/ke/sample.c kernel/pmc/ke/plan_epoch.c kernel/pmc/ke/profile.c kernel/pmc/ke/profile_index.c \
     kernel/pmc/ke/profile_tree.c \
     kernel/core/grace.c kernel/core/object.c
 KE_EXPLORE_SRCS := $(KE_KERNEL_SRCS) $(wildcard tests/ke/*.c)

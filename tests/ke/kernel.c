@@ -22,7 +22,6 @@
 #include "pmc/hal/hal.h"
 #include "pmc/hal/pmi.h"
 #include "pmc/hal/trace.h"
-#include "pmc/hwpmc/loggers.h"
 #include "pmc/ke/profile_state.h"
 
 // A profile slot's buffer: 0xFF0 into its first page, so that the 1 KiB ones
@@ -291,7 +290,6 @@ uint64_t pmc_pmi_throttled(KPROFILE_SOURCE source)
 }
 
 bool pmc_trace_on;
-volatile uint32_t pmc_hook_mask;
 uint64_t (*swevent_profile_ticks)(unsigned cpu);
 
 void pmc_trace_record2(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, uint64_t arg,
@@ -302,14 +300,6 @@ void pmc_trace_record2(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, u
     (void)value;
     (void)arg;
     (void)source;
-    kx_yield();
-}
-
-void pmc_hook_fire(uint32_t bit, uint32_t pid, uint32_t arg)
-{
-    (void)bit;
-    (void)pid;
-    (void)arg;
     kx_yield();
 }
 

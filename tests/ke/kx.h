@@ -216,6 +216,7 @@ void kx_profiles_each(void (*fn)(uint64_t *in_range, const struct process *p, vo
 
 // --- hwpmc.c: the sampling PMCs' stand-in --------------------------------------
 
+void kx_pmc_init(void); // once: the stand-in registers as the fan-out's consumer
 void kx_pmc_reset(void);
 void kx_pmc_op(const struct kx_step *op);
 void kx_pmc_exiting(struct process *p); // its targets detached (PROCESS_EXITING)

@@ -41,6 +41,7 @@ void kx_run_init(void)
     kx_machine_reset(KX_CPUS, 0);
     ke_profile_init();
     sample_plan_init();
+    kx_pmc_init();
     __asan_set_error_report_callback(on_asan_report);
 }
 

@@ -339,8 +339,19 @@ static bool claims_hw(const struct pmc_alloc *a)
 const struct pmc_ops pmc_time_sampling = SAMPLING_OPS("time sampling", claims_time);
 const struct pmc_ops pmc_hw_sampling = SAMPLING_OPS("hardware sampling", claims_hw);
 
+// The sampling PMCs as a consumer of the fan-out (ke/sample.h): a plan's
+// token is the chain of samplers pmc_samplers_make readies, and each sample
+// the plan holds for is logged by pmc_log_sample.
+static void *samplers_plan(KPROFILE_SOURCE source, const struct process *pr, unsigned cpu)
+{
+    return pmc_samplers_make(source, pr, cpu);
+}
+
+static const struct sample_consumer samplers_consumer = {samplers_plan, pmc_log_sample};
+
 void pmc_sampling_init(void)
 {
     pmc_kind_register(&pmc_time_sampling);
     pmc_kind_register(&pmc_hw_sampling);
+    sample_consumer_register(&samplers_consumer);
 }

@@ -119,8 +119,9 @@ struct log_cpu *pmc_log_cpu(struct pmc_log *log, unsigned cpu)
     return &log->cpu[cpu];
 }
 
-void pmc_log_sample(struct pmc_sampler *s, const struct intr_frame *f)
+void pmc_log_sample(void *samplers, const struct intr_frame *f)
 {
+    struct pmc_sampler *s = samplers;
     bool user = intr_from_user(f);
     do {
         if (pmc_sampler_take(s, user))

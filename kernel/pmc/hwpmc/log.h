@@ -36,12 +36,13 @@ NTSTATUS pmc_log_release(struct process *owner);
 NTSTATUS pmc_log_use(const struct process *p, struct pmc_log **out);
 void pmc_log_unuse(struct pmc_log *log);
 
-// A tick of a source sampled by the PMCs of s and those chained after it:
-// each one whose PMC takes it (pmc_sampler_take: its levels, its period)
-// gets a record of the interrupted context f of this CPU's current thread,
-// with the call chain when it asks for one. In the interrupt; counted
-// delivered on this CPU, then logged or lost.
-void pmc_log_sample(struct pmc_sampler *s, const struct intr_frame *f);
+// A tick of a source sampled by the PMCs of samplers (a struct pmc_sampler,
+// the first of a chain: the sampling PMCs' take, ke/sample.h): each one
+// whose PMC takes it (pmc_sampler_take: its levels, its period) gets a
+// record of the interrupted context f of this CPU's current thread, with the
+// call chain when it asks for one. In the interrupt; counted delivered on
+// this CPU, then logged or lost.
+void pmc_log_sample(void *samplers, const struct intr_frame *f);
 // cpu's part of log, for the samplers of a PMC writing it.
 struct log_cpu *pmc_log_cpu(struct pmc_log *log, unsigned cpu);
 

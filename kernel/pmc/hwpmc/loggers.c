@@ -458,9 +458,38 @@ static void hook_fault(bool demand_zero)
     pmc_hook_fire(demand_zero ? HOOK_PAGE_FAULT_DZ : HOOK_PAGE_FAULT_AV, p ? p->pid : 0, 0);
 }
 
+// The profile-interrupt hook, a consumer of the fan-out (ke/sample.h): a plan
+// made while a logger watches it takes every sample it holds for, with the
+// process and source noted at plan time in this CPU's scratch. (Arming or
+// disarming a hook publishes pmc_hook_mask, which drops every plan; a sample
+// still running an older plan finds the hook disarmed in pmc_hook.)
+struct profile_hook_arg {
+    uint32_t pid, source;
+};
+static struct profile_hook_arg profile_hook_args[MAX_CPUS][ProfileSourceCount];
+
+static void *profile_hook_plan(KPROFILE_SOURCE source, const struct process *pr, unsigned cpu)
+{
+    if (!(READ_ONCE(pmc_hook_mask) & HOOK_PROFILE))
+        return NULL;
+    struct profile_hook_arg *a = &profile_hook_args[cpu][source];
+    *a = (struct profile_hook_arg){pr ? pr->pid : 0, source};
+    return a;
+}
+
+static void profile_hook_take(void *token, const struct intr_frame *f)
+{
+    UNUSED(f);
+    const struct profile_hook_arg *a = token;
+    pmc_hook(HOOK_PROFILE, a->pid, a->source);
+}
+
+static const struct sample_consumer profile_hook = {profile_hook_plan, profile_hook_take};
+
 void pmc_loggers_init(void)
 {
     sched_watch_switches(hook_switch, &pmc_hook_mask); // called while any hook is armed
     process_watch(logger_owner_exit);
     process_fault_hook = hook_fault;
+    sample_consumer_register(&profile_hook);
 }

@@ -23,7 +23,7 @@
 
 #include "pmc/ke/profile_index.h"
 #include "pmc/ke/profile_state.h"
-#include "pmc/ke/sample.h"
+#include "pmc/ke/plan_epoch.h"
 
 // The started-profile limit. NT's is machine-wide, 8,192 x processors
 // (STATUS_PROFILING_AT_LIMIT), and NT charges each profile object to its
@@ -76,7 +76,7 @@ static void activate_on_cpu(void *arg)
         return;
     p->start_samples[cpu] = profile_system_slots[p->source].samples[cpu];
     __atomic_fetch_or(&p->active, 1ull << cpu, __ATOMIC_RELEASE);
-    sample_plan_forget_here(p->source);
+    sample_plans_forget_here();
 }
 
 static void deactivate_on_cpu(void *arg)
@@ -88,7 +88,7 @@ static void deactivate_on_cpu(void *arg)
     __atomic_fetch_and(&p->active, ~(1ull << cpu), __ATOMIC_RELEASE);
     uint64_t now = profile_system_slots[p->source].samples[cpu];
     __atomic_fetch_add(&p->delivered, now - p->start_samples[cpu], __ATOMIC_RELAXED);
-    sample_plan_forget_here(p->source);
+    sample_plans_forget_here();
 }
 
 static void nothing_on_cpu(void *arg)

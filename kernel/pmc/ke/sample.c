@@ -11,8 +11,10 @@
 // its interval) a new one is made first. A plan says everything: which two
 // per-CPU sample counters to increment, which profiles (one per scope,
 // already known to count on this CPU, or a set to scan) count the address,
-// and which PMCs take the sample.
+// and what the consumers registered with the fan-out (ke/sample.h) take.
 #include "pmc/ke/sample.h"
+
+#include "lib/panic.h"
 
 #include "arch/x86/percpu.h"
 
@@ -22,12 +24,15 @@
 #include "pmc/hal/hal.h"
 #include "pmc/hal/trace.h"
 
-#include "pmc/hwpmc/kind_sampling.h"
-#include "pmc/hwpmc/log.h"
-#include "pmc/hwpmc/loggers.h"
 #include "pmc/ke/profile.h"
 #include "pmc/ke/profile_index.h"
 #include "pmc/ke/profile_state.h"
+
+// One consumer's part of a plan: its take and the token it asked for.
+struct sample_taker {
+    sample_take_fn *take; // NULL: the list ends
+    void *token;
+};
 
 // A CPU's plan for one source (only its CPU reads or writes it, with
 // interrupts off). A source's samples are all maskable or all NMIs, chosen
@@ -41,35 +46,41 @@ struct sample_plan {
     // What each scope counts ip in: the one profile covering the interval
     // (NULL: none, or one that does not count on this CPU), or, when scan[]
     // is set, every profile of that set covering ip (overlapping or wide
-    // ranges, or tracing: counted one by one, each checked; such a plan
-    // holds for its one sample).
+    // ranges: counted one by one, each checked; such a plan holds for its
+    // one sample).
     struct kprofile *count[2];
     const struct profile_set *scan[2];
-    struct pmc_sampler *samplers; // the PMCs sampling here; NULL: none
+    // What the consumers take (this CPU's takers[source][0]); NULL: nothing.
+    const struct sample_taker *taker;
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct sample_plan) == 128, "a plan is two cache lines");
 
 // The profile layer's per-CPU area (arch/x86/percpu.h's layer_area).
 struct profile_cpu {
     struct sample_plan plans[ProfileSourceCount];
+    // Per source: [0] is what a plan calls, the one consumer's taker or
+    // takers_run over [1..] when several take part; [1..] the list, ended
+    // by a NULL take.
+    struct sample_taker takers[ProfileSourceCount][SAMPLE_CONSUMERS_MAX + 2];
 };
 static struct profile_cpu profile_cpus[MAX_CPUS];
 
 // A process without a set counts its samples here (per CPU, never read).
 static uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64)));
 
-void sample_plans_drop(void)
+// The registered consumers, in the order of registration (boot only).
+static const struct sample_consumer *consumers[SAMPLE_CONSUMERS_MAX];
+static unsigned nconsumers; // published with sample_publish
+
+void sample_consumer_register(const struct sample_consumer *c)
 {
-    for (unsigned cpu = 0; cpu < ncpus; cpu++) // the CPUs that can run; 2 keeps the parity
-        __atomic_fetch_add(&cpus[cpu].plan_epoch, 2, __ATOMIC_SEQ_CST);
+    if (nconsumers == SAMPLE_CONSUMERS_MAX)
+        panic("sample: more than %u consumers", SAMPLE_CONSUMERS_MAX);
+    consumers[nconsumers] = c;
+    sample_publish(&nconsumers, nconsumers + 1); // read by plan_consumers
 }
 
-void sample_plan_forget_here(KPROFILE_SOURCE source)
-{
-    profile_cpus[cpu_id()].plans[source].key = 0;
-}
-
-// A plan holds while this CPU's plan epoch (arch/x86/percpu.h) is the one it
+// A plan holds while this CPU's plan epoch (ke/plan_epoch.h) is the one it
 // was made at: every drop and every context switch here bumps the epoch, so
 // a plan made before a drop, or for a process that no longer runs here, never
 // holds again. The epoch is odd while a switch changes the running process
@@ -98,7 +109,7 @@ static inline void count_bucket(struct kprofile *p, uint64_t ip)
 // with the plan's interval narrowed to where that stays so; or, when no one
 // profile is the answer, the set to scan.
 static void plan_scope(struct sample_plan *plan, unsigned scope, const struct profile_set *set,
-                       uint64_t ip, uint64_t bit, bool watched)
+                       uint64_t ip, uint64_t bit)
 {
     plan->count[scope] = NULL;
     plan->scan[scope] = NULL;
@@ -106,7 +117,7 @@ static void plan_scope(struct sample_plan *plan, unsigned scope, const struct pr
         return;
     struct profile_answer a;
     profile_set_lookup(set, ip, &a);
-    if (a.several || set->nwide || watched) {
+    if (a.several || set->nwide) {
         plan->scan[scope] = set;
         return;
     }
@@ -117,14 +128,39 @@ static void plan_scope(struct sample_plan *plan, unsigned scope, const struct pr
         plan->count[scope] = a.entry->p;
 }
 
+// Every taker of a plan that several consumers take part in, in turn.
+static void takers_run(void *token, const struct intr_frame *f)
+{
+    for (const struct sample_taker *t = token; t->take; t++)
+        t->take(t->token, f);
+}
+
+// The consumers' part of the plan for source on cpu while pr runs: each one
+// asked for its token; one taker is called directly, several through
+// takers_run.
+static void plan_consumers(struct sample_plan *plan, KPROFILE_SOURCE source,
+                           const struct process *pr, unsigned cpu)
+{
+    struct sample_taker *entry = profile_cpus[cpu].takers[source], *list = entry + 1;
+    unsigned n = 0, k = __atomic_load_n(&nconsumers, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < k; i++) {
+        const struct sample_consumer *c = consumers[i];
+        void *token = c->plan(source, pr, cpu);
+        if (token)
+            list[n++] = (struct sample_taker){c->take, token};
+    }
+    list[n].take = NULL;
+    *entry = n == 1 ? list[0] : (struct sample_taker){takers_run, list};
+    plan->taker = n == 0 ? NULL : entry;
+}
+
 // This CPU's plan for source at the sample f: the two profile sets it looks
 // in (the system's, the running process's), the profiles there that count
-// f's address, and the PMCs sampling here (hwpmc/kind_sampling.c). Kept
-// for the samples after it unless it scans or a switch is under way (the key
-// is read first: the process read after it runs at that key, or the key is
-// odd). While `pmc trace` or a trace logger's profile-interrupt hook is on,
-// no plan is kept and every plan scans: every sample makes one, the hook
-// fires and each bucket is traced.
+// f's address, and what the consumers take. Kept for the samples after it
+// unless it scans or a switch is under way (the key is read first: the
+// process read after it runs at that key, or the key is odd). Nothing is
+// done here but the plan: a consumer that acts on every sample (a logger's
+// profile hook, `pmc trace`) does so in its take.
 static __attribute__((noinline)) struct sample_plan *plan_make(KPROFILE_SOURCE source,
                                                                const struct intr_frame *f)
 {
@@ -136,17 +172,15 @@ static __attribute__((noinline)) struct sample_plan *plan_make(KPROFILE_SOURCE s
         pr ? __atomic_load_n(&profile_of(pr)->sets[source], __ATOMIC_ACQUIRE) : NULL;
     struct sample_plan *plan = &profile_cpus[cpu].plans[source];
     uint64_t bit = 1ull << cpu;
-    pmc_hook(HOOK_PROFILE, pr ? pr->pid : 0, source);
-    bool watched = pmc_trace_on || (READ_ONCE(pmc_hook_mask) & HOOK_PROFILE);
     plan->key = 0;
     plan->lo = 0;
     plan->span = UINT64_MAX;
     plan->samples[0] = &sys->samples[cpu];
     plan->samples[1] = own ? &own->samples[cpu] : &samples_sink[cpu][0];
-    plan_scope(plan, 0, __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE), f->rip, bit, watched);
-    plan_scope(plan, 1, own, f->rip, bit, watched);
-    plan->samplers = pmc_samplers_make(source, pr, cpu);
-    if (!watched && !plan->scan[0] && !plan->scan[1] && plan_key_keeps(key))
+    plan_scope(plan, 0, __atomic_load_n(&sys->set, __ATOMIC_ACQUIRE), f->rip, bit);
+    plan_scope(plan, 1, own, f->rip, bit);
+    plan_consumers(plan, source, pr, cpu);
+    if (!plan->scan[0] && !plan->scan[1] && plan_key_keeps(key))
         plan->key = key;
     return plan;
 }
@@ -169,8 +203,8 @@ static void count_covering(const struct profile_set *set, uint64_t ip, uint64_t 
 }
 
 // The sample f by the plan: the per-CPU sample counters, the buckets, then
-// the PMCs' log records (hwpmc/log.c). Every call is the last act, a tail
-// call, so nothing is saved around one.
+// the consumers' take. Every call is the last act, a tail call, so nothing
+// is saved around one.
 static inline __attribute__((always_inline)) void plan_run(struct sample_plan *plan,
                                                            const struct intr_frame *f)
 {
@@ -178,15 +212,15 @@ static inline __attribute__((always_inline)) void plan_run(struct sample_plan *p
     // Everything read before the buckets' atomic adds, which the compiler
     // must assume may write the plan.
     struct kprofile *sys_p = plan->count[0], *own_p = plan->count[1];
-    struct pmc_sampler *samplers = plan->samplers;
+    const struct sample_taker *taker = plan->taker;
     (*plan->samples[0])++; // only this CPU writes its counters
     (*plan->samples[1])++;
     if (sys_p)
         count_bucket(sys_p, ip);
     if (own_p)
         count_bucket(own_p, ip);
-    if (samplers)
-        pmc_log_sample(samplers, f);
+    if (taker)
+        taker->take(taker->token, f);
 }
 
 // A sample the CPU's plan does not hold: a new plan, then the same run. A
@@ -225,9 +259,32 @@ static uint64_t profile_ticks_on(unsigned cpu)
     return READ_ONCE(profile_system_slots[ProfileTime].samples[cpu]);
 }
 
+// `pmc trace`'s record of each bucket a sample lands in, a consumer like any
+// other: a plan made while tracing is on takes it (turning tracing on or off
+// drops the plans: sys/sys_hal.c). A plan that scans traces its buckets as it
+// counts them (count_covering); this covers the profiles the plan names.
+static void *trace_plan(KPROFILE_SOURCE source, const struct process *pr, unsigned cpu)
+{
+    UNUSED(pr);
+    return READ_ONCE(pmc_trace_on) ? &profile_cpus[cpu].plans[source] : NULL;
+}
+
+static void trace_take(void *token, const struct intr_frame *f)
+{
+    const struct sample_plan *plan = token;
+    for (unsigned scope = 0; scope < 2; scope++) {
+        const struct kprofile *p = plan->count[scope];
+        if (p)
+            PMC_TRACE_BUCKET(p->source, (f->rip - p->range_base) >> p->bucket_shift, p->range_base);
+    }
+}
+
+static const struct sample_consumer trace_consumer = {trace_plan, trace_take};
+
 void sample_plan_init(void)
 {
     swevent_profile_ticks = profile_ticks_on;
+    sample_consumer_register(&trace_consumer);
     for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++) {
         cpus[cpu].layer_area = &profile_cpus[cpu];
         __atomic_fetch_add(&cpus[cpu].plan_epoch, 2, __ATOMIC_SEQ_CST);
