@@ -142,6 +142,11 @@ void grace_wait(void)
         smp_call_many(missing, nothing, NULL);
 }
 
+void grace_wait_cpus(uint64_t cpus)
+{
+    smp_call_many(cpus, nothing, NULL);
+}
+
 void grace_flush(void)
 {
     struct grace_item *all = take_ready(true);

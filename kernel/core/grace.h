@@ -34,6 +34,10 @@ bool grace_waits_for_this_cpu(void);
 // Return when every CPU has passed a quiescent state since the call began.
 // Process context, interrupts on, no spinlock held.
 void grace_wait(void);
+// The same over the CPUs of the mask cpus only (no wait at all when it is
+// empty), for a reader known to run only there: each is interrupted, and the
+// answer is its quiescent state.
+void grace_wait_cpus(uint64_t cpus);
 // Call fn(item), in process context with interrupts on and without sleeping
 // (grace_poll's callers), after a grace period that begins after this call.
 // Batched: any number of items cost one grace period together. Any context

@@ -310,6 +310,8 @@ void sample_plans_drop(void)
     ke_host_log.drops++;
 }
 
+uint64_t samples_sink[MAX_CPUS][8]; // as ke/sample.c's
+
 // The fan-out is not built here: the tests call the consumers' plan and take
 // (pmc_samplers_make, pmc_log_sample) themselves.
 void sample_consumer_register(const struct sample_consumer *c)

@@ -929,8 +929,8 @@ static void tally_by_pmc(uint8_t *buf, size_t n, struct pmc_tally *t)
             }
 }
 
-// Three sampling PMCs on one process and source, then two: more than a
-// per-CPU plan holds (the general dispatch), then a plan of two. Each PMC's
+// Three sampling PMCs on one process and source, then two: a plan whose
+// samplers are three chained, then two. Each PMC's
 // samples are told apart by its id in the records (ids are given in order).
 static void test_several_pmcs(void) // privileged
 {

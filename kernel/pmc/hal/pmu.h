@@ -5,7 +5,7 @@
 //   pmc_init()         boot CPU, once, after SMP start-up and the timers, with
 //                      interrupts enabled (it uses smp_call_all).
 //
-// The profile API itself is in pmc/hal/hal.h; tracing in pmc/trace.h.
+// The profile API itself is in pmc/hal/hal.h; tracing in pmc/hal/trace.h.
 #pragma once
 #include "lib/types.h"
 

@@ -8,7 +8,7 @@
 // record` can sample at once. Started sampling PMCs form an array, the
 // running set, never written while published: replaced whole on start and
 // stop and read without locks by the interrupt; a replacement is followed by
-// a barrier (pmc_barrier), after which no CPU still reads the old array or a
+// a grace period (core/grace.h), after which no CPU still reads the old array or a
 // stopped PMC.
 #include "pmc/hwpmc/kind_sampling.h"
 
@@ -17,6 +17,7 @@
 #include "arch/x86/clock.h"
 #include "arch/x86/percpu.h"
 
+#include "core/grace.h"
 #include "core/process.h"
 #include "core/sched.h"
 #include "core/spinlock.h"
@@ -53,8 +54,6 @@ static bool samples_here(const struct pmc *m, KPROFILE_SOURCE source, uint64_t b
         return false;
     return !pmc_process_scope(m) || (pr && (*tg = pmc_target_of(m, pr)));
 }
-
-static uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64))); // system scope
 
 _Static_assert(sizeof(struct pmclog_sample) == sizeof(((struct pmc_sampler *)0)->head),
                "a sampler keeps a sample record's head");
@@ -120,7 +119,7 @@ static NTSTATUS set_change(struct pmc *add, struct pmc *remove)
     else
         next_set ^= 1;
     sample_publish(&running_set, set);
-    pmc_barrier(); // nobody reads old (or remove through it) now
+    grace_wait(); // nobody reads old (or remove through it) now
     return STATUS_SUCCESS;
 }
 

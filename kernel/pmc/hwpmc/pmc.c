@@ -38,11 +38,6 @@ struct pmc *pmc_from_object(struct object *o)
     return (struct pmc *)o;
 }
 
-void pmc_barrier(void)
-{
-    grace_wait();
-}
-
 // --- allocation ------------------------------------------------------------------
 
 static const struct pmc_ops *kinds[PMC_KINDS];

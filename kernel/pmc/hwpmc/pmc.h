@@ -201,9 +201,6 @@ void pmc_switch_work(struct pmc *m, bool on);
 // interrupted kernel context for the chain of an off-CPU record: the switch
 // path's return address and frame pointer, set before the kinds' switch_out.
 extern struct intr_frame pmc_switch_frame[MAX_CPUS];
-// Every CPU has passed a point with interrupts on since the call began
-// (grace_wait: a grace period, hastened after GRACE_EXPEDITE_NS).
-void pmc_barrier(void);
 extern struct spinlock pmc_lock;
 bool pmc_mode_is_counting(const struct pmc_alloc *a); // PMC_MODE_SC or PMC_MODE_TC
 // The levels a request counts or samples in (enum pmc_levels, pmc/hal/profile_source.h):

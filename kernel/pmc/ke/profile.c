@@ -8,6 +8,7 @@
 #include "arch/x86/percpu.h"
 
 #include "core/addrspace.h"
+#include "core/grace.h"
 #include "core/heap.h"
 #include "core/mutex.h"
 #include "core/pin.h"
@@ -91,21 +92,16 @@ static void deactivate_on_cpu(void *arg)
     sample_plans_forget_here();
 }
 
-static void nothing_on_cpu(void *arg)
-{
-    UNUSED(arg); // the interrupt ran with no sample half done on its CPU
-}
-
-// After p's scope's set was published: reach the CPUs that may still read
-// the old one — all of them, each running on_cpu, for the system; for a
-// process, only those running it now (none, when it is not running). The
-// CPUs not reached see the new set at their next sample.
+// After p's scope's set was published: a grace period over the CPUs that
+// may still read the old one — all of them, each running on_cpu, for the
+// system; for a process, only those running it now (none, when it is not
+// running). The CPUs not reached see the new set at their next sample.
 static void set_wait(struct kprofile *p, void (*on_cpu)(void *))
 {
     if (!p->process)
-        smp_call_all(on_cpu, p);
+        smp_call_all(on_cpu, p); // each call's answer is its CPU's quiescent state
     else
-        smp_call_many(sched_cpus_running(p->process), nothing_on_cpu, NULL);
+        grace_wait_cpus(sched_cpus_running(p->process));
 }
 
 // Counting a process-scope profile's delivered samples exactly, with no

@@ -21,5 +21,3 @@ static inline struct profile_process *profile_of(const struct process *p)
 {
     return process_area(p);
 }
-
-void profile_state_init(void); // at boot, before the first process: reserve the area

@@ -65,8 +65,7 @@ struct profile_cpu {
 };
 static struct profile_cpu profile_cpus[MAX_CPUS];
 
-// A process without a set counts its samples here (per CPU, never read).
-static uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64)));
+uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64)));
 
 // The registered consumers, in the order of registration (boot only).
 static const struct sample_consumer *consumers[SAMPLE_CONSUMERS_MAX];

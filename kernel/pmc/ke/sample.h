@@ -11,10 +11,16 @@
 // way.
 #pragma once
 #include "lib/abi/profile.h"
+#include "lib/param.h"
+#include "lib/types.h"
 
 #include "arch/x86/trapframe.h"
 
 #include "pmc/ke/plan_epoch.h"
+
+// Where a sample is counted when what it belongs to keeps no count (a
+// process without a profile set, a system-scope PMC): per CPU, never read.
+extern uint64_t samples_sink[MAX_CPUS][8];
 
 // --- consumers ---------------------------------------------------------------------
 //
