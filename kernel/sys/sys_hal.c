@@ -11,6 +11,7 @@
 #include "core/sched.h"
 #include "core/uaccess.h"
 
+#include "pmc/hal/deliver.h"
 #include "pmc/hal/hal.h"
 #include "pmc/hal/pmu.h"
 #include "pmc/hal/trace.h"

@@ -13,6 +13,7 @@
 #include "arch/x86/trapframe.h"
 #include "arch/x86/nmi.h"
 #include "pmc/hal/pmi.h"
+#include "pmc/hal/pmu_regs.h"
 #include "arch/x86/vectors.h"
 #include "arch/x86/clock.h"
 #include "core/heap.h"

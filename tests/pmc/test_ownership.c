@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include "ke_host.h"
 #include "pmc/hal/counts.h"
+#include "pmc/hal/pmu_regs.h"
 #include "pmc/hwpmc/loggers.h"
 #include "tests.h"
 

@@ -4,6 +4,7 @@
 // changes (handler time, late PMIs, faulting MSRs) is in test_hyper.c.
 #include <string.h>
 #include "arch/x86/lapic.h"
+#include "pmc/hal/pmu_regs.h"
 #include "tests.h"
 #include "../xorshift.h"
 

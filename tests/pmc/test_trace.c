@@ -2,6 +2,7 @@
 // them out; their text is userland's, tested in userland/tests), and `pmc info`.
 #include <stdio.h>
 #include <string.h>
+#include "pmc/hal/deliver.h"
 #include "pmc/hal/text.h"
 #include "arch/x86/lapic.h"
 #include "tests.h"

@@ -7,8 +7,7 @@
 
 #include "core/heap.h"
 
-#include "pmc/hal/counts.h"
-#include "pmc/hal/hal_interface.h"
+#include "pmc/hal/row_state.h"
 #include "pmc/hal/trace.h"
 
 struct pmc_counter_hw pmc_hw[PMC_MAX_COUNTERS];
@@ -17,9 +16,15 @@ struct pmc_counter_cpu *pmc_state;
 uint32_t pmc_counters_loaded[MAX_CPUS];
 uint64_t pmc_source_interval[ProfileSourceCount];
 
+static void no_sampling_hook(unsigned i, bool freed)
+{
+    UNUSED(i);
+    UNUSED(freed);
+}
+void (*pmc_counter_sampling_hook)(unsigned i, bool freed) = no_sampling_hook;
+
 void pmc_counters_reset(void)
 {
-    pmc_count_reset(); // nothing counts on the state about to go
     kfree(pmc_state);
     pmc_state = NULL;
     pmc_ncounters = 0;
@@ -99,7 +104,7 @@ static bool take(unsigned cpu, unsigned i, KPROFILE_SOURCE source, unsigned leve
     c->period = pmc_period_clamp(interval, pmc_hw[i].max_period);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (!held_elsewhere(cpu, i)) {
-        pmc_count_sampling_changed(i, false);
+        pmc_counter_sampling_hook(i, false);
         return true;
     }
     *c = (struct pmc_counter_cpu){0};
@@ -142,22 +147,6 @@ uint64_t pmc_enabled_bits(unsigned cpu)
             m |= 1ull << pmc_hw[i].status_bit;
     }
     return m;
-}
-
-// ThawCounters writes the global enable (version 1 Intel: it has none, and
-// nothing was re-armed outside a PMI, so it writes nothing).
-void pmc_counter_disable(const struct halp_profile_interface *pi, KPROFILE_SOURCE source)
-{
-    unsigned cpu = cpu_id();
-    int i = pmc_counter_find(cpu, source);
-    if (i < 0)
-        return;
-    PMC_TRACE_STEP(PMC_STEP_DISABLE, source, pmc_hw[i].ctr_msr);
-    pi->StopCounter((unsigned)i);
-    *pmc_counter(cpu, (unsigned)i) = (struct pmc_counter_cpu){0};
-    pi->ThawCounters();
-    pi->AcknowledgeOverflow(1ull << pmc_hw[i].status_bit);
-    pmc_count_sampling_changed((unsigned)i, true);
 }
 
 int pmc_counter_find(unsigned cpu, KPROFILE_SOURCE source)

@@ -47,7 +47,13 @@ extern struct pmc_counter_cpu *pmc_state; // [MAX_CPUS][pmc_ncounters], NULL bef
 // Interval each PMC source is started with (events); SetInterval stores here.
 extern uint64_t pmc_source_interval[ProfileSourceCount];
 
-void pmc_counters_reset(void);                         // forget counters and free the state
+// Forget counters and free the state (after pmc_count_reset: nothing counts
+// on the state about to go).
+void pmc_counters_reset(void);
+// Called on this CPU, interrupts off, when sampling takes (freed false) or
+// gives back counter i: hal/counts.c sets it at boot (pmc_count_reset), and
+// decides CR4.PCE again.
+extern void (*pmc_counter_sampling_hook)(unsigned i, bool freed);
 void pmc_counter_add(const struct pmc_counter_hw *hw); // describe the next counter
 bool pmc_counters_alloc(void);                         // state for MAX_CPUS; false if no memory
 size_t pmc_counters_bytes(void);                       // what pmc_counters_alloc asks for

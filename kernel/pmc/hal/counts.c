@@ -368,6 +368,8 @@ bool pmc_count_rdpmc_gp(struct trapframe *tf)
 
 void pmc_count_reset(void)
 {
+    pmc_counter_sampling_hook = pmc_count_sampling_changed;
+    pmc_rows_leave_hook = pmc_count_leave_rows;
     pmc_rows_reset();
     memset(percount, 0, sizeof percount);
     for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)

@@ -22,13 +22,6 @@ static void id_string(char out[13], uint32_t a, uint32_t b, uint32_t c)
     out[12] = '\0';
 }
 
-bool pmc_ebx_event_available(const struct pmc_caps *caps, int bit)
-{
-    if (bit < 0 || (unsigned)bit >= caps->ebx_length || bit >= 32)
-        return false;
-    return (caps->perfmon.ebx & (1u << bit)) == 0;
-}
-
 // Every probe access is fault-safe: a hypervisor may advertise a PMU in CPUID
 // and still raise #GP on its MSRs (Linux's check_hw_exists probes the same way,
 // arch/x86/events/core.c). The first fault is remembered for the reason.

@@ -61,4 +61,9 @@ void pmc_detect(struct pmc_caps *caps);
 
 // The Emon gate: the EBX bit is meaningful (below EAX[31:24]) and clear
 // (Intel SDM vol. 2A, CPUID leaf 0AH: a set bit means the event is unavailable).
-bool pmc_ebx_event_available(const struct pmc_caps *caps, int bit);
+static inline bool pmc_ebx_event_available(const struct pmc_caps *caps, int bit)
+{
+    if (bit < 0 || (unsigned)bit >= caps->ebx_length || bit >= 32)
+        return false;
+    return (caps->perfmon.ebx & (1u << bit)) == 0;
+}

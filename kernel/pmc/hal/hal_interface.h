@@ -83,24 +83,10 @@ extern const struct halp_profile_interface emon_profile_interface;
 extern const struct halp_profile_interface amd64_profile_interface;
 extern const struct halp_profile_interface nopmu_profile_interface;
 
-// The interface in use; nopmu until pmc_init chooses.
+// The interface in use; nopmu until pmc_init chooses (defined in hal/nopmu.c).
 extern const struct halp_profile_interface *halp_profile_interface;
 
-// The function every sample is handed to: the callback registered with
-// HalProfileSourceInterruptHandler (a no-op while none is), or, while `pmc
-// trace` is on, a wrapper that records the sample first. halp_deliver_choose
-// sets it again whenever either changes, so a sample makes no test of its own.
-extern HAL_PROFILE_INTERRUPT_HANDLER halp_deliver;
-void halp_deliver_choose(void); // hal/hal_profile.c
-
-// Hand one sample on: the one way samples leave the HAL, from the ProfileTime
-// tick (hal/profile_time.c) and the PMI (hal/pmi.c).
-static inline void halp_deliver_sample(KPROFILE_SOURCE source, const struct intr_frame *f)
-{
-    READ_ONCE(halp_deliver)(source, f);
-}
-
-// DisableMonitoring for the interfaces with counters (hal/counters.c): stop
+// DisableMonitoring for the interfaces with counters (hal/counter_disable.c): stop
 // source's counter on this CPU, free it, write the global enable without it,
 // and acknowledge an overflow that raced with the stop.
 void pmc_counter_disable(const struct halp_profile_interface *pi, KPROFILE_SOURCE source);

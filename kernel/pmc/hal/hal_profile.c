@@ -21,42 +21,13 @@
 #include "core/smp.h"
 #include "core/spinlock.h"
 
+#include "pmc/hal/deliver.h"
 #include "pmc/hal/hal.h"
 #include "pmc/hal/hal_interface.h"
 #include "pmc/hal/pmi.h"
 #include "pmc/hal/profile_time.h"
 #include "pmc/hal/rows.h"
 #include "pmc/hal/trace.h"
-
-const struct halp_profile_interface *halp_profile_interface = &nopmu_profile_interface;
-
-// The callback while none is registered: samples go nowhere.
-static void no_handler(KPROFILE_SOURCE source, const struct intr_frame *f)
-{
-    UNUSED(source);
-    UNUSED(f);
-}
-static HAL_PROFILE_INTERRUPT_HANDLER registered = no_handler;
-HAL_PROFILE_INTERRUPT_HANDLER halp_deliver = no_handler;
-
-// halp_deliver while `pmc trace` is on: the sample is recorded, then handed on.
-static void deliver_traced(KPROFILE_SOURCE source, const struct intr_frame *f)
-{
-    PMC_TRACE_STEP(PMC_STEP_SAMPLE, source, f->rip);
-    READ_ONCE(registered)(source, f);
-}
-
-// Under a lock: a choice made from one change's state never lands after the
-// next change's.
-void halp_deliver_choose(void)
-{
-    static struct spinlock lock = SPINLOCK_INIT("hal deliver");
-    uint64_t flags = spin_lock_irqsave(&lock);
-    __atomic_store_n(&halp_deliver,
-                     READ_ONCE(pmc_trace_on) ? deliver_traced : READ_ONCE(registered),
-                     __ATOMIC_RELEASE);
-    spin_unlock_irqrestore(&lock, flags);
-}
 
 static struct mutex hal_mutex = MUTEX_INIT("hal profile"); // start, stop, intervals
 static unsigned users[ProfileSourceCount];    // per source: starts not yet stopped (hal_mutex)
@@ -273,9 +244,7 @@ NTSTATUS HalSetSystemInformation(HAL_SET_INFORMATION_CLASS cls, uint32_t size, v
         if (size != sizeof(HAL_PROFILE_INTERRUPT_HANDLER))
             return STATUS_INFO_LENGTH_MISMATCH;
         {
-            HAL_PROFILE_INTERRUPT_HANDLER h = *(HAL_PROFILE_INTERRUPT_HANDLER *)buffer;
-            __atomic_store_n(&registered, h ? h : no_handler, __ATOMIC_RELEASE);
-            halp_deliver_choose();
+            halp_deliver_register(*(HAL_PROFILE_INTERRUPT_HANDLER *)buffer);
             return STATUS_SUCCESS;
         }
     default: return STATUS_INVALID_INFO_CLASS;
@@ -420,6 +389,5 @@ void hal_profile_reset(void)
 {
     started = 0;
     memset(users, 0, sizeof(users));
-    registered = no_handler;
-    halp_deliver_choose();
+    halp_deliver_register(NULL);
 }

@@ -62,3 +62,7 @@ const struct halp_profile_interface nopmu_profile_interface = {
     .QueryInformation = nopmu_query,
     // No PMI steps: a PMI here is always spurious.
 };
+
+// The interface in use (hal/hal_interface.h) starts here, before pmc_init
+// chooses, and comes back here at pmc_shutdown.
+const struct halp_profile_interface *halp_profile_interface = &nopmu_profile_interface;

@@ -45,8 +45,8 @@
 #include "arch/x86/trapframe.h"
 #include "arch/x86/vectors.h"
 
+#include "pmc/hal/deliver.h"
 #include "pmc/hal/hal_interface.h"
-#include "pmc/hal/pmu.h"
 #include "pmc/hal/pmu_regs.h"
 #include "pmc/hal/trace.h"
 

@@ -17,15 +17,18 @@ struct pmc_pmi_stats {
 };
 
 // How the PMI is delivered, chosen at boot (pmi=nmi|vector; default vector):
-// as NMI the LVTPC's delivery mode is NMI (every LVTPC write goes through
-// pmc_lapic_write in hal/pmu_regs.h, which sets it), and pmc_pmi_nmi_handler, registered with
-// the NMI dispatcher, runs the same handler, so code with interrupts off is
-// sampled too. pmc_pmi_choose reads the option and registers the handler
-// (before pmc_init).
-extern bool pmc_pmi_as_nmi;
+// as NMI the LVTPC's delivery mode is NMI (pmc_pmi_as_nmi: every LVTPC write
+// goes through pmc_lapic_write in hal/pmu_regs.h, which sets it), and
+// pmc_pmi_nmi_handler, registered with the NMI dispatcher, runs the same
+// handler, so code with interrupts off is sampled too. pmc_pmi_choose reads
+// the option and registers the handler (before pmc_init).
 void pmc_pmi_choose(void);
 struct intr_frame;
 bool pmc_pmi_nmi_handler(const struct intr_frame *f);
+
+// The performance-monitoring interrupt, from the vector's lean entry
+// (arch/x86/trap.c: pmi_interrupt, which sends the EOI) or the NMI dispatcher.
+void pmc_pmi_handler(const struct intr_frame *f);
 
 void pmc_pmi_stats(unsigned cpu, struct pmc_pmi_stats *out);
 uint64_t pmc_pmi_throttled(KPROFILE_SOURCE source); // periods of source not sampled, all CPUs

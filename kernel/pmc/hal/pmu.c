@@ -12,6 +12,7 @@
 
 #include "core/smp.h"
 
+#include "pmc/hal/deliver.h"
 #include "pmc/hal/counts.h"
 #include "pmc/hal/detect.h"
 #include "pmc/hal/hal.h"
@@ -32,6 +33,7 @@ void pmc_init(void)
 {
     WRITE_ONCE(halp_profile_interface, &nopmu_profile_interface);
     hal_profile_reset();
+    pmc_count_reset();
     pmc_counters_reset();
     pmc_pmi_reset();
 
@@ -45,6 +47,7 @@ void pmc_init(void)
         snprintf(pmc_caps.reason, sizeof(pmc_caps.reason),
                  "%s counter state allocation failed (%zu bytes)", pi->name, bytes);
         snprintf(nopmu_reason, sizeof(nopmu_reason), "counter state allocation failed");
+        pmc_count_reset();
         pmc_counters_reset();
         pi = pmc_caps.choice = &nopmu_profile_interface;
     }
@@ -107,6 +110,7 @@ void pmc_shutdown(void)
     pmc_trace_disable();
     smp_call_all(quiesce_on_cpu, (void *)pi);
     hal_profile_reset();
+    pmc_count_reset();
     pmc_counters_reset();
     pmc_trace_free();
 }

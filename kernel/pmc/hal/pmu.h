@@ -19,10 +19,6 @@ void pmc_init(void);
 // Stop every started source and free the counter state and trace rings.
 void pmc_shutdown(void);
 
-// The performance-monitoring interrupt (hal/pmi.c), from the vector's lean entry
-// (arch/x86/trap.c: pmi_interrupt, which sends the EOI) or the NMI dispatcher.
-void pmc_pmi_handler(const struct intr_frame *f);
-
 // The boot line without its newline; returns what snprintf returns.
 int pmc_boot_line(char *buf, size_t size);
 

@@ -12,8 +12,10 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 
-#include "pmc/hal/pmi.h"
 #include "pmc/hal/trace.h"
+
+// The PMI is delivered as NMI (pmi=nmi, hal/pmi.h; set by pmc_pmi_choose).
+extern bool pmc_pmi_as_nmi;
 
 static inline uint64_t pmc_rdmsr(uint32_t msr)
 {

@@ -6,6 +6,7 @@
 
 #include "core/smp.h"
 
+#include "pmc/hal/deliver.h"
 #include "pmc/hal/hal_interface.h"
 #include "pmc/hal/profile_time.h"
 #include "pmc/hal/rows.h"

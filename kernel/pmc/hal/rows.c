@@ -1,101 +1,16 @@
-// Rows: their numbering and classes, their reservation for counting, their
-// administrative state, and what the HAL layer knows of each (see hal/rows.h).
+// Rows: their numbering, their reservation for counting and their
+// administrative state (see hal/rows.h); what each is, for `pmc info` and
+// NtPmcGetPmcInfo, is hal/row_info.c.
 #include "pmc/hal/rows.h"
 
-#include "lib/kprintf.h"
 #include "lib/string.h"
 
 #include "arch/x86/percpu.h"
 
 #include "core/smp.h"
 #include "core/spinlock.h"
-#include "core/swevent.h"
 
-#include "pmc/hal/hal.h"
 #include "pmc/hal/hal_interface.h"
-#include "pmc/hal/counts.h"
-#include "pmc/hal/profile_time.h"
-
-// A counter's class, by hwpmc's names: IAF and IAP for Intel's fixed and
-// programmable counters, K8 for AMD's (FreeBSD sys/sys/pmc.h, PMC_CLASS_*).
-static uint32_t counter_class(unsigned i)
-{
-    if (pmc_hw[i].kind == PMC_COUNTER_FIXED)
-        return PMC_CLASS_IAF;
-    return halp_profile_interface == &amd64_profile_interface ? PMC_CLASS_K8 : PMC_CLASS_IAP;
-}
-
-static const char *class_name(uint32_t cls)
-{
-    switch (cls) {
-    case PMC_CLASS_IAF: return "IAF";
-    case PMC_CLASS_IAP: return "IAP";
-    case PMC_CLASS_K8: return "K8";
-    case PMC_CLASS_TIMER: return "TIMER";
-    default: return "SOFT";
-    }
-}
-
-// The sources a counter of class cls can count (the interface's CountersFor).
-static uint64_t counter_events(uint32_t cls)
-{
-    uint64_t events = 0;
-    for (unsigned s = 0; s < ProfileSourceCount && halp_profile_interface->CountersFor; s++) {
-        if (s == ProfileTime)
-            continue;
-        uint32_t fits = halp_profile_interface->CountersFor((KPROFILE_SOURCE)s);
-        for (unsigned i = 0; i < pmc_ncounters; i++)
-            if ((fits >> i) & 1 && counter_class(i) == cls)
-                events |= 1ull << s;
-    }
-    return events;
-}
-
-static unsigned bits(uint64_t mask)
-{
-    unsigned n = 0;
-    for (; mask; mask &= mask - 1)
-        n++;
-    return n;
-}
-
-// Add row's class to out (rows of one class are consecutive).
-static void count_class(struct pmc_cpuinfo *out, unsigned row, uint32_t cls)
-{
-    struct pmc_classinfo *c = &out->classes[out->nclass ? out->nclass - 1 : 0];
-    if (out->nclass && c->cls == cls) {
-        c->num++;
-        return;
-    }
-    c = &out->classes[out->nclass++];
-    *c = (struct pmc_classinfo){.cls = cls, .num = 1, .first_row = row};
-    if (cls == PMC_CLASS_TIMER) { // deadlines are 64-bit TSC values (arch/x86/timer.c)
-        c->caps = PMC_CAP_INTERRUPT | PMC_CAP_USER | PMC_CAP_SYSTEM;
-        c->width = 64;
-        c->events = 1ull << ProfileTime;
-    } else if (cls == PMC_CLASS_SOFT) { // 64-bit running totals (core/swevent.h)
-        c->caps = PMC_CAP_READ | PMC_CAP_WRITE | PMC_CAP_USER | PMC_CAP_SYSTEM;
-        c->width = 64;
-        c->events = (1ull << PMC_SW_COUNT) - 1;
-    } else {
-        c->caps = PMC_CAP_INTERRUPT | PMC_CAP_USER | PMC_CAP_SYSTEM | PMC_CAP_READ | PMC_CAP_WRITE;
-        c->width = bits(pmc_hw[row].mask);
-        c->events = counter_events(cls);
-    }
-}
-
-void pmc_cpuinfo(struct pmc_cpuinfo *out)
-{
-    memset(out, 0, sizeof *out);
-    out->ncpu = ncpus;
-    out->npmc = pmc_row_count();
-    snprintf(out->interface, sizeof out->interface, "%s", halp_profile_interface->name);
-    for (unsigned r = 0; r < pmc_ncounters; r++)
-        count_class(out, r, counter_class(r));
-    count_class(out, pmc_row_timer(), PMC_CLASS_TIMER);
-    for (unsigned e = 0; e < PMC_SW_COUNT; e++)
-        count_class(out, pmc_row_soft((enum pmc_sw_event)e), PMC_CLASS_SOFT);
-}
 
 // ---- reservation ------------------------------------------------------------
 
@@ -106,9 +21,13 @@ void pmc_cpuinfo(struct pmc_cpuinfo *out)
 struct pmc_row pmc_rows[PMC_MAX_COUNTERS];
 
 static unsigned reserved_in[3]; // reservations per scope
-volatile uint32_t pmc_rows_reserved;
-volatile uint32_t pmc_rows_disabled[MAX_CPUS];
 static struct spinlock rows_lock = SPINLOCK_INIT("pmc rows");
+
+static void no_leave_hook(void *freed)
+{
+    UNUSED(freed);
+}
+void (*pmc_rows_leave_hook)(void *freed) = no_leave_hook;
 
 // Sampling owns counter i on cpu.
 static bool sampling_on(unsigned cpu, unsigned i)
@@ -275,13 +194,14 @@ static uint32_t drop_spares(enum pmc_row_scope scope)
 // (hal/counters.c), and a counter it shared with a count would be programmed
 // by both: the count would read the sampler's period, and its unload would
 // clear the sampler's event select. Each CPU moves such a count off the row
-// (pmc_count_leave_rows, with interrupts off, after any placement in progress there)
+// (pmc_rows_leave_hook: hal/counts.c's pmc_count_leave_rows, with interrupts
+// off, after any placement in progress there)
 // before the bit goes.
 static void free_rows(uint32_t freed)
 {
     if (!freed)
         return;
-    smp_call_all(pmc_count_leave_rows, (void *)(uintptr_t)freed); // one round for them all
+    smp_call_all(pmc_rows_leave_hook, (void *)(uintptr_t)freed); // one round for them all
     uint64_t f = spin_lock_irqsave(&rows_lock);
     for (unsigned row = 0; row < pmc_ncounters; row++)
         if (((freed >> row) & 1) &&
@@ -348,22 +268,6 @@ int pmc_row_take_spare(KPROFILE_SOURCE source, enum pmc_row_scope scope)
 
 // ---- administration ---------------------------------------------------------
 
-bool pmc_row_off_anywhere(unsigned row)
-{
-    for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
-        if (pmc_row_off(cpu, row))
-            return true;
-    return false;
-}
-
-void pmc_row_mark(unsigned cpu, unsigned row, bool disabled)
-{
-    if (disabled)
-        __atomic_fetch_or(&pmc_rows_disabled[cpu], 1u << row, __ATOMIC_SEQ_CST);
-    else
-        __atomic_fetch_and(&pmc_rows_disabled[cpu], ~(1u << row), __ATOMIC_SEQ_CST);
-}
-
 // Under rows_lock, which reservation takes: a row no reservation holds. The
 // bit is set before sampling's counter is looked at, and sampling claims the
 // counter before it reads the bit (hal/counters.c), each with a full fence
@@ -395,60 +299,4 @@ void pmc_rows_reset(void)
     pmc_rows_reserved = 0;
     for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++)
         pmc_rows_disabled[cpu] = 0; // the numbering follows the interface chosen next
-}
-
-// ---- description --------------------------------------------------------------
-
-// A counter row: held for counting (every CPU) or sampling on cpu.
-static void describe_counter(unsigned cpu, unsigned row, struct pmc_rowinfo *out)
-{
-    struct pmc_counter_cpu c = *(volatile struct pmc_counter_cpu *)pmc_counter(cpu, row);
-    unsigned users = 0;
-    enum pmc_row_scope scope = pmc_row_scope(row, &users);
-    if (scope != PMC_ROW_FREE) {
-        out->disp = scope == PMC_ROW_THREAD ? PMC_DISP_THREAD : PMC_DISP_STANDALONE;
-        out->users = users;
-    } else if (c.period) {
-        struct hal_profile_source_details d;
-        out->disp = PMC_DISP_STANDALONE; // the HAL's source, started on every CPU
-        out->event = c.source;
-        out->reload = c.period;
-        out->users = NT_SUCCESS(HalQueryProfileSource((KPROFILE_SOURCE)c.source, &d)) ? d.users : 0;
-    }
-}
-
-// The timer row: ProfileTime runs on every CPU whose row is enabled.
-static void describe_timer(struct pmc_rowinfo *out)
-{
-    struct hal_profile_source_details d;
-    if (NT_SUCCESS(HalQueryProfileSource(ProfileTime, &d)) && d.started && out->enabled) {
-        out->disp = PMC_DISP_STANDALONE;
-        out->event = ProfileTime;
-        out->reload = d.interval; // 100 ns units
-        out->users = d.users;
-    }
-}
-
-void pmc_row_describe(unsigned cpu, unsigned row, struct pmc_rowinfo *out)
-{
-    *out = (struct pmc_rowinfo){.disp = PMC_DISP_FREE, .event = PMC_EVENT_NONE};
-    out->enabled = !pmc_row_off(cpu, row);
-    if (row < pmc_ncounters) {
-        unsigned n = 0;
-        for (unsigned i = 0; i < row; i++)
-            n += counter_class(i) == counter_class(row);
-        out->cls = counter_class(row);
-        snprintf(out->name, sizeof out->name, "%s-%u", class_name(out->cls), n);
-        describe_counter(cpu, row, out);
-    } else if (row == pmc_row_timer()) {
-        out->cls = PMC_CLASS_TIMER;
-        snprintf(out->name, sizeof out->name, "TIMER-0");
-        describe_timer(out);
-    } else {
-        out->cls = PMC_CLASS_SOFT;
-        snprintf(out->name, sizeof out->name, "SOFT-%s",
-                 swevent_name((enum pmc_sw_event)(row - pmc_row_soft(0))));
-    }
-    if (!out->enabled)
-        out->disp = PMC_DISP_STANDALONE; // hwpmc: PMC_MARK_ROW_STANDALONE
 }

@@ -30,22 +30,10 @@
 
 #include "pmc/hal/counters.h"
 #include "pmc/hal/profile_source.h"
+#include "pmc/hal/row_state.h"
 
 _Static_assert(PMC_MAX_COUNTERS + 1 + PMC_SW_COUNT <= PMC_ROWS_MAX, "rows fit the ABI's arrays");
 _Static_assert(PMC_ROWS_MAX <= 32, "pmc_rows_disabled is a 32-bit set");
-
-#define PMC_ROW_MAX_RESERVED 16 // reservations per scope (counting PMCs using hardware)
-
-enum pmc_row_scope { PMC_ROW_FREE, PMC_ROW_THREAD, PMC_ROW_SYSTEM };
-
-// Each counter row's reservation: written under the rows' lock, read by the
-// counts' placement (hal/counts.c) without it.
-struct pmc_row {
-    uint8_t scope; // enum pmc_row_scope
-    uint8_t users; // reservations whose home it is
-    bool pinned;   // its one reservation reads it from user mode, or a logger's
-};
-extern struct pmc_row pmc_rows[PMC_MAX_COUNTERS];
 
 static inline unsigned pmc_row_timer(void)
 {
@@ -61,6 +49,19 @@ static inline unsigned pmc_row_count(void)
 {
     return pmc_ncounters + 1 + PMC_SW_COUNT;
 }
+
+#define PMC_ROW_MAX_RESERVED 16 // reservations per scope (counting PMCs using hardware)
+
+enum pmc_row_scope { PMC_ROW_FREE, PMC_ROW_THREAD, PMC_ROW_SYSTEM };
+
+// Each counter row's reservation: written under the rows' lock, read by the
+// counts' placement (hal/counts.c) without it.
+struct pmc_row {
+    uint8_t scope; // enum pmc_row_scope
+    uint8_t users; // reservations whose home it is
+    bool pinned;   // its one reservation reads it from user mode, or a logger's
+};
+extern struct pmc_row pmc_rows[PMC_MAX_COUNTERS];
 
 // ---- reservation ----
 
@@ -88,10 +89,13 @@ void pmc_row_release(unsigned row);
 // Keep row to its one reservation (a user-mode reader relies on its counter
 // index); false when others share it already. Released with the reservation.
 bool pmc_row_pin(unsigned row);
-// Rows some reservation holds: sampling must not claim them (hal/counters.c).
-extern volatile uint32_t pmc_rows_reserved;
 // The row's scope and how many reservations share it (pmc info, tests).
 enum pmc_row_scope pmc_row_scope(unsigned row, unsigned *users);
+
+// Called on every CPU, interrupts off, when the rows of the mask freed lose
+// their last reservation, before their bits in pmc_rows_reserved go: each CPU
+// moves its counts off them. hal/counts.c sets it at boot (pmc_count_reset).
+extern void (*pmc_rows_leave_hook)(void *freed);
 
 // A spare for a count of source in scope (see above): its row, or -1.
 int pmc_row_take_spare(KPROFILE_SOURCE source, enum pmc_row_scope scope);
@@ -100,20 +104,7 @@ void pmc_rows_reset(void);
 
 // ---- administration ----
 
-// Administration (hwpmc's PMC_OP_PMCADMIN): bit r of pmc_rows_disabled[cpu]
-// is row r disabled on that CPU, in the numbering above (the counters, then
-// ProfileTime's timer, then the software events). A counter
-// disabled on a CPU is never claimed there by sampling (hal/counters.c), and
-// a counter disabled on any CPU is never reserved for counting, whose rows
-// span every CPU (as hwpmc marks a disabled row STANDALONE, which no
-// process-scope PMC may take).
-extern volatile uint32_t pmc_rows_disabled[MAX_CPUS];
-static inline bool pmc_row_off(unsigned cpu, unsigned row)
-{
-    return (__atomic_load_n(&pmc_rows_disabled[cpu], __ATOMIC_SEQ_CST) >> row) & 1;
-}
-bool pmc_row_off_anywhere(unsigned row);
-void pmc_row_mark(unsigned cpu, unsigned row, bool disabled); // set or clear the bit
+// The reserved and disabled words: hal/row_state.h.
 // Disable (or enable) counter row on cpu: STATUS_PMC_ROW_BUSY while a
 // reservation holds the row or sampling holds its counter on cpu.
 NTSTATUS pmc_row_admin_counter(unsigned cpu, unsigned row, bool disable);

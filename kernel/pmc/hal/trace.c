@@ -9,8 +9,6 @@
 #include "core/heap.h"
 #include "core/mutex.h"
 
-#include "pmc/hal/hal_interface.h"
-
 bool pmc_trace_on;
 bool (*pmc_trace_sample_filter)(struct pmclog_trace *r);
 static struct ring *rings; // one per CPU, each over PMC_TRACE_RING_BYTES of its own
@@ -70,7 +68,7 @@ void pmc_trace_record(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, un
     pmc_trace_record2(kind, reg, value, 0, source);
 }
 
-NTSTATUS pmc_trace_enable(void)
+NTSTATUS pmc_trace_rings_alloc(void)
 {
     if (rings == NULL) {
         unsigned n = ncpus ? ncpus : 1;
@@ -93,15 +91,7 @@ NTSTATUS pmc_trace_enable(void)
         rings = r;
         __atomic_store_n(&nrings, n, __ATOMIC_RELEASE); // writers look at rings below nrings
     }
-    WRITE_ONCE(pmc_trace_on, true);
-    halp_deliver_choose();
     return STATUS_SUCCESS;
-}
-
-void pmc_trace_disable(void)
-{
-    WRITE_ONCE(pmc_trace_on, false);
-    halp_deliver_choose();
 }
 
 void pmc_trace_clear(void)
@@ -114,8 +104,7 @@ void pmc_trace_clear(void)
 
 void pmc_trace_free(void)
 {
-    pmc_trace_on = false;
-    halp_deliver_choose();
+    pmc_trace_on = false; // pmc_trace_disable (hal/deliver.c) has chosen the untraced way
     for (unsigned i = 0; i < nrings; i++)
         kfree(rings[i].buf);
     kfree(rings);

@@ -47,10 +47,10 @@ void pmc_trace_record2(enum pmc_trace_kind kind, uint32_t reg, uint64_t value, u
 // are filled in. Lost (and counted) when the ring is full.
 void pmc_trace_write_irqoff(struct pmclog_header *rec, uint32_t size);
 
-// Turn tracing on (allocating the rings the first time: STATUS_NO_MEMORY if that
-// fails) or off. Rings are kept while off so a reader never races a free.
-NTSTATUS pmc_trace_enable(void);
-void pmc_trace_disable(void);
+// The rings, allocated the first time (STATUS_NO_MEMORY if that fails): for
+// pmc_trace_enable (hal/deliver.h), which turns tracing on and off. Rings are
+// kept while off so a reader never races a free.
+NTSTATUS pmc_trace_rings_alloc(void);
 void pmc_trace_clear(void); // discard every record and lost count so far
 void pmc_trace_free(void);  // only when no CPU can be tracing (shutdown, tests)
 

@@ -40,7 +40,6 @@
 #include "core/uaccess.h"
 
 #include "pmc/hwpmc/callchain.h"
-#include "pmc/hwpmc/kind_sampling.h"
 
 struct log_cpu {
     struct ring ring; // its lost count: samples without room

@@ -14,13 +14,49 @@
 
 #include "arch/x86/trapframe.h"
 
-#include "pmc/hwpmc/pmc.h"
-
 struct process;
 struct thread;
 
 struct pmc_log; // one process's log (hwpmc/log.c)
 struct log_cpu; // its part on one CPU
+
+// A sampling PMC on one CPU while one process runs there: what a tick of
+// its source does. Every sampling PMC has one per CPU. The fan-out's plan
+// for a source (ke/sample.c) chains those of the PMCs sampling the CPU for
+// the running process (hwpmc/kind_sampling.c: pmc_samplers_make) and hands
+// every tick to the first (hwpmc/log.c: pmc_log_sample). Remade at the
+// first tick after any change (a start, stop, attach, detach or exit drops
+// the plans: ke/sample.h) or context switch; only its CPU touches it, with
+// interrupts off.
+struct pmc_sampler {
+    struct pmc_sampler *next; // the next PMC the same ticks go to; NULL: none
+    uint64_t head[5];         // its records' struct pmclog_sample before the frames
+    bool in_level[2];         // its levels: [0] kernel-mode ticks count, [1] user-mode ones
+    bool chain;               // PMC_F_CALLCHAIN: walk the call chain
+    uint64_t period;          // ticks of the source per sample
+    uint64_t phase;           // ticks since this CPU's last sample
+    uint64_t slice;           // samples on this CPU since its last switch
+    uint64_t *samples;        // the target's total (a per-CPU sink at system scope)
+    struct log_cpu *log;      // this CPU's part of its owner's log (pmc_log_cpu)
+};
+
+// A tick counts for s's PMC when its IP is in one of the PMC's levels (a
+// hardware counter counts only those, but a PMI may arrive after the CPU
+// changed levels) and it is the period-th such tick on this CPU.
+static inline bool pmc_sampler_take(struct pmc_sampler *s, bool user)
+{
+    if (!s->in_level[user])
+        return false;
+    uint64_t ticks = s->phase + 1;
+    if (ticks < s->period) {
+        s->phase = ticks;
+        return false;
+    }
+    s->phase = 0;
+    (*s->samples)++; // one thread per process: one CPU at a time
+    s->slice++;
+    return true;
+}
 
 // NtPmcConfigureLog: allocate (or resize) owner's log. Writes a PMCLOG_MAP
 // record for the kernel and every live process. STATUS_PMC_TOO_MANY_LOGS

@@ -43,6 +43,8 @@
 
 #include "pmc/hal/counts.h"
 
+#include "pmc/hwpmc/log.h"
+
 struct log_cpu;
 struct pmc_log;
 struct process;
@@ -67,26 +69,6 @@ struct pmc_target {
     uint16_t off_reason;           // PMC_F_LOG_OFFCPU: why it left (enum thread_wait)
     struct pmc_count hw;           // hardware counting: the process's virtual counter
     struct grace_item grace;       // its free, a grace period after it was released
-};
-
-// A sampling PMC on one CPU while one process runs there: what a tick of
-// its source does. Every sampling PMC has one per CPU. The fan-out's plan
-// for a source (ke/sample.c) chains those of the PMCs sampling the CPU for
-// the running process (hwpmc/kind_sampling.c: pmc_samplers_make) and hands
-// every tick to the first (hwpmc/log.c: pmc_log_sample). Remade at the
-// first tick after any change (a start, stop, attach, detach or exit drops
-// the plans: ke/sample.h) or context switch; only its CPU touches it, with
-// interrupts off.
-struct pmc_sampler {
-    struct pmc_sampler *next; // the next PMC the same ticks go to; NULL: none
-    uint64_t head[5];         // its records' struct pmclog_sample before the frames
-    bool in_level[2];         // its levels: [0] kernel-mode ticks count, [1] user-mode ones
-    bool chain;               // PMC_F_CALLCHAIN: walk the call chain
-    uint64_t period;          // ticks of the source per sample
-    uint64_t phase;           // ticks since this CPU's last sample
-    uint64_t slice;           // samples on this CPU since its last switch
-    uint64_t *samples;        // the target's total (a per-CPU sink at system scope)
-    struct log_cpu *log;      // this CPU's part of its owner's log (hwpmc/log.h: pmc_log_cpu)
 };
 
 struct pmc {

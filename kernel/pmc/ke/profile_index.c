@@ -9,7 +9,7 @@
 
 #include "core/heap.h"
 
-#include "pmc/ke/profile.h"
+#include "pmc/ke/profile_object.h"
 
 static bool is_wide(const struct kprofile *p) // too many granules for a plan to keep an answer
 {
