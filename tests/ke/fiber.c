@@ -2,7 +2,7 @@
 // stack pointers (as the kernel's own switch_context in
 // kernel/arch/x86/switch.asm: the callee-saved registers pushed, rsp saved,
 // the other's loaded, its registers popped), every switch told to ASan
-// (sanitizer/common_interface_defs.h's fiber calls) so that it keeps each
+// (the compiler's sanitizer/common_interface_defs.h's fiber calls) so that it keeps each
 // stack's frames apart. The scheduler (the program's own stack) resumes a
 // fiber; the fiber runs until it yields or its function returns.
 #define _GNU_SOURCE

@@ -216,7 +216,7 @@ static void test_numbers(void)
     CHECK(ul_atoi("  -7") == -7 && ul_atoi("1000") == 1000, "atoi");
 }
 
-// Every STATUS_ defined in abi/status.h has its name in the table.
+// Every STATUS_ defined in kernel/lib/abi/status.h has its name in the table.
 static void test_status_names(void)
 {
     FILE *f = fopen("kernel/lib/abi/status.h", "r");

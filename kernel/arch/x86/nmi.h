@@ -19,7 +19,7 @@
 //
 // CR2 is kept across the handlers: an NMI that lands in a page-fault handler
 // before it read CR2, and itself takes a page fault, would give it the wrong
-// address (arch/x86/kernel/nmi.c does the same).
+// address (Linux's arch/x86/kernel/nmi.c does the same).
 #pragma once
 #include "lib/types.h"
 
