@@ -247,6 +247,7 @@ static int record_start(struct record *r)
 static void record_drain(struct record *r)
 {
     uint64_t start = clock_ns();
+    NtPmcWriteLog(SAMPLELOG_MARK_START); // on-CPU time runs from here (offcpu.c)
     if (r->child && !r->at.pid)
         SysResume(r->child);
     for (;;) {
@@ -264,6 +265,7 @@ static void record_drain(struct record *r)
                        : prof_exited(r->pid))
             break;
     }
+    NtPmcWriteLog(SAMPLELOG_MARK_STOP);
     NtPmcStop(r->pmc);
     NtPmcFlushLog();
     long got = samplelog_drain(r->o.file, r->buf, DRAIN_BUF, 0); // stopped: all of it
