@@ -396,15 +396,20 @@ flamegraph: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 perf-data: deps deps-perf all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) perf-data-run --prog "$(PROG)" --out $(BUILD)
 
+# What `make speedscope` says next: how to open the file; under
+# speedscope-serve (whose prerequisite it is: target-specific variables reach
+# prerequisites, GNU make manual 6.11), that the server comes next.
+SPEEDSCOPE_NEXT = open it with speedscope's Browse button in $(BUILD)/profview/node_modules/speedscope/dist/release/index.html, or record and open it in one step: make speedscope-serve
 speedscope: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) speedscope-run --prog "$(PROG)" --out $(BUILD)
-	@echo "speedscope: wrote $(BUILD)/profile.speedscope.json; open it with speedscope's Browse button in $(BUILD)/profview/node_modules/speedscope/dist/release/index.html, or record and open it in one step: make speedscope-serve"
+	@echo "speedscope: wrote $(BUILD)/profile.speedscope.json; $(SPEEDSCOPE_NEXT)"
 
 # speedscope opens a profile named in its URL (#profileURL=...) only over
 # HTTP, not from file://: speedscope-serve records as `make speedscope` does,
 # then (speedscope-open alone: the last recording) serves build/ on this
 # machine's loopback and prints the address that opens the recording.
 SPEEDSCOPE_PORT ?= 8123
+speedscope-serve: SPEEDSCOPE_NEXT = serving it on 127.0.0.1:$(SPEEDSCOPE_PORT) now
 speedscope-serve: speedscope
 	@$(MAKE) -s speedscope-open
 speedscope-open:

@@ -405,8 +405,9 @@ static int trace_command(char **argv, int all)
         return fail("trace", s);
     }
     NtClose(h);
+    char words[40];
     if (status != 0)
-        printf("pmc: %s exited with status %d\n", argv[0], status);
+        printf("pmc: %s %s\n", argv[0], exit_words(status, words, sizeof words));
     printf("----- pmc trace of '%s' (%s) -----\n", argv[0],
            all ? "every CPU and process" : "its processes only; -a: every CPU and process");
     return trace_explain();

@@ -5,6 +5,7 @@
 // DRAIN_MS, stop, drain the rest, append a trailer with the driver's
 // statistics, release the log. `profile report` (report.c) reads the file.
 #include <clock.h>
+#include <process.h>
 #include <samplelog.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +302,7 @@ static int record_summary(const struct record *r, const struct samplelog_trailer
                           const char *prog)
 {
     uint64_t delivered = 0, logged = 0, lost = 0;
+    char words[40];
     for (unsigned c = 0; c < t->stats.ncpus && c < PMC_STATS_CPUS; c++) {
         delivered += t->stats.cpu[c].delivered;
         logged += t->stats.cpu[c].logged;
@@ -314,7 +316,7 @@ static int record_summary(const struct record *r, const struct samplelog_trailer
     if (r->at.pid)
         attach_say_end(&r->at, "record");
     else if (r->child)
-        printf("record: %s exited with status %d\n", prog, r->exit_status);
+        printf("record: %s %s\n", prog, exit_words(r->exit_status, words, sizeof words));
     if (t->notes & SAMPLELOG_NOTE_APPROXIMATE_TIME)
         fputs(note_approximate_time, stdout);
     return delivered == logged + lost ? 0 : EXIT_FAIL;
