@@ -49,7 +49,7 @@ static int number_option(struct options *o, char flag, const char *value, const 
     switch (flag) {
     case 'i':
         if (bad || n == 0)
-            return usage_error(usage, "bad interval '%s'", value);
+            return number_error(usage, "-i", value, "an interval of 1 or more");
         o->interval = n;
         break;
     case 'b':

@@ -277,7 +277,7 @@ static int parse_offcpu_report(int argc, char **argv, int *folded, uint64_t *top
             *folded = 1;
         } else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
             if (prof_parse_number(argv[++i], top) || !*top)
-                return usage_error(usage_offcpu_report, "-n wants a positive number");
+                return number_error(usage_offcpu_report, "-n", argv[i], "a positive number");
         } else if (strcmp(argv[i], "--off-cpu")) {
             return usage_error(usage_offcpu_report, "unknown option '%s'", argv[i]);
         }

@@ -77,7 +77,7 @@ static int value_option(struct record_opts *o, const char *a, const char *arg)
     } else if (a[1] == 'o') {
         o->file = arg;
     } else if (prof_parse_number(arg, &v)) {
-        return usage_error(usage_record, "%s wants a number, not '%s'", a, arg);
+        return number_error(usage_record, a, arg, "a number");
     } else if (a[1] == 'i') {
         o->interval = v;
     } else if (a[1] == 'r') {

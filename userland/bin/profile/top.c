@@ -73,8 +73,9 @@ static int top_value(struct top *t, char opt, const char *arg)
         return (t->src = prof_find_source(arg))
                    ? 0
                    : usage_error(usage_top, "unknown source '%s'", arg);
+    char flag[] = {'-', opt, 0};
     if (prof_parse_number(arg, &v) || !v)
-        return usage_error(usage_top, "-%c wants a positive number, not '%s'", opt, arg);
+        return number_error(usage_top, flag, arg, "a positive number");
     if (opt == 'p')
         t->at.pid = (uint32_t)v;
     else if (opt == 'd')
