@@ -1,6 +1,7 @@
 # Build, boot and test the kernel. `make help` lists the targets.
 #
 #   make run        build, then boot to the serial console in this terminal
+#                   (SMP=2 for the lessons' figures, LOG=FILE keeps the console in FILE too)
 #   make test       every test (host unit tests, hosted pmc tests, QEMU boots)
 #   make test-qemu-next  every test again with Debian 13's QEMU 10 (build/qemu-next/), or skipped: why
 #   make layers     the layer check on the built objects (tests/layers)
@@ -219,11 +220,15 @@ UEFI_CHECK = @:
 endif
 QEMU_COMMON = $(QEMU_MACHINE) -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04
 
+# LOG=FILE: the console is also written to FILE (what the host's tools read:
+# scripts/profview/profview.py export FILE); QEMU's status is still the one checked.
+LOG ?=
 run: deps $(ISO) $(BUILD)/tests/probe.iso
 	$(UEFI_CHECK)
-	@echo "run: quit with Ctrl-A then X (the QEMU monitor is Ctrl-A then C)"
+	@echo "run: quit with Ctrl-A then X (the QEMU monitor is Ctrl-A then C)$(if $(LOG),; the console goes to $(LOG) too)"
 	@$(QEMU) $(QEMU_COMMON) $(RUN_ACCEL) -smp $(SMP) -m $(MEM) -cdrom $(ISO) \
-		-nographic -serial mon:stdio; status=$$?; [ $$status -eq 0 ] || [ $$status -eq 33 ] || echo "qemu exited with $$status"
+		-nographic -serial mon:stdio $(if $(LOG),| tee $(LOG)); status=$${PIPESTATUS[0]}; \
+		[ $$status -eq 0 ] || [ $$status -eq 33 ] || echo "qemu exited with $$status"
 
 run-gui: deps $(ISO) $(BUILD)/tests/probe.iso
 	$(QEMU) $(QEMU_COMMON) $(RUN_ACCEL) -smp $(SMP) -m $(MEM) -cdrom $(ISO) -serial stdio
