@@ -9,6 +9,7 @@
 #   make bench-peers  Linux's perf sampling the same workloads in the same emulator (docs/bench-peers.md)
 #   make profile-demo  the profiler end to end, with gprof reading its histogram
 #   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
+#   make pictures PROG="calltree"     the same, then build/pictures/: each view as PNG and SVG, each page as PDF
 #   make perf-data PROG="calltree"    record PROG; build/perf.data for perf and hotspot
 #   make speedscope PROG="calltree"   record PROG; build/profile.speedscope.json, profile.trace.json
 #   make speedscope-serve PROG="calltree"   the same, then serve it on 127.0.0.1 and print the address that opens it
@@ -93,7 +94,7 @@ include tests/host/host.mk
 -include tests/ke/ke.mk
 
 .PHONY: lint layers layers-mutations all iso run run-gui test test-qemu-next test-kvm bench fuzz fuzz-state soak stress test-scale profile-demo debug clean deps help compile_commands.json \
-	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
+	flamegraph pictures annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
 	perf-data speedscope speedscope-serve speedscope-open deps-perf
 all: $(KERNEL) $(USER_PROGS)
 
@@ -393,6 +394,15 @@ browser-vendor: $(BUILD)/browser/node_modules/.installed
 
 flamegraph: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) flamegraph --prog "$(PROG)" --out $(BUILD)
+
+# Pictures for slides and handouts: PROG recorded as `make flamegraph` does,
+# then each view of its pages as PNG and SVG, and each page as it prints
+# (PDF), in build/pictures/ (scripts/profview/pictures.js, headless Chromium
+# as tests/browser uses it; without it: "skipped: WHY").
+pictures: flamegraph
+	@$(MAKE) -s browser-vendor >/dev/null 2>&1 || { echo "skipped: pictures: playwright-core could not be installed (make browser-vendor)"; exit 0; }; \
+	NODE_PATH=$(BUILD)/browser/node_modules node scripts/profview/pictures.js $(BUILD)/pictures \
+		$(BUILD)/flamegraph.html $(BUILD)/profile.html; st=$$?; [ $$st -eq 3 ] || exit $$st
 
 # build/perf.data for perf report, perf script, perf annotate and hotspot (the
 # images, with build-ids added, in build/perf/; the kernel's goes into perf's
