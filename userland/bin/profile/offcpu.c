@@ -217,13 +217,20 @@ static void print_pid(const struct pid_times *p, const struct samplelog_trailer 
     }
 }
 
-// Says where the on-CPU figures came from, and so what they are worth.
+// Says where the on-CPU figures came from, and so what they are worth. A
+// process attached to (-p) may have been away when the recording began: the
+// kernel logs no switch-in for an absence it did not see begin
+// (kind_sampling.c:offcpu_in), so that time counts as on CPU, and it says so.
 static void print_time_basis(const struct log_clock *c, const struct samplelog_trailer *tr)
 {
     if (clock_known(c))
         printf("\nOn-CPU time: each process's time in the recording less its time away, from\n"
                "the switch timestamps (exact, whatever ticks were missed); the samples say\n"
-               "only where it went.\n");
+               "only where it went.\n%s",
+               tr && !strncmp(tr->command, "-p ", 3)
+                   ? "Attached (-p): its time before its first switch-out counts as on CPU,\n"
+                     "whether it ran then or was already away.\n"
+                   : "");
     else if (tr && tr->source == ProfileTime)
         printf("\nOn-CPU time: samples times the interval (this recording has no start and\n"
                "stop marks): low when the guest missed ticks; record it again for exact times.\n");
