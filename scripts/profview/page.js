@@ -7,7 +7,7 @@
 // asked for with "static" in its query or fragment (profile.html?static, for
 // a screenshot: a transition caught halfway shows children wider than their
 // parents and empty labels), a page loaded for printing, and a page about to
-// be printed (the beforeprint event, HTML Living Standard 8.9.1.2). Even a
+// be printed (the beforeprint event: HTML Living Standard, "Printing"). Even a
 // transition of no duration runs on a later animation frame, so a static
 // graph is finished by hand: each frame's transitions interrupted and its
 // final width and label set (d3-flame-graph sets the frame's own width

@@ -53,9 +53,12 @@ struct top_img {
 // Samples of a process whose map record has not come yet: the log is drained
 // one CPU's ring after another, so a sample can come before the map record
 // that another CPU wrote first (the kernel's own, at the log's start, too).
-// They are held, by IP, until it comes, then counted to their functions.
+// They are held, by IP, until it comes, then counted to their functions;
+// those still held a whole refresh later (their map record was lost with a
+// full ring) are counted unnamed.
 struct top_held {
-    uint32_t pid; // 0: the kernel
+    uint32_t pid;     // 0: the kernel
+    unsigned refresh; // the refresh under way when the first was held
     uint64_t ip, n;
 };
 
@@ -232,20 +235,22 @@ static int top_hold(struct top *t, uint32_t pid, uint64_t ip)
             return (int)++t->held[i].n;
     if (t->nheld == MAX_HELD)
         return 0;
-    t->held[t->nheld++] = (struct top_held){pid, ip, 1};
+    t->held[t->nheld++] = (struct top_held){pid, t->refresh, ip, 1};
     return 1;
 }
 
-// pid's map record came: its held samples counted to their functions.
+// pid's map record came: its held samples counted to their functions. With
+// pid ~0u, those held since before the last refresh, unnamed.
 static void top_release(struct top *t, uint32_t pid)
 {
-    const struct top_img *im = image_of(t, pid);
+    const struct top_img *im = pid == ~0u ? NULL : image_of(t, pid);
     unsigned k = 0;
     for (unsigned i = 0; i < t->nheld; i++) {
-        if (t->held[i].pid == pid)
-            top_count(t, im, t->held[i].ip, t->held[i].n);
+        const struct top_held *h = &t->held[i];
+        if (h->pid == pid || (pid == ~0u && h->refresh + 1 < t->refresh))
+            top_count(t, im, h->ip, h->n);
         else
-            t->held[k++] = t->held[i];
+            t->held[k++] = *h;
     }
     t->nheld = k;
 }
@@ -312,8 +317,9 @@ static int by_last(const void *a, const void *b)
 // The screen: home, clear, the header, the functions of the last interval.
 static void top_draw(struct top *t, uint64_t ns)
 {
-    uint64_t per_s = ns ? t->last * 1000000000 / ns : 0;
     t->refresh++;
+    top_release(t, ~0u); // held a whole refresh: their map record is not coming
+    uint64_t per_s = ns ? t->last * 1000000000 / ns : 0;
     printf("\033[H\033[2J");
     printf("profile top: %s, interval %lu %s, %s%s, every %lu s (refresh %u; q quits)\n",
            t->src->name, t->iv.in_force, t->src->units, t->system ? "whole machine" : t->at.name,
