@@ -21,7 +21,7 @@ static int add_source(struct options *o, const char *arg, const char *usage)
     if (colon) {
         *colon = '\0';
         if (prof_parse_number(colon + 1, &interval) < 0 || interval == 0)
-            return usage_error(usage, "bad interval in -s %s", arg);
+            return number_error(usage, "-s SOURCE:INTERVAL", colon + 1, "an interval of 1 or more");
     }
     const struct sys_profile_source *src = prof_find_source(name);
     if (!src)
