@@ -49,9 +49,17 @@
       });
     }
     d3.select(el).datum(tree).call(chart);
+    scalable(el);
     if (STATIC) finish(el);
     setTimeout(function () { el.dataset.rendered = "1"; }, STATIC ? 0 : 3 * TRANSITION_MS);
     return chart;
+  }
+
+  // A viewBox of the drawing's own size: the same on screen, and a printout
+  // may scale it down to the page's width (page.css) instead of cutting it.
+  function scalable(el) {
+    const svg = el.querySelector("svg");
+    if (svg) svg.setAttribute("viewBox", "0 0 " + svg.getAttribute("width") + " " + svg.getAttribute("height"));
   }
 
   // The graph in el as its transitions would leave it, now.
@@ -111,6 +119,7 @@
         });
       chart.setDetailsElement(document.getElementById("sandwich-details"));
       d3.select(el).datum(tree).call(chart);
+      scalable(el);
       finish(el); // drawn with no transition: finished at once
       el.dataset.func = select.value;
       setTimeout(function () { el.dataset.rendered = "1"; }, 50);

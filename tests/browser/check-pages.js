@@ -226,15 +226,21 @@ async function checkStatic(context, file) {
     if (defect) fail(`browser ${name}?static: ${id}, time stopped: ${defect}`);
     else pass(`browser ${name}?static: ${id} drawn whole at once, with time stopped`);
   }
+  // Printed on a page narrower than the screen it was drawn on (A4 is about
+  // 700 CSS px between margins): nothing cut off at the right.
   await page.emulateMedia({ media: "print" });
+  await page.setViewportSize({ width: 700, height: 900 });
   const printed = await page.evaluate(() => {
     const pre = document.querySelector("pre.folded"), input = document.querySelector("input, button");
+    const right = document.documentElement.clientWidth;
+    const cut = [...document.querySelectorAll("svg")].filter((s) => s.getBoundingClientRect().right > right + 1);
     return { controls: input ? getComputedStyle(input).display : "none",
-             folded: pre ? getComputedStyle(pre).maxHeight : "none" };
+             folded: pre ? getComputedStyle(pre).maxHeight : "none",
+             cut: cut.map((s) => s.id || s.parentElement.id).join(", ") };
   });
-  if (printed.controls === "none" && printed.folded === "none")
-    pass(`browser ${name}: printed without its controls, the folded stacks unclipped`);
-  else fail(`browser ${name}: printed with controls (display ${printed.controls}) or clipped stacks (max-height ${printed.folded})`);
+  if (printed.controls === "none" && printed.folded === "none" && !printed.cut)
+    pass(`browser ${name}: printed without its controls, the folded stacks unclipped, every view within the page`);
+  else fail(`browser ${name}: printed with controls (display ${printed.controls}), clipped stacks (max-height ${printed.folded}) or views cut off (${printed.cut || "none"})`);
   await page.close();
 }
 
