@@ -231,6 +231,13 @@ static void print_time_basis(const struct log_clock *c, const struct samplelog_t
                    ? "Attached (-p): its time before its first switch-out counts as on CPU,\n"
                      "whether it ran then or was already away.\n"
                    : "");
+    uint64_t lost = tr ? tr->stats.records_dropped : 0;
+    for (unsigned i = 0; tr && i < tr->stats.ncpus && i < PMC_STATS_CPUS; i++)
+        lost += tr->stats.cpu[i].lost;
+    if (clock_known(c) && lost)
+        printf("%lu records were lost with a full ring: a switch among them leaves its time\n"
+               "away counted as on CPU (record again with a larger ring: -r RINGKB).\n",
+               lost);
     else if (tr && tr->source == ProfileTime)
         printf("\nOn-CPU time: samples times the interval (this recording has no start and\n"
                "stop marks): low when the guest missed ticks; record it again for exact times.\n");
