@@ -1,6 +1,7 @@
 # Build, boot and test the kernel. `make help` lists the targets.
 #
 #   make run        build, then boot to the serial console in this terminal
+#                   (SMP=2 for the lessons' figures, LOG=FILE keeps the console in FILE too)
 #   make test       every test (host unit tests, hosted pmc tests, QEMU boots)
 #   make test-qemu-next  every test again with Debian 13's QEMU 10 (build/qemu-next/), or skipped: why
 #   make layers     the layer check on the built objects (tests/layers)
@@ -8,6 +9,7 @@
 #   make bench-peers  Linux's perf sampling the same workloads in the same emulator (docs/bench-peers.md)
 #   make profile-demo  the profiler end to end, with gprof reading its histogram
 #   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
+#   make pictures PROG="calltree"     the same, then build/pictures/: each view as PNG and SVG, each page as PDF
 #   make perf-data PROG="calltree"    record PROG; build/perf.data for perf and hotspot
 #   make speedscope PROG="calltree"   record PROG; build/profile.speedscope.json, profile.trace.json
 #   make speedscope-serve PROG="calltree"   the same, then serve it on 127.0.0.1 and print the address that opens it
@@ -92,7 +94,7 @@ include tests/host/host.mk
 -include tests/ke/ke.mk
 
 .PHONY: lint layers layers-mutations all iso run run-gui test test-qemu-next test-kvm bench fuzz fuzz-state soak stress test-scale profile-demo debug clean deps help compile_commands.json \
-	flamegraph annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
+	flamegraph pictures annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
 	perf-data speedscope speedscope-serve speedscope-open deps-perf
 all: $(KERNEL) $(USER_PROGS)
 
@@ -219,11 +221,15 @@ UEFI_CHECK = @:
 endif
 QEMU_COMMON = $(QEMU_MACHINE) -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04
 
+# LOG=FILE: the console is also written to FILE (what the host's tools read:
+# scripts/profview/profview.py export FILE); QEMU's status is still the one checked.
+LOG ?=
 run: deps $(ISO) $(BUILD)/tests/probe.iso
 	$(UEFI_CHECK)
-	@echo "run: quit with Ctrl-A then X (the QEMU monitor is Ctrl-A then C)"
+	@echo "run: quit with Ctrl-A then X (the QEMU monitor is Ctrl-A then C)$(if $(LOG),; the console goes to $(LOG) too)"
 	@$(QEMU) $(QEMU_COMMON) $(RUN_ACCEL) -smp $(SMP) -m $(MEM) -cdrom $(ISO) \
-		-nographic -serial mon:stdio; status=$$?; [ $$status -eq 0 ] || [ $$status -eq 33 ] || echo "qemu exited with $$status"
+		-nographic -serial mon:stdio $(if $(LOG),| tee $(LOG)); status=$${PIPESTATUS[0]}; \
+		[ $$status -eq 0 ] || [ $$status -eq 33 ] || echo "qemu exited with $$status"
 
 run-gui: deps $(ISO) $(BUILD)/tests/probe.iso
 	$(QEMU) $(QEMU_COMMON) $(RUN_ACCEL) -smp $(SMP) -m $(MEM) -cdrom $(ISO) -serial stdio
@@ -389,6 +395,15 @@ browser-vendor: $(BUILD)/browser/node_modules/.installed
 flamegraph: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) flamegraph --prog "$(PROG)" --out $(BUILD)
 
+# Pictures for slides and handouts: PROG recorded as `make flamegraph` does,
+# then each view of its pages as PNG and SVG, and each page as it prints
+# (PDF), in build/pictures/ (scripts/profview/pictures.js, headless Chromium
+# as tests/browser uses it; without it: "skipped: WHY").
+pictures: flamegraph
+	@$(MAKE) -s browser-vendor >/dev/null 2>&1 || { echo "skipped: pictures: playwright-core could not be installed (make browser-vendor)"; exit 0; }; \
+	NODE_PATH=$(BUILD)/browser/node_modules node scripts/profview/pictures.js $(BUILD)/pictures \
+		$(BUILD)/flamegraph.html $(BUILD)/profile.html; st=$$?; [ $$st -eq 3 ] || exit $$st
+
 # build/perf.data for perf report, perf script, perf annotate and hotspot (the
 # images, with build-ids added, in build/perf/; the kernel's goes into perf's
 # build-id cache), and build/profile.speedscope.json
@@ -396,15 +411,20 @@ flamegraph: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 perf-data: deps deps-perf all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) perf-data-run --prog "$(PROG)" --out $(BUILD)
 
+# What `make speedscope` says next: how to open the file; under
+# speedscope-serve (whose prerequisite it is: target-specific variables reach
+# prerequisites, GNU make manual 6.11), that the server comes next.
+SPEEDSCOPE_NEXT = open it with speedscope's Browse button in $(BUILD)/profview/node_modules/speedscope/dist/release/index.html, or record and open it in one step: make speedscope-serve
 speedscope: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
 	@$(PROFVIEW) speedscope-run --prog "$(PROG)" --out $(BUILD)
-	@echo "speedscope: wrote $(BUILD)/profile.speedscope.json; open it with speedscope's Browse button in $(BUILD)/profview/node_modules/speedscope/dist/release/index.html, or record and open it in one step: make speedscope-serve"
+	@echo "speedscope: wrote $(BUILD)/profile.speedscope.json; $(SPEEDSCOPE_NEXT)"
 
 # speedscope opens a profile named in its URL (#profileURL=...) only over
 # HTTP, not from file://: speedscope-serve records as `make speedscope` does,
 # then (speedscope-open alone: the last recording) serves build/ on this
 # machine's loopback and prints the address that opens the recording.
 SPEEDSCOPE_PORT ?= 8123
+speedscope-serve: SPEEDSCOPE_NEXT = serving it on 127.0.0.1:$(SPEEDSCOPE_PORT) now
 speedscope-serve: speedscope
 	@$(MAKE) -s speedscope-open
 speedscope-open:

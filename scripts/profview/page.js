@@ -2,9 +2,22 @@
 // JSON tree named by its data-source attribute. A differential graph
 // (data-kind="diff") colours each frame by its change: red grew, blue shrank.
 // When the first drawing has settled the element gets data-rendered="1".
+//
+// A static rendering draws each graph at once, with no transition: a page
+// asked for with "static" in its query or fragment (profile.html?static, for
+// a screenshot: a transition caught halfway shows children wider than their
+// parents and empty labels), a page loaded for printing, and a page about to
+// be printed (the beforeprint event: HTML Living Standard, "Printing"). Even a
+// transition of no duration runs on a later animation frame, so a static
+// graph is finished by hand: each frame's transitions interrupted and its
+// final width and label set (d3-flame-graph sets the frame's own width
+// attribute at once; the rectangle and the label follow it).
 "use strict";
 (function () {
-  const TRANSITION_MS = 300;
+  const STATIC = /(^|[?&#])static\b/.test(location.search + location.hash) ||
+    (window.matchMedia && window.matchMedia("print").matches);
+  const TRANSITION_MS = STATIC ? 0 : 300;
+  document.documentElement.dataset.static = STATIC ? "1" : "0";
   // d3-flame-graph 5's UMD build exports the chart as `default`.
   const newChart = flamegraph.default || flamegraph.flamegraph;
 
@@ -36,8 +49,26 @@
       });
     }
     d3.select(el).datum(tree).call(chart);
-    setTimeout(function () { el.dataset.rendered = "1"; }, 3 * TRANSITION_MS);
+    scalable(el);
+    if (STATIC) finish(el);
+    setTimeout(function () { el.dataset.rendered = "1"; }, STATIC ? 0 : 3 * TRANSITION_MS);
     return chart;
+  }
+
+  // A viewBox of the drawing's own size: the same on screen, and a printout
+  // may scale it down to the page's width (page.css) instead of cutting it.
+  function scalable(el) {
+    const svg = el.querySelector("svg");
+    if (svg) svg.setAttribute("viewBox", "0 0 " + svg.getAttribute("width") + " " + svg.getAttribute("height"));
+  }
+
+  // The graph in el as its transitions would leave it, now.
+  function finish(el) {
+    d3.select(el).selectAll("g.frame").each(function () {
+      const g = d3.select(this).interrupt();
+      g.select("rect").interrupt().attr("width", this.getAttribute("width"));
+      g.select("div").interrupt().text(function (d) { return d.data.name; });
+    });
   }
 
   // The sandwich view: the picked function's callers and callees, each a
@@ -88,6 +119,8 @@
         });
       chart.setDetailsElement(document.getElementById("sandwich-details"));
       d3.select(el).datum(tree).call(chart);
+      scalable(el);
+      finish(el); // drawn with no transition: finished at once
       el.dataset.func = select.value;
       setTimeout(function () { el.dataset.rendered = "1"; }, 50);
     }
@@ -106,6 +139,12 @@
     picker.addEventListener("change", drawSandwich);
     drawSandwich();
   }
+  window.addEventListener("beforeprint", function () {
+    for (const id in charts) {
+      charts[id].transitionDuration(0).update();
+      finish(document.getElementById(id));
+    }
+  });
   document.querySelectorAll("button[data-reset]").forEach(function (button) {
     button.addEventListener("click", function () { charts[button.dataset.reset].resetZoom(); });
   });

@@ -320,8 +320,9 @@ def time_view(p):
     peak = max([sum(c.values()) for _, _, cells in rows for c in cells] or [1]) or 1
     left, cell_w, cell_h = 170, 8, 18
     width, height = left + cell_w * TIME_BUCKETS + 10, cell_h * (len(rows) + 1) + 20
-    out = ['<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" data-span-ns="%d">'
-           % (width, height, span)]
+    # The viewBox lets a printout scale the view down to the page (page.css).
+    out = ['<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
+           'data-span-ns="%d">' % (width, height, width, height, span)]
     names = dict(p.pid_names)
     gaps = off_cells(p, lambda pid: "%s (pid %d)" % (names.get(pid, "?"), pid), span)
     for r, (name, kind, cells) in enumerate(rows):

@@ -16,17 +16,19 @@ import subprocess
 
 KERNEL_SUFFIX = "_[k]"  # the folded convention for kernel frames
 UNKNOWN = "[unknown]"
-TRUNCATED = "[truncated]"
 
 
 # --- ELF symbol tables --------------------------------------------------------
 
 
 def elf_functions(path):
-    """[(address, name)] sorted, the text symbols of an ELF64 little-endian
-    file: the symbols defined in executable sections (the t/T symbols `nm`
-    prints: functions, labels, data such as a multiboot header), without the
-    compiler's local labels."""
+    """[(address, name)] sorted, the functions of an ELF64 little-endian file
+    as the guest's symbolizer keeps them (userland/lib/elfsym.c:is_function),
+    so that both name an address alike: symbols defined in executable
+    sections that are functions (STT_FUNC) or labels without a dot (an
+    assembler's local labels, such as NASM's uaccess_copy.done, belong to
+    the function before them); one per address, a sized function before a
+    label."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
@@ -34,24 +36,27 @@ def elf_functions(path):
     shoff, = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    SHT_SYMTAB, SHF_EXECINSTR = 2, 4
-    out = []
+    SHT_SYMTAB, SHF_EXECINSTR, STT_NOTYPE, STT_FUNC = 2, 4, 0, 2
+    best = {}
     for sec in sections:
         if sec[1] != SHT_SYMTAB:
             continue
         strtab = sections[sec[6]]
         str_off = strtab[4]
         for i in range(sec[5] // 24):
-            name_off, info, _other, shndx, value, _size = struct.unpack_from("<IBBHQQ", data, sec[4] + i * 24)
-            if info & 0xF not in (0, 1, 2) or shndx == 0 or shndx >= len(sections):
+            name_off, info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, sec[4] + i * 24)
+            if info & 0xF not in (STT_NOTYPE, STT_FUNC) or shndx == 0 or shndx >= len(sections):
                 continue
             if not sections[shndx][2] & SHF_EXECINSTR:
                 continue
             end = data.index(b"\0", str_off + name_off)
             name = data[str_off + name_off:end].decode("utf-8", "replace")
-            if name and not name.startswith(".L") and not name.startswith("$"):
-                out.append((value, name))
-    return sorted(set(out))
+            if not name or (info & 0xF == STT_NOTYPE and "." in name) or name.startswith("$"):
+                continue
+            rank = (size == 0, name)  # sized first, then by name
+            if value not in best or rank < best[value]:
+                best[value] = rank
+    return sorted((a, name) for a, (_, name) in best.items())
 
 
 def nm_functions(path):
@@ -358,7 +363,11 @@ def from_export(block, syms, title="profile"):
         return image or "?", func or UNKNOWN
 
     def frames_of(pid, text):
-        """([(space, address, image, function)] leaf first, truncated)."""
+        """([(space, address, image, function)] leaf first, truncated). Every
+        frame after the first is a return address: it is named by the byte
+        before it, inside the call (userland/lib/callgraph.c:add_chain does
+        the same), since a call that ends its function returns to the next
+        one's first byte (a label such as lean_user_work_return)."""
         frames = text.split(",")
         trunc = bool(frames) and frames[-1] == "trunc"
         full = []
@@ -368,7 +377,7 @@ def from_export(block, syms, title="profile"):
                 p.warnings.append("bad frame %r" % fr)
                 continue
             addr = int(hexaddr, 16)
-            full.append((space, addr) + name_of(pid, space, addr))
+            full.append((space, addr) + name_of(pid, space, addr - 1 if full else addr))
         return full, trunc
 
     for m in raw:
@@ -379,9 +388,9 @@ def from_export(block, syms, title="profile"):
         named = [(image, func) for _, _, image, func in full]
         p.samples.append(Sample(int(m.group(4)), cpu, pid, int(m.group(3)), mode, full, trunc,
                                 int(m.group(7) or 0)))
+        # As the guest's folded lines: a truncated chain is counted (record's
+        # summary), not given a root of its own.
         stack = [label(image, func) for image, func in reversed(named)]
-        if trunc:
-            stack.insert(0, TRUNCATED)
         p.add(stack, 1, leaf_key=named[0], addr_key=(full[0][2], full[0][1]))
         p.by_pid[pid][named[0]] += 1
         p.by_cpu[cpu][named[0]] += 1
@@ -396,7 +405,7 @@ def from_export(block, syms, title="profile"):
                    int(m.group(5)), int(m.group(6)))
         p.offcpu.append(o)
         stack = [label(image, func) for _, _, image, func in reversed(full)] + ["[%s]" % reason_name(o.reason)]
-        p.off_stacks[tuple(([TRUNCATED] if trunc else []) + stack)] += (o.off_ns + 500) // 1000
+        p.off_stacks[tuple(stack)] += (o.off_ns + 500) // 1000
     host = collections.Counter({";".join(s): n for s, n in p.stacks.items()})
     if p.guest_folded and p.guest_folded != host:
         # The guest's folded lines define the stacks (`profile report

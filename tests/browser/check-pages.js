@@ -14,26 +14,33 @@
 // With --sandwich, a page's sandwich view picks FUNC and must draw its
 // callers and callees at their shares of FUNC's samples in FILE; a page with
 // a time view must hold every sample once in its CPU rows and once in its
-// process rows. Prints PASS/FAIL lines; exits 1 when any failed.
+// process rows. With --static, each page is opened again as a screenshot
+// or a printout takes it, with the page's clock stopped (Playwright's
+// page.clock: no timer and no animation frame advances): PAGE?static must be
+// drawn whole at once (scripts/profview/pictures.js:flameDefects), and in
+// print media its controls hidden and its folded stacks unclipped.
+// Prints PASS/FAIL lines; exits 1 when any failed.
 "use strict";
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
 const url = require("url");
 const { chromium } = require("playwright-core");
+const { flameDefects } = require("../../scripts/profview/pictures.js");
 
 const TOLERANCE = 2; // percentage points
 const PAGE_TIMEOUT_MS = 20000;
 const WATCHDOG_MS = 90000;
 
 function parseArgs(argv) {
-  const o = { pages: [], frames: [], shots: null, folded: null, before: null, sandwich: null };
+  const o = { pages: [], frames: [], shots: null, folded: null, before: null, sandwich: null, static: false };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--folded") o.folded = argv[++i];
     else if (argv[i] === "--frames") o.frames = argv[++i].split(",");
     else if (argv[i] === "--shots") o.shots = argv[++i];
     else if (argv[i] === "--before") o.before = argv[++i];
     else if (argv[i] === "--sandwich") o.sandwich = argv[++i];
+    else if (argv[i] === "--static") o.static = true;
     else o.pages.push(argv[i]);
   }
   if (!o.folded || !o.pages.length || !o.frames.length) {
@@ -205,6 +212,38 @@ async function checkTimeline(page, name) {
   else fail(`browser ${name}: time view: CPU rows hold ${t.sum.cpu}, process rows ${t.sum.pid} of ${t.total} samples`);
 }
 
+// PAGE?static with time stopped: every flame graph drawn whole (no
+// transition left to run), then as printed.
+async function checkStatic(context, file) {
+  const name = path.basename(file);
+  const page = await context.newPage();
+  await page.clock.install();
+  await page.clock.pauseAt(Date.now() + 1000);
+  await page.goto(url.pathToFileURL(path.resolve(file)).href + "?static", { timeout: PAGE_TIMEOUT_MS });
+  const ids = await page.evaluate(() => [...document.querySelectorAll(".flame, .sandwich-flame")].map((e) => e.id));
+  for (const id of ids) {
+    const defect = await flameDefects(page, "#" + id);
+    if (defect) fail(`browser ${name}?static: ${id}, time stopped: ${defect}`);
+    else pass(`browser ${name}?static: ${id} drawn whole at once, with time stopped`);
+  }
+  // Printed on a page narrower than the screen it was drawn on (A4 is about
+  // 700 CSS px between margins): nothing cut off at the right.
+  await page.emulateMedia({ media: "print" });
+  await page.setViewportSize({ width: 700, height: 900 });
+  const printed = await page.evaluate(() => {
+    const pre = document.querySelector("pre.folded"), input = document.querySelector("input, button");
+    const right = document.documentElement.clientWidth;
+    const cut = [...document.querySelectorAll("svg")].filter((s) => s.getBoundingClientRect().right > right + 1);
+    return { controls: input ? getComputedStyle(input).display : "none",
+             folded: pre ? getComputedStyle(pre).maxHeight : "none",
+             cut: cut.map((s) => s.id || s.parentElement.id).join(", ") };
+  });
+  if (printed.controls === "none" && printed.folded === "none" && !printed.cut)
+    pass(`browser ${name}: printed without its controls, the folded stacks unclipped, every view within the page`);
+  else fail(`browser ${name}: printed with controls (display ${printed.controls}), clipped stacks (max-height ${printed.folded}) or views cut off (${printed.cut || "none"})`);
+  await page.close();
+}
+
 async function main() {
   const o = parseArgs(process.argv.slice(2));
   const watchdog = setTimeout(() => { console.log("FAIL browser: watchdog, more than " + WATCHDOG_MS + " ms"); process.exit(1); }, WATCHDOG_MS);
@@ -230,6 +269,7 @@ async function main() {
   try {
     const sandwich = o.sandwich ? { func: o.sandwich, folded: o.folded } : null;
     for (const file of o.pages) await checkPage(context, file, expected, before, o.frames, o.shots, sandwich);
+    if (o.static) for (const file of o.pages) await checkStatic(context, file);
   } finally {
     await context.close();
     fs.rmSync(profileDir, { recursive: true, force: true });

@@ -84,6 +84,32 @@ static uint64_t sample_user_walk(void)
     return rec.s.nframes >= 2 && rec.s.frames[1] == USER_IP ? walk_started_at : 1;
 }
 
+// walk_user from a user state at USER_IP with rbp fp and, on top of the
+// user's stack, a return address just past a call: the frames it gives.
+static unsigned walk_from(uint64_t fp)
+{
+    static uint8_t code[16] = {[3] = 0xE8}; // a call rel32 at code[3]: it returns to code[8]
+    proc.as.exec_lo = (uint64_t)(uintptr_t)code;
+    proc.as.exec_hi = proc.as.exec_lo + sizeof code;
+    user_stack[0] = proc.as.exec_lo + 8;
+    struct intr_frame u = {.rip = USER_IP, .rbp = fp, .rsp = USER_SP, .cs = 0x2B};
+    uint64_t frames[8];
+    unsigned n = 0;
+    walk_user(&u, &proc.as, frames, &n, 8);
+    return n;
+}
+
+// A leaf sampled before its prologue: the return on top of the stack is its
+// caller, unless rbp is 0 (crt0's outermost frame: the function crt0 called,
+// whose return into crt0 no chain holds).
+static void test_leaf_returns(void)
+{
+    CHECK(walk_from(USER_RBP) == 2, "callchain: a frameless leaf: its caller from the stack top");
+    CHECK(walk_from(0) == 1,
+          "callchain: main before its prologue (rbp 0): no frame of crt0 (%u frames)",
+          walk_from(0));
+}
+
 void test_callchain(void)
 {
     memset(&proc, 0, sizeof proc);
@@ -114,4 +140,5 @@ void test_callchain(void)
           "callchain: lean timer frame (user-work hook): the user walk starts at the user's rbp, "
           "not r10 (started at 0x%llx)",
           (unsigned long long)walk_started_at);
+    test_leaf_returns();
 }

@@ -25,10 +25,23 @@ CALLTREE_SPLIT = {"main;ct_left;ct_leaf": 40, "main;ct_right;ct_leaf": 20, "main
 
 
 def nm_text_symbols(path):
+    """The text symbols nm prints (t/T) that the guest's symbolizer keeps
+    (readelf's types: FUNC, or NOTYPE without a dot), one per address: a
+    sized one first."""
     out = subprocess.run(["nm", "-n", "--defined-only", path], check=True, capture_output=True,
                          text=True).stdout
-    return sorted({(int(a, 16), n) for a, t, n in (l.split() for l in out.splitlines() if len(l.split()) == 3)
-                   if t in "tT" and not n.startswith(".L")})
+    text = {(int(a, 16), n) for a, t, n in (l.split() for l in out.splitlines() if len(l.split()) == 3)
+            if t in "tT"}
+    out = subprocess.run(["readelf", "-sW", path], check=True, capture_output=True, text=True).stdout
+    best = {}
+    for f in (l.split() for l in out.splitlines()):
+        if len(f) != 8 or not f[0][:-1].isdigit() or (int(f[1], 16), f[7]) not in text:
+            continue
+        if f[3] == "FUNC" or (f[3] == "NOTYPE" and "." not in f[7]):
+            rank = (int(f[2], 0) == 0, f[7])
+            a = int(f[1], 16)
+            best[a] = min(best.get(a, rank), rank)
+    return sorted((a, n) for a, (_, n) in best.items())
 
 
 def addr(path, name):
@@ -78,13 +91,35 @@ class Export(unittest.TestCase):
                  "sample 0 9 9 200 u u:%x,trunc" % (addr(CALIB, "calib_b") + 8),
                  "sample 0 9 9 300 u u:7fff0000", "lost 0 3", "lost 1 2", "lost 0 1"]
         p = profdata.from_export(block, profdata.SymbolDirs([os.path.dirname(CALIB)], KERNEL))
-        self.assertEqual(p.folded_lines(), ["[truncated];calib_b 1", "[unknown] 1",
+        self.assertEqual(p.folded_lines(), ["[unknown] 1", "calib_b 1",
                                             "main;syscall_entry_[k];syscall_dispatch_[k] 1"])
         self.assertEqual(dict(p.lost), {0: 4, 1: 2})
         self.assertEqual(p.mode_by_cpu[1]["k"], 1)
         self.assertEqual(p.function_hits()["syscall_dispatch_[k]"], 1)
         # The guest printed no folded lines here: nothing to compare, no warning.
         self.assertEqual(p.warnings, [])
+
+    def test_return_addresses_named_as_the_guest_names_them(self):
+        # A return address is named by the byte before it (the call): one
+        # that is the next function's first byte names the caller, as the
+        # guest's report does, so the guest's folded lines agree.
+        b = addr(CALIB, "calib_b")
+        caller = profdata.Symbols(profdata.elf_functions(CALIB)).lookup(b - 1)[0]
+        block = ["image 9 calib 400000 402000",
+                 "sample 0 9 9 100 u u:%x,u:%x" % (addr(CALIB, "calib_a") + 4, b),
+                 "sample 0 9 9 200 u u:%x,u:%x,trunc" % (addr(CALIB, "calib_c") + 4, addr(CALIB, "main") + 9),
+                 "folded %s;calib_a 1" % caller, "folded main;calib_c 1"]
+        p = profdata.from_export(block, profdata.SymbolDirs([os.path.dirname(CALIB)], KERNEL))
+        self.assertNotEqual(caller, "calib_b")
+        self.assertEqual(p.folded_lines(), sorted(["%s;calib_a 1" % caller, "main;calib_c 1"]))
+        self.assertEqual(p.warnings, [])
+
+    def test_local_labels_belong_to_their_function(self):
+        # NASM's local labels (uaccess_copy.done) name no function of their
+        # own in the guest: nor on the host.
+        k = profdata.Symbols(profdata.elf_functions(KERNEL))
+        self.assertFalse([n for n in k.names if "." in n and n.startswith("uaccess_copy")])
+        self.assertEqual(k.lookup(k.end_of("uaccess_copy") - 1)[0], "uaccess_copy")
 
     def test_disagreeing_guest_folded_is_reported(self):
         lines = profdata.console_lines(CALLTREE_LOG)

@@ -23,6 +23,7 @@
 #include <elfsym.h>
 #include <pmctrace.h>
 #include <process.h>
+#include <sort.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@ static const char usage[] =
 static int fail(const char *what, NTSTATUS s)
 {
     if (s == STATUS_PRIVILEGE_NOT_HELD)
-        fprintf(stderr, "pmc: %s needs the system-profile privilege: run it under sudo\n", what);
+        fprintf(stderr, "pmc: %s needs the system-profile privilege: run it with sudo\n", what);
     else
         fprintf(stderr, "pmc: %s: %s\n", what, nt_status_name(s));
     return 1;
@@ -71,15 +72,63 @@ static int info(void)
 }
 
 // The trace: every CPU's records, drained (SysPmcTrace consumes what it
-// hands out), then the clock that turns their TSCs into time and the names
-// of the processes the samples found. trace_read returns 0, or says why it
-// failed and returns 1 (the buffer freed).
+// hands out), then the clock that turns their TSCs into time, the names of
+// the processes the samples found, and the records in time order. trace_read
+// returns 0, or says why it failed and returns 1 (the buffers freed).
 static struct trace {
     char *buf;
     size_t len;
     struct sys_clock clock;
     struct pmctrace_names names;
+    struct when *order; // trace and lost records, earliest first
+    size_t n;
 } tr;
+
+// A record's place in time. The drain hands out each CPU's records in turn;
+// a listing merges them by TSC (every CPU's counts alike: QEMU's vCPUs
+// share the host's clock, and processors with an invariant TSC keep theirs
+// in step, Intel SDM Vol. 3B 18.17.1), then by CPU, then by place in the
+// drain. A bucket step sorts with the sample before it on its CPU, which it
+// belongs to.
+struct when {
+    uint64_t tsc;
+    uint32_t cpu, pos;
+    const struct pmclog_header *h;
+};
+
+static int by_when(const void *a, const void *b)
+{
+    const struct when *x = a, *y = b;
+    int c = cmp_up(x->tsc, y->tsc);
+    return c ? c : (c = cmp_up(x->cpu, y->cpu)) ? c : cmp_up(x->pos, y->pos);
+}
+
+static int is_bucket(const struct pmclog_header *h)
+{
+    const struct pmclog_trace *r = (const struct pmclog_trace *)h;
+    return h->type == PMCLOG_TRACE && r->kind == PMC_TRACE_STEP && r->reg == PMC_STEP_BUCKET;
+}
+
+// tr.order from tr.buf: 0, or -1 when out of memory.
+static int trace_order(void)
+{
+    tr.order = malloc((tr.len / sizeof(struct pmclog_header) + 1) * sizeof *tr.order);
+    if (!tr.order)
+        return -1;
+    const struct pmclog_header *h;
+    uint64_t prev_tsc = 0;
+    for (size_t pos = 0; (h = pmctrace_next(tr.buf, tr.len, &pos));) {
+        if (h->type != PMCLOG_TRACE && h->type != PMCLOG_LOST)
+            continue;
+        int follows = tr.n && is_bucket(h) && tr.order[tr.n - 1].cpu == h->cpu;
+        uint64_t tsc = follows ? prev_tsc : h->tsc;
+        tr.order[tr.n] = (struct when){tsc, h->cpu, (uint32_t)tr.n, h};
+        tr.n++;
+        prev_tsc = tsc;
+    }
+    sort_array(tr.order, tr.n, sizeof *tr.order, by_when);
+    return 0;
+}
 
 static int trace_read(void)
 {
@@ -101,6 +150,8 @@ static int trace_read(void)
             break;
         tr.len += got;
     }
+    if (NT_SUCCESS(s) && trace_order())
+        s = STATUS_NO_MEMORY;
     if (!NT_SUCCESS(s)) {
         free(tr.buf);
         return fail("trace show", s);
@@ -122,22 +173,21 @@ static int trace_show(void)
 {
     if (trace_read())
         return 1;
-    const struct pmclog_header *h;
     char line[LINE_BYTES];
-    for (size_t pos = 0; (h = pmctrace_next(tr.buf, tr.len, &pos));) {
+    for (size_t i = 0; i < tr.n; i++) {
+        const struct pmclog_header *h = tr.order[i].h;
         if (h->type == PMCLOG_TRACE) {
             const struct pmclog_trace *r = (const void *)h;
             pmctrace_line(r, trace_name(r), pmctrace_ns(&tr.clock, h->tsc), line, sizeof line);
-        } else if (h->type == PMCLOG_LOST) {
-            pmctrace_lost_line((const void *)h, line, sizeof line);
         } else {
-            continue;
+            pmctrace_lost_line((const void *)h, line, sizeof line);
         }
         printf("%s\n", line);
     }
     if (tr.len == 0)
         printf("(nothing recorded since the last read: 'pmc trace on' starts recording)\n");
     free(tr.buf);
+    free(tr.order);
     return 0;
 }
 
@@ -362,16 +412,17 @@ static int trace_explain(void)
 {
     if (trace_read())
         return 1;
-    const struct pmclog_header *h;
-    for (size_t pos = 0; (h = pmctrace_next(tr.buf, tr.len, &pos));) {
+    for (size_t i = 0; i < tr.n; i++) {
+        const struct pmclog_header *h = tr.order[i].h;
         if (h->type == PMCLOG_TRACE)
             explain_record((const struct pmclog_trace *)h);
-        else if (h->type == PMCLOG_LOST)
+        else
             explain_lost((const struct pmclog_lost *)h);
     }
     flush_sample();
     explain_summary();
     free(tr.buf);
+    free(tr.order);
     for (unsigned i = 0; i < nimages; i++)
         if (images[i].ok)
             elf_image_free(&images[i].img);
@@ -386,6 +437,8 @@ static int trace_command(char **argv, int all)
     uint32_t pid = 0;
     NTSTATUS s =
         SysSpawn(argv[0], (const char *const *)argv, SPAWN_PRIVILEGED | SPAWN_SUSPENDED, &h);
+    if (s == STATUS_PRIVILEGE_NOT_HELD) // the privileged spawn: sudo's
+        return fail("trace", s);
     if (!NT_SUCCESS(s)) {
         spawn_failed("pmc", argv[0], s, "no such program");
         return 1;
@@ -405,9 +458,10 @@ static int trace_command(char **argv, int all)
         return fail("trace", s);
     }
     NtClose(h);
+    char words[40];
     if (status != 0)
-        printf("pmc: %s exited with status %d\n", argv[0], status);
-    printf("----- pmc trace of '%s' (%s) -----\n", argv[0],
+        printf("pmc: %s %s\n", argv[0], exit_words(status, words, sizeof words));
+    printf("----- pmc trace of '%s' (%s; the CPUs' records merged in time order) -----\n", argv[0],
            all ? "every CPU and process" : "its processes only; -a: every CPU and process");
     return trace_explain();
 }
@@ -435,7 +489,9 @@ static int trace(int argc, char **argv)
             fprintf(stderr, "pmc: trace %s takes no arguments\n%s\n", argv[2], usage);
             return 2;
         }
-        return trace_op(ops[i].op, argv[2]);
+        char what[16];
+        snprintf(what, sizeof what, "trace %s", argv[2]);
+        return trace_op(ops[i].op, what);
     }
     int i = 2, all = 0;
     for (; i < argc && argv[i][0] == '-'; i++) {

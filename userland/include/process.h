@@ -8,6 +8,12 @@
 // when the result is STATUS_SUCCESS; otherwise the status of the failing call.
 NTSTATUS run_program(const char *path, const char *const *argv, uint32_t flags, int *exit_status);
 
+// How a program ended, in the words every tool prints after its name:
+// "was interrupted (Ctrl-C)" (EXIT_STATUS_INTERRUPTED), "was killed"
+// (EXIT_STATUS_KILLED), else "exited with status N" (lib/abi/syscalls.h).
+// buf holds the last form; the result is buf or a constant.
+const char *exit_words(int status, char *buf, unsigned size);
+
 // The ramdisk's file names, one per line, in a malloc'd string; NULL on failure.
 char *program_list(void);
 

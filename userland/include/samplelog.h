@@ -24,6 +24,13 @@ struct samplelog_trailer {
 // the shares follow the host's scheduling of the vCPUs.
 #define SAMPLELOG_NOTE_APPROXIMATE_TIME 0x1
 
+// `profile record`'s own PMCLOG_USER records (NtPmcWriteLog), in the kernel's
+// time: the program resumed (or, -p, the attachment began) and the stop. A
+// process's time in the recording runs from the later of START and its
+// PMCLOG_MAP to the earlier of STOP and its PMCLOG_EXIT.
+#define SAMPLELOG_MARK_START 0x5452415453ull // "START"
+#define SAMPLELOG_MARK_STOP  0x504f5453ull   // "STOP"
+
 struct samplelog {
     uint8_t *data; // the whole file
     size_t size;

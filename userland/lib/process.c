@@ -19,6 +19,16 @@ NTSTATUS run_program(const char *path, const char *const *argv, uint32_t flags, 
     return s;
 }
 
+const char *exit_words(int status, char *buf, unsigned size)
+{
+    if (status == EXIT_STATUS_INTERRUPTED)
+        return "was interrupted (Ctrl-C)";
+    if (status == EXIT_STATUS_KILLED)
+        return "was killed";
+    snprintf(buf, size, "exited with status %d", status);
+    return buf;
+}
+
 // SysFileList says how much it needs when the buffer is too small; the list
 // may grow between two calls, hence the loop.
 char *program_list(void)

@@ -62,7 +62,11 @@ static inline __attribute__((always_inline)) unsigned walk_user(const struct int
     user_peek_begin();
     // A leaf without a frame (see kernel_return_at). sp is user mode's and may
     // point anywhere: only a user-half one is read (a kernel one is negative).
-    if ((int64_t)sp >= 0 && out != end && user_peek(sp, &top) && user_return_at(as, top))
+    // Not with rbp 0: that is crt0's outermost frame (userland/lib/crt0.asm
+    // clears rbp), so the function sampled is the one crt0 called, before its
+    // prologue, and the return on top is into crt0, which user_frames leaves
+    // out of every chain: each begins at the function crt0 called.
+    if (fp && (int64_t)sp >= 0 && out != end && user_peek(sp, &top) && user_return_at(as, top))
         *out++ = top;
     // The first frame lies in the user half, above the stack pointer;
     // anything else is garbage.

@@ -6,6 +6,7 @@
 // `sudo profile stat -p PID`). The measurement ends after SECONDS, or when
 // the process exits, whichever comes first; without -d, when it exits.
 #include <clock.h>
+#include <process.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syscall.h>
@@ -122,15 +123,14 @@ void attach_finish(struct attach *a)
 void attach_say_end(const struct attach *a, const char *who)
 {
     uint64_t ms = (clock_ns() - a->start_ns) / 1000000;
+    char words[40];
     if (!a->exited)
         printf("%s: detached from %s (pid %u) after %lu.%03lu s; it runs on\n", who, a->name,
                a->pid, ms / 1000, ms % 1000);
-    else if (a->exit_status == EXIT_STATUS_KILLED)
-        printf("%s: %s (pid %u) was killed while attached; totals until then\n", who, a->name,
-               a->pid);
     else
-        printf("%s: %s (pid %u) exited with status %d while attached\n", who, a->name, a->pid,
-               a->exit_status);
+        printf("%s: %s (pid %u) %s while attached%s\n", who, a->name, a->pid,
+               exit_words(a->exit_status, words, sizeof words),
+               a->exit_status == EXIT_STATUS_KILLED ? "; totals until then" : "");
 }
 
 void attach_close(struct attach *a)

@@ -131,7 +131,18 @@ int prof_parse_number(const char *text, uint64_t *out)
     if (!text || !isdigit((unsigned char)text[0]))
         return -1;
     *out = strtoul(text, &end, 0);
-    return *end == '\0' ? 0 : -1;
+    if (*end)
+        return -1;
+    // strtoul saturates at UINT64_MAX on overflow; no option takes that value.
+    return *out == UINT64_MAX ? PROF_NUMBER_TOO_LARGE : 0;
+}
+
+int number_error(const char *usage, const char *option, const char *text, const char *wants)
+{
+    uint64_t v;
+    if (prof_parse_number(text, &v) == PROF_NUMBER_TOO_LARGE)
+        return usage_error(usage, "%s '%s': out of range (too large for 64 bits)", option, text);
+    return usage_error(usage, "%s wants %s, not '%s'", option, wants, text);
 }
 
 // ---------------------------------------------------------------------------

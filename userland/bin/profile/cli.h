@@ -42,8 +42,14 @@ int prof_same_source_name(const char *a, const char *b);
 const struct sys_profile_source *prof_find_source(const char *text);
 // The row of KPROFILE_SOURCE source (a row's index is not its value); NULL if none.
 const struct sys_profile_source *prof_source_row(uint32_t source);
-// A whole decimal or 0x number; -1 for anything else.
+// A whole decimal or 0x number; PROF_NUMBER_TOO_LARGE for one of 64 bits
+// or more, -1 for anything else.
+#define PROF_NUMBER_TOO_LARGE (-2)
 int prof_parse_number(const char *text, uint64_t *out);
+// The usage error for option's value text, which prof_parse_number refused
+// or whose value is out of the option's range: "OPTION 'TEXT': out of range"
+// for a number too large for 64 bits, else "OPTION wants WANTS, not 'TEXT'".
+int number_error(const char *usage, const char *option, const char *text, const char *wants);
 
 // One source's interval: the one wanted, the one in force, the one to put back.
 struct interval {

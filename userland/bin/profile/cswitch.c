@@ -238,14 +238,17 @@ int profile_cswitch_record_main(int argc, char **argv)
                         "the file keeps what was saved before");
         return EXIT_FAIL;
     }
+    char words[40];
     if (nhooks)
         printf("profile: recorded %u hook events (PMCLOG_HOOK, %u counters each) while %s ran "
-               "(pid %u, exit status %d) in %s\n",
-               count_switches(), n, argv[i], (unsigned)pid, status, SAMPLELOG_DEFAULT_FILE);
+               "(pid %u, which %s) in %s\n",
+               count_switches(), n, argv[i], (unsigned)pid, exit_words(status, words, sizeof words),
+               SAMPLELOG_DEFAULT_FILE);
     else
-        printf("profile: recorded %u context switches of %s (pid %u, exit status %d) in %s; "
+        printf("profile: recorded %u context switches of %s (pid %u, which %s) in %s; "
                "'profile report --cswitch' shows them\n",
-               count_switches(), argv[i], (unsigned)pid, status, SAMPLELOG_DEFAULT_FILE);
+               count_switches(), argv[i], (unsigned)pid, exit_words(status, words, sizeof words),
+               SAMPLELOG_DEFAULT_FILE);
     return 0;
 }
 

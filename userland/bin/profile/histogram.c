@@ -21,7 +21,7 @@ static int add_source(struct options *o, const char *arg, const char *usage)
     if (colon) {
         *colon = '\0';
         if (prof_parse_number(colon + 1, &interval) < 0 || interval == 0)
-            return usage_error(usage, "bad interval in -s %s", arg);
+            return number_error(usage, "-s SOURCE:INTERVAL", colon + 1, "an interval of 1 or more");
     }
     const struct sys_profile_source *src = prof_find_source(name);
     if (!src)
@@ -49,7 +49,7 @@ static int number_option(struct options *o, char flag, const char *value, const 
     switch (flag) {
     case 'i':
         if (bad || n == 0)
-            return usage_error(usage, "bad interval '%s'", value);
+            return number_error(usage, "-i", value, "an interval of 1 or more");
         o->interval = n;
         break;
     case 'b':

@@ -97,15 +97,25 @@ static void print_functions(const struct prof_report *rep, const struct prof_ran
 
 // Under FEW_HITS in the first range (the program, or the kernel alone), the
 // function table says little: one line says so and what would give more.
+// When the other ranges (the kernel, -k) hold the run's samples, the time
+// went there: the line says where, not to run longer.
 static void print_few_hits(const struct prof_report *rep)
 {
     if (rep->nranges == 0)
         return;
     const struct prof_range *r = &rep->ranges[0];
     const struct sys_profile_source *s = rep->source;
-    uint64_t hits = prof_range_hits(r), out = r->stats.out_of_range;
+    uint64_t hits = prof_range_hits(r), out = r->stats.out_of_range, elsewhere = 0;
     if (hits >= FEW_HITS)
         return;
+    for (size_t i = 1; i < rep->nranges; i++)
+        elsewhere += prof_range_hits(&rep->ranges[i]);
+    if (elsewhere >= FEW_HITS) {
+        printf("Few hits    only %lu in %s, %lu in %s%s on its behalf: see the tables below\n",
+               hits, r->module, elsewhere, rep->ranges[1].module,
+               rep->nranges > 2 ? " and the others" : "");
+        return;
+    }
     printf("Few hits    only %lu in %s (under %u): try a longer run", hits, r->module, FEW_HITS);
     if (rep->interval > s->min_interval)
         printf(", a finer interval (sudo ... -i %lu)", s->min_interval);

@@ -5,6 +5,7 @@
 // DRAIN_MS, stop, drain the rest, append a trailer with the driver's
 // statistics, release the log. `profile report` (report.c) reads the file.
 #include <clock.h>
+#include <process.h>
 #include <samplelog.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +77,7 @@ static int value_option(struct record_opts *o, const char *a, const char *arg)
     } else if (a[1] == 'o') {
         o->file = arg;
     } else if (prof_parse_number(arg, &v)) {
-        return usage_error(usage_record, "%s wants a number, not '%s'", a, arg);
+        return number_error(usage_record, a, arg, "a number");
     } else if (a[1] == 'i') {
         o->interval = v;
     } else if (a[1] == 'r') {
@@ -247,6 +248,7 @@ static int record_start(struct record *r)
 static void record_drain(struct record *r)
 {
     uint64_t start = clock_ns();
+    NtPmcWriteLog(SAMPLELOG_MARK_START); // on-CPU time runs from here (offcpu.c)
     if (r->child && !r->at.pid)
         SysResume(r->child);
     for (;;) {
@@ -264,6 +266,7 @@ static void record_drain(struct record *r)
                        : prof_exited(r->pid))
             break;
     }
+    NtPmcWriteLog(SAMPLELOG_MARK_STOP);
     NtPmcStop(r->pmc);
     NtPmcFlushLog();
     long got = samplelog_drain(r->o.file, r->buf, DRAIN_BUF, 0); // stopped: all of it
@@ -299,6 +302,7 @@ static int record_summary(const struct record *r, const struct samplelog_trailer
                           const char *prog)
 {
     uint64_t delivered = 0, logged = 0, lost = 0;
+    char words[40];
     for (unsigned c = 0; c < t->stats.ncpus && c < PMC_STATS_CPUS; c++) {
         delivered += t->stats.cpu[c].delivered;
         logged += t->stats.cpu[c].logged;
@@ -312,7 +316,7 @@ static int record_summary(const struct record *r, const struct samplelog_trailer
     if (r->at.pid)
         attach_say_end(&r->at, "record");
     else if (r->child)
-        printf("record: %s exited with status %d\n", prog, r->exit_status);
+        printf("record: %s %s\n", prog, exit_words(r->exit_status, words, sizeof words));
     if (t->notes & SAMPLELOG_NOTE_APPROXIMATE_TIME)
         fputs(note_approximate_time, stdout);
     return delivered == logged + lost ? 0 : EXIT_FAIL;

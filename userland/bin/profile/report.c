@@ -51,7 +51,7 @@ static int parse_report(int argc, char **argv, struct report_opts *o)
                 if (st)
                     return st;
             } else if (prof_parse_number(arg, &o->top) || !o->top) {
-                return usage_error(usage_report, "-n wants a positive number, not '%s'", arg);
+                return number_error(usage_report, "-n", arg, "a positive number");
             }
         } else {
             return usage_error(usage_report, "unknown option '%s'", a);

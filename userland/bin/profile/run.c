@@ -132,11 +132,11 @@ static int run_measure(struct run *r)
         fprintf(stderr, "profile: running %s: %s\n", r->prog, nt_status_name(s));
         return -1;
     }
-    if (exit_status == EXIT_STATUS_KILLED || exit_status == EXIT_STATUS_INTERRUPTED)
-        printf("profile: %s was %s; the report covers what was sampled until then\n", r->prog,
-               exit_status == EXIT_STATUS_KILLED ? "killed" : "interrupted (Ctrl-C)");
-    else
-        printf("profile: %s exited with status %d\n", r->prog, exit_status);
+    char words[40];
+    printf("profile: %s %s%s\n", r->prog, exit_words(exit_status, words, sizeof words),
+           exit_status == EXIT_STATUS_KILLED || exit_status == EXIT_STATUS_INTERRUPTED
+               ? "; the report covers what was sampled until then"
+               : "");
     return 0;
 }
 

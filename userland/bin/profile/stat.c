@@ -380,6 +380,7 @@ int profile_stat_main(int argc, char **argv)
         rows[e].event = o.events[e];
     uint64_t wall[MAX_RUNS];
     int status = 0;
+    char words[40];
     if (o.at.pid && (st = attach_open(&o.at)) != 0)
         return st;
     for (unsigned r = 0; r < o.runs; r++) {
@@ -399,8 +400,8 @@ int profile_stat_main(int argc, char **argv)
     print_times(&o, rows, wall);
     if (o.at.pid)
         attach_say_end(&o.at, "profile");
-    else if (status != 0 && status != EXIT_STATUS_INTERRUPTED)
-        printf(" (%s exited with status %d)\n", argv[o.first_arg], status);
+    else if (status != 0)
+        printf(" (%s %s)\n", argv[o.first_arg], exit_words(status, words, sizeof words));
     attach_close(&o.at);
     return 0;
 }

@@ -32,6 +32,7 @@
 #define MAX_IMAGES  32
 #define NAME_LEN    48
 #define RING_KB_TOP 256
+#define MAX_HELD    256 // distinct IPs of processes whose map record is still to come
 
 const char usage_top[] = "usage: profile top [-k] [-a] [-p PID] [-s SOURCE] [-d SECONDS] [-n ROWS]";
 
@@ -49,6 +50,18 @@ struct top_img {
     int loaded; // 1 loaded, -1 no symbols
 };
 
+// Samples of a process whose map record has not come yet: the log is drained
+// one CPU's ring after another, so a sample can come before the map record
+// that another CPU wrote first (the kernel's own, at the log's start, too).
+// They are held, by IP, until it comes, then counted to their functions;
+// those still held a whole refresh later (their map record was lost with a
+// full ring) are counted unnamed.
+struct top_held {
+    uint32_t pid;     // 0: the kernel
+    unsigned refresh; // the refresh under way when the first was held
+    uint64_t ip, n;
+};
+
 struct top {
     int kernel, system;
     uint64_t seconds, rows;
@@ -64,6 +77,8 @@ struct top {
     unsigned nfns, nimgs, refresh;
     struct top_img imgs[MAX_IMAGES];
     uint64_t last, total, lost, missed0;
+    struct top_held held[MAX_HELD];
+    unsigned nheld;
 };
 
 static int top_value(struct top *t, char opt, const char *arg)
@@ -73,8 +88,9 @@ static int top_value(struct top *t, char opt, const char *arg)
         return (t->src = prof_find_source(arg))
                    ? 0
                    : usage_error(usage_top, "unknown source '%s'", arg);
+    char flag[] = {'-', opt, 0};
     if (prof_parse_number(arg, &v) || !v)
-        return usage_error(usage_top, "-%c wants a positive number, not '%s'", opt, arg);
+        return number_error(usage_top, flag, arg, "a positive number");
     if (opt == 'p')
         t->at.pid = (uint32_t)v;
     else if (opt == 'd')
@@ -169,21 +185,6 @@ static struct top_img *image_of(struct top *t, uint32_t pid)
     return NULL;
 }
 
-// A map record: the program pid runs (a later exec replaces it).
-static void top_map(struct top *t, const struct pmclog_map *m)
-{
-    struct top_img *im = image_of(t, m->pid);
-    if (!im && t->nimgs < MAX_IMAGES)
-        im = &t->imgs[t->nimgs++];
-    if (!im)
-        return;
-    if (im->loaded > 0)
-        elf_image_free(&im->elf);
-    im->pid = m->pid;
-    snprintf(im->name, sizeof im->name, "%.*s", (int)sizeof im->name - 1, m->name);
-    im->loaded = NT_SUCCESS(elf_image_load(im->name, &im->elf)) ? 1 : -1;
-}
-
 // The row of (image, key), added when new (named by name()); NULL when the
 // table is full. Found by hashing: a sample costs no string comparison.
 static struct top_fn *fn_row(struct top *t, const struct top_img *im, uint64_t key,
@@ -214,16 +215,70 @@ static struct top_fn *fn_row(struct top *t, const struct top_img *im, uint64_t k
     }
 }
 
+// n samples at ip counted to its function in image im (NULL: unnamed).
+static void top_count(struct top *t, const struct top_img *im, uint64_t ip, uint64_t n)
+{
+    const struct elf_func *f = im && im->loaded > 0 ? elf_func_at(&im->elf, ip) : NULL;
+    struct top_fn *row = fn_row(t, im, f ? f->addr : ip, f ? f->name : NULL);
+    if (row)
+        row->last += n, row->total += n;
+    t->last += n;
+    t->total += n;
+}
+
+// Whether the sample was held for its process's map record (a full table
+// holds no more: those are counted unnamed).
+static int top_hold(struct top *t, uint32_t pid, uint64_t ip)
+{
+    for (unsigned i = 0; i < t->nheld; i++)
+        if (t->held[i].pid == pid && t->held[i].ip == ip)
+            return (int)++t->held[i].n;
+    if (t->nheld == MAX_HELD)
+        return 0;
+    t->held[t->nheld++] = (struct top_held){pid, t->refresh, ip, 1};
+    return 1;
+}
+
+// pid's map record came: its held samples counted to their functions. With
+// pid ~0u, those held since before the last refresh, unnamed.
+static void top_release(struct top *t, uint32_t pid)
+{
+    const struct top_img *im = pid == ~0u ? NULL : image_of(t, pid);
+    unsigned k = 0;
+    for (unsigned i = 0; i < t->nheld; i++) {
+        const struct top_held *h = &t->held[i];
+        if (h->pid == pid || (pid == ~0u && h->refresh + 1 < t->refresh))
+            top_count(t, im, h->ip, h->n);
+        else
+            t->held[k++] = *h;
+    }
+    t->nheld = k;
+}
+
 // A sample's IP counted to its function: the kernel's when it was in ring 0.
 static void top_sample(struct top *t, const struct pmclog_sample *s)
 {
-    const struct top_img *im = image_of(t, s->nkernel ? 0 : s->pid);
-    const struct elf_func *f = im && im->loaded > 0 ? elf_func_at(&im->elf, s->frames[0]) : NULL;
-    struct top_fn *row = fn_row(t, im, f ? f->addr : s->frames[0], f ? f->name : NULL);
-    if (row)
-        row->last++, row->total++;
-    t->last++;
-    t->total++;
+    uint32_t pid = s->nkernel ? 0 : s->pid;
+    const struct top_img *im = image_of(t, pid);
+    if (!im && top_hold(t, pid, s->frames[0]))
+        return;
+    top_count(t, im, s->frames[0], 1);
+}
+
+// A map record: the program pid runs (a later exec replaces it).
+static void top_map(struct top *t, const struct pmclog_map *m)
+{
+    struct top_img *im = image_of(t, m->pid);
+    if (!im && t->nimgs < MAX_IMAGES)
+        im = &t->imgs[t->nimgs++];
+    if (!im)
+        return;
+    if (im->loaded > 0)
+        elf_image_free(&im->elf);
+    im->pid = m->pid;
+    snprintf(im->name, sizeof im->name, "%.*s", (int)sizeof im->name - 1, m->name);
+    im->loaded = NT_SUCCESS(elf_image_load(im->name, &im->elf)) ? 1 : -1;
+    top_release(t, m->pid);
 }
 
 // Everything the log holds now. 0, or -1 when it cannot be read.
@@ -262,8 +317,9 @@ static int by_last(const void *a, const void *b)
 // The screen: home, clear, the header, the functions of the last interval.
 static void top_draw(struct top *t, uint64_t ns)
 {
-    uint64_t per_s = ns ? t->last * 1000000000 / ns : 0;
     t->refresh++;
+    top_release(t, ~0u); // held a whole refresh: their map record is not coming
+    uint64_t per_s = ns ? t->last * 1000000000 / ns : 0;
     printf("\033[H\033[2J");
     printf("profile top: %s, interval %lu %s, %s%s, every %lu s (refresh %u; q quits)\n",
            t->src->name, t->iv.in_force, t->src->units, t->system ? "whole machine" : t->at.name,
