@@ -42,6 +42,7 @@
 #include "pmc/hal/pmu.h"
 
 #include "pmc/ke/profile_init.h"
+#include "dev/virtio_console.h"
 
 #include "sys/syscall.h"
 
@@ -67,6 +68,13 @@ static void cpu_online(struct cpu *c)
 {
     c->online = true;
     __atomic_fetch_add(&ncpus_online, 1, __ATOMIC_SEQ_CST);
+}
+
+static void say_init_time(void)
+{
+    uint64_t init_ns = clock_ns();
+    kprintf("boot: kernel init took %lu.%03lu ms (TSC)\n", init_ns / 1000000,
+            init_ns / 1000 % 1000);
 }
 
 void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
@@ -117,10 +125,9 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     pmc_init();                       // "pmc: interface <emon|amd64|none>: ..."
     profile_init();                   // profile objects and PMCs over the HAL
     ramdisk_init();                   // GRUB modules are the files
+    virtio_console_init();            // the host's recording file, when QEMU offers one
     process_init();                   // ring-3 faults kill processes
-    uint64_t init_ns = clock_ns();
-    kprintf("boot: kernel init took %lu.%03lu ms (TSC)\n", init_ns / 1000000,
-            init_ns / 1000 % 1000);
+    say_init_time();
 
     char test[32];
     if (cmdline_get("test", test, sizeof test) && strcmp(test, "init") != 0)

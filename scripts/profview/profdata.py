@@ -470,8 +470,13 @@ def load(spec, syms, elf=None):
     (its last export block, else its last gmon frame). Returns (profile,
     description)."""
     with open(spec, "rb") as f:
-        head = f.read(4)
+        head = f.read(24)
     title = os.path.basename(spec)
+    if recording_file(head):
+        import recording  # noqa: E402  (it builds on this module)
+        p, rec, problems = recording.load(spec, syms, title)
+        p.warnings += problems
+        return p, "recording (%d records)" % rec.records
     if head == b"gmon":
         with open(spec, "rb") as f:
             data = f.read()
@@ -493,6 +498,12 @@ def load(spec, syms, elf=None):
     if lines and all(re.match(r"^.+ \d+$", l) or not l.strip() for l in lines):
         return from_folded(lines, title), "folded stacks"
     raise ValueError("%s: no export block, gmon frame or folded stacks" % spec)
+
+
+def recording_file(head):
+    """True when HEAD, a file's first 24 bytes, begins a `profile record --host`
+    recording (scripts/profview/recording.py reads it)."""
+    return len(head) >= 24 and head[0:2] == b"\x01\x01" and head[16:24] == b"PMCREC\r\n"
 
 
 def _gmon_elf(name, syms):

@@ -103,9 +103,18 @@ def do_folded(args):
 # --- perf.data, speedscope, Chrome trace -----------------------------------------
 
 
+def is_recording(src):
+    with open(src, "rb") as f:
+        return profdata.recording_file(f.read(24))
+
+
 def load_export(args, src):
     """The last export block of SRC that has samples (a --cswitch recording's
-    export has none)."""
+    export has none), or the recording SRC (`profile record --host`)."""
+    if is_recording(src):
+        p, _ = profdata.load(src, symbol_dirs(args))
+        warn(p)
+        return p
     blocks = profdata.export_blocks(profdata.console_lines(src))
     if not blocks:
         raise ValueError("%s: no export block (perf.data needs the samples one by one)" % src)
@@ -117,7 +126,13 @@ def load_export(args, src):
 
 def record_command(src):
     """The guest's command line that recorded the export load_export takes
-    (the last `profile record` typed before it), as words without sudo."""
+    (the last `profile record` typed before it), as words without sudo; for a
+    recording, what its trailer says was recorded."""
+    if is_recording(src):
+        import recording  # noqa: E402
+        with open(src, "rb") as f:
+            data = memoryview(f.read())
+        return ["profile", "record"] + recording.command(data).split()
     lines = profdata.console_lines(src)
     begins = [i for i, l in enumerate(lines) if l.strip() == profdata.EXPORT_BEGIN]
     blocks = profdata.export_blocks(lines)
@@ -163,11 +178,14 @@ def do_speedscope(args, src=None):
     """OUT/profile.speedscope.json from the last export with samples and
     OUT/profile.trace.json from the last one with context switches."""
     src = src or args.input
-    blocks = profdata.export_blocks(profdata.console_lines(src))
-    if not blocks:
-        raise ValueError("%s: no export block" % src)
     syms = symbol_dirs(args)
-    exports = [profdata.from_export(b, syms, args.title or os.path.basename(src)) for b in blocks]
+    if is_recording(src):
+        exports = [profdata.load(src, syms)[0]]
+    else:
+        blocks = profdata.export_blocks(profdata.console_lines(src))
+        if not blocks:
+            raise ValueError("%s: no export block" % src)
+        exports = [profdata.from_export(b, syms, args.title or os.path.basename(src)) for b in blocks]
     sampled = [p for p in exports if p.samples]
     switched = [p for p in exports if p.cswitches]
     if not sampled and not switched:
@@ -182,7 +200,7 @@ def do_speedscope(args, src=None):
         doc = speedscope.chrome_trace(switched[-1])
         write_json(os.path.join(args.out, "profile.trace.json"), doc)
         print("profview: %d context switches as trace events" % len(switched[-1].cswitches))
-    guest = cswitch_json(profdata.console_lines(src))
+    guest = None if is_recording(src) else cswitch_json(profdata.console_lines(src))
     if guest is not None:
         write_json(os.path.join(args.out, "profile.cswitch.json"), guest)
     return 0

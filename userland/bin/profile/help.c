@@ -49,6 +49,8 @@ static const char help_record[] =
     "  -k             kernel-mode samples too (needs sudo)\n"
     "  -a             system-wide (needs sudo); implies -k\n"
     "  -o FILE        the log file (default /tmp/pmc.log)\n"
+    "  --host         stream the recording to the host's file while it records (the\n"
+    "                 virtio console: `make record` leaves it in build/recording.bin)\n"
     "  -r KB          ring size per CPU, 4 to 16384 KiB (default 256)\n"
     "  -d DEPTH       call-chain depth, 1 to 512 frames (default 128); with -p PID,\n"
     "                 -d SECONDS is the attachment's time instead\n"
