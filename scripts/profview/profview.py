@@ -25,13 +25,17 @@
         boot the shell ISO headless under icount, profile PROG there, and do
         the above with what comes back on the console (make flamegraph,
         make annotate, make profile-diff)
+    profview.py record-run [--prog "PROG ARGS"] [--seconds N] [--smp N] [--accel ARGS] [--out DIR]
+        boot with the host's recording file (a virtio console) and record PROG
+        (-g -k), or the whole machine for N seconds, straight into
+        DIR/recording.bin (make record); every INPUT below may be that file
     profview.py perf-data-run --prog "PROG ARGS" [--out DIR]
     profview.py speedscope-run --prog "PROG ARGS" [--out DIR]
         the same for make perf-data (profile record -g -k) and make
         speedscope (that, then profile record --cswitch)
 
-INPUT is a console log holding a `profile report --export` block (the last
-one is used) or a `profile run -g` gmon frame, a gmon.out file, or a folded
+INPUT is a recording (`profile record --host`, make record), a console log
+holding a `profile report --export` block (the last one is used) or a `profile run -g` gmon frame, a gmon.out file, or a folded
 file. Symbols come from build/userland/PROG and build/kernel.elf (--elf-dir,
 --kernel). Exit status 0 when done, 1 on an error, 2 for a bad command line,
 77 when the guest has no `profile record` yet.
@@ -49,7 +53,7 @@ import profdata  # noqa: E402
 import speedscope  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from qemuenv import QEMU as QEMU_BIN, ICOUNT_ARGS  # noqa: E402  (scripts/qemu.sh)
+from qemuenv import QEMU as QEMU_BIN, ICOUNT_ARGS, host_recording  # noqa: E402  (scripts/qemu.sh)
 
 SKIP = 77
 QEMU = [QEMU_BIN, "-machine", "pc", "-cpu", "max", "-boot", "d", "-no-reboot",
@@ -369,14 +373,15 @@ def do_diff(args, a_spec=None, b_spec=None):
 # --- sessions in QEMU -----------------------------------------------------------
 
 
-def boot(commands, log, timeout):
-    """Boots build/tests/shell.iso, types COMMANDS and poweroff, saves the
-    console (without carriage returns) in LOG; returns its lines."""
+def boot(commands, log, timeout, qemu=None, what=None):
+    """Boots build/tests/shell.iso (under QEMU, or the command line QEMU), types
+    COMMANDS and poweroff, saves the console (without carriage returns) in
+    LOG; returns its lines."""
     os.makedirs(os.path.dirname(log), exist_ok=True)
-    print("profview: booting QEMU (TCG, -smp 2, %s): %s" % (" ".join(ICOUNT_ARGS), "; ".join(commands)))
+    print("profview: booting QEMU (%s): %s" % (what or "TCG, -smp 2, " + " ".join(ICOUNT_ARGS), "; ".join(commands)))
     stdin = "".join(c + "\n" for c in commands + ["poweroff"])
     try:
-        r = subprocess.run(QEMU + ["-cdrom", "build/tests/shell.iso"], input=stdin.encode(),
+        r = subprocess.run((qemu or QEMU) + ["-cdrom", "build/tests/shell.iso"], input=stdin.encode(),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
         out = r.stdout
     except subprocess.TimeoutExpired as e:
@@ -454,6 +459,38 @@ def record_run(args, subdir):
     return log
 
 
+def record_commands(prog, seconds):
+    """The guest's commands of `make record`: PROG with call chains and the
+    kernel's frames; with SECONDS, the whole machine for that long (PROG, if
+    any, running beside it)."""
+    if not seconds:
+        return ["sudo profile record --host -g -k " + (prog or "calltree")]
+    return ([prog + " &"] if prog else []) + ["sudo profile record --host -g -a %d" % seconds]
+
+
+def do_record_run(args):
+    """OUT/recording.bin: a recording made in the guest and streamed to the
+    host's file while it records (make record); the one before is kept as
+    OUT/recording.old.bin."""
+    out = os.path.join(args.out, "recording.bin")
+    if os.path.exists(out):
+        os.replace(out, os.path.join(args.out, "recording.old.bin"))
+    qemu = [QEMU_BIN, "-machine", "pc", "-boot", "d", "-no-reboot", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+            "-display", "none", "-monitor", "none", "-serial", "stdio", "-smp", str(args.smp), "-m", "512M"]
+    qemu += (args.accel or "-cpu max").split() + host_recording(out)
+    lines = boot(record_commands(args.prog, args.seconds), os.path.join(args.out, "record", "console.log"),
+                 args.timeout + args.seconds, qemu, "-smp %d, %s" % (args.smp, args.accel or "TCG -cpu max"))
+    said = [l for l in lines if l.startswith("record: ") or l.startswith("profile: ")]
+    print("\n".join(said[-4:]))
+    if not os.path.exists(out) or not os.path.getsize(out):
+        raise ValueError("no recording came back in %s (see %s)" % (out, os.path.join(args.out, "record", "console.log")))
+    p, what = profdata.load(out, symbol_dirs(args))
+    warn(p)
+    print("profview: %s: %d bytes, %d samples (%s); convert it with make perf-data, flamegraph, speedscope or "
+          "annotate RECORDING=%s" % (out, os.path.getsize(out), len(p.samples), what, out))
+    return 0 if p.samples else 1
+
+
 def do_perfdata_run(args):
     log = record_run(args, "perf-data")
     if log is None:
@@ -528,6 +565,8 @@ COMMANDS = {
     "perf-data-run": (do_perfdata_run, [("--prog", {})] + OUT + PERF_OUTPUT),
     "speedscope": (do_speedscope, [("input", {})] + TITLED),
     "speedscope-run": (do_speedscope_run, [("--prog", {})] + TITLED),
+    "record-run": (do_record_run, [("--prog", {}), ("--seconds", dict(type=int, default=0)),
+                                   ("--smp", dict(type=int, default=4)), ("--accel", {})] + OUT),
     "annotate-run": (do_annotate_run, [("--prog", {}), ("--func", {})] + OUT),
     "diff-run": (do_diff_run, [("--prog", {}), ("--a", dict(dest="a_side", default="run -b 2")),
                                ("--b", dict(dest="b_side", default="run -b 8"))] + OUT + DIFF_OUTPUT),

@@ -20,7 +20,7 @@ const char usage_record[] =
     "[-r RINGKB] "
     "[-d DEPTH] (PROG [ARGS] | -a SECONDS | -p PID [-d SECONDS])";
 const char usage_report[] =
-    "usage: profile report [--folded | --export] [--sort pid,cpu] [-n TOP] [FILE]";
+    "usage: profile report [--folded | --export | --host] [--sort pid,cpu] [-n TOP] [FILE]";
 const char usage_stat[] = "usage: profile stat [-e EVENT[:u|:k],...] [-a] [-r N] [--per-cpu] (PROG "
                           "[ARGS...] | -p PID [-d "
                           "SECONDS])";

@@ -64,6 +64,8 @@ static const char help_report[] =
     "The reports made from profile record's log.\n\n"
     "  --folded       one folded stack a line (flame graphs)\n"
     "  --export       the log's samples and symbols for scripts/profview\n"
+    "  --host         the log as it is to the host's file (the virtio console), as\n"
+    "                 `profile record --host` writes one\n"
     "  --sort pid,cpu samples per process, per CPU, or both, before the table\n"
     "  -n TOP         rows of the flat table (default 20)\n"
     "  --off-cpu      the time off the CPU by reason and stack (--folded: in microseconds)\n"
