@@ -44,6 +44,7 @@ class Recording:
         self.records_at = 0
         self.trailer_at = 0
         self.recordings = 0
+        self.chosen = False  # one recording of several was asked for by number
         self.notes = []
 
 
@@ -76,9 +77,12 @@ def _resync(data, pos, end):
 class _Reader:
     """One pass over the bytes into a Profile."""
 
-    def __init__(self, data, syms, title):
+    def __init__(self, data, syms, title, which=None):
         self.data, self.syms, self.title = data, syms, title
+        self.which = which  # the recording wanted (0 the first); None: the last
+        self.done = False
         self.rec = Recording()
+        self.rec.chosen = which is not None
         self.begin()
 
     def begin(self):
@@ -184,6 +188,9 @@ class _Reader:
     def header_or_trailer(self, rtype, pos, size):
         d, p = self.data, self.p
         if rtype == RECORDING:
+            if self.which is not None and self.rec.recordings == self.which + 1:
+                self.done = True  # the one wanted has ended
+                return
             self.rec.recordings += 1
             if self.rec.recordings > 1:
                 self.begin()
@@ -221,6 +228,8 @@ class _Reader:
                 self.sample(pos, cpu, size, tsc)
             else:
                 self.other(rtype, pos, cpu, size, tsc)
+            if self.done:
+                break
             self.rec.records += 1
             pos += size
             if progress and pos >= next_note:
@@ -248,7 +257,7 @@ def problems(data, rec):
     """What a person should know about the file, as lines: damage, a missing
     trailer, records the guest saved that the file does not hold."""
     out = list(rec.notes)
-    if rec.recordings > 1:
+    if rec.recordings > 1 and not rec.chosen:
         out.append("the file holds %d recordings: the last is used" % rec.recordings)
     if not rec.recordings:
         out.append("no recording header at the start: not from `profile record --host`, or its start is lost")
@@ -267,11 +276,12 @@ def problems(data, rec):
     return out
 
 
-def load(path, syms, title=None, progress=True):
-    """(Profile, Recording, problem lines) from the recording at PATH."""
+def load(path, syms, title=None, progress=True, which=None):
+    """(Profile, Recording, problem lines) from the recording at PATH: the
+    last one it holds, or the one numbered WHICH (0 the first)."""
     with open(path, "rb") as f:
         data = memoryview(f.read())
-    p, rec = _Reader(data, syms, title or path.rsplit("/", 1)[-1]).run(progress)
+    p, rec = _Reader(data, syms, title or path.rsplit("/", 1)[-1], which).run(progress)
     return p, rec, problems(data, rec)
 
 
