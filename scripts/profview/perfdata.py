@@ -47,6 +47,7 @@ import collections
 import hashlib
 import os
 import shutil
+import operator
 import struct
 import subprocess
 import tempfile
@@ -202,16 +203,25 @@ def mmap2_record(pid, tid, addr, length, pgoff, build_id, filename, misc, traile
     return _record(RECORD_MMAP2, misc | (MISC_MMAP_BUILD_ID if build_id else 0), body)
 
 
+SAMPLE_HEAD = struct.Struct("<IHHQQIIQIIQ")  # the record's header, then the body up to nr
+
+
+def chain_bytes(frames):
+    """(ip, nr and the chain as perf's SAMPLE has them, the record's size) of a sample's frames."""
+    kernel = [a for space, a, _, _ in frames if space == "k"]
+    user = [a for space, a, _, _ in frames if space == "u"]
+    chain = ([CONTEXT_KERNEL] + kernel if kernel else []) + ([CONTEXT_USER] + user if user else [])
+    size = SAMPLE_HEAD.size + 8 + 8 * len(chain)
+    if size > 0xFFFF:
+        raise ValueError("perf record of %d bytes" % size)
+    return frames[0][1], struct.pack("<Q%dQ" % len(chain), len(chain), *chain), size
+
+
 def sample_record(sample, time_ns, period, ident):
     """SAMPLE: identifier, ip, pid/tid, time, cpu/res, period, nr and the chain."""
-    kernel = [a for space, a, _, _ in sample.frames if space == "k"]
-    user = [a for space, a, _, _ in sample.frames if space == "u"]
-    chain = ([CONTEXT_KERNEL] + kernel if kernel else []) + ([CONTEXT_USER] + user if user else [])
-    ip = sample.frames[0][1]
-    body = struct.pack("<QQIIQIIQQ", ident, ip, sample.pid, sample.tid, time_ns, sample.cpu, 0, period,
-                       len(chain))
-    body += struct.pack("<%dQ" % len(chain), *chain)
-    return _record(RECORD_SAMPLE, MISC_KERNEL if sample.mode == "k" else MISC_USER, body)
+    ip, chain, size = chain_bytes(sample.frames)
+    return SAMPLE_HEAD.pack(RECORD_SAMPLE, MISC_KERNEL if sample.mode == "k" else MISC_USER, size, ident, ip,
+                            sample.pid, sample.tid, time_ns, sample.cpu, 0, period) + chain
 
 
 def lost_record(ident, count, trailer):
@@ -355,9 +365,25 @@ def kernel_records(r):
     return out
 
 
-def last_seen(p, pid, tid):
+def seen(p):
+    """{(pid, tid): (first, last) sample TSC}, in one pass over the samples."""
+    out = {}
+    for s in all_samples(p):
+        v = out.get((s.pid, s.tid))
+        if v is None:
+            out[(s.pid, s.tid)] = [s.tsc, s.tsc]
+        elif s.tsc < v[0]:
+            v[0] = s.tsc
+        elif s.tsc > v[1]:
+            v[1] = s.tsc
+    return out
+
+
+def last_seen(p, pid, tid, samples_seen=None):
     """The TSC of a thread's last sample or switch (in or out)."""
-    times = [s.tsc for s in all_samples(p) if s.pid == pid and s.tid == tid]
+    if samples_seen is None:
+        samples_seen = seen(p)
+    times = [samples_seen[(pid, tid)][1]] if (pid, tid) in samples_seen else []
     times += [o.tsc + o.off_ns * (p.tsc_hz or 10 ** 9) // 10 ** 9 for o in p.offcpu if o.pid == pid]
     times += [c[1] for c in p.cswitches if tid == pid and pid in (c[2], c[3])]
     return max(times)
@@ -369,7 +395,7 @@ def thread_records(r, pid, tids):
     each thread's EXIT one nanosecond after its last sample or switch (the
     log does not say when a process ends)."""
     p = r.p
-    first = min(s.tsc for s in all_samples(p) if s.pid == pid)
+    first = min(r.seen[(pid, tid)][0] for tid in tids)
     t = r.ns(min(p.map_tsc.get(pid, first), first))
     parent = p.parents.get(pid, 0)
     name = process_names(p).get(pid, "pid%d" % pid)
@@ -378,7 +404,7 @@ def thread_records(r, pid, tids):
         ppid, ptid = (parent, parent) if tid == pid else (pid, pid)
         out.append((t - 1, 1, task_record(RECORD_FORK, pid, ppid, tid, ptid, t - 1, r.trailer(pid, tid, t - 1))))
         out.append((t, 2, comm_record(pid, tid, name, r.trailer(pid, tid, t), exec_=tid == pid)))
-        end = r.ns(last_seen(p, pid, tid)) + 1
+        end = r.ns(last_seen(p, pid, tid, r.seen)) + 1
         out.append((end, 9, task_record(RECORD_EXIT, pid, ppid, tid, ptid, end, r.trailer(pid, tid, end))))
     for ipid, image, base, end in p.images:
         if ipid == pid and image in r.images:
@@ -396,6 +422,7 @@ def process_records(r):
     for s in all_samples(r.p):
         tids[s.pid].add(s.tid)
     out = []
+    r.seen = seen(r.p)
     for pid in sorted(tids):
         if pid == 0:
             for tid in sorted(tids[0]):
@@ -406,10 +433,23 @@ def process_records(r):
 
 
 def sample_records(r):
-    out = []
+    """sample_record of every sample, inline: this loop runs once a sample.
+    Each frames list's chain is packed once (a recording's samples share one
+    list per distinct chain), each source and CPU's identifier found once."""
+    out, chains, idents, hz = [], {}, {}, r.hz
+    pack, append = SAMPLE_HEAD.pack, out.append
     for s in r.p.samples:
-        event = r.events[s.source]
-        out.append((r.ns(s.tsc), 5, sample_record(s, r.ns(s.tsc), event.period, event.id_of(s.cpu))))
+        t = s.tsc * 10 ** 9 // hz  # r.ns
+        hit = chains.get(id(s.frames))
+        if hit is None:
+            hit = chains[id(s.frames)] = chain_bytes(s.frames)
+        ident = idents.get((s.source, s.cpu))
+        if ident is None:
+            event = r.events[s.source]
+            ident = idents[(s.source, s.cpu)] = (event.id_of(s.cpu), event.period)
+        ip, chain, size = hit
+        append((t, 5, pack(RECORD_SAMPLE, MISC_KERNEL if s.mode == "k" else MISC_USER, size, ident[0], ip,
+                           s.pid, s.tid, t, s.cpu, 0, ident[1]) + chain))
     for o in r.p.offcpu:  # period: the time away
         event = r.events[o.source]
         out.append((r.ns(o.tsc), 5, sample_record(o, r.ns(o.tsc), o.off_ns, event.id_of(o.cpu))))
@@ -446,8 +486,8 @@ def data_section(r):
     """The records in time order (at one time: the kernel's map, FORK, COMM,
     MMAP2, samples, LOST, switches, EXIT)."""
     records = kernel_records(r) + process_records(r) + sample_records(r) + lost_records(r) + switch_records(r)
-    records.sort(key=lambda t: (t[0], t[1]))
-    return b"".join(rec for _, _, rec in records)
+    records.sort(key=operator.itemgetter(0, 1))
+    return b"".join(map(operator.itemgetter(2), records))
 
 
 # --- the file ---------------------------------------------------------------------
@@ -469,7 +509,8 @@ def image_files(p, syms, out_dir):
 
 def build_ids(p, images):
     """[(build-id, DSO name, is the kernel)] of the images with samples."""
-    hit = {image for s in all_samples(p) for _, _, image, _ in s.frames}
+    distinct = {id(s.frames): s.frames for s in all_samples(p)}  # a recording's samples share them
+    hit = {image for frames in distinct.values() for _, _, image, _ in frames}
     out = []
     for name, (path, build_id) in sorted(images.items()):
         if name in hit:

@@ -215,6 +215,12 @@ class Profile:
         hz = self.tsc_hz or 10 ** 9
         return (tsc - t0) * 10 ** 9 // hz
 
+    def ns_function(self):
+        """ns as a plain function of the TSC, for loops over every sample."""
+        self.ns(0)
+        t0, hz = self._t0[1], self.tsc_hz or 10 ** 9
+        return lambda tsc: (tsc - t0) * 10 ** 9 // hz
+
     def add(self, stack, count, leaf_key=None, addr_key=None):
         self.stacks[tuple(stack)] += count
         self.total += count

@@ -14,6 +14,7 @@ record that can be, and counts the bytes it skipped (Recording.skipped).
 Each distinct chain is symbolized once; the samples share its frames.
 """
 import collections
+import functools
 import struct
 import sys
 import time
@@ -28,6 +29,7 @@ VERSION = 1  # SAMPLELOG_RECORDING_VERSION (userland/include/samplelog.h)
 SAMPLE_USER, SAMPLE_TRUNC = 0x1, 0x2
 HEADER = struct.Struct("<HHIQ")
 CHAIN_HEAD = struct.Struct("<IIIHHHHI")  # pmclog_sample / pmclog_offcpu after the header
+SAMPLE_HEAD = struct.Struct("<HHIQIIIHHHHI")  # the header and CHAIN_HEAD: 40 bytes
 TRAILER_SIZE = 2280  # sizeof(struct samplelog_trailer)
 PROGRESS_BYTES = 64 << 20  # a progress line after each this many bytes read
 
@@ -88,9 +90,9 @@ class _Reader:
     def begin(self):
         """Everything read so far forgotten: a later recording in the file replaces it."""
         self.p = profdata.Profile(self.title)
-        self.ids, self.keys = {}, []  # distinct chains: (pid, nkernel, truncated, frame bytes) -> number
-        self.raw = []  # the samples, their chain a number
-        self.offs = []  # (OffCpu fields, chain number in place of the frames, reason, pid, seq)
+        self.chains = {}  # (pid, nkernel, truncated, frame bytes) -> the chain's frames list
+        self.raw = []  # the samples' fields
+        self.offs = []  # (OffCpu fields, reason, pid, seq)
         self.ons = {}  # (pid, seq) -> off_ns
 
     def image_of(self, pid, space, addr):
@@ -100,14 +102,14 @@ class _Reader:
                 return name
         return "kernel" if space == "k" else None
 
-    def chain_id(self, pid, nkernel, trunc, raw):
-        """The number of the distinct chain of frame bytes RAW in PID."""
+    def chain(self, pid, nkernel, trunc, raw):
+        """The frames list of the distinct chain of frame bytes RAW in PID:
+        empty until finish_samples symbolizes it, shared by its samples."""
         key = (pid, nkernel, trunc, raw)
-        cid = self.ids.get(key)
-        if cid is None:
-            cid = self.ids[key] = len(self.keys)
-            self.keys.append(key)
-        return cid
+        frames = self.chains.get(key)
+        if frames is None:
+            frames = self.chains[key] = []
+        return frames
 
     def symbolize(self, key):
         """(frames leaf first as (space, address, image, function), stack root
@@ -126,22 +128,18 @@ class _Reader:
                       [profdata.label(image, func) for _, _, image, func in reversed(full)])
         return full, stack, (full[0][2], full[0][3])
 
-    def sample(self, pos, cpu, size, tsc):
-        pid, tid, _pmc, source, flags, nframes, nkernel, _ = CHAIN_HEAD.unpack_from(self.data, pos + 16)
-        if not nframes:
-            return
-        trunc = bool(flags & SAMPLE_TRUNC)
-        cid = self.chain_id(pid, nkernel, trunc, bytes(self.data[pos + 40:pos + size]))
-        self.raw.append((tsc, cpu, pid, tid, "u" if flags & SAMPLE_USER else "k", cid, trunc, source))
-
     def finish_samples(self):
-        """The samples and the tables, each distinct chain symbolized once."""
-        p = self.p
-        chains = [self.symbolize(k) for k in self.keys]
-        Sample = profdata.Sample
-        p.samples = [Sample(t, c, pid, tid, m, chains[cid][0], tr, so) for t, c, pid, tid, m, cid, tr, so in self.raw]
-        for (cid, pid, cpu, mode), n in collections.Counter((r[5], r[2], r[1], r[4]) for r in self.raw).items():
-            full, stack, leaf = chains[cid]
+        """The samples and the tables, each distinct chain symbolized once
+        (its frames filled in, in the list its samples share)."""
+        p, named = self.p, {}
+        for key, frames in self.chains.items():
+            full, stack, leaf = self.symbolize(key)
+            frames.extend(full)
+            named[id(frames)] = (frames, stack, leaf)
+        # The raw tuples are a Sample's fields: made Samples in C (Sample._make, without its Python frame).
+        p.samples = list(map(functools.partial(tuple.__new__, profdata.Sample), self.raw))
+        for (fid, pid, cpu, mode), n in collections.Counter((id(r[5]), r[2], r[1], r[4]) for r in self.raw).items():
+            full, stack, leaf = named[fid]
             p.stacks[stack] += n
             p.total += n
             p.self_hits[leaf] += n
@@ -150,7 +148,6 @@ class _Reader:
             p.by_cpu[cpu][leaf] += n
             p.mode_by_pid[pid][mode] += n
             p.mode_by_cpu[cpu][mode] += n
-        return chains
 
     def other(self, rtype, pos, cpu, size, tsc):
         d, p = self.data, self.p
@@ -171,8 +168,8 @@ class _Reader:
             pid, tid, _pmc, reason, flags, nframes, nkernel, seq = CHAIN_HEAD.unpack_from(d, pos + 16)
             if nframes:
                 trunc = bool(flags & SAMPLE_TRUNC)
-                cid = self.chain_id(pid, nkernel, trunc, bytes(d[pos + 40:pos + size]))
-                self.offs.append(((tsc, cpu, pid, tid, "k", cid, trunc, profdata.OFFCPU_SOURCE), reason, pid, seq))
+                frames = self.chain(pid, nkernel, trunc, bytes(d[pos + 40:pos + size]))
+                self.offs.append(((tsc, cpu, pid, tid, "k", frames, trunc, profdata.OFFCPU_SOURCE), reason, pid, seq))
         elif rtype == ONCPU:
             pid, _tid, _pmc, seq = struct.unpack_from("<IIII", d, pos + 16)
             self.ons[(pid, seq)], = struct.unpack_from("<Q", d, pos + 40)
@@ -213,40 +210,57 @@ class _Reader:
 
     def run(self, progress):
         d, end, pos = self.data, len(self.data), 0
-        unpack, plausible = HEADER.unpack_from, _plausible
+        head, sample_head = HEADER.unpack_from, SAMPLE_HEAD.unpack_from
         next_note, started = PROGRESS_BYTES, time.monotonic()
         while pos < end:
-            size = plausible(d, pos, end)
+            # The common case first, inline: a well-formed sample.
+            if pos + 40 <= end:
+                rtype, cpu, size, tsc, pid, tid, _, source, flags, nframes, nkernel, _ = sample_head(d, pos)
+                if rtype == SAMPLE and size == 40 + 8 * nframes and nkernel <= nframes and pos + size <= end:
+                    if nframes:
+                        trunc = bool(flags & SAMPLE_TRUNC)
+                        key = (pid, nkernel, trunc, d[pos + 40:pos + size])
+                        frames = self.chains.get(key)
+                        if frames is None:
+                            frames = self.chains[key] = []
+                        self.raw.append((tsc, cpu, pid, tid, "u" if flags & SAMPLE_USER else "k", frames, trunc,
+                                         source))
+                    self.rec.records += 1
+                    pos += size
+                    if pos >= next_note and progress:
+                        next_note = self.progress(pos, next_note, started)
+                    continue
+            size = _plausible(d, pos, end)
             if not size:
                 after = _resync(d, pos, end)
                 self.rec.skipped += after - pos
                 self.rec.stretches += 1
                 pos = after
                 continue
-            rtype, cpu, _, tsc = unpack(d, pos)
-            if rtype == SAMPLE:
-                self.sample(pos, cpu, size, tsc)
-            else:
-                self.other(rtype, pos, cpu, size, tsc)
+            rtype, cpu, _, tsc = head(d, pos)
+            self.other(rtype, pos, cpu, size, tsc)
             if self.done:
                 break
             self.rec.records += 1
             pos += size
-            if progress and pos >= next_note:
-                next_note += PROGRESS_BYTES
-                print("profview: read %d of %d MB, %d samples, %d distinct chains (%.1f s)" %
-                      (pos >> 20, end >> 20, len(self.raw), len(self.keys), time.monotonic() - started),
-                      file=sys.stderr)
-        self.finish_offcpu(self.finish_samples())
+        self.finish_samples()
+        self.finish_offcpu()
         return self.p, self.rec
 
-    def finish_offcpu(self, chains):
+    def progress(self, pos, next_note, started):
+        """A line on a long read; the position of the next."""
+        print("profview: read %d of %d MB, %d samples, %d distinct chains (%.1f s)" %
+              (pos >> 20, len(self.data) >> 20, len(self.raw), len(self.chains), time.monotonic() - started),
+              file=sys.stderr)
+        return next_note + PROGRESS_BYTES
+
+    def finish_offcpu(self):
         p = self.p
         for fields, reason, pid, seq in self.offs:
             off_ns = self.ons.get((pid, seq))
             if off_ns is None:
                 continue  # still away when the recording ended
-            o = profdata.OffCpu(*fields[:5], chains[fields[5]][0], *fields[6:], off_ns, reason)
+            o = profdata.OffCpu(*fields, off_ns, reason)
             p.offcpu.append(o)
             stack = [profdata.label(image, func) for _, _, image, func in reversed(o.frames)]
             stack += ["[%s]" % profdata.reason_name(reason)]
@@ -280,7 +294,7 @@ def load(path, syms, title=None, progress=True, which=None):
     """(Profile, Recording, problem lines) from the recording at PATH: the
     last one it holds, or the one numbered WHICH (0 the first)."""
     with open(path, "rb") as f:
-        data = memoryview(f.read())
+        data = f.read()
     p, rec = _Reader(data, syms, title or path.rsplit("/", 1)[-1], which).run(progress)
     return p, rec, problems(data, rec)
 
