@@ -475,6 +475,10 @@ def do_record_run(args):
     out = os.path.join(args.out, "recording.bin")
     if os.path.exists(out):
         os.replace(out, os.path.join(args.out, "recording.old.bin"))
+    try:
+        open(out, "wb").close()  # an unwritable place fails here, before the boot
+    except OSError as e:
+        raise ValueError("cannot write the recording to %s: %s" % (out, e.strerror))
     qemu = [QEMU_BIN, "-machine", "pc", "-boot", "d", "-no-reboot", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
             "-display", "none", "-monitor", "none", "-serial", "stdio", "-smp", str(args.smp), "-m", "512M"]
     qemu += (args.accel or "-cpu max").split() + host_recording(out)
@@ -482,8 +486,10 @@ def do_record_run(args):
                  args.timeout + args.seconds, qemu, "-smp %d, %s" % (args.smp, args.accel or "TCG -cpu max"))
     said = [l for l in lines if l.startswith("record: ") or l.startswith("profile: ")]
     print("\n".join(said[-4:]))
-    if not os.path.exists(out) or not os.path.getsize(out):
-        raise ValueError("no recording came back in %s (see %s)" % (out, os.path.join(args.out, "record", "console.log")))
+    if not os.path.getsize(out):
+        qemu_said = [l for l in lines if "qemu-system" in l][:1]
+        raise ValueError("no recording came back in %s (%s)" % (
+            out, qemu_said[0] if qemu_said else "see " + os.path.join(args.out, "record", "console.log")))
     p, what = profdata.load(out, symbol_dirs(args))
     warn(p)
     print("profview: %s: %d bytes, %d samples (%s); convert it with make perf-data, flamegraph, speedscope or "
