@@ -45,9 +45,10 @@ app/perfunwind.cpp): so neither takes the host's /proc/kallsyms.
 """
 import collections
 import hashlib
+import io
+import operator
 import os
 import shutil
-import operator
 import struct
 import subprocess
 import tempfile
@@ -146,11 +147,14 @@ def perf_event(source):
 def events_of(p, default_period):
     """{source: Event} for every source with samples, ids numbered from 1
     (an event's ids follow the previous one's); each period is the export's
-    interval for the source (ProfileTime's in ns), else DEFAULT_PERIOD."""
+    interval for the source (ProfileTime's in ns), else DEFAULT_PERIOD (or
+    what it returns, when it is a function)."""
     ncpus = p.ncpus or max([s.cpu for s in p.samples] + [0]) + 1
     out = {}
     for k, source in enumerate(sorted({s.source for s in all_samples(p)}) or [0]):
-        period = p.sources.get(source, 0) * (PROFILE_TIME_UNIT_NS if source == 0 else 1) or default_period
+        period = p.sources.get(source, 0) * (PROFILE_TIME_UNIT_NS if source == 0 else 1)
+        if not period:  # DEFAULT_PERIOD may be a function, called only when a source needs it
+            period = default_period() if callable(default_period) else default_period
         ids = list(range(k * ncpus + 1, (k + 1) * ncpus + 1))
         out[source] = Event(source, period, ids, switches=bool(p.cswitches))
     return out
@@ -432,25 +436,45 @@ def process_records(r):
     return out
 
 
-def sample_records(r):
-    """sample_record of every sample, inline: this loop runs once a sample.
-    Each frames list's chain is packed once (a recording's samples share one
-    list per distinct chain), each source and CPU's identifier found once."""
-    out, chains, idents, hz = [], {}, {}, r.hz
-    pack, append = SAMPLE_HEAD.pack, out.append
-    for s in r.p.samples:
-        t = s.tsc * 10 ** 9 // hz  # r.ns
-        hit = chains.get(id(s.frames))
-        if hit is None:
-            hit = chains[id(s.frames)] = chain_bytes(s.frames)
-        ident = idents.get((s.source, s.cpu))
+class SampleRecords:
+    """The SAMPLE records of every sample, made when written: sample_times
+    gives each one's place in the data section (time, order, index), record
+    its bytes. Each frames list's chain is packed once (a recording's samples
+    share one list per distinct chain), each source and CPU's identifier
+    found once; the data section never holds every sample's bytes at once."""
+
+    def __init__(self, r):
+        self.r, self.chains, self.idents = r, {}, {}
+
+    def sample_times(self):
+        """[(ns, 5, index)] of every sample, and the bytes they will take."""
+        hz, chains, size, out = self.r.hz, self.chains, 0, []
+        append, i = out.append, 0
+        for s in self.r.p.samples:
+            append((s.tsc * 10 ** 9 // hz, 5, i))  # r.ns, inline
+            i += 1
+            hit = chains.get(id(s.frames))
+            if hit is None:
+                hit = chains[id(s.frames)] = chain_bytes(s.frames)
+            size += hit[2]
+        return out, size
+
+    def record(self, i, t):
+        """The bytes of sample I's record, at time T (ns)."""
+        s = self.r.p.samples[i]
+        ident = self.idents.get((s.source, s.cpu))
         if ident is None:
-            event = r.events[s.source]
-            ident = idents[(s.source, s.cpu)] = (event.id_of(s.cpu), event.period)
-        ip, chain, size = hit
-        append((t, 5, pack(RECORD_SAMPLE, MISC_KERNEL if s.mode == "k" else MISC_USER, size, ident[0], ip,
-                           s.pid, s.tid, t, s.cpu, 0, ident[1]) + chain))
-    for o in r.p.offcpu:  # period: the time away
+            event = self.r.events[s.source]
+            ident = self.idents[(s.source, s.cpu)] = (event.id_of(s.cpu), event.period)
+        ip, chain, size = self.chains[id(s.frames)]
+        return SAMPLE_HEAD.pack(RECORD_SAMPLE, MISC_KERNEL if s.mode == "k" else MISC_USER, size, ident[0], ip,
+                                s.pid, s.tid, t, s.cpu, 0, ident[1]) + chain
+
+
+def offcpu_records(r):
+    """The off-CPU samples' SAMPLE records; period: the time away."""
+    out = []
+    for o in r.p.offcpu:
         event = r.events[o.source]
         out.append((r.ns(o.tsc), 5, sample_record(o, r.ns(o.tsc), o.off_ns, event.id_of(o.cpu))))
     return out
@@ -483,11 +507,26 @@ def switch_records(r):
 
 
 def data_section(r):
-    """The records in time order (at one time: the kernel's map, FORK, COMM,
-    MMAP2, samples, LOST, switches, EXIT)."""
-    records = kernel_records(r) + process_records(r) + sample_records(r) + lost_records(r) + switch_records(r)
+    """(bytes, chunks): the records in time order (at one time: the kernel's
+    map, FORK, COMM, MMAP2, samples, LOST, switches, EXIT), as an iterator
+    of byte strings made as it is read, and their length."""
+    samples = SampleRecords(r)
+    times, size = samples.sample_times()
+    records = kernel_records(r) + process_records(r) + offcpu_records(r) + lost_records(r) + switch_records(r)
+    size += sum(len(rec) for _, _, rec in records)
+    records += times
     records.sort(key=operator.itemgetter(0, 1))
-    return b"".join(map(operator.itemgetter(2), records))
+
+    def chunks():
+        out = []
+        for t, _, rec in records:
+            out.append(samples.record(rec, t) if isinstance(rec, int) else rec)
+            if len(out) == 4096:
+                yield b"".join(out)
+                out = []
+        yield b"".join(out)
+
+    return size, chunks()
 
 
 # --- the file ---------------------------------------------------------------------
@@ -531,9 +570,16 @@ def perf_data(p, syms, period=1, images=None, cmdline=("profile", "record")):
     (perf report's event count is the periods' sum). IMAGES: image_files'
     copies with build-ids; without them the MMAP2 records name the ELF files
     as they are, with no build-id (perf then names no kernel frame right)."""
+    out = io.BytesIO()
+    write_perf_data(out, p, syms, period, images, cmdline)
+    return out.getvalue()
+
+
+def write_perf_data(f, p, syms, period=1, images=None, cmdline=("profile", "record")):
+    """perf_data's file written to F, the data section a piece at a time."""
     events = events_of(p, period)
     images = images or plain_images(p, syms)
-    data = data_section(Recording(p, images, events))
+    size, data = data_section(Recording(p, images, events))
     order = [events[k] for k in sorted(events)]
     ids = b"".join(struct.pack("<%dQ" % len(e.ids), *e.ids) for e in order)
     attrs_off = HEADER_SIZE + len(ids)
@@ -543,10 +589,13 @@ def perf_data(p, syms, period=1, images=None, cmdline=("profile", "record")):
         at += 8 * len(e.ids)
     data_off = attrs_off + len(entries)
     features = perfheader.sections(header_info(p, list(cmdline)), order, build_ids(p, images))
-    bitmap, tail = perfheader.layout(features, data_off + len(data))
+    bitmap, tail = perfheader.layout(features, data_off + size)
     header = MAGIC + struct.pack("<QQ", HEADER_SIZE, len(entries) // len(order))
-    header += struct.pack("<QQQQQQ", attrs_off, len(entries), data_off, len(data), 0, 0) + bitmap
-    return header + ids + entries + data + tail
+    header += struct.pack("<QQQQQQ", attrs_off, len(entries), data_off, size, 0, 0) + bitmap
+    f.write(header + ids + entries)
+    for chunk in data:
+        f.write(chunk)
+    f.write(tail)
 
 
 def plain_images(p, syms):

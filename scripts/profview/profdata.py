@@ -471,16 +471,17 @@ def from_folded(lines, title="profile"):
     return p
 
 
-def load(spec, syms, elf=None):
-    """A Profile from a path: a folded file, a gmon.out file, or a console log
-    (its last export block, else its last gmon frame). Returns (profile,
-    description)."""
+def load(spec, syms, elf=None, samples=True):
+    """A Profile from a path: a folded file, a gmon.out file, a recording (of
+    `profile record --host`), or a console log (its last export block, else its
+    last gmon frame). Returns (profile, description). Without SAMPLES a
+    recording's samples are counted into its tables but not kept one by one."""
     with open(spec, "rb") as f:
         head = f.read(24)
     title = os.path.basename(spec)
     if recording_file(head):
         import recording  # noqa: E402  (it builds on this module)
-        p, rec, problems = recording.load(spec, syms, title)
+        p, rec, problems = recording.load(spec, syms, title, samples=samples)
         p.warnings += problems
         return p, "recording (%d records)" % rec.records
     if head == b"gmon":

@@ -97,7 +97,7 @@ def do_export(args, src=None):
 
 
 def do_folded(args):
-    p, _ = profdata.load(args.input, symbol_dirs(args))
+    p, _ = profdata.load(args.input, symbol_dirs(args), samples=False)
     warn(p)
     for line in p.folded_lines():
         print(line)
@@ -160,7 +160,7 @@ def do_perfdata(args, src=None):
     syms = symbol_dirs(args)
     images = perfdata.image_files(p, syms, os.path.join(os.path.dirname(out) or ".", "perf"))
     with open(out, "wb") as f:
-        f.write(perfdata.perf_data(p, syms, speedscope.sample_interval(p), images, record_command(src)))
+        perfdata.write_perf_data(f, p, syms, lambda: speedscope.sample_interval(p), images, record_command(src))
     if "kernel" in images:
         kernel, build_id = images["kernel"]
         cached = perfdata.cache_kernel(kernel, build_id)
@@ -295,7 +295,7 @@ def pick_image(p, prog):
 
 def do_annotate(args):
     syms = symbol_dirs(args)
-    p, what = profdata.load(args.input, syms)
+    p, what = profdata.load(args.input, syms, samples=False)
     image = pick_image(p, args.prog)
     elf = syms.path(image)
     if elf is None:
@@ -358,8 +358,8 @@ def print_diff(a, b, a_name, b_name, top):
 def do_diff(args, a_spec=None, b_spec=None):
     syms = symbol_dirs(args)
     a_spec, b_spec = a_spec or args.a, b_spec or args.b
-    a, _ = profdata.load(a_spec, syms)
-    b, _ = profdata.load(b_spec, syms)
+    a, _ = profdata.load(a_spec, syms, samples=False)
+    b, _ = profdata.load(b_spec, syms, samples=False)
     warn(a)
     warn(b)
     a_name = args.a_name or a_spec
@@ -490,11 +490,11 @@ def do_record_run(args):
         qemu_said = [l for l in lines if "qemu-system" in l][:1]
         raise ValueError("no recording came back in %s (%s)" % (
             out, qemu_said[0] if qemu_said else "see " + os.path.join(args.out, "record", "console.log")))
-    p, what = profdata.load(out, symbol_dirs(args))
+    p, what = profdata.load(out, symbol_dirs(args), samples=False)
     warn(p)
     print("profview: %s: %d bytes, %d samples (%s); convert it with make perf-data, flamegraph, speedscope or "
-          "annotate RECORDING=%s" % (out, os.path.getsize(out), len(p.samples), what, out))
-    return 0 if p.samples else 1
+          "annotate RECORDING=%s" % (out, os.path.getsize(out), p.total, what, out))
+    return 0 if p.total else 1
 
 
 def do_perfdata_run(args):

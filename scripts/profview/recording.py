@@ -79,8 +79,8 @@ def _resync(data, pos, end):
 class _Reader:
     """One pass over the bytes into a Profile."""
 
-    def __init__(self, data, syms, title, which=None):
-        self.data, self.syms, self.title = data, syms, title
+    def __init__(self, data, syms, title, which=None, keep=True):
+        self.data, self.syms, self.title, self.keep = data, syms, title, keep
         self.which = which  # the recording wanted (0 the first); None: the last
         self.done = False
         self.rec = Recording()
@@ -90,8 +90,12 @@ class _Reader:
     def begin(self):
         """Everything read so far forgotten: a later recording in the file replaces it."""
         self.p = profdata.Profile(self.title)
-        self.chains = {}  # (pid, nkernel, truncated, frame bytes) -> the chain's frames list
-        self.raw = []  # the samples' fields
+        if not hasattr(self, "chains"):
+            self.chains = {}  # (pid, nkernel, truncated, frame bytes) -> the chain's frames list
+            self.raw = []  # the samples' fields, when kept
+            self.counts = {}  # (id of a chain's frames list, pid, cpu, mode) -> samples
+        for held in (self.chains, self.raw, self.counts):
+            held.clear()  # in place: run() holds them
         self.offs = []  # (OffCpu fields, reason, pid, seq)
         self.ons = {}  # (pid, seq) -> off_ns
 
@@ -138,7 +142,7 @@ class _Reader:
             named[id(frames)] = (frames, stack, leaf)
         # The raw tuples are a Sample's fields: made Samples in C (Sample._make, without its Python frame).
         p.samples = list(map(functools.partial(tuple.__new__, profdata.Sample), self.raw))
-        for (fid, pid, cpu, mode), n in collections.Counter((id(r[5]), r[2], r[1], r[4]) for r in self.raw).items():
+        for (fid, pid, cpu, mode), n in self.counts.items():
             full, stack, leaf = named[fid]
             p.stacks[stack] += n
             p.total += n
@@ -211,6 +215,7 @@ class _Reader:
     def run(self, progress):
         d, end, pos = self.data, len(self.data), 0
         head, sample_head = HEADER.unpack_from, SAMPLE_HEAD.unpack_from
+        keep, counts, chains, append, samples = self.keep, self.counts, self.chains, self.raw.append, 0
         next_note, started = PROGRESS_BYTES, time.monotonic()
         while pos < end:
             # The common case first, inline: a well-formed sample.
@@ -220,12 +225,15 @@ class _Reader:
                     if nframes:
                         trunc = bool(flags & SAMPLE_TRUNC)
                         key = (pid, nkernel, trunc, d[pos + 40:pos + size])
-                        frames = self.chains.get(key)
+                        frames = chains.get(key)
                         if frames is None:
-                            frames = self.chains[key] = []
-                        self.raw.append((tsc, cpu, pid, tid, "u" if flags & SAMPLE_USER else "k", frames, trunc,
-                                         source))
-                    self.rec.records += 1
+                            frames = chains[key] = []
+                        mode = "u" if flags & SAMPLE_USER else "k"
+                        count = (id(frames), pid, cpu, mode)
+                        counts[count] = counts.get(count, 0) + 1
+                        if keep:
+                            append((tsc, cpu, pid, tid, mode, frames, trunc, source))
+                    samples += 1
                     pos += size
                     if pos >= next_note and progress:
                         next_note = self.progress(pos, next_note, started)
@@ -243,6 +251,7 @@ class _Reader:
                 break
             self.rec.records += 1
             pos += size
+        self.rec.records += samples
         self.finish_samples()
         self.finish_offcpu()
         return self.p, self.rec
@@ -250,7 +259,7 @@ class _Reader:
     def progress(self, pos, next_note, started):
         """A line on a long read; the position of the next."""
         print("profview: read %d of %d MB, %d samples, %d distinct chains (%.1f s)" %
-              (pos >> 20, len(self.data) >> 20, len(self.raw), len(self.chains), time.monotonic() - started),
+              (pos >> 20, len(self.data) >> 20, sum(self.counts.values()), len(self.chains), time.monotonic() - started),
               file=sys.stderr)
         return next_note + PROGRESS_BYTES
 
@@ -290,12 +299,15 @@ def problems(data, rec):
     return out
 
 
-def load(path, syms, title=None, progress=True, which=None):
+def load(path, syms, title=None, progress=True, which=None, samples=True):
     """(Profile, Recording, problem lines) from the recording at PATH: the
-    last one it holds, or the one numbered WHICH (0 the first)."""
+    last one it holds, or the one numbered WHICH (0 the first). Without
+    SAMPLES the profile has its stacks and tables but not its samples one by
+    one (p.samples empty): memory then grows with the distinct chains, not
+    with the samples (folded stacks, diff, annotate need no more)."""
     with open(path, "rb") as f:
         data = f.read()
-    p, rec = _Reader(data, syms, title or path.rsplit("/", 1)[-1], which).run(progress)
+    p, rec = _Reader(data, syms, title or path.rsplit("/", 1)[-1], which, samples).run(progress)
     return p, rec, problems(data, rec)
 
 

@@ -142,10 +142,9 @@ def max_figures():
     start = time.process_time()
     p, info, problems = recording.load(rec, syms, progress=True)
     images = perfdata.image_files(p, syms, os.path.join(OUT, "perf"))
-    data = perfdata.perf_data(p, syms, speedscope.sample_interval(p), images)
+    with open(os.path.join(OUT, "perf.data"), "wb") as f:  # as profview.py perfdata writes it
+        perfdata.write_perf_data(f, p, syms, lambda: speedscope.sample_interval(p), images)
     perf_s = time.process_time() - start
-    with open(os.path.join(OUT, "perf.data"), "wb") as f:
-        f.write(data)
     start = time.process_time()
     folded = p.folded_lines()
     folded_s = time.process_time() - start
