@@ -447,11 +447,12 @@ class SampleRecords:
         self.r, self.chains, self.idents = r, {}, {}
 
     def sample_times(self):
-        """[(ns, 5, index)] of every sample, and the bytes they will take."""
+        """[(ns << 4 | 5, index)] of every sample (data_section's sort key:
+        the time, then the order at one time), and the bytes they will take."""
         hz, chains, size, out = self.r.hz, self.chains, 0, []
         append, i = out.append, 0
         for s in self.r.p.samples:
-            append((s.tsc * 10 ** 9 // hz, 5, i))  # r.ns, inline
+            append(((s.tsc * 10 ** 9 // hz) << 4 | 5, i))  # r.ns, inline
             i += 1
             hit = chains.get(id(s.frames))
             if hit is None:
@@ -511,16 +512,16 @@ def data_section(r):
     map, FORK, COMM, MMAP2, samples, LOST, switches, EXIT), as an iterator
     of byte strings made as it is read, and their length."""
     samples = SampleRecords(r)
-    times, size = samples.sample_times()
-    records = kernel_records(r) + process_records(r) + offcpu_records(r) + lost_records(r) + switch_records(r)
-    size += sum(len(rec) for _, _, rec in records)
-    records += times
-    records.sort(key=operator.itemgetter(0, 1))
+    records, size = samples.sample_times()
+    others = kernel_records(r) + process_records(r) + offcpu_records(r) + lost_records(r) + switch_records(r)
+    size += sum(len(rec) for _, _, rec in others)
+    records += [(t << 4 | order, rec) for t, order, rec in others]  # one int a key: no tuple made per sort key
+    records.sort(key=operator.itemgetter(0))
 
     def chunks():
         out = []
-        for t, _, rec in records:
-            out.append(samples.record(rec, t) if isinstance(rec, int) else rec)
+        for key, rec in records:
+            out.append(samples.record(rec, key >> 4) if isinstance(rec, int) else rec)
             if len(out) == 4096:
                 yield b"".join(out)
                 out = []
@@ -577,6 +578,11 @@ def perf_data(p, syms, period=1, images=None, cmdline=("profile", "record")):
 
 def write_perf_data(f, p, syms, period=1, images=None, cmdline=("profile", "record")):
     """perf_data's file written to F, the data section a piece at a time."""
+    with profdata.no_gc():
+        _write_perf_data(f, p, syms, period, images, cmdline)
+
+
+def _write_perf_data(f, p, syms, period, images, cmdline):
     events = events_of(p, period)
     images = images or plain_images(p, syms)
     size, data = data_section(Recording(p, images, events))

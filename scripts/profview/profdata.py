@@ -8,6 +8,8 @@ breakdowns. Standard library only: the host may have no pip.
 """
 import bisect
 import collections
+import contextlib
+import gc
 import importlib.util
 import os
 import re
@@ -17,6 +19,21 @@ import subprocess
 KERNEL_SUFFIX = "_[k]"  # the folded convention for kernel frames
 UNKNOWN = "[unknown]"
 TRUNCATED = "[truncated]"
+
+
+@contextlib.contextmanager
+def no_gc():
+    """Python's cycle collector off for a while: a recording's millions of
+    samples are tuples with no cycles, and each collection of the oldest
+    generation would walk all of them again (a conversion's time grew faster
+    than its samples)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 # --- ELF symbol tables --------------------------------------------------------

@@ -307,7 +307,8 @@ def load(path, syms, title=None, progress=True, which=None, samples=True):
     with the samples (folded stacks, diff, annotate need no more)."""
     with open(path, "rb") as f:
         data = f.read()
-    p, rec = _Reader(data, syms, title or path.rsplit("/", 1)[-1], which, samples).run(progress)
+    with profdata.no_gc():
+        p, rec = _Reader(data, syms, title or path.rsplit("/", 1)[-1], which, samples).run(progress)
     return p, rec, problems(data, rec)
 
 

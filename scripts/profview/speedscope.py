@@ -24,6 +24,7 @@ each stretch a thread ran on it, and the CPU's counters at each switch as
 counter events ("ph": "C"); timestamps in microseconds.
 """
 import collections
+import operator
 import statistics
 
 import profdata
@@ -108,9 +109,14 @@ def offcpu_profile(name, records, p, frames):
 
 def speedscope(p, title):
     """The speedscope document of an export's samples."""
+    with profdata.no_gc():
+        return _speedscope(p, title)
+
+
+def _speedscope(p, title):
     frames = Frames()
     interval = sample_interval(p)
-    ordered = sorted(p.samples, key=lambda s: s.tsc)
+    ordered = sorted(p.samples, key=operator.attrgetter("tsc"))
     names = {pid: name for pid, name, _, _ in p.images if pid}
     names[0] = "idle"
     by_pid, by_cpu = collections.defaultdict(list), collections.defaultdict(list)

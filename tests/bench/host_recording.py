@@ -7,7 +7,7 @@ with the others; run alone, this prints these only):
       -g recording, TCG -smp 4; the guest's own clock, which under TCG
       without icount follows the host's)
   export_mb_s_serial  the same for the serial fallback: `profile report
-      --export` of a calltree recording, MB of the recording (not of its
+      --export` of a 2-second system-wide -g recording, MB of the recording (not of its
       text) over the seconds between the export's first and last line on the
       host
   record_smp16_lost  samples lost in `profile record --host -g -a 10` on
@@ -96,7 +96,7 @@ def record_line(lines, cmd):
 
 
 def export_figures():
-    small, large = "sudo profile record -g -k calltree", "sudo profile record -g -a 10"
+    small, large = "sudo profile record -g -a 2", "sudo profile record -g -a 10"
     lines, _ = session("export", 4, [small, "sudo profile report --export", "sudo profile report --host", large,
                                      "sudo profile report --host"], 900)
     rows = []
@@ -105,14 +105,14 @@ def export_figures():
     if len(rates) == 2:
         size, us = (int(x) for x in rates[1])
         rows.append(("export_mb_s", "%.1f" % (size / us), "MB/s",
-                     "virtio console, %.1f MB system-wide -g recording, TCG -smp 4 (calltree's %d KB: %.1f MB/s); "
+                     "virtio console, %.1f MB system-wide -g recording, TCG -smp 4 (a %d KB one: %.1f MB/s); "
                      "goal >= 20" % (size / 1e6, int(rates[0][0]) // 1000, int(rates[0][0]) / int(rates[0][1]))))
     out = after(lines, "sudo profile report --export")
     marks = [t for t, l in out if l.strip() in (profdata.EXPORT_BEGIN, profdata.EXPORT_END)]
     small_rec = record_line(lines, small)
     if len(marks) == 2 and small_rec:
         rows.append(("export_mb_s_serial", "%.3f" % (small_rec[2] / (marks[1] - marks[0]) / 1e6), "MB/s",
-                     "serial fallback (profile report --export), %d KB recording in %.1f s" %
+                     "serial fallback (profile report --export), a %d KB recording in %.1f s" %
                      (small_rec[2] // 1000, marks[1] - marks[0])))
     return rows
 
