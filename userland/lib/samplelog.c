@@ -146,6 +146,7 @@ const char *samplelog_tmp_why(NTSTATUS s)
     case STATUS_QUOTA_EXCEEDED:
         return "unprivileged programs' share of /tmp is full; the rest is kept for sudo";
     case STATUS_TMP_FULL: return "/tmp is full";
+    case STATUS_PRIVILEGE_NOT_HELD: return "the host's file is the privileged user's: use sudo";
     case STATUS_IO_TIMEOUT:
         return "the host stopped taking data for 5 s: its disk full, or QEMU stopped; the host's "
                "file keeps what it took";

@@ -325,6 +325,7 @@ struct sys_self_check {
 // SysHostWrite: len bytes to the host's recording file, the virtio console's
 // port (docs/pmc-log.md, "Recordings on the host"), in order, one caller's
 // buffer whole before another's. *written: the bytes the host took, also on
-// a failure. STATUS_NO_SUCH_DEVICE when the machine has no virtio console
-// (len 0 asks only that); STATUS_IO_TIMEOUT once the host stopped taking
-// data; STATUS_ACCESS_VIOLATION for a buffer outside the caller's memory.
+// a failure. STATUS_PRIVILEGE_NOT_HELD without the system-profile privilege;
+// STATUS_NO_SUCH_DEVICE when the machine has no virtio console (len 0 asks
+// only that); STATUS_IO_TIMEOUT once the host stopped taking data;
+// STATUS_ACCESS_VIOLATION for a buffer outside the caller's memory.

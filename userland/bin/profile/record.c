@@ -144,10 +144,12 @@ static int record_prepare(struct record *r, int argc, char **argv)
     }
     r->timed = r->o.system && prof_parse_number(argv[r->o.first], &r->seconds) == 0;
     int privileged = prof_holds_privilege();
-    if ((r->o.system || r->o.kernel || (r->o.rings & PMC_F_KERNEL)) && !privileged) {
+    int host = !strcmp(r->o.file, SAMPLELOG_HOST);
+    if ((r->o.system || r->o.kernel || (r->o.rings & PMC_F_KERNEL) || host) && !privileged) {
         fprintf(stderr, "profile: %s needs the system-profile privilege (run under sudo)\n",
                 r->o.system   ? "-a"
                 : r->o.kernel ? "-k"
+                : host        ? "--host (the host's file is the machine's one stream)"
                               : "sampling ring 0 (:k)");
         return EXIT_FAIL;
     }
