@@ -11,6 +11,9 @@
 #   make flamegraph PROG="calltree"   record PROG in the OS; build/flamegraph.html, profile.html, profile.folded
 #   make pictures PROG="calltree"     the same, then build/pictures/: each view as PNG and SVG, each page as PDF
 #   make perf-data PROG="calltree"    record PROG; build/perf.data for perf and hotspot
+#   make record PROG="calltree" [SECONDS=N]   record PROG (or the machine for N s) straight
+#                                     to build/recording.bin on the host; then any of
+#   make perf-data RECORDING=build/recording.bin   (flamegraph, speedscope, annotate too)
 #   make speedscope PROG="calltree"   record PROG; build/profile.speedscope.json, profile.trace.json
 #   make speedscope-serve PROG="calltree"   the same, then serve it on 127.0.0.1 and print the address that opens it
 #   make annotate PROG=calib FUNC=calib_a   samples beside each instruction of FUNC (half a minute to over two)
@@ -95,7 +98,7 @@ include tests/host/host.mk
 
 .PHONY: lint layers layers-mutations all iso run run-gui test test-qemu-next test-kvm bench fuzz fuzz-state soak stress test-scale profile-demo debug clean deps help compile_commands.json \
 	flamegraph pictures annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
-	perf-data speedscope speedscope-serve speedscope-open deps-perf
+	perf-data speedscope speedscope-serve speedscope-open deps-perf record
 all: $(KERNEL) $(USER_PROGS)
 
 help:
@@ -224,10 +227,15 @@ QEMU_COMMON = $(QEMU_MACHINE) -no-reboot -device isa-debug-exit,iobase=0xf4,iosi
 # LOG=FILE: the console is also written to FILE (what the host's tools read:
 # scripts/profview/profview.py export FILE); QEMU's status is still the one checked.
 LOG ?=
+# The host's recording file of `make run`: `profile record --host` in the
+# guest appends a recording to it (the last one is what the tools read).
+HOST_DEVICE := $(shell sed -n 's/^HOST_DEVICE="\(.*\)"$$/\1/p' scripts/qemu.sh)
+RUN_RECORDING = $(HOST_DEVICE) -chardev file,id=recording,path=$(BUILD)/recording.bin,append=on
+
 run: deps $(ISO) $(BUILD)/tests/probe.iso
 	$(UEFI_CHECK)
-	@echo "run: quit with Ctrl-A then X (the QEMU monitor is Ctrl-A then C)$(if $(LOG),; the console goes to $(LOG) too)"
-	@$(QEMU) $(QEMU_COMMON) $(RUN_ACCEL) -smp $(SMP) -m $(MEM) -cdrom $(ISO) \
+	@echo "run: quit with Ctrl-A then X (the QEMU monitor is Ctrl-A then C); profile record --host appends to $(BUILD)/recording.bin$(if $(LOG),; the console goes to $(LOG) too)"
+	@$(QEMU) $(QEMU_COMMON) $(RUN_ACCEL) -smp $(SMP) -m $(MEM) -cdrom $(ISO) $(RUN_RECORDING) \
 		-nographic -serial mon:stdio $(if $(LOG),| tee $(LOG)); status=$${PIPESTATUS[0]}; \
 		[ $$status -eq 0 ] || [ $$status -eq 33 ] || echo "qemu exited with $$status"
 
@@ -392,8 +400,17 @@ $(BUILD)/profview/node_modules/.installed $(BUILD)/browser/node_modules/.install
 profview-vendor: $(BUILD)/profview/node_modules/.installed
 browser-vendor: $(BUILD)/browser/node_modules/.installed
 
+# make record: PROG with call chains (or, with SECONDS, the whole machine for
+# that long, PROG running beside it), streamed to build/recording.bin while it
+# records, on -smp $(SMP) under TCG or KVM as `make run` chooses. RECORDING=FILE
+# makes the exporters below convert FILE instead of booting.
+RECORDING ?=
+SECONDS ?= 0
+record: deps all $(BUILD)/tests/shell.iso $(BUILD)/tests/probe.iso
+	@$(PROFVIEW) record-run --prog "$(PROG)" --seconds $(SECONDS) --smp $(SMP) --accel "$(RUN_ACCEL)" --out $(BUILD)
+
 flamegraph: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
-	@$(PROFVIEW) flamegraph --prog "$(PROG)" --out $(BUILD)
+	@$(if $(RECORDING),$(PROFVIEW) export $(RECORDING) --title "$(notdir $(RECORDING))" --out $(BUILD),$(PROFVIEW) flamegraph --prog "$(PROG)" --out $(BUILD))
 
 # Pictures for slides and handouts: PROG recorded as `make flamegraph` does,
 # then each view of its pages as PNG and SVG, and each page as it prints
@@ -409,14 +426,14 @@ pictures: flamegraph
 # build-id cache), and build/profile.speedscope.json
 # with build/profile.trace.json (the context switches) for speedscope.
 perf-data: deps deps-perf all $(BUILD)/tests/shell.iso
-	@$(PROFVIEW) perf-data-run --prog "$(PROG)" --out $(BUILD)
+	@$(if $(RECORDING),$(PROFVIEW) perfdata $(RECORDING) --out $(BUILD),$(PROFVIEW) perf-data-run --prog "$(PROG)" --out $(BUILD))
 
 # What `make speedscope` says next: how to open the file; under
 # speedscope-serve (whose prerequisite it is: target-specific variables reach
 # prerequisites, GNU make manual 6.11), that the server comes next.
 SPEEDSCOPE_NEXT = open it with speedscope's Browse button in $(BUILD)/profview/node_modules/speedscope/dist/release/index.html, or record and open it in one step: make speedscope-serve
 speedscope: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
-	@$(PROFVIEW) speedscope-run --prog "$(PROG)" --out $(BUILD)
+	@$(if $(RECORDING),$(PROFVIEW) speedscope $(RECORDING) --out $(BUILD),$(PROFVIEW) speedscope-run --prog "$(PROG)" --out $(BUILD))
 	@echo "speedscope: wrote $(BUILD)/profile.speedscope.json; $(SPEEDSCOPE_NEXT)"
 
 # speedscope opens a profile named in its URL (#profileURL=...) only over
@@ -433,11 +450,12 @@ speedscope-open:
 	@cd $(BUILD) && exec python3 -m http.server --bind 127.0.0.1 $(SPEEDSCOPE_PORT) 2>/dev/null
 
 annotate: deps all $(BUILD)/tests/shell.iso
-	@echo "annotate: boots QEMU under icount and runs PROG twice: half a minute on an idle host, over two minutes on a loaded one"
-	@$(PROFVIEW) annotate-run --prog "$(PROG)" --func "$(FUNC)" --out $(BUILD)
+	@$(if $(RECORDING),$(PROFVIEW) annotate $(RECORDING) --prog "$(firstword $(PROG))" --func "$(FUNC)",echo "annotate: boots QEMU under icount and runs PROG twice: half a minute on an idle host, over two minutes on a loaded one"; $(PROFVIEW) annotate-run --prog "$(PROG)" --func "$(FUNC)" --out $(BUILD))
 
+# A and B may each be a file (two recordings of make record, say): compared as they are.
+one_file = $(and $(filter 1,$(words $(1))),$(wildcard $(1)))
 profile-diff: deps deps-pictures profview-vendor all $(BUILD)/tests/shell.iso
-	@$(PROFVIEW) diff-run --prog "$(PROG)" --a "$(A)" --b "$(B)" --out $(BUILD)
+	@$(if $(and $(call one_file,$(A)),$(call one_file,$(B))),$(PROFVIEW) diff $(A) $(B) --html $(BUILD)/profile-diff.html,$(PROFVIEW) diff-run --prog "$(PROG)" --a "$(A)" --b "$(B)" --out $(BUILD))
 
 compile_commands.json:
 	@scripts/compile_commands.sh "$(CC)" "$(KCFLAGS)" $(KSRC_C) $(ASM_OFFSETS_C) > $@

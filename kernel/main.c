@@ -43,6 +43,7 @@
 
 #include "pmc/hwpmc/hwpmc_init.h"
 #include "pmc/ke/profile_init.h"
+#include "dev/virtio_console.h"
 
 #include "sys/syscall.h"
 
@@ -125,6 +126,7 @@ void NORETURN kmain(uint32_t magic, uint64_t mbi_phys)
     profile_init();                   // profile objects and the sample fan-out over the HAL
     hwpmc_init();                     // PMC objects, their log and loggers over the fan-out
     ramdisk_init();                   // GRUB modules are the files
+    virtio_console_init();            // the host's recording file, when QEMU offers one
     process_init();                   // ring-3 faults kill processes
     print_init_time();                // "boot: kernel init took ..."
 

@@ -22,3 +22,10 @@ ICOUNT_CPU="-cpu max,-x2apic"
 # ICOUNT_ARGS: what a run under icount adds after its other options (a later
 # -cpu replaces an earlier one): guest time counts instructions.
 ICOUNT_ARGS="$ICOUNT_CPU -icount shift=0,sleep=off"
+#
+# HOST_DEVICE: the virtio console `profile record --host` writes to
+# (kernel/dev/virtio_console.c), a transitional virtio-serial device whose
+# port 0 goes to the chardev `recording`; a run names that chardev's file
+# beside it: `-chardev file,id=recording,path=FILE` (the host's recording,
+# growing while the guest writes; append=on keeps what an earlier boot wrote).
+HOST_DEVICE="-device virtio-serial-pci -device virtconsole,chardev=recording"

@@ -21,3 +21,10 @@ _V = _defaults()
 QEMU = os.environ.get("QEMU") or "qemu-system-x86_64"
 ICOUNT_CPU = shlex.split(_V["ICOUNT_CPU"])
 ICOUNT_ARGS = shlex.split(_V["ICOUNT_ARGS"])
+HOST_DEVICE = shlex.split(_V["HOST_DEVICE"])
+
+
+def host_recording(path, append=False):
+    """The QEMU options of the host's recording file PATH (scripts/qemu.sh: HOST_DEVICE)."""
+    path = path.replace(",", ",,")  # QEMU's option syntax doubles a comma in a value
+    return HOST_DEVICE + ["-chardev", "file,id=recording,path=%s%s" % (path, ",append=on" if append else "")]

@@ -45,6 +45,8 @@ app/perfunwind.cpp): so neither takes the host's /proc/kallsyms.
 """
 import collections
 import hashlib
+import io
+import operator
 import os
 import shutil
 import struct
@@ -145,11 +147,14 @@ def perf_event(source):
 def events_of(p, default_period):
     """{source: Event} for every source with samples, ids numbered from 1
     (an event's ids follow the previous one's); each period is the export's
-    interval for the source (ProfileTime's in ns), else DEFAULT_PERIOD."""
+    interval for the source (ProfileTime's in ns), else DEFAULT_PERIOD (or
+    what it returns, when it is a function)."""
     ncpus = p.ncpus or max([s.cpu for s in p.samples] + [0]) + 1
     out = {}
     for k, source in enumerate(sorted({s.source for s in all_samples(p)}) or [0]):
-        period = p.sources.get(source, 0) * (PROFILE_TIME_UNIT_NS if source == 0 else 1) or default_period
+        period = p.sources.get(source, 0) * (PROFILE_TIME_UNIT_NS if source == 0 else 1)
+        if not period:  # DEFAULT_PERIOD may be a function, called only when a source needs it
+            period = default_period() if callable(default_period) else default_period
         ids = list(range(k * ncpus + 1, (k + 1) * ncpus + 1))
         out[source] = Event(source, period, ids, switches=bool(p.cswitches))
     return out
@@ -202,16 +207,25 @@ def mmap2_record(pid, tid, addr, length, pgoff, build_id, filename, misc, traile
     return _record(RECORD_MMAP2, misc | (MISC_MMAP_BUILD_ID if build_id else 0), body)
 
 
+SAMPLE_HEAD = struct.Struct("<IHHQQIIQIIQ")  # the record's header, then the body up to nr
+
+
+def chain_bytes(frames):
+    """(ip, nr and the chain as perf's SAMPLE has them, the record's size) of a sample's frames."""
+    kernel = [a for space, a, _, _ in frames if space == "k"]
+    user = [a for space, a, _, _ in frames if space == "u"]
+    chain = ([CONTEXT_KERNEL] + kernel if kernel else []) + ([CONTEXT_USER] + user if user else [])
+    size = SAMPLE_HEAD.size + 8 + 8 * len(chain)
+    if size > 0xFFFF:
+        raise ValueError("perf record of %d bytes" % size)
+    return frames[0][1], struct.pack("<Q%dQ" % len(chain), len(chain), *chain), size
+
+
 def sample_record(sample, time_ns, period, ident):
     """SAMPLE: identifier, ip, pid/tid, time, cpu/res, period, nr and the chain."""
-    kernel = [a for space, a, _, _ in sample.frames if space == "k"]
-    user = [a for space, a, _, _ in sample.frames if space == "u"]
-    chain = ([CONTEXT_KERNEL] + kernel if kernel else []) + ([CONTEXT_USER] + user if user else [])
-    ip = sample.frames[0][1]
-    body = struct.pack("<QQIIQIIQQ", ident, ip, sample.pid, sample.tid, time_ns, sample.cpu, 0, period,
-                       len(chain))
-    body += struct.pack("<%dQ" % len(chain), *chain)
-    return _record(RECORD_SAMPLE, MISC_KERNEL if sample.mode == "k" else MISC_USER, body)
+    ip, chain, size = chain_bytes(sample.frames)
+    return SAMPLE_HEAD.pack(RECORD_SAMPLE, MISC_KERNEL if sample.mode == "k" else MISC_USER, size, ident, ip,
+                            sample.pid, sample.tid, time_ns, sample.cpu, 0, period) + chain
 
 
 def lost_record(ident, count, trailer):
@@ -355,9 +369,25 @@ def kernel_records(r):
     return out
 
 
-def last_seen(p, pid, tid):
+def seen(p):
+    """{(pid, tid): (first, last) sample TSC}, in one pass over the samples."""
+    out = {}
+    for s in all_samples(p):
+        v = out.get((s.pid, s.tid))
+        if v is None:
+            out[(s.pid, s.tid)] = [s.tsc, s.tsc]
+        elif s.tsc < v[0]:
+            v[0] = s.tsc
+        elif s.tsc > v[1]:
+            v[1] = s.tsc
+    return out
+
+
+def last_seen(p, pid, tid, samples_seen=None):
     """The TSC of a thread's last sample or switch (in or out)."""
-    times = [s.tsc for s in all_samples(p) if s.pid == pid and s.tid == tid]
+    if samples_seen is None:
+        samples_seen = seen(p)
+    times = [samples_seen[(pid, tid)][1]] if (pid, tid) in samples_seen else []
     times += [o.tsc + o.off_ns * (p.tsc_hz or 10 ** 9) // 10 ** 9 for o in p.offcpu if o.pid == pid]
     times += [c[1] for c in p.cswitches if tid == pid and pid in (c[2], c[3])]
     return max(times)
@@ -369,7 +399,7 @@ def thread_records(r, pid, tids):
     each thread's EXIT one nanosecond after its last sample or switch (the
     log does not say when a process ends)."""
     p = r.p
-    first = min(s.tsc for s in all_samples(p) if s.pid == pid)
+    first = min(r.seen[(pid, tid)][0] for tid in tids)
     t = r.ns(min(p.map_tsc.get(pid, first), first))
     parent = p.parents.get(pid, 0)
     name = process_names(p).get(pid, "pid%d" % pid)
@@ -378,7 +408,7 @@ def thread_records(r, pid, tids):
         ppid, ptid = (parent, parent) if tid == pid else (pid, pid)
         out.append((t - 1, 1, task_record(RECORD_FORK, pid, ppid, tid, ptid, t - 1, r.trailer(pid, tid, t - 1))))
         out.append((t, 2, comm_record(pid, tid, name, r.trailer(pid, tid, t), exec_=tid == pid)))
-        end = r.ns(last_seen(p, pid, tid)) + 1
+        end = r.ns(last_seen(p, pid, tid, r.seen)) + 1
         out.append((end, 9, task_record(RECORD_EXIT, pid, ppid, tid, ptid, end, r.trailer(pid, tid, end))))
     for ipid, image, base, end in p.images:
         if ipid == pid and image in r.images:
@@ -396,6 +426,7 @@ def process_records(r):
     for s in all_samples(r.p):
         tids[s.pid].add(s.tid)
     out = []
+    r.seen = seen(r.p)
     for pid in sorted(tids):
         if pid == 0:
             for tid in sorted(tids[0]):
@@ -405,12 +436,46 @@ def process_records(r):
     return out
 
 
-def sample_records(r):
+class SampleRecords:
+    """The SAMPLE records of every sample, made when written: sample_times
+    gives each one's place in the data section (time, order, index), record
+    its bytes. Each frames list's chain is packed once (a recording's samples
+    share one list per distinct chain), each source and CPU's identifier
+    found once; the data section never holds every sample's bytes at once."""
+
+    def __init__(self, r):
+        self.r, self.chains, self.idents = r, {}, {}
+
+    def sample_times(self):
+        """[(ns << 4 | 5, index)] of every sample (data_section's sort key:
+        the time, then the order at one time), and the bytes they will take."""
+        hz, chains, size, out = self.r.hz, self.chains, 0, []
+        append, i = out.append, 0
+        for s in self.r.p.samples:
+            append(((s.tsc * 10 ** 9 // hz) << 4 | 5, i))  # r.ns, inline
+            i += 1
+            hit = chains.get(id(s.frames))
+            if hit is None:
+                hit = chains[id(s.frames)] = chain_bytes(s.frames)
+            size += hit[2]
+        return out, size
+
+    def record(self, i, t):
+        """The bytes of sample I's record, at time T (ns)."""
+        s = self.r.p.samples[i]
+        ident = self.idents.get((s.source, s.cpu))
+        if ident is None:
+            event = self.r.events[s.source]
+            ident = self.idents[(s.source, s.cpu)] = (event.id_of(s.cpu), event.period)
+        ip, chain, size = self.chains[id(s.frames)]
+        return SAMPLE_HEAD.pack(RECORD_SAMPLE, MISC_KERNEL if s.mode == "k" else MISC_USER, size, ident[0], ip,
+                                s.pid, s.tid, t, s.cpu, 0, ident[1]) + chain
+
+
+def offcpu_records(r):
+    """The off-CPU samples' SAMPLE records; period: the time away."""
     out = []
-    for s in r.p.samples:
-        event = r.events[s.source]
-        out.append((r.ns(s.tsc), 5, sample_record(s, r.ns(s.tsc), event.period, event.id_of(s.cpu))))
-    for o in r.p.offcpu:  # period: the time away
+    for o in r.p.offcpu:
         event = r.events[o.source]
         out.append((r.ns(o.tsc), 5, sample_record(o, r.ns(o.tsc), o.off_ns, event.id_of(o.cpu))))
     return out
@@ -443,11 +508,26 @@ def switch_records(r):
 
 
 def data_section(r):
-    """The records in time order (at one time: the kernel's map, FORK, COMM,
-    MMAP2, samples, LOST, switches, EXIT)."""
-    records = kernel_records(r) + process_records(r) + sample_records(r) + lost_records(r) + switch_records(r)
-    records.sort(key=lambda t: (t[0], t[1]))
-    return b"".join(rec for _, _, rec in records)
+    """(bytes, chunks): the records in time order (at one time: the kernel's
+    map, FORK, COMM, MMAP2, samples, LOST, switches, EXIT), as an iterator
+    of byte strings made as it is read, and their length."""
+    samples = SampleRecords(r)
+    records, size = samples.sample_times()
+    others = kernel_records(r) + process_records(r) + offcpu_records(r) + lost_records(r) + switch_records(r)
+    size += sum(len(rec) for _, _, rec in others)
+    records += [(t << 4 | order, rec) for t, order, rec in others]  # one int a key: no tuple made per sort key
+    records.sort(key=operator.itemgetter(0))
+
+    def chunks():
+        out = []
+        for key, rec in records:
+            out.append(samples.record(rec, key >> 4) if isinstance(rec, int) else rec)
+            if len(out) == 4096:
+                yield b"".join(out)
+                out = []
+        yield b"".join(out)
+
+    return size, chunks()
 
 
 # --- the file ---------------------------------------------------------------------
@@ -469,7 +549,8 @@ def image_files(p, syms, out_dir):
 
 def build_ids(p, images):
     """[(build-id, DSO name, is the kernel)] of the images with samples."""
-    hit = {image for s in all_samples(p) for _, _, image, _ in s.frames}
+    distinct = {id(s.frames): s.frames for s in all_samples(p)}  # a recording's samples share them
+    hit = {image for frames in distinct.values() for _, _, image, _ in frames}
     out = []
     for name, (path, build_id) in sorted(images.items()):
         if name in hit:
@@ -490,9 +571,21 @@ def perf_data(p, syms, period=1, images=None, cmdline=("profile", "record")):
     (perf report's event count is the periods' sum). IMAGES: image_files'
     copies with build-ids; without them the MMAP2 records name the ELF files
     as they are, with no build-id (perf then names no kernel frame right)."""
+    out = io.BytesIO()
+    write_perf_data(out, p, syms, period, images, cmdline)
+    return out.getvalue()
+
+
+def write_perf_data(f, p, syms, period=1, images=None, cmdline=("profile", "record")):
+    """perf_data's file written to F, the data section a piece at a time."""
+    with profdata.no_gc():
+        _write_perf_data(f, p, syms, period, images, cmdline)
+
+
+def _write_perf_data(f, p, syms, period, images, cmdline):
     events = events_of(p, period)
     images = images or plain_images(p, syms)
-    data = data_section(Recording(p, images, events))
+    size, data = data_section(Recording(p, images, events))
     order = [events[k] for k in sorted(events)]
     ids = b"".join(struct.pack("<%dQ" % len(e.ids), *e.ids) for e in order)
     attrs_off = HEADER_SIZE + len(ids)
@@ -502,10 +595,13 @@ def perf_data(p, syms, period=1, images=None, cmdline=("profile", "record")):
         at += 8 * len(e.ids)
     data_off = attrs_off + len(entries)
     features = perfheader.sections(header_info(p, list(cmdline)), order, build_ids(p, images))
-    bitmap, tail = perfheader.layout(features, data_off + len(data))
+    bitmap, tail = perfheader.layout(features, data_off + size)
     header = MAGIC + struct.pack("<QQ", HEADER_SIZE, len(entries) // len(order))
-    header += struct.pack("<QQQQQQ", attrs_off, len(entries), data_off, len(data), 0, 0) + bitmap
-    return header + ids + entries + data + tail
+    header += struct.pack("<QQQQQQ", attrs_off, len(entries), data_off, size, 0, 0) + bitmap
+    f.write(header + ids + entries)
+    for chunk in data:
+        f.write(chunk)
+    f.write(tail)
 
 
 def plain_images(p, syms):

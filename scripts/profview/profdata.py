@@ -8,6 +8,8 @@ breakdowns. Standard library only: the host may have no pip.
 """
 import bisect
 import collections
+import contextlib
+import gc
 import importlib.util
 import os
 import re
@@ -16,6 +18,21 @@ import subprocess
 
 KERNEL_SUFFIX = "_[k]"  # the folded convention for kernel frames
 UNKNOWN = "[unknown]"
+
+
+@contextlib.contextmanager
+def no_gc():
+    """Python's cycle collector off for a while: a recording's millions of
+    samples are tuples with no cycles, and each collection of the oldest
+    generation would walk all of them again (a conversion's time grew faster
+    than its samples)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 # --- ELF symbol tables --------------------------------------------------------
@@ -219,6 +236,12 @@ class Profile:
         t0 = self._t0[1]
         hz = self.tsc_hz or 10 ** 9
         return (tsc - t0) * 10 ** 9 // hz
+
+    def ns_function(self):
+        """ns as a plain function of the TSC, for loops over every sample."""
+        self.ns(0)
+        t0, hz = self._t0[1], self.tsc_hz or 10 ** 9
+        return lambda tsc: (tsc - t0) * 10 ** 9 // hz
 
     def add(self, stack, count, leaf_key=None, addr_key=None):
         self.stacks[tuple(stack)] += count
@@ -474,13 +497,19 @@ def from_folded(lines, title="profile"):
     return p
 
 
-def load(spec, syms, elf=None):
-    """A Profile from a path: a folded file, a gmon.out file, or a console log
-    (its last export block, else its last gmon frame). Returns (profile,
-    description)."""
+def load(spec, syms, elf=None, samples=True):
+    """A Profile from a path: a folded file, a gmon.out file, a recording (of
+    `profile record --host`), or a console log (its last export block, else its
+    last gmon frame). Returns (profile, description). Without SAMPLES a
+    recording's samples are counted into its tables but not kept one by one."""
     with open(spec, "rb") as f:
-        head = f.read(4)
+        head = f.read(24)
     title = os.path.basename(spec)
+    if recording_file(head):
+        import recording  # noqa: E402  (it builds on this module)
+        p, rec, problems = recording.load(spec, syms, title, samples=samples)
+        p.warnings += problems
+        return p, "recording (%d records)" % rec.records
     if head == b"gmon":
         with open(spec, "rb") as f:
             data = f.read()
@@ -502,6 +531,12 @@ def load(spec, syms, elf=None):
     if lines and all(re.match(r"^.+ \d+$", l) or not l.strip() for l in lines):
         return from_folded(lines, title), "folded stacks"
     raise ValueError("%s: no export block, gmon frame or folded stacks" % spec)
+
+
+def recording_file(head):
+    """True when HEAD, a file's first 24 bytes, begins a `profile record --host`
+    recording (scripts/profview/recording.py reads it)."""
+    return len(head) >= 24 and head[0:2] == b"\x01\x01" and head[16:24] == b"PMCREC\r\n"
 
 
 def _gmon_elf(name, syms):

@@ -25,13 +25,17 @@
         boot the shell ISO headless under icount, profile PROG there, and do
         the above with what comes back on the console (make flamegraph,
         make annotate, make profile-diff)
+    profview.py record-run [--prog "PROG ARGS"] [--seconds N] [--smp N] [--accel ARGS] [--out DIR]
+        boot with the host's recording file (a virtio console) and record PROG
+        (-g -k), or the whole machine for N seconds, straight into
+        DIR/recording.bin (make record); every INPUT below may be that file
     profview.py perf-data-run --prog "PROG ARGS" [--out DIR]
     profview.py speedscope-run --prog "PROG ARGS" [--out DIR]
         the same for make perf-data (profile record -g -k) and make
         speedscope (that, then profile record --cswitch)
 
-INPUT is a console log holding a `profile report --export` block (the last
-one is used) or a `profile run -g` gmon frame, a gmon.out file, or a folded
+INPUT is a recording (`profile record --host`, make record), a console log
+holding a `profile report --export` block (the last one is used) or a `profile run -g` gmon frame, a gmon.out file, or a folded
 file. Symbols come from build/userland/PROG and build/kernel.elf (--elf-dir,
 --kernel). Exit status 0 when done, 1 on an error, 2 for a bad command line,
 77 when the guest has no `profile record` yet.
@@ -49,7 +53,7 @@ import profdata  # noqa: E402
 import speedscope  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from qemuenv import QEMU as QEMU_BIN, ICOUNT_ARGS  # noqa: E402  (scripts/qemu.sh)
+from qemuenv import QEMU as QEMU_BIN, ICOUNT_ARGS, host_recording  # noqa: E402  (scripts/qemu.sh)
 
 SKIP = 77
 QEMU = [QEMU_BIN, "-machine", "pc", "-cpu", "max", "-boot", "d", "-no-reboot",
@@ -93,7 +97,7 @@ def do_export(args, src=None):
 
 
 def do_folded(args):
-    p, _ = profdata.load(args.input, symbol_dirs(args))
+    p, _ = profdata.load(args.input, symbol_dirs(args), samples=False)
     warn(p)
     for line in p.folded_lines():
         print(line)
@@ -103,9 +107,18 @@ def do_folded(args):
 # --- perf.data, speedscope, Chrome trace -----------------------------------------
 
 
+def is_recording(src):
+    with open(src, "rb") as f:
+        return profdata.recording_file(f.read(24))
+
+
 def load_export(args, src):
     """The last export block of SRC that has samples (a --cswitch recording's
-    export has none)."""
+    export has none), or the recording SRC (`profile record --host`)."""
+    if is_recording(src):
+        p, _ = profdata.load(src, symbol_dirs(args))
+        warn(p)
+        return p
     blocks = profdata.export_blocks(profdata.console_lines(src))
     if not blocks:
         raise ValueError("%s: no export block (perf.data needs the samples one by one)" % src)
@@ -117,7 +130,13 @@ def load_export(args, src):
 
 def record_command(src):
     """The guest's command line that recorded the export load_export takes
-    (the last `profile record` typed before it), as words without sudo."""
+    (the last `profile record` typed before it), as words without sudo; for a
+    recording, what its trailer says was recorded."""
+    if is_recording(src):
+        import recording  # noqa: E402
+        with open(src, "rb") as f:
+            data = memoryview(f.read())
+        return ["profile", "record"] + recording.command(data).split()
     lines = profdata.console_lines(src)
     begins = [i for i, l in enumerate(lines) if l.strip() == profdata.EXPORT_BEGIN]
     blocks = profdata.export_blocks(lines)
@@ -141,7 +160,7 @@ def do_perfdata(args, src=None):
     syms = symbol_dirs(args)
     images = perfdata.image_files(p, syms, os.path.join(os.path.dirname(out) or ".", "perf"))
     with open(out, "wb") as f:
-        f.write(perfdata.perf_data(p, syms, speedscope.sample_interval(p), images, record_command(src)))
+        perfdata.write_perf_data(f, p, syms, lambda: speedscope.sample_interval(p), images, record_command(src))
     if "kernel" in images:
         kernel, build_id = images["kernel"]
         cached = perfdata.cache_kernel(kernel, build_id)
@@ -163,11 +182,14 @@ def do_speedscope(args, src=None):
     """OUT/profile.speedscope.json from the last export with samples and
     OUT/profile.trace.json from the last one with context switches."""
     src = src or args.input
-    blocks = profdata.export_blocks(profdata.console_lines(src))
-    if not blocks:
-        raise ValueError("%s: no export block" % src)
     syms = symbol_dirs(args)
-    exports = [profdata.from_export(b, syms, args.title or os.path.basename(src)) for b in blocks]
+    if is_recording(src):
+        exports = [profdata.load(src, syms)[0]]
+    else:
+        blocks = profdata.export_blocks(profdata.console_lines(src))
+        if not blocks:
+            raise ValueError("%s: no export block" % src)
+        exports = [profdata.from_export(b, syms, args.title or os.path.basename(src)) for b in blocks]
     sampled = [p for p in exports if p.samples]
     switched = [p for p in exports if p.cswitches]
     if not sampled and not switched:
@@ -182,7 +204,7 @@ def do_speedscope(args, src=None):
         doc = speedscope.chrome_trace(switched[-1])
         write_json(os.path.join(args.out, "profile.trace.json"), doc)
         print("profview: %d context switches as trace events" % len(switched[-1].cswitches))
-    guest = cswitch_json(profdata.console_lines(src))
+    guest = None if is_recording(src) else cswitch_json(profdata.console_lines(src))
     if guest is not None:
         write_json(os.path.join(args.out, "profile.cswitch.json"), guest)
     return 0
@@ -273,7 +295,7 @@ def pick_image(p, prog):
 
 def do_annotate(args):
     syms = symbol_dirs(args)
-    p, what = profdata.load(args.input, syms)
+    p, what = profdata.load(args.input, syms, samples=False)
     image = pick_image(p, args.prog)
     elf = syms.path(image)
     if elf is None:
@@ -336,8 +358,8 @@ def print_diff(a, b, a_name, b_name, top):
 def do_diff(args, a_spec=None, b_spec=None):
     syms = symbol_dirs(args)
     a_spec, b_spec = a_spec or args.a, b_spec or args.b
-    a, _ = profdata.load(a_spec, syms)
-    b, _ = profdata.load(b_spec, syms)
+    a, _ = profdata.load(a_spec, syms, samples=False)
+    b, _ = profdata.load(b_spec, syms, samples=False)
     warn(a)
     warn(b)
     a_name = args.a_name or a_spec
@@ -351,14 +373,15 @@ def do_diff(args, a_spec=None, b_spec=None):
 # --- sessions in QEMU -----------------------------------------------------------
 
 
-def boot(commands, log, timeout):
-    """Boots build/tests/shell.iso, types COMMANDS and poweroff, saves the
-    console (without carriage returns) in LOG; returns its lines."""
+def boot(commands, log, timeout, qemu=None, what=None):
+    """Boots build/tests/shell.iso (under QEMU, or the command line QEMU), types
+    COMMANDS and poweroff, saves the console (without carriage returns) in
+    LOG; returns its lines."""
     os.makedirs(os.path.dirname(log), exist_ok=True)
-    print("profview: booting QEMU (TCG, -smp 2, %s): %s" % (" ".join(ICOUNT_ARGS), "; ".join(commands)))
+    print("profview: booting QEMU (%s): %s" % (what or "TCG, -smp 2, " + " ".join(ICOUNT_ARGS), "; ".join(commands)))
     stdin = "".join(c + "\n" for c in commands + ["poweroff"])
     try:
-        r = subprocess.run(QEMU + ["-cdrom", "build/tests/shell.iso"], input=stdin.encode(),
+        r = subprocess.run((qemu or QEMU) + ["-cdrom", "build/tests/shell.iso"], input=stdin.encode(),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
         out = r.stdout
     except subprocess.TimeoutExpired as e:
@@ -436,6 +459,44 @@ def record_run(args, subdir):
     return log
 
 
+def record_commands(prog, seconds):
+    """The guest's commands of `make record`: PROG with call chains and the
+    kernel's frames; with SECONDS, the whole machine for that long (PROG, if
+    any, running beside it)."""
+    if not seconds:
+        return ["sudo profile record --host -g -k " + (prog or "calltree")]
+    return ([prog + " &"] if prog else []) + ["sudo profile record --host -g -a %d" % seconds]
+
+
+def do_record_run(args):
+    """OUT/recording.bin: a recording made in the guest and streamed to the
+    host's file while it records (make record); the one before is kept as
+    OUT/recording.old.bin."""
+    out = os.path.join(args.out, "recording.bin")
+    if os.path.exists(out):
+        os.replace(out, os.path.join(args.out, "recording.old.bin"))
+    try:
+        open(out, "wb").close()  # an unwritable place fails here, before the boot
+    except OSError as e:
+        raise ValueError("cannot write the recording to %s: %s" % (out, e.strerror))
+    qemu = [QEMU_BIN, "-machine", "pc", "-boot", "d", "-no-reboot", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+            "-display", "none", "-monitor", "none", "-serial", "stdio", "-smp", str(args.smp), "-m", "512M"]
+    qemu += (args.accel or "-cpu max").split() + host_recording(out)
+    lines = boot(record_commands(args.prog, args.seconds), os.path.join(args.out, "record", "console.log"),
+                 args.timeout + args.seconds, qemu, "-smp %d, %s" % (args.smp, args.accel or "TCG -cpu max"))
+    said = [l for l in lines if l.startswith("record: ") or l.startswith("profile: ")]
+    print("\n".join(said[-4:]))
+    if not os.path.getsize(out):
+        qemu_said = [l for l in lines if "qemu-system" in l][:1]
+        raise ValueError("no recording came back in %s (%s)" % (
+            out, qemu_said[0] if qemu_said else "see " + os.path.join(args.out, "record", "console.log")))
+    p, what = profdata.load(out, symbol_dirs(args), samples=False)
+    warn(p)
+    print("profview: %s: %d bytes, %d samples (%s); convert it with make perf-data, flamegraph, speedscope or "
+          "annotate RECORDING=%s" % (out, os.path.getsize(out), p.total, what, out))
+    return 0 if p.total else 1
+
+
 def do_perfdata_run(args):
     log = record_run(args, "perf-data")
     if log is None:
@@ -510,6 +571,8 @@ COMMANDS = {
     "perf-data-run": (do_perfdata_run, [("--prog", {})] + OUT + PERF_OUTPUT),
     "speedscope": (do_speedscope, [("input", {})] + TITLED),
     "speedscope-run": (do_speedscope_run, [("--prog", {})] + TITLED),
+    "record-run": (do_record_run, [("--prog", {}), ("--seconds", dict(type=int, default=0)),
+                                   ("--smp", dict(type=int, default=4)), ("--accel", {})] + OUT),
     "annotate-run": (do_annotate_run, [("--prog", {}), ("--func", {})] + OUT),
     "diff-run": (do_diff_run, [("--prog", {}), ("--a", dict(dest="a_side", default="run -b 2")),
                                ("--b", dict(dest="b_side", default="run -b 8"))] + OUT + DIFF_OUTPUT),

@@ -24,6 +24,7 @@ each stretch a thread ran on it, and the CPU's counters at each switch as
 counter events ("ph": "C"); timestamps in microseconds.
 """
 import collections
+import operator
 import statistics
 
 import profdata
@@ -38,12 +39,14 @@ SW_EVENTS = ["task-clock", "context-switches", "cpu-migrations", "page-faults",
 def sample_interval(p):
     """The sampling interval in ns: the median gap between consecutive
     samples of one CPU (1 ms when there is no such gap)."""
-    last, gaps = {}, []
-    for s in sorted(p.samples, key=lambda s: s.tsc):
-        t = p.ns(s.tsc)
-        if s.cpu in last and t > last[s.cpu]:
-            gaps.append(t - last[s.cpu])
-        last[s.cpu] = t
+    by_cpu = collections.defaultdict(list)
+    for s in p.samples:
+        by_cpu[s.cpu].append(s.tsc)
+    p.ns(0)
+    t0, hz, gaps = p._t0[1], p.tsc_hz or 10 ** 9, []
+    for tscs in by_cpu.values():
+        times = [(t - t0) * 10 ** 9 // hz for t in sorted(tscs)]  # p.ns, inline
+        gaps += [b - a for a, b in zip(times, times[1:]) if b > a]
     return int(statistics.median(gaps)) if gaps else 1000000
 
 
@@ -65,16 +68,19 @@ class Frames:
 def sampled_profile(name, samples, p, frames, interval):
     """One sampled profile of SAMPLES (in time order), in nanoseconds since
     the recording's start; gaps longer than the interval are empty stacks."""
-    stacks, weights = [], []
+    stacks, weights, ns, known = [], [], p.ns_function(), {}
     start = end = None
     for s in samples:
-        t = p.ns(s.tsc)
+        t = ns(s.tsc)
         if end is None:
             start = end = t
         elif t > end:
             stacks.append([])
             weights.append(t - end)
-        stacks.append([frames.of(image, func) for _, _, image, func in reversed(s.frames)])
+        stack = known.get(id(s.frames))  # a recording's samples share a chain's frames
+        if stack is None:
+            stack = known[id(s.frames)] = [frames.of(image, func) for _, _, image, func in reversed(s.frames)]
+        stacks.append(stack)
         weights.append(interval)
         end = max(end, t) + interval
     return {"type": "sampled", "name": name, "unit": "nanoseconds", "startValue": start or 0,
@@ -103,9 +109,14 @@ def offcpu_profile(name, records, p, frames):
 
 def speedscope(p, title):
     """The speedscope document of an export's samples."""
+    with profdata.no_gc():
+        return _speedscope(p, title)
+
+
+def _speedscope(p, title):
     frames = Frames()
     interval = sample_interval(p)
-    ordered = sorted(p.samples, key=lambda s: s.tsc)
+    ordered = sorted(p.samples, key=operator.attrgetter("tsc"))
     names = {pid: name for pid, name, _, _ in p.images if pid}
     names[0] = "idle"
     by_pid, by_cpu = collections.defaultdict(list), collections.defaultdict(list)

@@ -38,6 +38,9 @@ Figures (the notes column gives each one's target, where it has one):
   boot_ratio  wall time from QEMU start to the end of kernel init for
       build/os.iso on -smp 4 under TCG, divided by the time a bare multiboot2
       "hello" ISO takes to print its first line, median of 5 each
+  export_mb_s, export_mb_s_serial, record_smp16_lost, record_max_samples,
+      convert_samples_s  recordings out of the guest, to the host's file and
+      the serial fallback, and their conversion (tests/bench/host_recording.py)
   linux_*  with BENCH_PEERS=1 only: the same workloads sampled by Linux's perf
       in the same emulator (`make bench-peers`, tests/bench/peers/peers.py,
       docs/bench-peers.md), appended to build/bench.md
@@ -46,6 +49,7 @@ import os, re, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from qemuenv import QEMU as QEMU_BIN, ICOUNT_ARGS  # noqa: E402  (scripts/qemu.sh)
+import host_recording  # noqa: E402  (tests/bench/host_recording.py)
 
 QEMU = [QEMU_BIN, "-machine", "pc", "-cpu", "max", "-boot", "d", "-no-reboot",
         "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-display", "none",
@@ -193,6 +197,7 @@ def main():
     if attribution:
         figures.append(attribution)
         figures.append(attribution_tcg())
+    figures += host_recording.figures()  # export_mb_s, record_smp16_lost, record_max_samples, convert_samples_s
     for name, value, unit, _ in figures:
         print(f"bench: {name} {value} {unit}")
     table = ["| figure | value | unit | note |", "|---|---|---|---|"]

@@ -10,6 +10,22 @@
 
 #define SAMPLELOG_DEFAULT_FILE "/tmp/pmc.log"
 #define PMCLOG_TRAILER         0x100 // userland only: struct samplelog_trailer
+#define PMCLOG_RECORDING       0x101 // userland only: struct samplelog_recording
+
+// `profile record --host`: the destination that names the host's recording
+// file (SysHostWrite, the virtio console), not a file of /tmp. There the
+// recording is a struct samplelog_recording, then the records as in /tmp,
+// then the trailer (docs/pmc-log.md, "Recordings on the host").
+#define SAMPLELOG_HOST              "host"
+#define SAMPLELOG_RECORDING_MAGIC   "PMCREC\r\n" // 8 bytes, at offset 16
+#define SAMPLELOG_RECORDING_VERSION 1
+struct samplelog_recording {
+    struct pmclog_header h;  // type PMCLOG_RECORDING, size: this struct's
+    char magic[8];           // SAMPLELOG_RECORDING_MAGIC
+    uint32_t version;        // SAMPLELOG_RECORDING_VERSION: this header and the trailer
+    uint32_t pmclog_version; // PMCLOG_VERSION: the records between them
+    char cpu[96];            // "VENDOR,FAMILY,MODEL,STEPPING BRAND", as the export's `cpu` line
+};
 
 struct samplelog_trailer {
     struct pmclog_header h;
@@ -18,6 +34,7 @@ struct samplelog_trailer {
     uint64_t interval;     // source units per sample
     struct pmc_driver_stats stats;
     char command[128];
+    uint64_t bytes; // the records before this trailer, as the recorder saved them
 };
 
 // Time sampling under QEMU without -icount (SysInfo's time_sampling_approximate):
@@ -37,6 +54,14 @@ struct samplelog {
     const struct samplelog_trailer *trailer; // NULL when the recording did not finish
 };
 
+// A recording begun at file: a /tmp file emptied, or, for SAMPLELOG_HOST,
+// the host's recording header written (STATUS_NO_SUCH_DEVICE without the
+// device). NTSTATUS of the failing call.
+NTSTATUS samplelog_begin(const char *file);
+// len bytes appended to file, or to the host's file for SAMPLELOG_HOST.
+NTSTATUS samplelog_save(const char *file, const void *buf, size_t len);
+// "VENDOR,FAMILY,MODEL,STEPPING BRAND" of this CPU, as perf's header has it.
+void samplelog_cpu(char *buf, size_t len);
 // Reads the file (SysTmpRead). NTSTATUS of the failing call.
 NTSTATUS samplelog_load(const char *file, struct samplelog *out);
 void samplelog_free(struct samplelog *log);

@@ -92,6 +92,8 @@ NTSTATUS NtPmcGetDriverStats(struct pmc_driver_stats *out);
 // /tmp, a RAM file system: names "/tmp/NAME"; flags TMP_TRUNCATE, TMP_REMOVE.
 NTSTATUS SysTmpWrite(const char *name, const void *buf, size_t len, uint32_t flags);
 NTSTATUS SysTmpRead(const char *name, uint64_t offset, void *buf, size_t len, size_t *got);
+// The host's recording file (kernel/lib/abi/syscalls.h: SysHostWrite).
+NTSTATUS SysHostWrite(const void *buf, size_t len, size_t *written);
 // Counting PMCs and counter values at context switches (docs/counting.md).
 NTSTATUS NtPmcQuery(HANDLE pmc, struct pmc_value *out);
 // PMC_CSWITCH_START (events[len / 4]) or PMC_CSWITCH_STOP: PMCLOG_CSWITCH

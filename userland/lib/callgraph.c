@@ -609,37 +609,6 @@ static void print_export_other(const struct pmclog_header *h)
     }
 }
 
-static void cpuid(uint32_t leaf, uint32_t r[4])
-{
-    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(0));
-}
-
-// The CPU, as perf's header names it (`cpu VENDOR,FAMILY,MODEL,STEPPING
-// BRAND`): CPUID leaf 0's vendor, leaf 1's signature with the extended family
-// and model folded in (Intel SDM vol. 2A, CPUID), leaves 0x80000002-4's brand.
-static void print_export_cpu(void)
-{
-    uint32_t r[4], brand[13] = {0};
-    char vendor[13] = {0};
-    cpuid(0, r);
-    memcpy(vendor, &r[1], 4);
-    memcpy(vendor + 4, &r[3], 4);
-    memcpy(vendor + 8, &r[2], 4);
-    cpuid(1, r);
-    uint32_t sig = r[0], family = (sig >> 8) & 0xf, model = (sig >> 4) & 0xf;
-    if (family == 0xf)
-        family += (sig >> 20) & 0xff;
-    if (family >= 6)
-        model |= ((sig >> 16) & 0xf) << 4;
-    cpuid(0x80000000, r);
-    for (uint32_t i = 0; r[0] >= 0x80000004 && i < 3; i++)
-        cpuid(0x80000002 + i, brand + 4 * i);
-    const char *b = (const char *)brand;
-    while (*b == ' ')
-        b++;
-    printf("cpu %s,%u,%u,%u %s\n", vendor, family, model, sig & 0xf, *b ? b : "-");
-}
-
 // `offcpu CPU PID TID TSC OFF_NS REASON FRAMES`: a switch-out whose switch-in
 // is in the log, the time away in ns, why (enum thread_wait) and the chain.
 static void export_offcpu(const struct callgraph *cg, const struct pmclog_offcpu *r, char **buf,
@@ -661,7 +630,9 @@ void callgraph_print_export(const struct callgraph *cg, const struct samplelog *
     if (!buf)
         return;
     printf("@@profile-export v1 begin\n");
-    print_export_cpu();
+    char cpu[96];
+    samplelog_cpu(cpu, sizeof cpu);
+    printf("cpu %s\n", cpu);
     if (log->trailer)
         printf("source %u %lu\n", log->trailer->source, log->trailer->interval);
     size_t pos = 0;

@@ -71,7 +71,7 @@ long samplelog_drain(const char *file, void *buf, size_t len, unsigned max_reads
         size_t got = 0;
         NTSTATUS s = NtPmcReadLog(buf, len, &got);
         if (NT_SUCCESS(s) && got)
-            s = SysTmpWrite(file, buf, got, 0);
+            s = samplelog_save(file, buf, got);
         if (!NT_SUCCESS(s))
             return s; // negative: bit 31 set
         if (got == 0)
@@ -81,6 +81,58 @@ long samplelog_drain(const char *file, void *buf, size_t len, unsigned max_reads
             return total; // drained: what was left fit with room to spare
     }
     return total;
+}
+
+NTSTATUS samplelog_save(const char *file, const void *buf, size_t len)
+{
+    if (strcmp(file, SAMPLELOG_HOST) != 0)
+        return SysTmpWrite(file, buf, len, 0);
+    size_t written;
+    return SysHostWrite(buf, len, &written);
+}
+
+NTSTATUS samplelog_begin(const char *file)
+{
+    if (strcmp(file, SAMPLELOG_HOST) != 0)
+        return SysTmpWrite(file, "", 0, TMP_TRUNCATE);
+    struct samplelog_recording r = {
+        .h = {.type = PMCLOG_RECORDING, .size = sizeof r},
+        .version = SAMPLELOG_RECORDING_VERSION,
+        .pmclog_version = PMCLOG_VERSION,
+    };
+    memcpy(r.magic, SAMPLELOG_RECORDING_MAGIC, sizeof r.magic);
+    samplelog_cpu(r.cpu, sizeof r.cpu);
+    return samplelog_save(file, &r, sizeof r);
+}
+
+static void cpuid(uint32_t leaf, uint32_t r[4])
+{
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(0));
+}
+
+// CPUID leaf 0's vendor, leaf 1's signature with the extended family and
+// model folded in (Intel SDM vol. 2A, CPUID), leaves 0x80000002-4's brand.
+void samplelog_cpu(char *buf, size_t len)
+{
+    uint32_t r[4], brand[13] = {0};
+    char vendor[13] = {0};
+    cpuid(0, r);
+    memcpy(vendor, &r[1], 4);
+    memcpy(vendor + 4, &r[3], 4);
+    memcpy(vendor + 8, &r[2], 4);
+    cpuid(1, r);
+    uint32_t sig = r[0], family = (sig >> 8) & 0xf, model = (sig >> 4) & 0xf;
+    if (family == 0xf)
+        family += (sig >> 20) & 0xff;
+    if (family >= 6)
+        model |= ((sig >> 16) & 0xf) << 4;
+    cpuid(0x80000000, r);
+    for (uint32_t i = 0; r[0] >= 0x80000004 && i < 3; i++)
+        cpuid(0x80000002 + i, brand + 4 * i);
+    const char *b = (const char *)brand;
+    while (*b == ' ')
+        b++;
+    snprintf(buf, len, "%s,%u,%u,%u %s", vendor, family, model, sig & 0xf, *b ? b : "-");
 }
 
 const char *samplelog_tmp_why(NTSTATUS s)
@@ -94,6 +146,10 @@ const char *samplelog_tmp_why(NTSTATUS s)
     case STATUS_QUOTA_EXCEEDED:
         return "unprivileged programs' share of /tmp is full; the rest is kept for sudo";
     case STATUS_TMP_FULL: return "/tmp is full";
+    case STATUS_PRIVILEGE_NOT_HELD: return "the host's file is the privileged user's: use sudo";
+    case STATUS_IO_TIMEOUT:
+        return "the host stopped taking data for 5 s: its disk full, or QEMU stopped; the host's "
+               "file keeps what it took";
     default: return NULL;
     }
 }
@@ -101,6 +157,8 @@ const char *samplelog_tmp_why(NTSTATUS s)
 void samplelog_error(const char *action, const char *file, NTSTATUS s, const char *hint)
 {
     const char *why = samplelog_tmp_why(s);
+    if (!strcmp(file, SAMPLELOG_HOST))
+        file = "the host's file";
     fprintf(stderr, "profile: cannot %s %s: %s%s%s%s%s%s\n", action, file, nt_status_name(s),
             why || hint ? " (" : "", why ? why : "", why && hint ? "; " : "", hint ? hint : "",
             why || hint ? ")" : "");

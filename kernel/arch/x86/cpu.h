@@ -38,6 +38,12 @@ static inline uint16_t inw(uint16_t port)
     __asm__ volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
     return v;
 }
+static inline uint32_t inl(uint16_t port)
+{
+    uint32_t v;
+    __asm__ volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
+    return v;
+}
 
 static inline uint64_t read_rflags(void)
 {

@@ -42,6 +42,8 @@ typedef int32_t NTSTATUS;
 #define STATUS_COMMITMENT_LIMIT       ((NTSTATUS)0xC000012D) // SysMap: past the memory limit
 #define STATUS_CONTROL_C_EXIT         ((NTSTATUS)0xC000013A) // the exit status of a Ctrl-C death
 #define STATUS_DEVICE_BUSY            ((NTSTATUS)0x80000011)
+#define STATUS_NO_SUCH_DEVICE         ((NTSTATUS)0xC000000E) // SysHostWrite: no host device
+#define STATUS_IO_TIMEOUT             ((NTSTATUS)0xC00000B5) // SysHostWrite: the device stopped taking data
 
 // Status codes of the NtPmc* calls (customer bit set; docs/pmc-log.md).
 #define STATUS_PMC_BAD_MODE             ((NTSTATUS)0xE0500001)

@@ -97,7 +97,8 @@ typedef uint64_t KAFFINITY;
     X(59, NtPmcGetModuleVersion, 1) /* (uint32_t *version): PMC_MODULE_VERSION */ \
     X(60, SysConsoleForeground, 1) /* (uint32_t pgid): the group Ctrl-C interrupts, 0 none; see below */ \
     X(61, SysInterruptMode, 2)     /* (uint32_t mode, uint32_t *pending): INTERRUPT_*; see below */ \
-    X(62, SysIrqoffLongest, 4)     /* (struct sys_irqoff_longest *buf, uint32_t max, uint32_t *count, uint32_t flags): see below */
+    X(62, SysIrqoffLongest, 4)     /* (struct sys_irqoff_longest *buf, uint32_t max, uint32_t *count, uint32_t flags): see below */ \
+    X(63, SysHostWrite, 3)         /* (const void *buf, size_t len, size_t *written): to the host's file; see below */
 
 enum {
 #define SYSCALL_ENUM(num, name, nargs) SYS_##name = num,
@@ -320,3 +321,11 @@ struct sys_self_check {
     uint64_t live_objects; // handles' kernel objects (processes, profiles)
     uint64_t pinned_pages;
 };
+
+// SysHostWrite: len bytes to the host's recording file, the virtio console's
+// port (docs/pmc-log.md, "Recordings on the host"), in order, one caller's
+// buffer whole before another's. *written: the bytes the host took, also on
+// a failure. STATUS_PRIVILEGE_NOT_HELD without the system-profile privilege;
+// STATUS_NO_SUCH_DEVICE when the machine has no virtio console (len 0 asks
+// only that); STATUS_IO_TIMEOUT once the host stopped taking data;
+// STATUS_ACCESS_VIOLATION for a buffer outside the caller's memory.

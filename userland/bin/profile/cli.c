@@ -16,10 +16,11 @@ const char usage_run[] = "usage: profile run [-s SOURCE[:INTERVAL]]... [-i INTER
 const char usage_kernel[] = "usage: profile kernel [-s SOURCE[:INTERVAL]]... [-i INTERVAL] "
                             "[-b BUCKETSHIFT] [-n TOP] [-g] SECONDS";
 const char usage_record[] =
-    "usage: profile record [-g] [-s SOURCE[:u|:k]] [-i INTERVAL] [-k] [-a] [-o FILE] [-r RINGKB] "
+    "usage: profile record [-g] [-s SOURCE[:u|:k]] [-i INTERVAL] [-k] [-a] [-o FILE | --host] "
+    "[-r RINGKB] "
     "[-d DEPTH] (PROG [ARGS] | -a SECONDS | -p PID [-d SECONDS])";
 const char usage_report[] =
-    "usage: profile report [--folded | --export] [--sort pid,cpu] [-n TOP] [FILE]";
+    "usage: profile report [--folded | --export | --host] [--sort pid,cpu] [-n TOP] [FILE]";
 const char usage_stat[] = "usage: profile stat [-e EVENT[:u|:k],...] [-a] [-r N] [--per-cpu] (PROG "
                           "[ARGS...] | -p PID [-d "
                           "SECONDS])";

@@ -105,6 +105,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, int attach
             o->kernel = 1;
         } else if (!strcmp(a, "-a")) {
             o->system = 1;
+        } else if (!strcmp(a, "--host")) {
+            o->file = SAMPLELOG_HOST;
         } else if (a[1] && strchr("soirde", a[1]) && !a[2]) {
             if (i + 1 >= argc)
                 return usage_error(usage_record, "%s needs an argument", a);
@@ -143,10 +145,12 @@ static int record_prepare(struct record *r, int argc, char **argv)
     }
     r->timed = r->o.system && prof_parse_number(argv[r->o.first], &r->seconds) == 0;
     int privileged = prof_holds_privilege();
-    if ((r->o.system || r->o.kernel || (r->o.rings & PMC_F_KERNEL)) && !privileged) {
+    int host = !strcmp(r->o.file, SAMPLELOG_HOST);
+    if ((r->o.system || r->o.kernel || (r->o.rings & PMC_F_KERNEL) || host) && !privileged) {
         fprintf(stderr, "profile: %s needs the system-profile privilege (run under sudo)\n",
                 r->o.system   ? "-a"
                 : r->o.kernel ? "-k"
+                : host        ? "--host (the host's file is the machine's one stream)"
                               : "sampling ring 0 (:k)");
         return EXIT_FAIL;
     }
@@ -206,6 +210,18 @@ static uint32_t record_rings(const struct record_opts *o)
     return o->kernel || o->system ? PMC_F_LEVELS : PMC_F_USER;
 }
 
+// What to do about a refusal to begin the recording's file, or NULL.
+static const char *record_file_hint(NTSTATUS s)
+{
+    if (s == STATUS_OBJECT_NAME_COLLISION)
+        return "or record into another: -o /tmp/NAME";
+    if (s == STATUS_NO_SUCH_DEVICE)
+        return "this machine has no virtio console: `make run` and `make record` boot with one; "
+               "without --host the recording goes to /tmp, and `profile report --export` sends "
+               "it over the serial console";
+    return NULL;
+}
+
 // The sampling PMC allocated, attached to PROG, started, over an empty file. 0 or -1.
 static int record_start(struct record *r)
 {
@@ -222,16 +238,15 @@ static int record_start(struct record *r)
     NTSTATUS s = NtPmcAllocate(&r->pmc, &r->alloc), file = STATUS_SUCCESS;
     if (NT_SUCCESS(s) && !o->system)
         s = NtPmcAttach(r->pmc, r->child);
-    // The old file is replaced (mode 0: private to its owner) only once the
-    // PMC is allocated and attached: a refusal before leaves it whole.
+    // The old file is replaced (mode 0: private to its owner), or the host's
+    // recording begun, only once the PMC is allocated and attached: a
+    // refusal before leaves it whole.
     if (NT_SUCCESS(s))
-        s = file = SysTmpWrite(o->file, "", 0, TMP_TRUNCATE);
+        s = file = samplelog_begin(o->file);
     if (NT_SUCCESS(s))
         s = NtPmcStart(r->pmc);
     if (!NT_SUCCESS(file)) {
-        samplelog_error(
-            "write", o->file, file,
-            file == STATUS_OBJECT_NAME_COLLISION ? "or record into another: -o /tmp/NAME" : NULL);
+        samplelog_error("write", o->file, file, record_file_hint(file));
     } else if (!NT_SUCCESS(s)) {
         fprintf(stderr, "profile: cannot start sampling: %s\n", nt_status_name(s));
     }
@@ -289,9 +304,10 @@ static void record_trailer(struct record *r, struct samplelog_trailer *t)
     t->interval = r->count ? r->count : r->iv.in_force;
     NtPmcGetDriverStats(&t->stats);
     strlcpy(t->command, r->command, sizeof t->command);
+    t->bytes = (uint64_t)r->bytes;
     if (t->source == ProfileTime && prof_time_approximate())
         t->notes |= SAMPLELOG_NOTE_APPROXIMATE_TIME;
-    NTSTATUS s = SysTmpWrite(r->o.file, t, sizeof *t, 0);
+    NTSTATUS s = samplelog_save(r->o.file, t, sizeof *t);
     if (!NT_SUCCESS(s) && !r->save_error)
         r->save_error = s;
 }
@@ -310,9 +326,11 @@ static int record_summary(const struct record *r, const struct samplelog_trailer
         printf("record: cpu%u delivered %lu logged %lu lost %lu\n", c, t->stats.cpu[c].delivered,
                t->stats.cpu[c].logged, t->stats.cpu[c].lost);
     }
+    int host = !strcmp(r->o.file, SAMPLELOG_HOST);
     printf("record: %s: %lu samples logged, %lu lost, %lu truncated chains, %lu bytes in %s\n",
-           r->command, logged, lost, t->stats.chains_truncated, (unsigned long)r->bytes + sizeof *t,
-           r->o.file);
+           r->command, logged, lost, t->stats.chains_truncated,
+           (unsigned long)r->bytes + sizeof *t + (host ? sizeof(struct samplelog_recording) : 0),
+           host ? "the host's file" : r->o.file);
     if (r->at.pid)
         attach_say_end(&r->at, "record");
     else if (r->child)
