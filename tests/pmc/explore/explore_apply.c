@@ -9,6 +9,7 @@
 #include "pmc/ke/profile.h"
 #include "ke_host.h"
 #include "pmc/hal/counts.h"
+#include "pmc/hal/pmu_regs.h"
 #include "pmc/hwpmc/loggers.h"
 #include "pmc/hwpmc/admin.h"
 #include "tests.h"

@@ -6,6 +6,7 @@
 #include "explore.h"
 #include "ke_host.h"
 #include "pmc/hal/pmi.h"
+#include "pmc/hal/pmu_regs.h"
 #include "tests.h"
 
 #define NMI_IP 0xFFFFFFFF80100400ull // the interrupted kernel code
