@@ -211,17 +211,16 @@ def stub_file(text, file, lab, pieces):
         body = stub_body(lab, todo, params, return_statement(text, name_start))
         text = text[:b_open] + body + text[b_close + 1 :]
         stubbed.append(func)
-    # A static only the old bodies used: one (void) in the first stub.
-    orphans = [
-        n
-        for n in sorted(before)
-        if n not in stubbed and before[n] > 1 and uses(text, n) == 1
-    ]
-    if orphans:
-        _, _, _, b_open, _ = find(text, file, stubbed[0])
-        at = text.find("\n", b_open)  # after the TODO comment's lines
+    # A static only the old bodies used (a stubbed one too): a (void) in
+    # another stub, after its TODO comment.
+    orphans = [n for n in sorted(before) if before[n] > 1 and uses(text, n) == 1]
+    for n in orphans:
+        host = next((f for f in stubbed if f != n), None)
+        if host is None:
+            continue
+        _, _, _, b_open, _ = find(text, file, host)
+        at = text.find("\n", b_open)
         while text.startswith("\n    //", at):
             at = text.find("\n", at + 1)
-        keep = "".join(f"\n    (void){n}; // only the code to write uses it" for n in orphans)
-        text = text[:at] + keep + text[at:]
+        text = text[:at] + f"\n    (void){n}; // only the code to write uses it" + text[at:]
     return text

@@ -9,7 +9,7 @@
 //
 // NtCreateProfile's BucketSize is log2 of the bytes a bucket covers and the
 // buffer holds one ULONG counter a bucket (the Windows ntddk.h/ntifs.h
-// prototype; docs/nt-profile.md). ProfileTime samples at its interval, which
+// prototype; docs/profile.md). ProfileTime samples at its interval, which
 // hits sets to its finest, 1221 (122.1 us), where it may (NtSetIntervalProfile
 // needs the privilege, as sudo gives) and sets back afterwards: the shares
 // approach 50/30/20 as the samples grow, and under QEMU's icount 100,000,000
