@@ -95,6 +95,7 @@ KOBJ     := $(KSRC_C:%.c=$(OBJ)/%.o) $(KSRC_ASM:%.asm=$(OBJ)/%.o)
 include tests/host/host.mk
 -include tests/pmc/pmc.mk
 -include tests/ke/ke.mk
+-include labs/labs.mk
 
 .PHONY: lint layers layers-mutations all iso run run-gui test test-qemu-next test-kvm bench fuzz fuzz-state soak stress test-scale profile-demo debug clean deps help compile_commands.json \
 	flamegraph pictures annotate profile-diff profview-vendor browser-vendor deps-pictures deps-browser \
