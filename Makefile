@@ -306,12 +306,9 @@ bench-peers: deps $(USER_OUT)/bench
 FUZZ_SEED ?= 1
 FUZZ_SMP ?= 4
 FUZZ_LOG = $(BUILD)/$(1)-$(FUZZ_SEED)-smp$(FUZZ_SMP).log
+FUZZ_RUN = FUZZ_SEED=$(FUZZ_SEED) FUZZ_SMP=$(FUZZ_SMP) QEMU_COMMON="$(QEMU_COMMON)" BUILD=$(BUILD) tests/fuzz-run
 fuzz: deps
-	@$(MAKE) -s $(BUILD)/tests/init+init~fuzz,1000000,$(FUZZ_SEED),4.iso
-	@start=$$(date +%s); timeout 3600 $(QEMU) $(QEMU_COMMON) -cpu max -smp $(FUZZ_SMP) -m 512M -display none -serial stdio \
-		-cdrom $(BUILD)/tests/init+init~fuzz,1000000,$(FUZZ_SEED),4.iso | tee $(call FUZZ_LOG,fuzz) | grep -E '^fuzz|panic|^init'; \
-	 status=$${PIPESTATUS[0]}; echo "fuzz: seed $(FUZZ_SEED), -smp $(FUZZ_SMP): $$(( $$(date +%s) - start )) s"; \
-	 [ $$status -eq 33 ] && echo "fuzz: passed" || { echo "fuzz: FAILED (QEMU status $$status, log in $(call FUZZ_LOG,fuzz))"; exit 1; }
+	@$(FUZZ_RUN) fuzz 'fuzz,1000000,$(FUZZ_SEED),4' $(call FUZZ_LOG,fuzz) '^fuzz|panic|^init'
 
 # The stateful fuzzer (userland/bin/fuzz_state/): 1,000,000 calls in
 # sequences over live profiles, PMCs, the log and children, from 4 processes on
@@ -323,13 +320,7 @@ fuzz: deps
 comma := ,
 FUZZ_STATE_ARGS = $(if $(REPLAY),--replay$(comma)$(REPLAY),1000000$(comma)$(FUZZ_SEED)$(comma)4$(if $(NARROW),$(comma)$(NARROW)))
 fuzz-state: deps
-	@$(MAKE) -s '$(BUILD)/tests/init+init~fuzz_state,$(FUZZ_STATE_ARGS).iso'
-	@start=$$(date +%s); timeout 3600 $(QEMU) $(QEMU_COMMON) -cpu max -smp $(FUZZ_SMP) -m 512M -display none -serial stdio \
-		-cdrom '$(BUILD)/tests/init+init~fuzz_state,$(FUZZ_STATE_ARGS).iso' | tee $(call FUZZ_LOG,fuzz-state) | grep -E '^fuzz-state[:]|panic|^init|^  \['; \
-	 status=$${PIPESTATUS[0]}; echo "fuzz-state: seed $(FUZZ_SEED), -smp $(FUZZ_SMP): $$(( $$(date +%s) - start )) s"; \
-	 [ $$status -eq 33 ] && echo "fuzz-state: passed" || { echo "fuzz-state: FAILED (QEMU status $$status, log in $(call FUZZ_LOG,fuzz-state))"; \
-	   echo "fuzz-state: the sequence each process was running (make fuzz-state REPLAY=... runs one again):"; \
-	   tr -d '\r' < $(call FUZZ_LOG,fuzz-state) | awk '/^fuzz-state-run: /{last[$$3]=$$0} END{for (p in last) print "  " last[p]}'; exit 1; }
+	@$(FUZZ_RUN) fuzz-state 'fuzz_state,$(FUZZ_STATE_ARGS)' $(call FUZZ_LOG,fuzz-state) '^fuzz-state[:]|panic|^init|^  \['
 
 # An attacker beside a victim (userland/bin/fuzz_users.c): a privileged
 # victim does FUZZ_USERS_OPS of what profiling users do while 3 unprivileged
@@ -338,12 +329,7 @@ fuzz-state: deps
 # attackers, N failures".
 FUZZ_USERS_OPS ?= 2000
 fuzz-users: deps
-	@$(MAKE) -s '$(BUILD)/tests/init+init~fuzz_users,$(FUZZ_USERS_OPS),$(FUZZ_SEED).iso'
-	@timeout 3600 $(QEMU) $(QEMU_COMMON) -cpu max -smp $(FUZZ_SMP) -m 512M -display none -serial stdio \
-		-cdrom '$(BUILD)/tests/init+init~fuzz_users,$(FUZZ_USERS_OPS),$(FUZZ_SEED).iso' | \
-		tee $(call FUZZ_LOG,fuzz-users) | grep -E '^fuzz-users: [0-9]|panic|got through|victim:'; \
-	 status=$${PIPESTATUS[0]}; [ $$status -eq 33 ] && echo "fuzz-users: passed" || \
-	 { echo "fuzz-users: FAILED (QEMU status $$status, log in $(call FUZZ_LOG,fuzz-users))"; exit 1; }
+	@$(FUZZ_RUN) fuzz-users 'fuzz_users,$(FUZZ_USERS_OPS),$(FUZZ_SEED)' $(call FUZZ_LOG,fuzz-users) '^fuzz-users: [0-9]|panic|got through|victim:'
 
 # The check before a release: the fuzzers in full (1,000,000 calls; fuzz-users
 # 2,000 victim operations) with
