@@ -17,55 +17,53 @@ const char *swevent_name(enum pmc_sw_event e)
 }
 
 uint64_t (*swevent_profile_ticks)(unsigned cpu);
+struct swevent_cpu swevent_cpus[MAX_CPUS];
 
 // PMIs and ProfileTime ticks taken on c since its last switch (*seen_*: the
 // counts now). Both counts only grow, each one store by c: another CPU's
 // reader never sees one go back. (The timer's own expiry count restarts with
 // the source, and is two fields, deadline and missed, that a reader could
 // meet half updated.)
-static void pending(const struct cpu *c, uint64_t *pmis, uint64_t *ticks, uint64_t *seen_pmis,
+static void pending(unsigned cpu, uint64_t *pmis, uint64_t *ticks, uint64_t *seen_pmis,
                     uint64_t *seen_ticks)
 {
-    uint64_t p = READ_ONCE(c->pmi_count);
+    const struct swevent_cpu *sc = &swevent_cpus[cpu];
+    uint64_t p = READ_ONCE(sc->pmis);
     uint64_t (*profile_ticks)(unsigned) = READ_ONCE(swevent_profile_ticks);
-    uint64_t t = profile_ticks ? profile_ticks(c->id) : 0;
-    *pmis = p - READ_ONCE(c->sw_pmis_seen);
-    *ticks = t - READ_ONCE(c->sw_ticks_seen);
+    uint64_t t = profile_ticks ? profile_ticks(cpu) : 0;
+    *pmis = p - READ_ONCE(sc->pmis_seen);
+    *ticks = t - READ_ONCE(sc->ticks_seen);
     *seen_pmis = p;
     *seen_ticks = t;
 }
 
-static void interrupts_since(struct cpu *c, uint64_t *pmis, uint64_t *ticks)
-{
-    pending(c, pmis, ticks, &c->sw_pmis_seen, &c->sw_ticks_seen);
-}
-
 // Interrupts c took since its last switch, not yet charged to anyone: a read
 // of a running thread's or of a CPU's total includes them.
-static uint64_t uncharged(const struct cpu *c, enum pmc_sw_event e)
+static uint64_t uncharged(unsigned cpu, enum pmc_sw_event e)
 {
     uint64_t pmis, ticks, p, t;
     if (e != PMC_SW_PROFILE_TICKS && e != PMC_SW_PROFILE_INTERRUPTS)
         return 0;
-    pending(c, &pmis, &ticks, &p, &t);
+    pending(cpu, &pmis, &ticks, &p, &t);
     return e == PMC_SW_PROFILE_TICKS ? ticks : pmis + ticks;
 }
 
 void swevent_switch(struct cpu *c, struct thread *cur, struct thread *next, uint64_t ran_ns)
 {
-    uint64_t pmis, ticks;
-    interrupts_since(c, &pmis, &ticks);
+    struct swevent_cpu *sc = &swevent_cpus[c->id];
+    uint64_t pmis, ticks, *sw = sc->count;
+    pending(c->id, &pmis, &ticks, &sc->pmis_seen, &sc->ticks_seen);
     cur->sw[PMC_SW_PROFILE_INTERRUPTS] += pmis + ticks;
     cur->sw[PMC_SW_PROFILE_TICKS] += ticks;
-    c->sw[PMC_SW_PROFILE_INTERRUPTS] += pmis + ticks;
-    c->sw[PMC_SW_PROFILE_TICKS] += ticks;
+    sw[PMC_SW_PROFILE_INTERRUPTS] += pmis + ticks;
+    sw[PMC_SW_PROFILE_TICKS] += ticks;
     cur->sw[PMC_SW_CONTEXT_SWITCHES]++;
-    c->sw[PMC_SW_CONTEXT_SWITCHES]++;
+    sw[PMC_SW_CONTEXT_SWITCHES]++;
     if (cur != c->idle)
-        c->sw[PMC_SW_TASK_CLOCK] += ran_ns; // the CPU's task-clock is its busy time
+        sw[PMC_SW_TASK_CLOCK] += ran_ns; // the CPU's task-clock is its busy time
     if (next->cpu >= 0 && (unsigned)next->cpu != c->id && next != c->idle) {
         next->sw[PMC_SW_CPU_MIGRATIONS]++;
-        c->sw[PMC_SW_CPU_MIGRATIONS]++;
+        sw[PMC_SW_CPU_MIGRATIONS]++;
     }
 }
 
@@ -75,7 +73,7 @@ uint64_t swevent_thread_value(const struct thread *t, enum pmc_sw_event e)
         uint64_t v = READ_ONCE(t->sw[e]);
         int cpu = READ_ONCE(t->cpu);
         if (READ_ONCE(t->state) == T_RUNNING && cpu >= 0 && READ_ONCE(cpus[cpu].current) == t)
-            v += uncharged(&cpus[cpu], e);
+            v += uncharged((unsigned)cpu, e);
         return v;
     }
     uint64_t ns = READ_ONCE(t->cpu_ns), start = READ_ONCE(t->run_start_ns);
@@ -89,7 +87,7 @@ uint64_t swevent_thread_value(const struct thread *t, enum pmc_sw_event e)
 uint64_t swevent_cpu_value(unsigned cpu, enum pmc_sw_event e)
 {
     struct cpu *c = &cpus[cpu];
-    uint64_t v = READ_ONCE(c->sw[e]) + uncharged(c, e);
+    uint64_t v = READ_ONCE(swevent_cpus[cpu].count[e]) + uncharged(cpu, e);
     if (e == PMC_SW_TASK_CLOCK) {
         struct thread *t = READ_ONCE(c->current);
         if (t && t != c->idle) {

@@ -9,9 +9,23 @@
 //   syscall_dispatch (syscall.c) system calls
 //   process_fault (process.c)    user-mode page faults
 #pragma once
+#include "lib/abi/pmc.h"
+
 #include "arch/x86/percpu.h"
 
 #include "core/sched.h"
+
+// Software events on one CPU: running totals; the performance-monitoring
+// interrupts taken there since boot, which the HAL adds to (pmc/hal/pmi.c)
+// and nothing resets; and the PMI and ProfileTime tick counts at the last
+// switch (their difference at the next one is charged to the thread that ran
+// in between).
+struct swevent_cpu {
+    uint64_t count[PMC_SW_COUNT];
+    uint64_t pmis;
+    uint64_t pmis_seen, ticks_seen;
+} __attribute__((aligned(128))); // its own cache lines; an index is a shift
+extern struct swevent_cpu swevent_cpus[MAX_CPUS];
 
 // On the switch from cur to next on c, at time now; ran_ns is how long cur ran.
 // Interrupts off, run-queue lock held.
@@ -20,7 +34,7 @@ void swevent_switch(struct cpu *c, struct thread *cur, struct thread *next, uint
 static inline void swevent_count(enum pmc_sw_event e)
 {
     struct cpu *c = this_cpu();
-    c->sw[e]++;
+    swevent_cpus[c->id].count[e]++;
     c->current->sw[e]++;
 }
 

@@ -12,6 +12,7 @@
 #include "core/mutex.h"
 #include "core/sched.h"
 #include "core/spinlock.h"
+#include "core/swevent.h"
 #include "lib/panic.h"
 #include "pmc/hal/hal.h"
 #include "pmc/ke/profile.h"
@@ -372,9 +373,11 @@ const char *swevent_name(enum pmc_sw_event e)
     return (unsigned)e < PMC_SW_COUNT ? names[e] : "?";
 }
 
+struct swevent_cpu swevent_cpus[MAX_CPUS]; // as core/swevent.c's
+
 uint64_t swevent_cpu_value(unsigned cpu, enum pmc_sw_event e)
 {
-    return cpus[cpu].sw[e];
+    return swevent_cpus[cpu].count[e];
 }
 
 NTSTATUS KeReferenceProfileSource(KPROFILE_SOURCE source)

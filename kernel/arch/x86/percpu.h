@@ -4,7 +4,6 @@
 // The assembly (vectors.asm, syscall_entry.asm) reads fields through GS at
 // offsets generated from this struct (arch/x86/asm_offsets.c).
 #pragma once
-#include "lib/abi/pmc.h"
 #include "lib/param.h"
 #include "lib/types.h"
 
@@ -21,8 +20,7 @@ struct cpu {
     uint32_t id;               // dense index 0..ncpus-1, boot CPU is 0
     uint32_t apic_id;
     volatile bool online;
-    uint64_t ticks;     // scheduler-tick count (every CPU's timer must tick)
-    uint64_t pmi_count; // performance-monitoring interrupts taken here
+    uint64_t ticks; // scheduler-tick count (every CPU's timer must tick)
     struct tss *tss;
     void *gdt;
     uint8_t *stack_top;                // boot/idle stack
@@ -32,13 +30,10 @@ struct cpu {
     const volatile bool *kill_pending; // the running thread's kill flag (trap.h)
     volatile bool idling;              // halted in the idle loop (a wake-up sends an IPI)
     uint64_t idle_ns, busy_ns;         // time accounting (scheduler tick resolution)
-    // Software events on this CPU (core/swevent.h): running totals, and the
-    // PMI and ProfileTime tick counts at the last switch (their difference at the
-    // next one is charged to the thread that ran in between).
-    uint64_t sw[PMC_SW_COUNT];
-    uint64_t sw_pmis_seen, sw_ticks_seen;
-    struct timer_cpu *timer;         // this CPU's periodic timers (timer.c)
-    void *layer_area;                // the per-CPU state of the layer that samples (set at boot)
+    struct timer_cpu *timer;           // this CPU's periodic timers (timer.c)
+    // The per-CPU state of the layer that takes samples (pmc/ke/sample.c's
+    // plans), one %gs load away for the sample path; set at boot.
+    void *layer_area;
     struct process *current_process; // current->proc, one load for the sample path
     // Bumped by every context switch here (core/switch_publish.h: odd while
     // the running process changes) and by 2 at every drop of the sample

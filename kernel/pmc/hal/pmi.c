@@ -45,6 +45,8 @@
 #include "arch/x86/trapframe.h"
 #include "arch/x86/vectors.h"
 
+#include "core/swevent.h"
+
 #include "pmc/hal/deliver.h"
 #include "pmc/hal/hal_interface.h"
 #include "pmc/hal/pmu_regs.h"
@@ -210,7 +212,7 @@ void pmc_pmi_handler(const struct intr_frame *f)
     pc->entry_ns = clock_ns();
     window_roll(pc, pc->entry_ns);
     pc->stats.pmis++;
-    cpus[cpu].pmi_count++; // the per-CPU count software events read (core/swevent.c)
+    swevent_cpus[cpu].pmis++; // the count software events read (core/swevent.h)
     PMC_TRACE_STEP(PMC_STEP_PMI, PMC_TRACE_NO_SOURCE, 0);
     if (pi->FreezeCounters == NULL) { // no PMU (or shut down): nothing can have overflowed
         pc->stats.spurious++;

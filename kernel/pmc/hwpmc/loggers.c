@@ -24,6 +24,7 @@
 #include "core/process.h"
 #include "core/sched.h"
 #include "core/smp.h"
+#include "core/swevent.h"
 
 #include "pmc/hal/counts.h"
 
@@ -88,7 +89,7 @@ static uint64_t logger_value(const struct logger *l, struct cpu *c, unsigned i)
 {
     if (l->hw[i])
         return pmc_count_read(&l->hw[i][c->id]);
-    return c->sw[l->events[i] - PMC_EVENT_SW(0)];
+    return swevent_cpus[c->id].count[l->events[i] - PMC_EVENT_SW(0)];
 }
 
 // Read the values of the record at h into value[] and write it. An NMI on
