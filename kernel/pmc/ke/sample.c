@@ -65,6 +65,13 @@ struct profile_cpu {
 };
 static struct profile_cpu profile_cpus[MAX_CPUS];
 
+// This CPU's area: the one way the sample path reaches its plans (one %gs
+// load; sample_plan_init points each CPU's layer_area at its entry).
+static inline struct profile_cpu *this_profile_cpu(void)
+{
+    return percpu_read(layer_area);
+}
+
 uint64_t samples_sink[MAX_CPUS][8] __attribute__((aligned(64)));
 
 // The registered consumers, in the order of registration (boot only).
@@ -140,7 +147,7 @@ static void takers_run(void *token, const struct intr_frame *f)
 static void plan_consumers(struct sample_plan *plan, KPROFILE_SOURCE source,
                            const struct process *pr, unsigned cpu)
 {
-    struct sample_taker *entry = profile_cpus[cpu].takers[source], *list = entry + 1;
+    struct sample_taker *entry = this_profile_cpu()->takers[source], *list = entry + 1;
     unsigned n = 0, k = __atomic_load_n(&nconsumers, __ATOMIC_ACQUIRE);
     for (unsigned i = 0; i < k; i++) {
         const struct sample_consumer *c = consumers[i];
@@ -169,7 +176,7 @@ static __attribute__((noinline)) struct sample_plan *plan_make(KPROFILE_SOURCE s
     struct profile_slot *sys = &profile_system_slots[source];
     struct profile_set *own =
         pr ? __atomic_load_n(&profile_of(pr)->sets[source], __ATOMIC_ACQUIRE) : NULL;
-    struct sample_plan *plan = &profile_cpus[cpu].plans[source];
+    struct sample_plan *plan = &this_profile_cpu()->plans[source];
     uint64_t bit = 1ull << cpu;
     plan->key = 0;
     plan->lo = 0;
@@ -242,8 +249,7 @@ static __attribute__((noinline)) void plan_make_and_run(KPROFILE_SOURCE source,
 // register: plan_run is the same code in both.)
 void KeProfileInterruptWithSource(KPROFILE_SOURCE source, const struct intr_frame *f)
 {
-    struct profile_cpu *pc = percpu_read(layer_area);
-    struct sample_plan *plan = &pc->plans[source]; // the HAL's sources only
+    struct sample_plan *plan = &this_profile_cpu()->plans[source]; // the HAL's sources only
     if (plan->key != plan_key() || f->rip - plan->lo > plan->span) {
         plan_make_and_run(source, f);
         return;
@@ -265,7 +271,8 @@ static uint64_t profile_ticks_on(unsigned cpu)
 static void *trace_plan(KPROFILE_SOURCE source, const struct process *pr, unsigned cpu)
 {
     UNUSED(pr);
-    return READ_ONCE(pmc_trace_on) ? &profile_cpus[cpu].plans[source] : NULL;
+    UNUSED(cpu);
+    return READ_ONCE(pmc_trace_on) ? &this_profile_cpu()->plans[source] : NULL;
 }
 
 static void trace_take(void *token, const struct intr_frame *f)
