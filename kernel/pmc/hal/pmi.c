@@ -130,8 +130,9 @@ static unsigned stretch_for(struct pmi_cpu *pc, const struct pmc_counter_cpu *c,
 }
 
 // Report one overflow of counter i and re-arm it.
-static void sample(const struct halp_profile_interface *pi, struct pmi_cpu *pc, unsigned cpu,
-                   unsigned i, KPROFILE_SOURCE source, const struct intr_frame *f)
+static void report_overflow(const struct halp_profile_interface *pi, struct pmi_cpu *pc,
+                            unsigned cpu, unsigned i, KPROFILE_SOURCE source,
+                            const struct intr_frame *f)
 {
     struct pmc_counter_cpu *c = pmc_counter(cpu, i);
     pc->stats.samples++;
@@ -193,7 +194,7 @@ static void handle(const struct halp_profile_interface *pi, struct pmi_cpu *pc, 
             break;
         }
         for (unsigned k = 0; k < ovf.Number; k++)
-            sample(pi, pc, cpu, ovf.Counter[k], ovf.Source[k], f);
+            report_overflow(pi, pc, cpu, ovf.Counter[k], ovf.Source[k], f);
         pi->AcknowledgeOverflow(ovf.Mask);
         pi->CheckOverflowStatus(&ovf);
     }

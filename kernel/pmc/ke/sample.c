@@ -48,7 +48,7 @@ struct sample_plan {
     // is set, every profile of that set covering ip (overlapping or wide
     // ranges: counted one by one, each checked; such a plan holds for its
     // one sample).
-    struct kprofile *count[2];
+    struct kprofile *profile[2];
     const struct profile_set *scan[2];
     // What the consumers take (this CPU's takers[source][0]); NULL: nothing.
     const struct sample_taker *taker;
@@ -117,7 +117,7 @@ static inline void count_bucket(struct kprofile *p, uint64_t ip)
 static void plan_scope(struct sample_plan *plan, unsigned scope, const struct profile_set *set,
                        uint64_t ip, uint64_t bit)
 {
-    plan->count[scope] = NULL;
+    plan->profile[scope] = NULL;
     plan->scan[scope] = NULL;
     if (!set)
         return;
@@ -131,7 +131,7 @@ static void plan_scope(struct sample_plan *plan, unsigned scope, const struct pr
     plan->lo = MAX(plan->lo, a.lo);
     plan->span = MIN(hi, a.hi) - plan->lo;
     if (a.entry && (READ_ONCE(a.entry->p->active) & bit))
-        plan->count[scope] = a.entry->p;
+        plan->profile[scope] = a.entry->p;
 }
 
 // Every taker of a plan that several consumers take part in, in turn.
@@ -217,7 +217,7 @@ static inline __attribute__((always_inline)) void plan_run(struct sample_plan *p
     uint64_t ip = f->rip;
     // Everything read before the buckets' atomic adds, which the compiler
     // must assume may write the plan.
-    struct kprofile *sys_p = plan->count[0], *own_p = plan->count[1];
+    struct kprofile *sys_p = plan->profile[0], *own_p = plan->profile[1];
     const struct sample_taker *taker = plan->taker;
     (*plan->samples[0])++; // only this CPU writes its counters
     (*plan->samples[1])++;
@@ -279,7 +279,7 @@ static void trace_take(void *token, const struct intr_frame *f)
 {
     const struct sample_plan *plan = token;
     for (unsigned scope = 0; scope < 2; scope++) {
-        const struct kprofile *p = plan->count[scope];
+        const struct kprofile *p = plan->profile[scope];
         if (p)
             PMC_TRACE_BUCKET(p->source, (f->rip - p->range_base) >> p->bucket_shift, p->range_base);
     }
