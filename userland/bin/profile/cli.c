@@ -72,6 +72,20 @@ int argv_has(int argc, char **argv, const char *word)
     return 0;
 }
 
+int argv_take(int *argc, char **argv, const char *word)
+{
+    int found = 0, k = 2;
+    for (int i = 2; i < *argc; i++) {
+        if (!strcmp(argv[i], word))
+            found = 1;
+        else
+            argv[k++] = argv[i];
+    }
+    *argc = k;
+    argv[k] = NULL;
+    return found;
+}
+
 // ---------------------------------------------------------------------------
 // Sources.
 

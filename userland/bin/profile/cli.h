@@ -30,6 +30,8 @@ char *join_words(int argc, char *const *argv);
 
 // Whether word is one of argv[2..argc-1] (the subcommand's arguments).
 int argv_has(int argc, char **argv, const char *word);
+// Removes every word from argv[2..] (argc shrinks): 1 when there was one.
+int argv_take(int *argc, char **argv, const char *word);
 
 // The source table (every KPROFILE_SOURCE but the end marker), read once by
 // main with prof_load_sources, which prints why when it fails (-1).

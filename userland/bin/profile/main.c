@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <syscall.h>
 #include "cli.h"
-#include "offcpu.h"
+#include "offcpu_time.h"
 #include "top.h"
 
 static const struct command {
@@ -33,7 +33,7 @@ static const struct command {
     {"record", profile_record_main}, // sampling with call chains, or --cswitch
     {"report", profile_report_main},
     {"top", profile_top_main},       // the hottest functions, live (top.c)
-    {"offcpu", profile_offcpu_main}, // record --off-cpu, then its report (offcpu.c)
+    {"offcpu", profile_offcpu_main}, // record --off-cpu, then its report (offcpu_time.c)
 };
 
 // --nmi (run, record, kernel): ProfileTime must be delivered as NMI, which the

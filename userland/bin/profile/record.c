@@ -13,7 +13,6 @@
 #include <syscall.h>
 #include "cli.h"
 #include "events.h"
-#include "offcpu.h"
 
 #define DRAIN_MS  20
 #define DRAIN_BUF (128u << 10)
@@ -263,7 +262,7 @@ static int record_start(struct record *r)
 static void record_drain(struct record *r)
 {
     uint64_t start = clock_ns();
-    NtPmcWriteLog(SAMPLELOG_MARK_START); // on-CPU time runs from here (offcpu.c)
+    NtPmcWriteLog(SAMPLELOG_MARK_START); // on-CPU time runs from here (offcpu_time.c)
     if (r->child && !r->at.pid)
         SysResume(r->child);
     for (;;) {
@@ -360,7 +359,7 @@ int profile_record_main(int argc, char **argv)
         return profile_cswitch_record_main(argc, argv);
     static struct record r;
     memset(&r, 0, sizeof r);
-    int offcpu = offcpu_take_flag(&argc, argv); // --off-cpu: switch-outs and -ins too
+    int offcpu = argv_take(&argc, argv, "--off-cpu"); // switch-outs and -ins too
     int rc = record_prepare(&r, argc, argv);
     r.o.offcpu = offcpu;
     if (!rc && offcpu && r.o.system)

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
-#include "offcpu.h"
+#include "offcpu_time.h"
 
 struct report_opts {
     int folded, export, host, by_pid, by_cpu;
@@ -132,7 +132,7 @@ int profile_report_main(int argc, char **argv)
         return profile_cswitch_report_main(argc, argv);
     if (argv_has(argc, argv, "--pmc-events")) // hook events (cswitch.c)
         return profile_hook_report_main(argc, argv);
-    if (argv_has(argc, argv, "--off-cpu")) // time away from the CPU (offcpu.c)
+    if (argv_has(argc, argv, "--off-cpu")) // time away from the CPU (offcpu_time.c)
         return profile_offcpu_report_main(argc, argv);
     struct report_opts o;
     int st = parse_report(argc, argv, &o);

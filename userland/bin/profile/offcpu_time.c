@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "offcpu.h"
+#include "offcpu_time.h"
 
 static const char usage_offcpu_report[] =
     "usage: profile report --off-cpu [--folded] [-n TOP] [FILE]";
@@ -49,20 +49,6 @@ int profile_offcpu_main(int argc, char **argv)
     }
     char *report[] = {argv[0], rep, flag, file, NULL};
     return profile_offcpu_report_main(file ? 4 : 3, report);
-}
-
-int offcpu_take_flag(int *argc, char **argv)
-{
-    int found = 0, k = 2;
-    for (int i = 2; i < *argc; i++) {
-        if (!strcmp(argv[i], "--off-cpu"))
-            found = 1;
-        else
-            argv[k++] = argv[i];
-    }
-    *argc = k;
-    argv[k] = NULL;
-    return found;
 }
 
 struct pid_times {
