@@ -136,6 +136,7 @@ def record_command(src):
     if is_recording(src):
         import recording  # noqa: E402
         with open(src, "rb") as f:
+            f.seek(max(0, os.path.getsize(src) - recording.TRAILER_SIZE))  # the trailer: the file's end
             data = memoryview(f.read())
         return ["profile", "record"] + recording.command(data).split()
     lines = profdata.console_lines(src)

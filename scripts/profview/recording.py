@@ -14,6 +14,7 @@ record that can be, and counts the bytes it skipped (Recording.skipped).
 Each distinct chain is symbolized once; the samples share its frames.
 """
 import functools
+import mmap
 import os
 import struct
 import sys
@@ -33,6 +34,7 @@ CHAIN_HEAD = struct.Struct("<IIIHHHHI")  # pmclog_sample / pmclog_offcpu after t
 SAMPLE_HEAD = struct.Struct("<HHIQIIIHHHHI")  # the header and CHAIN_HEAD: 40 bytes
 TRAILER_SIZE = 2280  # sizeof(struct samplelog_trailer)
 PROGRESS_BYTES = 64 << 20  # a progress line after each this many bytes read
+DROP_BYTES = 8 << 20  # the pages read let go of after each this many bytes
 
 
 class Recording:
@@ -361,7 +363,7 @@ class _Reader:
         head, sample_head = HEADER.unpack_from, SAMPLE_HEAD.unpack_from
         keep, counts, chains, samples = self.keep, self.counts, self.chains, 0
         append = self.keeper()
-        next_note, started = PROGRESS_BYTES, time.monotonic()
+        next_note, started = DROP_BYTES, time.monotonic()
         while pos < end:
             # The common case first, inline: a well-formed sample.
             if pos + 40 <= end:
@@ -380,8 +382,8 @@ class _Reader:
                             append((tsc, cpu, pid, tid, mode, frames, trunc, source))
                     samples += 1
                     pos += size
-                    if pos >= next_note and progress:
-                        next_note = self.progress(pos, next_note, started)
+                    if pos >= next_note:
+                        next_note = self.progress(pos, next_note, started, progress)
                     continue
             size = _plausible(d, pos, end)
             if not size:
@@ -406,12 +408,18 @@ class _Reader:
         """What keeps a sample (its fields as a tuple): the list, or the stream on disk."""
         return self.stream.add if self.stream is not None else self.raw.append
 
-    def progress(self, pos, next_note, started):
-        """A line on a long read; the position of the next."""
+    def progress(self, pos, next_note, started, say):
+        """A line on a long read (when SAY); the position of the next. The
+        file's pages read so far leave memory (a mapped file's are read
+        again if need be): what stays grows with the chains, not the file."""
+        if isinstance(self.data, mmap.mmap):
+            self.data.madvise(mmap.MADV_DONTNEED, 0, pos - pos % mmap.PAGESIZE)
+        if not say or next_note % PROGRESS_BYTES:
+            return next_note + DROP_BYTES
         print("profview: read %d of %d MB, %d samples, %d distinct chains (%.1f s)" %
               (pos >> 20, len(self.data) >> 20, sum(self.counts.values()), len(self.chains), time.monotonic() - started),
               file=sys.stderr)
-        return next_note + PROGRESS_BYTES
+        return next_note + DROP_BYTES
 
     def finish_offcpu(self):
         p = self.p
@@ -458,7 +466,8 @@ def load(path, syms, title=None, progress=True, which=None, samples=True):
     "stream": p.samples is a StreamedSamples, on disk (perf.data's writer
     reads it back in time order)."""
     with open(path, "rb") as f:
-        data = f.read()
+        # Mapped, not read: the reader lets go of the pages behind it (_Reader.progress).
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
     with profdata.no_gc():
         p, rec = _Reader(data, syms, title or path.rsplit("/", 1)[-1], which, samples).run(progress)
     return p, rec, problems(data, rec)
