@@ -186,7 +186,7 @@ def do_speedscope(args, src=None):
     src = src or args.input
     syms = symbol_dirs(args)
     if is_recording(src):
-        exports = [profdata.load(src, syms)[0]]
+        exports = [profdata.load(src, syms, samples="stream")[0]]  # the samples on disk, read back in time order
     else:
         blocks = profdata.export_blocks(profdata.console_lines(src))
         if not blocks:

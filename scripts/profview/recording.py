@@ -14,6 +14,7 @@ record that can be, and counts the bytes it skipped (Recording.skipped).
 Each distinct chain is symbolized once; the samples share its frames.
 """
 import functools
+import heapq
 import mmap
 import os
 import struct
@@ -194,6 +195,15 @@ class StreamedSamples:
             else:
                 lists.append([last_tsc, [(first, end)]])
         return [ranges for _, ranges in lists]
+
+    def in_time_order(self):
+        """The samples as profdata.Samples, in time order (the order read at one time)."""
+        def stretches(ranges):
+            for first, end in ranges:
+                for i, e in enumerate(self.entries(first, end), first):
+                    yield e[0], i, e
+        for _tsc, _i, e in heapq.merge(*map(stretches, self.sorted_stretches())):
+            yield self.sample(e)
 
     def sample(self, entry):
         tsc, cpu, pid, tid, source, fid, kernel, trunc = entry

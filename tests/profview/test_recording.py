@@ -216,6 +216,14 @@ class StreamedTest(unittest.TestCase):
         memory, disk = self.both(first + header() + b"".join(drained()))  # the period from the samples
         self.assertEqual(memory, disk)
 
+    def test_speedscope(self):
+        with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+            f.write(whole(drained()))
+            f.flush()
+            docs = [speedscope.speedscope(recording.load(f.name, syms(), progress=False, samples=kept)[0], "t")
+                    for kept in (True, "stream")]
+        self.assertEqual(docs[0], docs[1])
+
     def test_samples_read_back(self):
         with tempfile.NamedTemporaryFile(suffix=".bin") as f:
             f.write(whole(drained()))
