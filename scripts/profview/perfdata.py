@@ -43,8 +43,10 @@ symbols, as a kallsyms file, to ~/.debug/[kernel.kallsyms]/BUILD-ID/kallsyms,
 where perf record leaves it and hotspot's parser looks (perfparser
 app/perfunwind.cpp): so neither takes the host's /proc/kallsyms.
 """
+import bisect
 import collections
 import hashlib
+import heapq
 import io
 import operator
 import os
@@ -112,6 +114,7 @@ PID_ALL = 0xFFFFFFFF  # -1: the kernel's mapping belongs to every process
 PROT_READ_EXEC, MAP_PRIVATE = 5, 2
 KERNEL_DSO = "[kernel.kallsyms]"
 KERNEL_MAP = KERNEL_DSO + "_text"
+ANY_TIME = 1 << 64  # after every TSC
 
 
 class Event:
@@ -149,9 +152,9 @@ def events_of(p, default_period):
     (an event's ids follow the previous one's); each period is the export's
     interval for the source (ProfileTime's in ns), else DEFAULT_PERIOD (or
     what it returns, when it is a function)."""
-    ncpus = p.ncpus or max([s.cpu for s in p.samples] + [0]) + 1
+    ncpus = p.ncpus or highest_cpu(p) + 1
     out = {}
-    for k, source in enumerate(sorted({s.source for s in all_samples(p)}) or [0]):
+    for k, source in enumerate(sorted(sample_sources(p)) or [0]):
         period = p.sources.get(source, 0) * (PROFILE_TIME_UNIT_NS if source == 0 else 1)
         if not period:  # DEFAULT_PERIOD may be a function, called only when a source needs it
             period = default_period() if callable(default_period) else default_period
@@ -163,6 +166,43 @@ def events_of(p, default_period):
 def all_samples(p):
     """The samples and the off-CPU samples (OffCpu: the same fields, more)."""
     return p.samples + p.offcpu
+
+
+# A recording read with samples="stream" (recording.StreamedSamples) keeps its
+# samples on disk and says what these need of them without a pass over them.
+
+def streamed(p):
+    """P's StreamedSamples, or None when its samples are a list."""
+    return p.samples if hasattr(p.samples, "entries") else None
+
+
+def highest_cpu(p):
+    """The highest CPU of P's samples (not the off-CPU ones), 0 without any."""
+    stream = streamed(p)
+    return max(stream.max_cpu if stream is not None else max([s.cpu for s in p.samples] + [0]), 0)
+
+
+def sample_sources(p):
+    stream = streamed(p)
+    if stream is not None:
+        return stream.sources | {o.source for o in p.offcpu}
+    return {s.source for s in all_samples(p)}
+
+
+def distinct_frames(p):
+    """The frames lists of P's samples, each once (a recording's samples share them)."""
+    stream = streamed(p)
+    out = dict(stream.frames) if stream is not None else {}
+    out.update((id(s.frames), s.frames) for s in (p.offcpu if stream is not None else all_samples(p)))
+    return out.values()
+
+
+def sample_rows(p):
+    """(tsc, cpu, pid, tid) of each sample (not the off-CPU ones), in P's order."""
+    stream = streamed(p)
+    if stream is not None:
+        return stream.rows()
+    return ((s.tsc, s.cpu, s.pid, s.tid) for s in p.samples)
 
 
 # --- records ---------------------------------------------------------------------
@@ -370,9 +410,11 @@ def kernel_records(r):
 
 
 def seen(p):
-    """{(pid, tid): (first, last) sample TSC}, in one pass over the samples."""
-    out = {}
-    for s in all_samples(p):
+    """{(pid, tid): (first, last) sample TSC}, in one pass over the samples
+    (a StreamedSamples has its own: the off-CPU samples join a copy)."""
+    stream = streamed(p)
+    out = {k: list(v) for k, v in stream.seen.items()} if stream is not None else {}
+    for s in p.offcpu if stream is not None else all_samples(p):
         v = out.get((s.pid, s.tid))
         if v is None:
             out[(s.pid, s.tid)] = [s.tsc, s.tsc]
@@ -422,11 +464,11 @@ def thread_records(r, pid, tids):
 def process_records(r):
     """Every process's records: the idle thread's name, and the rest for
     each process with samples."""
-    tids = collections.defaultdict(set)
-    for s in all_samples(r.p):
-        tids[s.pid].add(s.tid)
-    out = []
     r.seen = seen(r.p)
+    tids = collections.defaultdict(set)
+    for pid, tid in r.seen:
+        tids[pid].add(tid)
+    out = []
     for pid in sorted(tids):
         if pid == 0:
             for tid in sorted(tids[0]):
@@ -437,39 +479,81 @@ def process_records(r):
 
 
 class SampleRecords:
-    """The SAMPLE records of every sample, made when written: sample_times
-    gives each one's place in the data section (time, order, index), record
-    its bytes. Each frames list's chain is packed once (a recording's samples
-    share one list per distinct chain), each source and CPU's identifier
-    found once; the data section never holds every sample's bytes at once."""
+    """The SAMPLE records of every sample of a list, made when written:
+    streams gives each one's place in the data section, record its bytes.
+    Each frames list's chain is packed once (a recording's samples share one
+    list per distinct chain), each source and CPU's identifier found once;
+    the data section never holds every sample's bytes at once."""
 
     def __init__(self, r):
         self.r, self.chains, self.idents = r, {}, {}
 
-    def sample_times(self):
-        """[(ns << 4 | 5, index)] of every sample (data_section's sort key:
-        the time, then the order at one time), and the bytes they will take."""
-        hz, chains, size, out = self.r.hz, self.chains, 0, []
-        append, i = out.append, 0
+    def streams(self):
+        """[iterator of (ns << 4 | 5, index, record)]: every sample in one
+        stream, in data_section's order (the time, then the order at one
+        time, then the index)."""
+        hz, order, i, chains = self.r.hz, [], 0, self.chains
+        append = order.append
         for s in self.r.p.samples:
             append(((s.tsc * 10 ** 9 // hz) << 4 | 5, i))  # r.ns, inline
             i += 1
-            hit = chains.get(id(s.frames))
-            if hit is None:
-                hit = chains[id(s.frames)] = chain_bytes(s.frames)
-            size += hit[2]
-        return out, size
+            if id(s.frames) not in chains:  # each chain packed before anything is written: too long a one fails first
+                chains[id(s.frames)] = chain_bytes(s.frames)
+        order.sort(key=operator.itemgetter(0))  # stable: the index orders one time's samples
+        return [self.records(order)]
 
-    def record(self, i, t):
-        """The bytes of sample I's record, at time T (ns)."""
-        s = self.r.p.samples[i]
-        ident = self.idents.get((s.source, s.cpu))
+    def records(self, order):
+        samples, ident, chains = self.r.p.samples, self.ident, self.chains
+        for key, i in order:
+            s = samples[i]
+            yield key, i, sample_bytes(chains[id(s.frames)], s.mode == "k", ident(s.source, s.cpu), s.pid, s.tid,
+                                       key >> 4, s.cpu)
+
+    def ident(self, source, cpu):
+        """(event id, period) of a source's samples on CPU."""
+        ident = self.idents.get((source, cpu))
         if ident is None:
-            event = self.r.events[s.source]
-            ident = self.idents[(s.source, s.cpu)] = (event.id_of(s.cpu), event.period)
-        ip, chain, size = self.chains[id(s.frames)]
-        return SAMPLE_HEAD.pack(RECORD_SAMPLE, MISC_KERNEL if s.mode == "k" else MISC_USER, size, ident[0], ip,
-                                s.pid, s.tid, t, s.cpu, 0, ident[1]) + chain
+            event = self.r.events[source]
+            ident = self.idents[(source, cpu)] = (event.id_of(cpu), event.period)
+        return ident
+
+
+class StreamedSampleRecords(SampleRecords):
+    """SampleRecords of a StreamedSamples: the samples read back from its
+    file in time order, a stream per list of its sorted stretches, each
+    sample's record made from its entry and its chain's bytes (packed once
+    per chain, before)."""
+
+    def streams(self):
+        stream = self.r.p.samples
+        self.chains = {fid: chain_bytes(frames) for fid, frames in stream.frames.items()}
+        for source in stream.sources:
+            for cpu in range(stream.max_cpu + 1):
+                self.ident(source, cpu)
+        return [self.records(ranges) for ranges in stream.sorted_stretches()]
+
+    def records(self, ranges):
+        """(ns << 4 | 5, index, record) of the samples of RANGES, in time order."""
+        hz, entries, chains, idents = self.r.hz, self.r.p.samples.entries, self.chains, self.idents
+        pack, misc = SAMPLE_HEAD.pack, (MISC_USER, MISC_KERNEL)
+        for first, end in ranges:
+            i = first
+            for tsc, cpu, pid, tid, source, fid, kernel, _trunc in entries(first, end):
+                t = tsc * 10 ** 9 // hz  # r.ns, inline
+                ip, chain, size = chains[fid]
+                ident, period = idents[source, cpu]
+                # sample_bytes, inline: once per sample
+                yield t << 4 | 5, i, pack(RECORD_SAMPLE, misc[kernel], size, ident, ip, pid, tid, t, cpu, 0,
+                                          period) + chain
+                i += 1
+
+
+def sample_bytes(chain, kernel, ident, pid, tid, t, cpu):
+    """A sample's SAMPLE record: CHAIN (chain_bytes of its frames), IDENT
+    (its event's id and period), at time T (ns)."""
+    ip, chain, size = chain
+    return SAMPLE_HEAD.pack(RECORD_SAMPLE, MISC_KERNEL if kernel else MISC_USER, size, ident[0], ip,
+                            pid, tid, t, cpu, 0, ident[1]) + chain
 
 
 def offcpu_records(r):
@@ -484,15 +568,49 @@ def offcpu_records(r):
 def lost_records(r):
     """LOST: each `lost` line at its time (the CPU's last sample's when the
     export has none), in the name of the thread that CPU last sampled."""
-    samples = sorted(r.p.samples, key=lambda s: s.tsc)
+    last = last_before(r.p)
     out = []
-    for cpu, count, tsc in r.p.lost_records:
-        before = [s for s in samples if s.cpu == cpu and (not tsc or s.tsc <= tsc)]
-        last = before[-1] if before else None
-        tsc = tsc or (last.tsc if last else 0)
-        pid, tid = (last.pid, last.tid) if last else (0, 0)
+    for k, (cpu, count, tsc) in enumerate(r.p.lost_records):
+        tsc = tsc or (last[k][0] if k in last else 0)
+        pid, tid = last[k][2:] if k in last else (0, 0)
         t = r.ns(tsc)
         out.append((t, 6, lost_record(r.event.id_of(cpu), count, r.trailer(pid, tid, t, cpu))))
+    return out
+
+
+def last_before(p):
+    """{k: (tsc, cpu, pid, tid)} of the sample each lost record K is charged
+    to: its CPU's latest sample at or before its time (any time when it has
+    none), the last read of those at that time; in one pass over the samples."""
+    times = collections.defaultdict(list)  # cpu -> [(time, k)] sorted; no time: any time
+    for k, (cpu, _count, tsc) in enumerate(p.lost_records):
+        times[cpu].append((tsc or ANY_TIME, k))
+    if not times:
+        return {}
+    for t in times.values():
+        t.sort()
+    # Each sample is the best so far (the latest, the last read at one time)
+    # of the first lost record at or after it; a record's own is then the
+    # best of its bucket and the earlier ones of its CPU.
+    ends = {cpu: [t for t, _ in ts] for cpu, ts in times.items()}
+    best = {}  # (cpu, bucket) -> (tsc, index, pid, tid)
+    for i, (tsc, cpu, pid, tid) in enumerate(sample_rows(p)):
+        at = ends.get(cpu)
+        if at is not None:
+            b = bisect.bisect_left(at, tsc)
+            if b < len(at):
+                now = best.get((cpu, b))
+                if now is None or tsc >= now[0]:
+                    best[(cpu, b)] = (tsc, i, pid, tid)
+    out = {}
+    for cpu, ts in times.items():
+        last = None
+        for b, (_, k) in enumerate(ts):
+            now = best.get((cpu, b))
+            if now is not None and (last is None or now[:2] > last[:2]):
+                last = now
+            if last is not None:
+                out[k] = (last[0], cpu, last[2], last[3])
     return out
 
 
@@ -508,26 +626,22 @@ def switch_records(r):
 
 
 def data_section(r):
-    """(bytes, chunks): the records in time order (at one time: the kernel's
-    map, FORK, COMM, MMAP2, samples, LOST, switches, EXIT), as an iterator
-    of byte strings made as it is read, and their length."""
-    samples = SampleRecords(r)
-    records, size = samples.sample_times()
+    """The records in time order (at one time: the kernel's map, FORK, COMM,
+    MMAP2, samples, LOST, switches, EXIT; then as listed, the samples first),
+    as an iterator of byte strings made as it is read. The samples' streams,
+    each in that order, and the other records are merged: every item starts
+    (time << 4 | order, index), unique, so no two compare further."""
+    samples = (StreamedSampleRecords if streamed(r.p) is not None else SampleRecords)(r)
     others = kernel_records(r) + process_records(r) + offcpu_records(r) + lost_records(r) + switch_records(r)
-    size += sum(len(rec) for _, _, rec in others)
-    records += [(t << 4 | order, rec) for t, order, rec in others]  # one int a key: no tuple made per sort key
-    records.sort(key=operator.itemgetter(0))
-
-    def chunks():
-        out = []
-        for key, rec in records:
-            out.append(samples.record(rec, key >> 4) if isinstance(rec, int) else rec)
-            if len(out) == 4096:
-                yield b"".join(out)
-                out = []
-        yield b"".join(out)
-
-    return size, chunks()
+    n = len(r.p.samples)
+    others = sorted((t << 4 | order, n + i, rec) for i, (t, order, rec) in enumerate(others))
+    out = []
+    for _key, _index, rec in heapq.merge(*samples.streams(), others):
+        out.append(rec)
+        if len(out) == 4096:
+            yield b"".join(out)
+            out = []
+    yield b"".join(out)
 
 
 # --- the file ---------------------------------------------------------------------
@@ -549,8 +663,7 @@ def image_files(p, syms, out_dir):
 
 def build_ids(p, images):
     """[(build-id, DSO name, is the kernel)] of the images with samples."""
-    distinct = {id(s.frames): s.frames for s in all_samples(p)}  # a recording's samples share them
-    hit = {image for frames in distinct.values() for _, _, image, _ in frames}
+    hit = {image for frames in distinct_frames(p) for _, _, image, _ in frames}
     out = []
     for name, (path, build_id) in sorted(images.items()):
         if name in hit:
@@ -560,7 +673,7 @@ def build_ids(p, images):
 
 def header_info(p, cmdline):
     """The features' facts: the guest's CPU as its export names it."""
-    ncpus = p.ncpus or max([s.cpu for s in p.samples] + [0]) + 1
+    ncpus = p.ncpus or highest_cpu(p) + 1
     return {"host": "pmc", "release": "pmc", "version": "6.1 (pmc profview)", "arch": "x86_64",
             "ncpus": ncpus, "cpudesc": p.cpu_desc, "cpuid": p.cpu_id, "cmdline": cmdline}
 
@@ -585,7 +698,6 @@ def write_perf_data(f, p, syms, period=1, images=None, cmdline=("profile", "reco
 def _write_perf_data(f, p, syms, period, images, cmdline):
     events = events_of(p, period)
     images = images or plain_images(p, syms)
-    size, data = data_section(Recording(p, images, events))
     order = [events[k] for k in sorted(events)]
     ids = b"".join(struct.pack("<%dQ" % len(e.ids), *e.ids) for e in order)
     attrs_off = HEADER_SIZE + len(ids)
@@ -595,13 +707,26 @@ def _write_perf_data(f, p, syms, period, images, cmdline):
         at += 8 * len(e.ids)
     data_off = attrs_off + len(entries)
     features = perfheader.sections(header_info(p, list(cmdline)), order, build_ids(p, images))
-    bitmap, tail = perfheader.layout(features, data_off + size)
-    header = MAGIC + struct.pack("<QQ", HEADER_SIZE, len(entries) // len(order))
-    header += struct.pack("<QQQQQQ", attrs_off, len(entries), data_off, size, 0, 0) + bitmap
-    f.write(header + ids + entries)
-    for chunk in data:
+
+    def header(size):
+        bitmap, tail = perfheader.layout(features, data_off + size)
+        head = MAGIC + struct.pack("<QQ", HEADER_SIZE, len(entries) // len(order))
+        return head + struct.pack("<QQQQQQ", attrs_off, len(entries), data_off, size, 0, 0) + bitmap, tail
+
+    # The data section is written as it is made; its size, known at its end,
+    # goes into the header written again over the first.
+    start = f.tell()
+    f.write(header(0)[0] + ids + entries)
+    size = 0
+    for chunk in data_section(Recording(p, images, events)):
         f.write(chunk)
+        size += len(chunk)
+    head, tail = header(size)
     f.write(tail)
+    end = f.tell()
+    f.seek(start)
+    f.write(head)
+    f.seek(end)
 
 
 def plain_images(p, syms):

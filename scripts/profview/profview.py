@@ -112,11 +112,12 @@ def is_recording(src):
         return profdata.recording_file(f.read(24))
 
 
-def load_export(args, src):
+def load_export(args, src, samples=True):
     """The last export block of SRC that has samples (a --cswitch recording's
-    export has none), or the recording SRC (`profile record --host`)."""
+    export has none), or the recording SRC (`profile record --host`), its
+    samples as profdata.load's SAMPLES says."""
     if is_recording(src):
-        p, _ = profdata.load(src, symbol_dirs(args))
+        p, _ = profdata.load(src, symbol_dirs(args), samples=samples)
         warn(p)
         return p
     blocks = profdata.export_blocks(profdata.console_lines(src))
@@ -135,6 +136,7 @@ def record_command(src):
     if is_recording(src):
         import recording  # noqa: E402
         with open(src, "rb") as f:
+            f.seek(max(0, os.path.getsize(src) - recording.TRAILER_SIZE))  # the trailer: the file's end
             data = memoryview(f.read())
         return ["profile", "record"] + recording.command(data).split()
     lines = profdata.console_lines(src)
@@ -151,7 +153,7 @@ def record_command(src):
 
 def do_perfdata(args, src=None):
     src = src or args.input
-    p = load_export(args, src)
+    p = load_export(args, src, samples="stream")  # a recording's samples on disk: memory for its chains only
     if not p.samples:
         print("profview: %s: no samples" % src, file=sys.stderr)
         return 1
@@ -184,7 +186,7 @@ def do_speedscope(args, src=None):
     src = src or args.input
     syms = symbol_dirs(args)
     if is_recording(src):
-        exports = [profdata.load(src, syms)[0]]
+        exports = [profdata.load(src, syms, samples="stream")[0]]  # the samples on disk, read back in time order
     else:
         blocks = profdata.export_blocks(profdata.console_lines(src))
         if not blocks:

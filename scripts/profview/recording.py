@@ -13,10 +13,13 @@ complete record: the reader skips what it cannot parse, finds the next
 record that can be, and counts the bytes it skipped (Recording.skipped).
 Each distinct chain is symbolized once; the samples share its frames.
 """
-import collections
 import functools
+import heapq
+import mmap
+import os
 import struct
 import sys
+import tempfile
 import time
 
 import profdata
@@ -32,6 +35,7 @@ CHAIN_HEAD = struct.Struct("<IIIHHHHI")  # pmclog_sample / pmclog_offcpu after t
 SAMPLE_HEAD = struct.Struct("<HHIQIIIHHHHI")  # the header and CHAIN_HEAD: 40 bytes
 TRAILER_SIZE = 2280  # sizeof(struct samplelog_trailer)
 PROGRESS_BYTES = 64 << 20  # a progress line after each this many bytes read
+DROP_BYTES = 8 << 20  # the pages read let go of after each this many bytes
 
 
 class Recording:
@@ -76,11 +80,153 @@ def _resync(data, pos, end):
     return min(pos, end)
 
 
+class StreamedSamples:
+    """A recording's samples kept on disk, not in memory: a fixed-size entry
+    per sample in a temporary file, in the order read, and what perf.data's
+    writer needs of them all (the sources, the highest CPU, each thread's
+    first and last sample). Memory grows with the distinct chains and the
+    stretches in time order, not with the samples; iterating makes a
+    profdata.Sample at a time."""
+
+    # tsc, cpu, pid, tid, source, the id of the chain's frames list, in the kernel, truncated
+    ENTRY = struct.Struct("<QIIIIQBB6x")
+    ROW = struct.Struct("<QIII20x")  # an entry's tsc, cpu, pid, tid
+    BLOCK = 4096  # entries read back at a time
+
+    def __init__(self):
+        self.file = tempfile.TemporaryFile(prefix="profview-samples-")
+        self.reset()
+
+    def __del__(self):
+        self.file.close()
+
+    def reset(self):
+        """Nothing kept (a later recording in the file replaces the earlier)."""
+        self.file.seek(0)
+        self.file.truncate()
+        self.buf, self.count, self.written = bytearray(), 0, 0
+        self.frames = {}  # id -> frames list, of the samples' chains (finish fills it)
+        self.runs = []  # [first index, first tsc, last tsc] of each stretch in time order
+        self.sources, self.max_cpu, self.seen = set(), -1, {}  # seen: {(pid, tid): [first, last] tsc}
+        self.add, self.close = self.adder()
+
+    def adder(self):
+        """(add, close): add(sample) keeps one sample, the fields of a
+        profdata.Sample as a tuple; close() ends the samples. Closures over
+        what they touch: add runs once per sample."""
+        pack, buf, runs, seen, flush = self.ENTRY.pack, self.buf, self.runs, self.seen, self.flush
+        last, count = -1, 0
+
+        def add(sample):
+            nonlocal last, count
+            tsc, cpu, pid, tid, mode, frames, trunc, source = sample
+            # The reader keeps each chain's frames list while the samples are read: its id names it.
+            buf.extend(pack(tsc, cpu, pid, tid, source, id(frames), mode == "k", trunc))
+            if tsc < last:  # the rings are drained CPU by CPU: time goes back at each CPU's turn
+                runs[-1][2] = last
+                runs.append([count, tsc, tsc])
+            elif not runs:
+                runs.append([0, tsc, tsc])
+            last = tsc
+            count += 1
+            v = seen.get((pid, tid))
+            if v is None:
+                seen[(pid, tid)] = [tsc, tsc]
+            elif tsc < v[0]:
+                v[0] = tsc
+            elif tsc > v[1]:
+                v[1] = tsc
+            if len(buf) >= 1 << 20:
+                flush()
+
+        def close():
+            """The count and the last run's end, once every sample is in."""
+            if runs:
+                runs[-1][2] = last
+            self.count = count
+
+        return add, close
+
+    def flush(self):
+        """The entries so far to the file (the buffer emptied in place: add holds it)."""
+        self.file.seek(self.written)
+        self.file.write(self.buf)
+        self.written += len(self.buf)
+        del self.buf[:]
+
+    def finish(self, counts, chains):
+        """Everything written; COUNTS (the reader's, keyed (frames id, pid,
+        cpu, mode, source)) give the sources, the CPUs and the chains
+        (CHAINS' frames lists) without a pass over the samples."""
+        self.close()
+        self.flush()
+        self.file.flush()
+        by_id = {id(frames): frames for frames in chains.values()}
+        for fid, _pid, cpu, _mode, source in counts:
+            self.sources.add(source)
+            self.max_cpu = max(self.max_cpu, cpu)
+            self.frames[fid] = by_id[fid]
+
+    def entries(self, first=0, end=None, fields=ENTRY):
+        """The entries (as FIELDS unpacks them) from index FIRST to END, read a block at a time."""
+        end = self.count if end is None else end
+        size, fd = self.ENTRY.size, self.file.fileno()
+        for at in range(first, end, self.BLOCK):
+            yield from fields.iter_unpack(os.pread(fd, size * (min(end, at + self.BLOCK) - at), size * at))
+
+    def rows(self):
+        """(tsc, cpu, pid, tid) of every sample, in the order read."""
+        return self.entries(fields=self.ROW)
+
+    def sorted_stretches(self):
+        """[(first, end) index ranges]: lists of runs, each list in time order
+        as a whole, so that merging the lists puts every sample in order.
+        Each run joins the list whose last sample is the latest one not after
+        the run's first (a CPU's next turn follows its last): as many lists as
+        CPUs, for a recording drained CPU by CPU."""
+        lists = []  # [last tsc, [(first, end)]]
+        bounds = [r[0] for r in self.runs[1:]] + [self.count]
+        for (first, first_tsc, last_tsc), end in zip(self.runs, bounds):
+            fits = [l for l in lists if l[0] <= first_tsc]
+            if fits:
+                best = max(fits, key=lambda l: l[0])
+                best[0] = last_tsc
+                best[1].append((first, end))
+            else:
+                lists.append([last_tsc, [(first, end)]])
+        return [ranges for _, ranges in lists]
+
+    def in_time_order(self):
+        """The samples as profdata.Samples, in time order (the order read at one time)."""
+        def stretches(ranges):
+            for first, end in ranges:
+                for i, e in enumerate(self.entries(first, end), first):
+                    yield e[0], i, e
+        for _tsc, _i, e in heapq.merge(*map(stretches, self.sorted_stretches())):
+            yield self.sample(e)
+
+    def sample(self, entry):
+        tsc, cpu, pid, tid, source, fid, kernel, trunc = entry
+        return profdata.Sample(tsc, cpu, pid, tid, "k" if kernel else "u", self.frames[fid], bool(trunc), source)
+
+    def __len__(self):
+        return self.count
+
+    def __iter__(self):
+        return map(self.sample, self.entries())
+
+    def __getitem__(self, which):
+        """A slice of the samples (profdata.Profile.ns takes the first)."""
+        first, end, step = which.indices(self.count)
+        return [self.sample(e) for e in self.entries(first, end)][::step]
+
+
 class _Reader:
     """One pass over the bytes into a Profile."""
 
     def __init__(self, data, syms, title, which=None, keep=True):
         self.data, self.syms, self.title, self.keep = data, syms, title, keep
+        self.stream = StreamedSamples() if keep == "stream" else None
         self.which = which  # the recording wanted (0 the first); None: the last
         self.done = False
         self.rec = Recording()
@@ -93,9 +239,11 @@ class _Reader:
         if not hasattr(self, "chains"):
             self.chains = {}  # (pid, nkernel, truncated, frame bytes) -> the chain's frames list
             self.raw = []  # the samples' fields, when kept
-            self.counts = {}  # (id of a chain's frames list, pid, cpu, mode) -> samples
+            self.counts = {}  # (id of a chain's frames list, pid, cpu, mode, source) -> samples
         for held in (self.chains, self.raw, self.counts):
             held.clear()  # in place: run() holds them
+        if self.stream is not None:
+            self.stream.reset()
         self.offs = []  # (OffCpu fields, reason, pid, seq)
         self.ons = {}  # (pid, seq) -> off_ns
 
@@ -121,13 +269,17 @@ class _Reader:
         the rings are drained CPU by CPU, so a program's map record may come
         after samples of it taken on another CPU."""
         pid, nkernel, trunc, raw = key
-        full = []
+        full, named = [], self.named
         for i, (addr,) in enumerate(struct.iter_unpack("<Q", raw)):
             space = "k" if i < nkernel else "u"
-            image = self.image_of(pid, space, addr)
-            table = self.syms.get(image) if image else None
-            func = table.lookup(addr)[0] if table else None
-            full.append((space, addr, image or "?", func or profdata.UNKNOWN))
+            where = (pid if space == "u" else 0, space, addr)
+            frame = named.get(where)  # the chains share most of their addresses
+            if frame is None:
+                image = self.image_of(pid, space, addr)
+                table = self.syms.get(image) if image else None
+                func = table.lookup(addr)[0] if table else None
+                frame = named[where] = (space, addr, image or "?", func or profdata.UNKNOWN)
+            full.append(frame)
         stack = tuple(([profdata.TRUNCATED] if trunc else []) +
                       [profdata.label(image, func) for _, _, image, func in reversed(full)])
         return full, stack, (full[0][2], full[0][3])
@@ -135,14 +287,18 @@ class _Reader:
     def finish_samples(self):
         """The samples and the tables, each distinct chain symbolized once
         (its frames filled in, in the list its samples share)."""
+        self.named = {}  # (pid or 0 for the kernel, space, address) -> frame, once every image is known
         p, named = self.p, {}
         for key, frames in self.chains.items():
             full, stack, leaf = self.symbolize(key)
             frames.extend(full)
             named[id(frames)] = (frames, stack, leaf)
-        # The raw tuples are a Sample's fields: made Samples in C (Sample._make, without its Python frame).
-        p.samples = list(map(functools.partial(tuple.__new__, profdata.Sample), self.raw))
-        for (fid, pid, cpu, mode), n in self.counts.items():
+        if self.stream is not None:
+            self.stream.finish(self.counts, self.chains)
+            p.samples = self.stream
+        else:  # The raw tuples are a Sample's fields: made Samples in C (Sample._make, without its Python frame).
+            p.samples = list(map(functools.partial(tuple.__new__, profdata.Sample), self.raw))
+        for (fid, pid, cpu, mode, _source), n in self.counts.items():
             full, stack, leaf = named[fid]
             p.stacks[stack] += n
             p.total += n
@@ -215,8 +371,9 @@ class _Reader:
     def run(self, progress):
         d, end, pos = self.data, len(self.data), 0
         head, sample_head = HEADER.unpack_from, SAMPLE_HEAD.unpack_from
-        keep, counts, chains, append, samples = self.keep, self.counts, self.chains, self.raw.append, 0
-        next_note, started = PROGRESS_BYTES, time.monotonic()
+        keep, counts, chains, samples = self.keep, self.counts, self.chains, 0
+        append = self.keeper()
+        next_note, started = DROP_BYTES, time.monotonic()
         while pos < end:
             # The common case first, inline: a well-formed sample.
             if pos + 40 <= end:
@@ -229,14 +386,14 @@ class _Reader:
                         if frames is None:
                             frames = chains[key] = []
                         mode = "u" if flags & SAMPLE_USER else "k"
-                        count = (id(frames), pid, cpu, mode)
+                        count = (id(frames), pid, cpu, mode, source)
                         counts[count] = counts.get(count, 0) + 1
                         if keep:
                             append((tsc, cpu, pid, tid, mode, frames, trunc, source))
                     samples += 1
                     pos += size
-                    if pos >= next_note and progress:
-                        next_note = self.progress(pos, next_note, started)
+                    if pos >= next_note:
+                        next_note = self.progress(pos, next_note, started, progress)
                     continue
             size = _plausible(d, pos, end)
             if not size:
@@ -247,6 +404,7 @@ class _Reader:
                 continue
             rtype, cpu, _, tsc = head(d, pos)
             self.other(rtype, pos, cpu, size, tsc)
+            append = self.keeper()  # a new recording's header starts another
             if self.done:
                 break
             self.rec.records += 1
@@ -256,12 +414,22 @@ class _Reader:
         self.finish_offcpu()
         return self.p, self.rec
 
-    def progress(self, pos, next_note, started):
-        """A line on a long read; the position of the next."""
+    def keeper(self):
+        """What keeps a sample (its fields as a tuple): the list, or the stream on disk."""
+        return self.stream.add if self.stream is not None else self.raw.append
+
+    def progress(self, pos, next_note, started, say):
+        """A line on a long read (when SAY); the position of the next. The
+        file's pages read so far leave memory (a mapped file's are read
+        again if need be): what stays grows with the chains, not the file."""
+        if isinstance(self.data, mmap.mmap):
+            self.data.madvise(mmap.MADV_DONTNEED, 0, pos - pos % mmap.PAGESIZE)
+        if not say or next_note % PROGRESS_BYTES:
+            return next_note + DROP_BYTES
         print("profview: read %d of %d MB, %d samples, %d distinct chains (%.1f s)" %
               (pos >> 20, len(self.data) >> 20, sum(self.counts.values()), len(self.chains), time.monotonic() - started),
               file=sys.stderr)
-        return next_note + PROGRESS_BYTES
+        return next_note + DROP_BYTES
 
     def finish_offcpu(self):
         p = self.p
@@ -304,9 +472,12 @@ def load(path, syms, title=None, progress=True, which=None, samples=True):
     last one it holds, or the one numbered WHICH (0 the first). Without
     SAMPLES the profile has its stacks and tables but not its samples one by
     one (p.samples empty): memory then grows with the distinct chains, not
-    with the samples (folded stacks, diff, annotate need no more)."""
+    with the samples (folded stacks, diff, annotate need no more). SAMPLES
+    "stream": p.samples is a StreamedSamples, on disk (perf.data's writer
+    reads it back in time order)."""
     with open(path, "rb") as f:
-        data = f.read()
+        # Mapped, not read: the reader lets go of the pages behind it (_Reader.progress).
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
     with profdata.no_gc():
         p, rec = _Reader(data, syms, title or path.rsplit("/", 1)[-1], which, samples).run(progress)
     return p, rec, problems(data, rec)

@@ -40,8 +40,10 @@ def sample_interval(p):
     """The sampling interval in ns: the median gap between consecutive
     samples of one CPU (1 ms when there is no such gap)."""
     by_cpu = collections.defaultdict(list)
-    for s in p.samples:
-        by_cpu[s.cpu].append(s.tsc)
+    # (tsc, cpu, ...) of each sample: a recording's on disk (recording.StreamedSamples) makes no Sample for it
+    rows = p.samples.rows() if hasattr(p.samples, "rows") else ((s.tsc, s.cpu) for s in p.samples)
+    for row in rows:
+        by_cpu[row[1]].append(row[0])
     p.ns(0)
     t0, hz, gaps = p._t0[1], p.tsc_hz or 10 ** 9, []
     for tscs in by_cpu.values():
@@ -65,26 +67,39 @@ class Frames:
         return self.index[key]
 
 
-def sampled_profile(name, samples, p, frames, interval):
-    """One sampled profile of SAMPLES (in time order), in nanoseconds since
-    the recording's start; gaps longer than the interval are empty stacks."""
-    stacks, weights, ns, known = [], [], p.ns_function(), {}
-    start = end = None
-    for s in samples:
-        t = ns(s.tsc)
-        if end is None:
-            start = end = t
-        elif t > end:
-            stacks.append([])
-            weights.append(t - end)
-        stack = known.get(id(s.frames))  # a recording's samples share a chain's frames
-        if stack is None:
-            stack = known[id(s.frames)] = [frames.of(image, func) for _, _, image, func in reversed(s.frames)]
-        stacks.append(stack)
-        weights.append(interval)
-        end = max(end, t) + interval
-    return {"type": "sampled", "name": name, "unit": "nanoseconds", "startValue": start or 0,
-            "endValue": end or 0, "samples": stacks, "weights": weights}
+class Sampled:
+    """One sampled profile, its samples added in time order, in nanoseconds
+    since the recording's start; gaps longer than the interval are empty
+    stacks. A sample holds its chain's frames list (shared by the chain's
+    samples) and a weight: no object of its own."""
+
+    def __init__(self, ns, interval):
+        self.ns, self.interval = ns, interval
+        self.chains, self.weights = [], []  # a frames list, or None for a gap
+        self.count, self.start, self.end = 0, None, None
+
+    def add(self, s):
+        t = self.ns(s.tsc)
+        if self.end is None:
+            self.start = self.end = t
+        elif t > self.end:
+            self.chains.append(None)
+            self.weights.append(t - self.end)
+        self.chains.append(s.frames)
+        self.weights.append(self.interval)
+        self.end = max(self.end, t) + self.interval
+        self.count += 1
+
+    def doc(self, name, frames):
+        """The profile, its frames numbered in FRAMES as its samples first name them."""
+        known, stacks = {None: []}, []
+        for chain in self.chains:
+            stack = known.get(id(chain) if chain is not None else None)
+            if stack is None:
+                stack = known[id(chain)] = [frames.of(image, func) for _, _, image, func in reversed(chain)]
+            stacks.append(stack)
+        return {"type": "sampled", "name": name, "unit": "nanoseconds", "startValue": self.start or 0,
+                "endValue": self.end or 0, "samples": stacks, "weights": self.weights}
 
 
 def offcpu_profile(name, records, p, frames):
@@ -116,19 +131,25 @@ def speedscope(p, title):
 def _speedscope(p, title):
     frames = Frames()
     interval = sample_interval(p)
-    ordered = sorted(p.samples, key=operator.attrgetter("tsc"))
+    # A recording's samples on disk (recording.StreamedSamples) come back in time order, one at a time.
+    ordered = p.samples.in_time_order() if hasattr(p.samples, "in_time_order") else \
+        sorted(p.samples, key=operator.attrgetter("tsc"))
     names = {pid: name for pid, name, _, _ in p.images if pid}
     names[0] = "idle"
-    by_pid, by_cpu = collections.defaultdict(list), collections.defaultdict(list)
+    ns = p.ns_function()
+    by_pid, by_cpu = {}, {}
     for s in ordered:
-        by_pid[s.pid].append(s)
-        by_cpu[s.cpu].append(s)
+        for profiles, key in ((by_pid, s.pid), (by_cpu, s.cpu)):
+            profile = profiles.get(key)
+            if profile is None:
+                profile = profiles[key] = Sampled(ns, interval)
+            profile.add(s)
     profiles = []
-    for pid in sorted(by_pid, key=lambda k: -len(by_pid[k])):
+    for pid in sorted(by_pid, key=lambda k: -by_pid[k].count):
         label = "%s (pid %d)" % (names.get(pid, "pid %d" % pid), pid)
-        profiles.append(sampled_profile(label, by_pid[pid], p, frames, interval))
+        profiles.append(by_pid[pid].doc(label, frames))
     for cpu in sorted(by_cpu):
-        profiles.append(sampled_profile("cpu %d" % cpu, by_cpu[cpu], p, frames, interval))
+        profiles.append(by_cpu[cpu].doc("cpu %d" % cpu, frames))
     off = collections.defaultdict(list)
     for o in sorted(p.offcpu, key=lambda o: o.tsc):
         off[o.pid].append(o)

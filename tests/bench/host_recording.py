@@ -140,7 +140,7 @@ def max_figures():
         return [("record_max_samples", "-", "samples", "the recording did not finish (see %s)" % OUT)]
     syms = profdata.SymbolDirs([os.path.join(ROOT, "build", "userland")], os.path.join(ROOT, "build", "kernel.elf"))
     start = time.process_time()
-    p, info, problems = recording.load(rec, syms, progress=True)
+    p, info, problems = recording.load(rec, syms, progress=True, samples="stream")  # as profview.py reads it
     images = perfdata.image_files(p, syms, os.path.join(OUT, "perf"))
     with open(os.path.join(OUT, "perf.data"), "wb") as f:  # as profview.py perfdata writes it
         perfdata.write_perf_data(f, p, syms, lambda: speedscope.sample_interval(p), images)

@@ -15,9 +15,11 @@ import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "profview"))
+import perfdata  # noqa: E402
 import profdata  # noqa: E402
 import profview  # noqa: E402
 import recording  # noqa: E402
+import speedscope  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 LEAF, LEFT, RIGHT, MAIN = 0x400104, 0x400150, 0x400190, 0x4001D0  # calltree.nm
@@ -166,6 +168,71 @@ class RecordingTest(unittest.TestCase):
             self.assertTrue(os.path.getsize(os.path.join(d, "perf.data")) > 0)
             self.assertIn("skipped %d bytes" % (recording.TRAILER_SIZE - 100), err.getvalue())
             self.assertIn("no trailer", err.getvalue())
+
+
+def drained(ncpus=3, turns=4, per_turn=5):
+    """Samples as the rings are drained: CPU by CPU, each CPU's turn in
+    time order, time going back at the next CPU's; some at one TSC on two
+    CPUs, and lost records with and without a time."""
+    out = [initialize(ncpus, 3 * 10 ** 9), image(3, "calltree"), image(4, "calltree")]
+    chains = [[LEAF, LEFT, MAIN], [RIGHT, MAIN], [MAIN]]
+    for turn in range(turns):
+        for cpu in range(ncpus):
+            for i in range(per_turn):
+                tsc = 1000 + 100 * (turn * per_turn + i) + (cpu == 2)  # CPUs 0 and 1 at one TSC
+                out.append(sample(chains[(i + cpu) % 3], cpu=cpu, pid=3 + i % 2, tsc=tsc, user=i % 4 != 0))
+        out.append(lost(turn % ncpus, 2))
+    out.append(struct.pack("<HHIQQ", recording.LOST, 1, 24, 0, 5))  # no time: the CPU's last sample's
+    return out
+
+
+class StreamedTest(unittest.TestCase):
+    """perf.data of a recording whose samples stay on disk (samples="stream")
+    is byte for byte the one made from them in memory."""
+
+    def both(self, data):
+        with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+            f.write(data)
+            f.flush()
+            out = []
+            for kept in (True, "stream"):
+                p, _, _ = recording.load(f.name, syms(), progress=False, samples=kept)
+                out.append(perfdata.perf_data(p, syms(), lambda: speedscope.sample_interval(p), {},
+                                              ("profile", "record")))
+                if kept == "stream":
+                    self.assertIsInstance(p.samples, recording.StreamedSamples)
+            return out
+
+    def test_whole_recording(self):
+        memory, disk = self.both(whole())
+        self.assertEqual(memory, disk)
+
+    def test_samples_drained_cpu_by_cpu(self):
+        memory, disk = self.both(whole(drained()))
+        self.assertEqual(memory, disk)
+
+    def test_no_trailer_and_two_recordings(self):
+        first = whole([initialize(), image(3, "calltree"), sample([MAIN])])
+        memory, disk = self.both(first + header() + b"".join(drained()))  # the period from the samples
+        self.assertEqual(memory, disk)
+
+    def test_speedscope(self):
+        with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+            f.write(whole(drained()))
+            f.flush()
+            docs = [speedscope.speedscope(recording.load(f.name, syms(), progress=False, samples=kept)[0], "t")
+                    for kept in (True, "stream")]
+        self.assertEqual(docs[0], docs[1])
+
+    def test_samples_read_back(self):
+        with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+            f.write(whole(drained()))
+            f.flush()
+            listed = recording.load(f.name, syms(), progress=False)[0].samples
+            streamed = recording.load(f.name, syms(), progress=False, samples="stream")[0].samples
+        self.assertEqual(len(streamed), len(listed))
+        self.assertEqual(list(streamed), listed)
+        self.assertEqual(streamed[3:7], listed[3:7])
 
 
 if __name__ == "__main__":
