@@ -272,16 +272,19 @@ class _Reader:
         full, named = [], self.named
         for i, (addr,) in enumerate(struct.iter_unpack("<Q", raw)):
             space = "k" if i < nkernel else "u"
-            where = (pid if space == "u" else 0, space, addr)
+            # A frame after the first is a return address, named by the call
+            # before it, as the text export's frames are (profdata.py).
+            at = addr - 1 if i else addr
+            where = (pid if space == "u" else 0, space, addr, i > 0)
             frame = named.get(where)  # the chains share most of their addresses
             if frame is None:
-                image = self.image_of(pid, space, addr)
+                image = self.image_of(pid, space, at)
                 table = self.syms.get(image) if image else None
-                func = table.lookup(addr)[0] if table else None
+                func = table.lookup(at)[0] if table else None
                 frame = named[where] = (space, addr, image or "?", func or profdata.UNKNOWN)
             full.append(frame)
-        stack = tuple(([profdata.TRUNCATED] if trunc else []) +
-                      [profdata.label(image, func) for _, _, image, func in reversed(full)])
+        # A cut chain has no root of its own, as the guest's folded stacks.
+        stack = tuple(profdata.label(image, func) for _, _, image, func in reversed(full))
         return full, stack, (full[0][2], full[0][3])
 
     def finish_samples(self):
@@ -441,7 +444,7 @@ class _Reader:
             p.offcpu.append(o)
             stack = [profdata.label(image, func) for _, _, image, func in reversed(o.frames)]
             stack += ["[%s]" % profdata.reason_name(reason)]
-            p.off_stacks[tuple(([profdata.TRUNCATED] if o.truncated else []) + stack)] += (off_ns + 500) // 1000
+            p.off_stacks[tuple(stack)] += (off_ns + 500) // 1000
 
 
 def problems(data, rec):

@@ -38,10 +38,11 @@ def image(pid, name, base=0x400000, end=0x400300):
     return struct.pack("<HHIQIIQQ32s", recording.MAP, 0, 72, 5, pid, 1, base, end, name.encode())
 
 
-def sample(frames, cpu=0, pid=3, tsc=100, user=True):
+def sample(frames, cpu=0, pid=3, tsc=100, user=True, trunc=False):
     size = 40 + 8 * len(frames)
+    flags = (recording.SAMPLE_USER if user else 0) | (recording.SAMPLE_TRUNC if trunc else 0)
     return struct.pack("<HHIQIIIHHHHI", recording.SAMPLE, cpu, size, tsc, pid, pid, 1, 0,
-                       recording.SAMPLE_USER if user else 0, len(frames), 0, 0) + struct.pack(
+                       flags, len(frames), 0, 0) + struct.pack(
         "<%dQ" % len(frames), *frames)
 
 
@@ -93,6 +94,13 @@ class RecordingTest(unittest.TestCase):
         self.assertEqual((p.cpu_id, p.cpu_desc, p.ncpus, p.tsc_hz), ("GenuineIntel,6,85,4", "Test CPU", 2, 10 ** 9))
         self.assertEqual(rec.trailer[2], "calltree")
         self.assertEqual(rec.skipped, 0)
+
+    def test_a_cut_chain_has_no_root_of_its_own(self):
+        # As the guest's folded stacks: a chain the walk cut (a bad frame, a
+        # full buffer) begins where it was cut, under no "[truncated]" root.
+        p, _, problems = self.load(whole(BODY + [sample([LEAF, LEFT], tsc=300, trunc=True)]))
+        self.assertEqual(problems, [])
+        self.assertIn("ct_left;ct_leaf 1", p.folded_lines())
 
     def test_sample_before_its_image_is_named(self):
         p, _, _ = self.load(whole())
