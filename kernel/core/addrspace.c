@@ -50,6 +50,11 @@ bool as_create(struct addrspace *as, bool privileged)
     return true;
 }
 
+bool as_reserve_admits(const struct addrspace *as, uint64_t pages)
+{
+    return !as->reserve || pages + as->reserve <= pmm_free_count();
+}
+
 uint64_t as_lookup(struct addrspace *as, uint64_t va)
 {
     pte_t *e = vm_walk(as->pml4, va, false);
@@ -119,7 +124,7 @@ static NTSTATUS may_commit(struct addrspace *as, uint64_t n, bool present)
         return STATUS_QUOTA_EXCEEDED;
     if (as->limit && charged + n > as->limit)
         return STATUS_COMMITMENT_LIMIT;
-    if (present && as->reserve && n + as->reserve > pmm_free_count())
+    if (present && !as_reserve_admits(as, n))
         return STATUS_COMMITMENT_LIMIT; // the privileged reserve
     if (present && n > pmm_free_count())
         return STATUS_NO_MEMORY; // fail at once rather than after taking every page
@@ -137,7 +142,7 @@ static NTSTATUS populate(struct addrspace *as, uint64_t va, uint64_t end, uint64
     for (uint64_t p = va; p < end; p += PAGE_SIZE) {
         NTSTATUS s = STATUS_SUCCESS;
         uint64_t pa = 0;
-        if (as->reserve && pmm_free_count() <= as->reserve)
+        if (!as_reserve_admits(as, 1))
             s = STATUS_COMMITMENT_LIMIT;
         else if (!(pa = pmm_alloc_page()))
             s = STATUS_NO_MEMORY;
@@ -315,7 +320,7 @@ static void free_tables(uint64_t table_pa, int level)
 bool as_demand_fault(struct addrspace *as, uint64_t va)
 {
     va = ALIGN_DOWN(va, PAGE_SIZE);
-    if (as->reserve && pmm_free_count() <= as->reserve)
+    if (!as_reserve_admits(as, 1))
         return false; // the privileged reserve: the fault kills, as out of memory
     uint64_t pa = pmm_alloc_page();
     if (!pa)

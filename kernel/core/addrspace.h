@@ -86,5 +86,12 @@ static inline bool user_range_ok(uint64_t va, uint64_t n)
     return va < USER_TOP && n <= USER_TOP - va;
 }
 
+// Whether pages more pages may be taken for as's process now: an
+// unprivileged process's own pages, and the kernel memory it asks for (a PMC
+// log's rings, a /tmp file), must leave the privileged reserve free. Read
+// without a lock: processes allocating at once may each pass, so the reserve
+// can lose what one call takes, never more per caller.
+bool as_reserve_admits(const struct addrspace *as, uint64_t pages);
+
 // Whether every page of [va, va+n) is mapped writable in as (n > 0).
 bool as_range_writable(struct addrspace *as, uint64_t va, uint64_t n);

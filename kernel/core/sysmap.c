@@ -1,7 +1,8 @@
 // System-space mappings (see sysmap.h): a 4 GiB window of kernel virtual
 // addresses, handed out a page at a time by a next-fit bitmap. It holds
 // every buffer of the most profiles NT's limit lets run (8,192 per CPU, each
-// at least a page: 2 GiB at 64 CPUs). The window's four page directories are
+// at least a page: 2 GiB at 64 CPUs), beside the big buffers sysmap_alloc
+// gives (PMC log rings, /tmp files: bounded by memory). The window's four page directories are
 // made at boot under a kernel-half PML4 entry that every address space
 // shares (vm_init), so a mapping made here is seen in all of them at once.
 // A page table is allocated when a mapping first needs it and freed by the
@@ -148,7 +149,10 @@ void sysmap_init(void)
     }
 }
 
-void *sysmap_map(const uint64_t *pa, uint64_t npages)
+// Map npages pages at consecutive addresses: pa[0..npages), or, pa NULL,
+// pages allocated here one at a time. NULL when out of room, page tables or
+// (pa NULL) pages: then nothing stays mapped or allocated.
+static void *map_pages(const uint64_t *pa, uint64_t npages)
 {
     if (npages == 0 || npages > SYSMAP_PAGES)
         return NULL;
@@ -162,11 +166,21 @@ void *sysmap_map(const uint64_t *pa, uint64_t npages)
     if (first < SYSMAP_PAGES) {
         uint64_t flags = PTE_W | (vm_nx_supported() ? PTE_NX : 0), i = 0;
         mark(first, npages, true);
-        while (i < npages && vm_map_page(kernel_cr3, va_of(first + i), pa[i], flags))
-            i++;
+        for (; i < npages; i++) {
+            uint64_t page = pa ? pa[i] : pmm_alloc_page();
+            if (!page)
+                break;
+            if (!vm_map_page(kernel_cr3, va_of(first + i), page, flags)) {
+                if (!pa)
+                    pmm_free_page(page);
+                break;
+            }
+        }
         if (i == npages) {
             va = (void *)(uintptr_t)va_of(first);
-        } else { // out of memory for a page table: never used, so nothing to flush
+        } else { // out of memory: never used, so nothing to flush
+            for (uint64_t k = 0; !pa && k < i; k++)
+                pmm_free_page(*vm_walk(kernel_cr3, va_of(first + k), false) & PTE_ADDR);
             mark(first, npages, false);
             clear_entries(first, npages);
             unsigned nfreed = take_out_tables(first, npages);
@@ -178,15 +192,38 @@ void *sysmap_map(const uint64_t *pa, uint64_t npages)
     return va;
 }
 
-void sysmap_unmap(void *va, uint64_t npages)
+void *sysmap_map(const uint64_t *pa, uint64_t npages)
+{
+    return pa ? map_pages(pa, npages) : NULL;
+}
+
+void *sysmap_alloc(uint64_t npages)
+{
+    return map_pages(NULL, npages);
+}
+
+// The pages go (freed too when free), their addresses stale until a purge.
+static void unmap_pages(void *va, uint64_t npages, bool free)
 {
     uint64_t first = ((uint64_t)(uintptr_t)va - SYSMAP_BASE) / PAGE_SIZE;
     mutex_lock(&sysmap_mutex);
+    for (uint64_t i = first; free && i < first + npages; i++)
+        pmm_free_page(*vm_walk(kernel_cr3, va_of(i), false) & PTE_ADDR);
     mark(first, npages, false);
     for (uint64_t i = first; i < first + npages; i++)
         stale[i / 64] |= 1ull << (i % 64);
     clear_entries(first, npages);
     mutex_unlock(&sysmap_mutex);
+}
+
+void sysmap_unmap(void *va, uint64_t npages)
+{
+    unmap_pages(va, npages, false);
+}
+
+void sysmap_free(void *va, uint64_t npages)
+{
+    unmap_pages(va, npages, true);
 }
 
 void sysmap_purge(void)

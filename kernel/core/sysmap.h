@@ -19,6 +19,16 @@ void *sysmap_map(const uint64_t *pa, uint64_t npages);
 // until the next purge, before which the addresses are not handed out again.
 // The pages stay pinned (they may be unpinned at once).
 void sysmap_unmap(void *va, uint64_t npages);
+// System-space memory of npages whole pages, each allocated alone and mapped
+// here at consecutive addresses (not zeroed): a big buffer (a PMC log's
+// rings, a /tmp file) found on a machine whose free memory is in pieces,
+// where kmalloc's physically contiguous runs are not, as NT's big pool
+// allocations are virtually contiguous only. NULL when out of pages, page
+// tables or room in the window. May sleep.
+void *sysmap_alloc(uint64_t npages);
+// Unmap and free what sysmap_alloc gave (npages as asked), interrupting no
+// CPU, as sysmap_unmap; the caller guarantees that nothing uses it any more.
+void sysmap_free(void *va, uint64_t npages);
 // Flush every CPU's stale translations and free the page tables unmapping
 // took out: leak checks call it before they count free pages.
 void sysmap_purge(void);

@@ -2,7 +2,8 @@
 // (`profile record` writes the PMC log to /tmp/pmc.log, `profile report`
 // reads it). Names are "/tmp/" and then letters, digits, '.', '_' or '-';
 // files live until removed or the machine stops; all of them together hold at
-// most TMP_BYTES_MAX bytes. Every file is kmalloc'd, grown by doubling.
+// most TMP_BYTES_MAX bytes. Every file is whole pages of system space
+// (core/sysmap.h: no contiguous physical memory needed), grown by doubling.
 //
 // Each file has an owner, one of the two users (privileged or not), and a
 // mode; each byte of capacity is charged to the user whose write added it.
@@ -11,9 +12,11 @@
 // owns, may and room_for.
 #include "lib/string.h"
 
+#include "core/addrspace.h"
 #include "core/heap.h"
 #include "core/mutex.h"
 #include "core/process.h"
+#include "core/sysmap.h"
 #include "core/uaccess.h"
 
 #include "sys/syscall.h"
@@ -61,13 +64,19 @@ static bool may(const struct tmpfile *f, bool privileged, uint32_t mode_bit)
 // Whether add bytes of capacity fit once release bytes (release_unprivileged
 // of them the unprivileged user's) are freed: STATUS_TMP_FULL past
 // TMP_BYTES_MAX; for an unprivileged writer, STATUS_QUOTA_EXCEEDED past its
-// share, which keeps TMP_RESERVE_PRIVILEGED for privileged writers.
+// share, which keeps TMP_RESERVE_PRIVILEGED for privileged writers, and
+// STATUS_COMMITMENT_LIMIT when the memory would come out of the privileged
+// reserve of memory (core/addrspace.h).
 static NTSTATUS room_for(bool privileged, size_t add, size_t release, size_t release_unprivileged)
 {
     if (add > TMP_BYTES_MAX || total_bytes - release + add > TMP_BYTES_MAX)
         return STATUS_TMP_FULL;
-    if (!privileged && unprivileged_bytes - release_unprivileged + add > TMP_SHARE_UNPRIVILEGED)
+    if (privileged)
+        return STATUS_SUCCESS;
+    if (unprivileged_bytes - release_unprivileged + add > TMP_SHARE_UNPRIVILEGED)
         return STATUS_QUOTA_EXCEEDED;
+    if (!as_reserve_admits(&process_current()->as, ALIGN_UP(add, PAGE_SIZE) / PAGE_SIZE))
+        return STATUS_COMMITMENT_LIMIT;
     return STATUS_SUCCESS;
 }
 
@@ -98,13 +107,25 @@ static struct tmpfile **find(const char *name)
     return pp;
 }
 
+// A file's memory: cap bytes, a multiple of the page.
+static uint8_t *data_alloc(size_t cap)
+{
+    return sysmap_alloc(cap / PAGE_SIZE);
+}
+
+static void data_free(uint8_t *data, size_t cap)
+{
+    if (data)
+        sysmap_free(data, cap / PAGE_SIZE);
+}
+
 static void remove_file(struct tmpfile **pp)
 {
     struct tmpfile *f = *pp;
     *pp = f->next;
     total_bytes -= f->cap;
     unprivileged_bytes -= f->cap_unprivileged;
-    kfree(f->data);
+    data_free(f->data, f->cap);
     kfree(f);
 }
 
@@ -113,20 +134,20 @@ static void remove_file(struct tmpfile **pp)
 // was: the new contents are complete before the old ones are freed.
 static NTSTATUS replace(struct tmpfile *f, bool privileged, uint32_t mode, uint64_t buf, size_t len)
 {
-    size_t cap = len ? MAX(len, (size_t)4096) : 0;
+    size_t cap = ALIGN_UP(len, PAGE_SIZE);
     NTSTATUS s = room_for(privileged, cap, f->cap, f->cap_unprivileged);
     uint8_t *data = NULL;
-    if (NT_SUCCESS(s) && cap && !(data = kmalloc(cap)))
+    if (NT_SUCCESS(s) && cap && !(data = data_alloc(cap)))
         s = STATUS_NO_MEMORY;
     if (NT_SUCCESS(s) && len)
         s = copy_from_user(data, buf, len);
     if (!NT_SUCCESS(s)) {
-        kfree(data);
+        data_free(data, cap);
         return s;
     }
     total_bytes -= f->cap;
     unprivileged_bytes -= f->cap_unprivileged;
-    kfree(f->data);
+    data_free(f->data, f->cap);
     f->data = data;
     f->size = len;
     f->cap = cap;
@@ -144,17 +165,17 @@ static NTSTATUS replace(struct tmpfile *f, bool privileged, uint32_t mode, uint6
 static NTSTATUS append(struct tmpfile *f, bool privileged, uint64_t buf, size_t len)
 {
     if (f->cap - f->size < len) {
-        size_t fit = MAX(f->size + len, (size_t)4096), cap = MAX(f->cap * 2, fit);
+        size_t fit = ALIGN_UP(f->size + len, PAGE_SIZE), cap = MAX(f->cap * 2, fit);
         if (!NT_SUCCESS(room_for(privileged, cap - f->cap, 0, 0)))
             cap = fit;
         NTSTATUS s = room_for(privileged, cap - f->cap, 0, 0);
         if (!NT_SUCCESS(s))
             return s;
-        uint8_t *data = kmalloc(cap);
+        uint8_t *data = data_alloc(cap);
         if (!data)
             return STATUS_NO_MEMORY;
         memcpy(data, f->data, f->size);
-        kfree(f->data);
+        data_free(f->data, f->cap);
         total_bytes += cap - f->cap;
         if (!privileged) {
             f->cap_unprivileged += cap - f->cap;

@@ -16,10 +16,14 @@
 // Invariants: every victim operation succeeds (it has nothing of its own to
 // fail for here, so a failure is a denial an attacker caused); the victim's
 // file is never read or changed by an attacker; every attacker's grab of
-// something that is the victim's (its file, the console) is refused. The
-// summary: "fuzz-users: N victim operations, N attacker calls, N denials
-// caused by attackers, N failures"; exit status 0 when there is no failure.
-// No leak check: the fuzzer's children come and go beside us.
+// something that is the victim's (its file, the console) is refused; the
+// stateful fuzzer finds no invariant broken; and once every attacker and the
+// fuzzer have exited, the kernel's counters (free pages, heap bytes,
+// processes, objects, pinned pages) are back where they were before the
+// first one started: nothing leaked. (The fuzzer's own leak check is off:
+// the attackers come and go beside it.) The summary: "fuzz-users: N victim
+// operations, N attacker calls, N denials caused by attackers, N failures";
+// exit status 0 when there is no failure.
 #include <childtest.h>
 #include <mix.h>
 #include <stdio.h>
@@ -39,7 +43,9 @@ static bool victim_ok(const char *what, NTSTATUS s)
 {
     if (NT_SUCCESS(s))
         return true;
-    printf("fuzz-users: victim: %s: %s\n", what, nt_status_name(s));
+    struct sys_self_check c = {0};
+    SysSelfCheck(&c); // what the machine had left: a denial for want of memory shows it
+    printf("fuzz-users: victim: %s: %s (%lu pages free)\n", what, nt_status_name(s), c.free_pages);
     denials++;
     return false;
 }
@@ -119,9 +125,11 @@ static void victim_memory(void)
     victim_ok("unmap", SysUnmap(p, size));
 }
 
+#define VICTIM_OPS 6
+
 static void victim_op(unsigned which)
 {
-    switch (which % 6) {
+    switch (which % VICTIM_OPS) {
     case 0: victim_file(); break;
     case 1: victim_log(); break;
     case 2: victim_profile(true); break;
@@ -144,6 +152,24 @@ static void grab(bool got_through, const char *what)
     }
 }
 
+#define FILLS 256 // files an attacker fills /tmp with, at most
+
+static void fill_name(char name[48], unsigned i)
+{
+    snprintf(name, 48, "/tmp/fill-%u-%u", SysGetPid(), i);
+}
+
+// Our first n fill files removed (those that exist).
+static void remove_fills(unsigned n)
+{
+    char name[48];
+    for (unsigned i = 0; i < n; i++) {
+        fill_name(name, i);
+        calls++;
+        SysTmpWrite(name, NULL, 0, TMP_REMOVE);
+    }
+}
+
 static void attack_file(unsigned round)
 {
     char buf[64];
@@ -154,21 +180,18 @@ static void attack_file(unsigned round)
     grab(NT_SUCCESS(SysTmpWrite(VICTIM_FILE, "forged", 6, TMP_TRUNCATE)), "forging its file");
     grab(NT_SUCCESS(SysTmpWrite(VICTIM_FILE, "forged", 6, 0)), "appending to its file");
     grab(NT_SUCCESS(SysTmpWrite(VICTIM_FILE, NULL, 0, TMP_REMOVE)), "removing its file");
-    // Fill /tmp with files of our own until refused, then free them.
+    // Fill /tmp with files of our own until refused; every other round,
+    // leave them for the next rounds to find /tmp full.
     static uint8_t big[256 << 10];
     unsigned n = 0;
-    for (; n < 256; n++) {
-        snprintf(name, sizeof name, "/tmp/fill-%u-%u", SysGetPid(), n);
+    for (; n < FILLS; n++) {
+        fill_name(name, n);
         calls++;
         if (!NT_SUCCESS(SysTmpWrite(name, big, sizeof big, TMP_TRUNCATE)))
             break;
     }
     if (round % 2)
-        for (unsigned i = 0; i < n; i++) {
-            snprintf(name, sizeof name, "/tmp/fill-%u-%u", SysGetPid(), i);
-            calls++;
-            SysTmpWrite(name, NULL, 0, TMP_REMOVE);
-        }
+        remove_fills(n);
 }
 
 static void attack_pmc(void)
@@ -243,27 +266,54 @@ static int attacker(unsigned rounds, unsigned index)
         }
         SysYield();
     }
+    remove_fills(FILLS); // what we leave behind is ours to remove, not a leak
     printf("fuzz-users: attacker %u: %u calls, %u got through\n", SysGetPid(), calls, through);
     return through ? -1 : (int)calls; // the driver adds the calls
 }
 
 // --- the driver -------------------------------------------------------------------
 
+// Spawns n attackers of rounds rounds each into h: how many started.
+static unsigned spawn_attackers(HANDLE *h, unsigned n, unsigned rounds)
+{
+    char r[16];
+    snprintf(r, sizeof r, "%u", rounds);
+    for (unsigned i = 0; i < n; i++)
+        if (!victim_ok("spawn an attacker", spawn_child(0, &h[i], "attacker", r)))
+            return i;
+    return n;
+}
+
+// Waits for each of the n processes of h.
+static void reap_all(HANDLE *h, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        int status;
+        SysWait(h[i], &status);
+        NtClose(h[i]);
+    }
+}
+
 static int drive(unsigned ops, uint64_t seed, unsigned nattackers)
 {
     HANDLE h[MAX_ATTACKERS + 1];
-    char rounds[16], fuzz_calls[16], fuzz_seed[24];
-    snprintf(rounds, sizeof rounds, "%u", ops / 4 + 1);
+    char fuzz_calls[16], fuzz_seed[24];
     // The console is ours (its owner): no attacker may take it.
     victim_ok("own the console", SysConsoleForeground(0));
     victim_file();
-    unsigned n = 0;
-    for (; n < nattackers; n++)
-        if (!victim_ok("spawn an attacker", spawn_child(0, &h[n], "attacker", rounds)))
-            break;
+    // What the kernel allocates once stays allocated (our handle table grown
+    // to hold every child, a program's first load, what each operation
+    // first needs), so the counters are read after each victim operation
+    // has run once and attackers of no rounds have come and gone.
+    for (unsigned i = 0; i < VICTIM_OPS; i++)
+        victim_op(i);
+    reap_all(h, spawn_attackers(h, nattackers + 1, 0));
+    struct sys_self_check before;
+    SysSelfCheck(&before);
+    unsigned n = spawn_attackers(h, nattackers, ops / 4 + 1);
     snprintf(fuzz_calls, sizeof fuzz_calls, "%u", ops * 10);
     snprintf(fuzz_seed, sizeof fuzz_seed, "%lu", seed);
-    const char *fuzz_argv[] = {"fuzz_state", fuzz_calls, fuzz_seed, "1", NULL};
+    const char *fuzz_argv[] = {"fuzz_state", fuzz_calls, fuzz_seed, "1", "--beside", NULL};
     bool fuzzing = victim_ok("spawn the fuzzer", SysSpawn("fuzz_state", fuzz_argv, 0, &h[n]));
     for (unsigned i = 0; i < ops; i++)
         victim_op((unsigned)stream_seed(seed, i));
@@ -276,12 +326,20 @@ static int drive(unsigned ops, uint64_t seed, unsigned nattackers)
             failures++; // an attacker got through (it said what)
         else if (i < n)
             attacker_calls += (unsigned)status;
+        else if (status != 0) {
+            printf("fuzz-users: the stateful fuzzer failed (status %d)\n", status);
+            failures++;
+        }
     }
     victim_file(); // still the victim's, unchanged
+    if (!counters_settled(&before)) { // it printed a "# leak:" line for each
+        printf("fuzz-users: the attackers and the fuzzer leaked\n");
+        failures++;
+    }
     failures += denials;
     printf("fuzz-users: %u victim operations, %u attacker calls, %u denials caused by attackers, "
            "%d failures\n",
-           ops + 2, attacker_calls, denials, failures);
+           ops + 2 + VICTIM_OPS, attacker_calls, denials, failures);
     return failures ? 1 : 0;
 }
 

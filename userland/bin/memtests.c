@@ -14,7 +14,9 @@
 // Limits: an unprivileged child is refused with STATUS_COMMITMENT_LIMIT at its
 // limit, keeps running, and is charged for pinned pages it unmapped until
 // the profile stops; the privileged reserve holds against an unprivileged
-// process and gives way to a privileged one; the mapping count has its cap.
+// process and gives way to a privileged one, for mappings, log rings and /tmp
+// files alike; the mapping count has its cap; a big log and /tmp file are
+// made when free memory is all in small pieces.
 // Every page comes back.
 //
 //   memtests                   every test, KTAP lines, "memtests: N passed, N failed"
@@ -24,6 +26,9 @@
 //                              spawn `reserve` unprivileged and privileged
 //   memtests --child reserve WHO      map 512 pages: refused unless privileged
 //   memtests --child regions   one-page mappings up to the cap
+//   memtests --child pieces    (privileged) free memory left in 4-page pieces,
+//                              then a big log and /tmp file; spawns
+//   memtests --child pieces_refused   the same refused below the reserve
 #include <ktapcheck.h>
 #include <nt.h>
 #include <stdarg.h>
@@ -321,6 +326,82 @@ static void test_reserve(void)
           "every page comes back: %lu free before, %lu after", before.free_pages, after.free_pages);
 }
 
+// --- memory in pieces ----------------------------------------------------------
+
+#define PIECE_PAGES  4                          // a hole left in the pieces' mapping
+#define PIECE_STRIDE 16                         // one hole every 16 pages
+#define PIECES_RING  (4 * MIB)                  // a log ring per CPU: 1,025 pages each
+#define PIECES_FILE  (2 * MIB)                  // and a /tmp file of 512 pages
+#define PIECES_NAME  "/tmp/memtests-pieces"
+
+// Unprivileged, with free memory below the reserve: a log's rings and a
+// /tmp file would take the reserve, so both are refused.
+static int helper_pieces_refused(const char *arg)
+{
+    (void)arg;
+    struct pmc_log_config cfg = {PMC_LOG_RING_MIN, 0};
+    NTSTATUS s = NtPmcConfigureLog(&cfg);
+    expect(s == STATUS_COMMITMENT_LIMIT, "unprivileged: a log of 4 KiB a CPU: %s",
+           nt_status_name(s));
+    s = SysTmpWrite(PIECES_NAME "-unprivileged", "x", 1, TMP_TRUNCATE);
+    expect(s == STATUS_COMMITMENT_LIMIT, "unprivileged: a /tmp file of 1 byte: %s",
+           nt_status_name(s));
+    return failed != 0;
+}
+
+// A privileged process takes all but 1,024 free pages, then gives back 4
+// pages in every 16 of its mapping: free memory is in pieces of at most
+// 1,024 pages, most of them 4. A log with rings of 1,025 pages a CPU and a
+// /tmp file of 512 pages are still made (their pages need not be
+// contiguous), while an unprivileged process is refused both (the reserve).
+static int helper_pieces(const char *arg)
+{
+    (void)arg;
+    const char *refused[] = {self, "--child", "pieces_refused", NULL};
+    HANDLE h = 0;
+    NTSTATUS s = SysSpawn(self, refused, SPAWN_SUSPENDED, &h); // loaded while there is room
+    expect(NT_SUCCESS(s), "an unprivileged child, suspended: %s", nt_status_name(s));
+    SysInfo(&info);
+    uint64_t ring_pages = PIECES_RING / PAGE + 1, file_pages = PIECES_FILE / PAGE;
+    uint64_t holes = (info.ncpus * (ring_pages + 1) + file_pages + 256) / PIECE_PAGES + 1;
+    uint64_t take = info.free_pages > 1024 ? info.free_pages - 1024 : 0;
+    uint64_t holed = holes * PIECE_STRIDE * PAGE; // then the file's bytes, still mapped
+    uint8_t *p = take * PAGE >= holed + PIECES_FILE ? map(take * PAGE, PROT_READ | PROT_WRITE, &s)
+                                                     : NULL;
+    expect(p != NULL, "%lu pages, all but 1,024 free: %s", take, nt_status_name(s));
+    for (uint64_t i = 0; p && i < holes; i++)
+        SysUnmap(p + i * PIECE_STRIDE * PAGE, PIECE_PAGES * PAGE);
+    int status = -1000;
+    if (h && NT_SUCCESS(SysResume(h)))
+        SysWait(h, &status);
+    expect(status == 0, "the unprivileged child is refused both (status %d)", status);
+    NtClose(h);
+    struct pmc_log_config cfg = {PIECES_RING, 0};
+    s = NtPmcConfigureLog(&cfg);
+    expect(NT_SUCCESS(s), "a log of %lu pages a CPU in %lu pieces of %u pages: %s", ring_pages,
+           holes, PIECE_PAGES, nt_status_name(s));
+    uint8_t *data = p ? p + holed : NULL;
+    for (uint64_t i = 0; data && i < PIECES_FILE; i++)
+        data[i] = (uint8_t)(i * 7 + 1);
+    s = data ? SysTmpWrite(PIECES_NAME, data, PIECES_FILE, TMP_TRUNCATE) : STATUS_NO_MEMORY;
+    expect(NT_SUCCESS(s), "a /tmp file of %lu pages: %s", file_pages, nt_status_name(s));
+    uint8_t back[64];
+    size_t got = 0;
+    s = SysTmpRead(PIECES_NAME, PIECES_FILE - sizeof back, back, sizeof back, &got);
+    expect(NT_SUCCESS(s) && got == sizeof back &&
+               memcmp(back, data + PIECES_FILE - sizeof back, sizeof back) == 0,
+           "its last bytes read back: %s", nt_status_name(s));
+    SysTmpWrite(PIECES_NAME, NULL, 0, TMP_REMOVE);
+    NtPmcConfigureLog(NULL);
+    return failed != 0;
+}
+
+static void test_pieces(void)
+{
+    int status = run_child("pieces", NULL, SPAWN_PRIVILEGED);
+    CHECK(status == 0, "big buffers from memory in pieces (status %d)", status);
+}
+
 static int helper_regions(const char *arg)
 {
     (void)arg;
@@ -365,6 +446,10 @@ int main(int argc, char **argv)
             return helper_reserve_holder(arg);
         if (strcmp(argv[2], "regions") == 0)
             return helper_regions(arg);
+        if (strcmp(argv[2], "pieces") == 0)
+            return helper_pieces(arg);
+        if (strcmp(argv[2], "pieces_refused") == 0)
+            return helper_pieces_refused(arg);
         return 2;
     }
     test_bound_steps();
@@ -376,6 +461,7 @@ int main(int argc, char **argv)
     test_quota();
     test_reserve();
     test_regions();
+    test_pieces();
     SysSelfCheck(&after);
     CHECK(after.free_pages == before.free_pages && after.live_objects == before.live_objects &&
               after.pinned_pages == before.pinned_pages,

@@ -283,25 +283,52 @@ static void test_start_errors(void)
     NtClose(h);
 }
 
+// Sampling PMCs of this process started, up to want (ProfileTime, each
+// process scope on itself; a log configured first): how many started, and in
+// *why the status that stopped it (STATUS_SUCCESS when all did). h[want + 1].
+static unsigned start_samplers(HANDLE *h, unsigned want, NTSTATUS *why)
+{
+    struct pmc_log_config cfg = {PMC_LOG_RING_MIN, 0};
+    unsigned n = 0;
+    *why = NtPmcConfigureLog(&cfg);
+    for (; NT_SUCCESS(*why) && n < want; n++) {
+        *why = alloc(&h[n], PMC_MODE_TS, 0, ProfileTime, 0);
+        if (NT_SUCCESS(*why))
+            *why = NtPmcAttach(h[n], NtCurrentProcess());
+        if (NT_SUCCESS(*why))
+            *why = NtPmcStart(h[n]);
+        if (!NT_SUCCESS(*why)) {
+            NtClose(h[n]);
+            break;
+        }
+    }
+    return n;
+}
+
 static void test_too_many_running(void) // sampling PMCs: the limit is the sample path's
 {
     HANDLE h[PMC_MAX_RUNNING_USER + 1];
-    unsigned n = 0;
-    NTSTATUS s = STATUS_SUCCESS;
-    struct pmc_log_config cfg = {0, 0};
-    EXPECT_STATUS(NtPmcConfigureLog(&cfg), STATUS_SUCCESS);
-    for (; n <= PMC_MAX_RUNNING_USER; n++) {
-        EXPECT_STATUS(alloc(&h[n], PMC_MODE_TS, 0, ProfileTime, 0), STATUS_SUCCESS);
-        NtPmcAttach(h[n], NtCurrentProcess());
-        s = NtPmcStart(h[n]);
-        if (!NT_SUCCESS(s))
-            break;
-    }
-    EXPECT(n == PMC_MAX_RUNNING_USER, "%u started", n);
+    NTSTATUS s;
+    unsigned n = start_samplers(h, PMC_MAX_RUNNING_USER, &s);
+    EXPECT(n == PMC_MAX_RUNNING_UNPRIVILEGED_USER, "%u started, unprivileged", n);
     EXPECT_STATUS(s, STATUS_PMC_TOO_MANY_RUNNING);
-    for (unsigned i = 0; i <= n && i <= PMC_MAX_RUNNING_USER; i++)
+    for (unsigned i = 0; i < n; i++)
         NtClose(h[i]); // closing stops
     NtPmcConfigureLog(NULL);
+}
+
+// ARG sampling PMCs of its own started, then held asleep until killed; if
+// one is refused, it exits with the low byte of the status (0x19:
+// STATUS_PMC_TOO_MANY_RUNNING).
+static int helper_running_holder(const char *arg)
+{
+    static HANDLE h[PMC_MAX_RUNNING_USER + 1];
+    NTSTATUS s;
+    start_samplers(h, MIN((unsigned)strtoul(arg, NULL, 0), (unsigned)PMC_MAX_RUNNING_USER), &s);
+    if (!NT_SUCCESS(s))
+        return (int)(s & 0xFF);
+    for (;;)
+        SysSleep(1000);
 }
 
 // The user records of the log drained into buf (n bytes): 0x5eed ones, others.
@@ -557,6 +584,32 @@ static void test_log_reserve(void) // privileged: the reserve's user
         NtClose(h);
     reap(held, n);
     EXPECT_STATUS(NtPmcConfigureLog(NULL), STATUS_SUCCESS);
+}
+
+// Unprivileged owners run at most their share of the sampling PMCs, the
+// rest is the privileged owners' reserve: a privileged process starts the
+// last quarter while unprivileged ones hold all they may.
+static void test_running_reserve(void) // privileged: the reserve's user
+{
+    char share[16];
+    int status;
+    snprintf(share, sizeof share, "%u", PMC_MAX_RUNNING_UNPRIVILEGED_USER);
+    HANDLE held[2];
+    held[0] = spawn_until_asleep(0, "running_holder", share, &status);
+    EXPECT(status == -1, "an unprivileged process starts %s: exit %d", share, status);
+    held[1] = spawn_until_asleep(0, "running_holder", "1", &status);
+    EXPECT(status == (STATUS_PMC_TOO_MANY_RUNNING & 0xFF),
+           "one more for another unprivileged process: exit %d", status);
+    HANDLE h[PMC_MAX_RUNNING_USER + 1];
+    NTSTATUS s;
+    unsigned reserve = PMC_MAX_RUNNING_USER - PMC_MAX_RUNNING_UNPRIVILEGED_USER;
+    unsigned n = start_samplers(h, PMC_MAX_RUNNING_USER, &s);
+    EXPECT(n == reserve, "the privileged process started %u, the reserve is %u", n, reserve);
+    EXPECT_STATUS(s, STATUS_PMC_TOO_MANY_RUNNING);
+    for (unsigned i = 0; i < n; i++)
+        NtClose(h[i]);
+    NtPmcConfigureLog(NULL);
+    reap(held, 2);
 }
 
 // The unprivileged logs' rings share PMC_LOG_UNPRIVILEGED_BYTES per CPU: one
@@ -1250,7 +1303,7 @@ static int helper_exit(const char *arg)
 static const struct child_helper helpers[] = {
     CHILD_HELPER(exit),         CHILD_HELPER(spin),         CHILD_HELPER(syscalls),
     CHILD_HELPER(other_owner),  CHILD_HELPER(tmp_attacker), CHILD_HELPER(log_holder),
-    CHILD_HELPER(log_attacker),
+    CHILD_HELPER(log_attacker), CHILD_HELPER(running_holder),
 };
 
 static const struct child_test tests[] = {
@@ -1263,6 +1316,7 @@ static const struct child_test tests[] = {
     CHILD_TEST(log_errors),
     CHILD_TEST_PRIVILEGED(log_beside_attacker),
     CHILD_TEST_PRIVILEGED(log_reserve),
+    CHILD_TEST_PRIVILEGED(running_reserve),
     CHILD_TEST(log_quota),
     CHILD_TEST_PRIVILEGED(log_records),
     CHILD_TEST_PRIVILEGED(descendants_exit_csw),

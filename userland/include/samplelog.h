@@ -74,10 +74,12 @@ const struct pmclog_header *samplelog_next(const struct samplelog *log, size_t *
 // appended, or the failing call's status, which is negative as a long (every
 // failure status has bit 31 set): what was appended before stays in the file.
 long samplelog_drain(const char *file, void *buf, size_t len, unsigned max_reads);
-// A /tmp call's refusal (lib/abi/syscalls.h: owners, modes, shares) as what
-// a person does about it; NULL for any other status.
-const char *samplelog_tmp_why(NTSTATUS s);
+// A refusal at the boundary between users (README, "One user cannot harm
+// another": a /tmp file's owner, mode or share, the unprivileged share of
+// logs, running PMCs or memory) as what a person does about it; NULL for any
+// other status.
+const char *samplelog_why(NTSTATUS s);
 // Prints one line to stderr, "profile: cannot ACTION FILE: STATUS (WHY; HINT)":
-// WHY samplelog_tmp_why's, HINT the caller's; either may be NULL.
+// WHY samplelog_why's, HINT the caller's; either may be NULL.
 void samplelog_error(const char *action, const char *file, NTSTATUS s, const char *hint);
 #define SAMPLELOG_DRAIN_READS 8 // a periodic drain's reads at most

@@ -135,7 +135,7 @@ void samplelog_cpu(char *buf, size_t len)
     snprintf(buf, len, "%s,%u,%u,%u %s", vendor, family, model, sig & 0xf, *b ? b : "-");
 }
 
-const char *samplelog_tmp_why(NTSTATUS s)
+const char *samplelog_why(NTSTATUS s)
 {
     // Only an unprivileged process is ever refused by owner or mode, and only
     // by the privileged user's files; sudo's processes may do anything.
@@ -146,6 +146,16 @@ const char *samplelog_tmp_why(NTSTATUS s)
     case STATUS_QUOTA_EXCEEDED:
         return "unprivileged programs' share of /tmp is full; the rest is kept for sudo";
     case STATUS_TMP_FULL: return "/tmp is full";
+    case STATUS_COMMITMENT_LIMIT:
+        return "the memory left is kept for sudo's processes: free some, or use sudo";
+    case STATUS_PMC_TOO_MANY_LOGS:
+        return "unprivileged programs hold every log they may; the rest are kept for sudo";
+    case STATUS_PMC_LOG_QUOTA:
+        return "unprivileged programs' logs hold their share of memory: ask for a smaller ring "
+               "(-r KB), or use sudo";
+    case STATUS_PMC_TOO_MANY_RUNNING:
+        return "the machine's sampling PMCs are all running (unprivileged programs may run "
+               "three quarters of them; the rest are kept for sudo)";
     case STATUS_PRIVILEGE_NOT_HELD: return "the host's file is the privileged user's: use sudo";
     case STATUS_IO_TIMEOUT:
         return "the host stopped taking data for 5 s: its disk full, or QEMU stopped; the host's "
@@ -156,7 +166,7 @@ const char *samplelog_tmp_why(NTSTATUS s)
 
 void samplelog_error(const char *action, const char *file, NTSTATUS s, const char *hint)
 {
-    const char *why = samplelog_tmp_why(s);
+    const char *why = samplelog_why(s);
     if (!strcmp(file, SAMPLELOG_HOST))
         file = "the host's file";
     fprintf(stderr, "profile: cannot %s %s: %s%s%s%s%s%s\n", action, file, nt_status_name(s),

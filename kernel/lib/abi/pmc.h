@@ -49,7 +49,11 @@
 #define PMC_CPU_ANY 0xFFFFFFFFu
 
 #define PMC_MAX_TARGETS_USER 64 // processes attached to one PMC (STATUS_PMC_TOO_MANY_TARGETS)
-#define PMC_MAX_RUNNING_USER 32 // PMCs running at once (STATUS_PMC_TOO_MANY_RUNNING)
+// Sampling PMCs running at once on the machine, and of them those of owners
+// without the privilege (STATUS_PMC_TOO_MANY_RUNNING): the last quarter is
+// kept for privileged owners, as the profiles' limit keeps one.
+#define PMC_MAX_RUNNING_USER              32
+#define PMC_MAX_RUNNING_UNPRIVILEGED_USER (PMC_MAX_RUNNING_USER - PMC_MAX_RUNNING_USER / 4)
 
 // Software events, counted by the kernel itself with or without a PMU (what
 // a perf-stat user counts in a virtual machine): a counting PMC's source may
@@ -81,8 +85,9 @@ struct pmc_alloc {
 // its owner's NtPmcReadLog drains them. PMC_LOGS_MAX logs on the machine;
 // processes without the system-profile privilege hold at most
 // PMC_LOGS_UNPRIVILEGED of them (STATUS_PMC_TOO_MANY_LOGS), with rings of at
-// most PMC_LOG_UNPRIVILEGED_BYTES per CPU together (STATUS_PMC_LOG_QUOTA), so
-// a privileged process always finds one.
+// most PMC_LOG_UNPRIVILEGED_BYTES per CPU together (STATUS_PMC_LOG_QUOTA) and
+// never out of the privileged reserve of memory (STATUS_COMMITMENT_LIMIT,
+// lib/abi/syscalls.h's memory limits), so a privileged process always finds one.
 #define PMC_LOGS_MAX               16
 #define PMC_LOGS_UNPRIVILEGED      (PMC_LOGS_MAX - 2)
 #define PMC_LOG_UNPRIVILEGED_BYTES (16u << 20)  // per CPU, the unprivileged logs' rings together

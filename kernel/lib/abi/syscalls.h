@@ -112,7 +112,9 @@ enum {
 // ring 3, or SysKill).
 #define EXIT_STATUS_KILLED (-1)
 
-// SysSpawn flags.
+// SysSpawn flags. A child's image and stack are charged to it as mappings
+// are (the memory limits below): an unprivileged child that would take the
+// privileged reserve is not made (STATUS_COMMITMENT_LIMIT).
 #define SPAWN_SUSPENDED  0x1 // created but not run until SysResume (a profiler attaches first)
 #define SPAWN_PRIVILEGED 0x2 // grant the system-profile privilege (caller must hold it)
 #define SPAWN_NEW_GROUP  0x4 // the child leads a new process group (its id: the child's pid)
@@ -216,7 +218,9 @@ enum {
 // TMP_SHARE_UNPRIVILEGED bytes, else STATUS_QUOTA_EXCEEDED, so the last
 // TMP_RESERVE_PRIVILEGED bytes are a reserve that only privileged processes
 // can fill (ext4's reserved blocks): a privileged recording still gets room
-// when every unprivileged process has filled all it may.
+// when every unprivileged process has filled all it may. Files are memory:
+// an unprivileged write that would take the privileged reserve of memory
+// (the memory limits above) fails with STATUS_COMMITMENT_LIMIT.
 #define TMP_TRUNCATE           0x1  // create or replace the file, buf its contents; else append
 #define TMP_REMOVE             0x2  // delete the file (buf and len ignored)
 #define TMP_OTHERS_READ        0x10 // mode: the other user's processes may read the file

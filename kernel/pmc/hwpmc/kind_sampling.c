@@ -100,12 +100,24 @@ struct pmc_sampler *pmc_samplers_make(KPROFILE_SOURCE source, const struct proce
 
 // --- the running set -------------------------------------------------------------
 
+// Whether add may join the running set old: PMC_MAX_RUNNING in all, of
+// them PMC_MAX_RUNNING_UNPRIVILEGED of unprivileged owners, so that no
+// unprivileged process (nor all of them) can keep a privileged one from
+// sampling.
+static bool set_admits(const struct pmc_set *old, const struct pmc *add)
+{
+    unsigned n = old ? old->n : 0, unprivileged = 0;
+    for (unsigned i = 0; i < n; i++)
+        unprivileged += !old->p[i]->privileged;
+    return n < PMC_MAX_RUNNING && (add->privileged || unprivileged < PMC_MAX_RUNNING_UNPRIVILEGED);
+}
+
 // Publish a copy of the running set with add added or remove removed.
 static NTSTATUS set_change(struct pmc *add, struct pmc *remove)
 {
     const struct pmc_set *old = running_set;
     unsigned n = old ? old->n : 0;
-    if (add && n >= PMC_MAX_RUNNING)
+    if (add && !set_admits(old, add))
         return STATUS_PMC_TOO_MANY_RUNNING;
     struct pmc_set *set = &sets[next_set];
     set->n = 0;

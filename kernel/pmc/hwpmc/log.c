@@ -37,6 +37,7 @@
 #include "core/process.h"
 #include "core/ramdisk.h"
 #include "core/smp.h"
+#include "core/sysmap.h"
 #include "core/uaccess.h"
 
 #include "pmc/hwpmc/callchain.h"
@@ -286,6 +287,18 @@ static struct pmc_log *log_of(const struct process *p)
     return NULL;
 }
 
+// The largest sample of a depth: the record with its frames and the IP.
+static uint32_t sample_bytes(uint32_t depth)
+{
+    return (uint32_t)sizeof(struct pmclog_sample) + 8u * (depth + 1);
+}
+
+// The pages of one CPU's ring of bytes and its side buffer of side bytes.
+static uint64_t ring_pages(uint32_t bytes, uint32_t side)
+{
+    return ALIGN_UP((uint64_t)bytes + side, PAGE_SIZE) / PAGE_SIZE;
+}
+
 // The slot's rings and counts freed (log_mutex held; no use of it is left,
 // so no writer can begin): the slot is free.
 static void free_rings(struct pmc_log *log)
@@ -293,8 +306,11 @@ static void free_rings(struct pmc_log *log)
     // A writer is an interrupt handler or runs with interrupts off: after a
     // grace period none is mid-record.
     grace_wait();
-    for (unsigned i = 0; log->cpu && i < ncpus; i++)
-        kfree(log->cpu[i].ring.buf);
+    for (unsigned i = 0; log->cpu && i < ncpus; i++) {
+        struct ring *r = &log->cpu[i].ring;
+        if (r->buf)
+            sysmap_free(r->buf, ring_pages(r->size, r->side_size));
+    }
     kfree(log->mem);
     if (log->ring_bytes) { // it was counted
         WRITE_ONCE(nlogs, nlogs - 1);
@@ -317,12 +333,6 @@ static uint32_t default_ring_bytes(void)
     return PMC_LOG_RING_DEFAULT;
 }
 
-// The largest sample of a depth: the record with its frames and the IP.
-static uint32_t sample_bytes(uint32_t depth)
-{
-    return (uint32_t)sizeof(struct pmclog_sample) + 8u * (depth + 1);
-}
-
 static NTSTATUS check_config(const struct pmc_log_config *cfg, uint32_t *bytes, uint32_t *depth)
 {
     *bytes = cfg->ring_bytes ? cfg->ring_bytes : default_ring_bytes();
@@ -338,8 +348,11 @@ static NTSTATUS check_config(const struct pmc_log_config *cfg, uint32_t *bytes, 
 // Whether p may have a log of bytes per CPU, replacing old (its log, or
 // NULL: a new slot): a slot for it, and, without the privilege, at most
 // PMC_LOGS_UNPRIVILEGED slots and PMC_LOG_UNPRIVILEGED_BYTES per CPU for the
-// unprivileged together, so that a privileged process always finds a log.
-static NTSTATUS admit(const struct process *p, const struct pmc_log *old, uint32_t bytes)
+// unprivileged together, so that a privileged process always finds a log,
+// and rings that leave the privileged reserve of memory free
+// (STATUS_COMMITMENT_LIMIT), so that it finds the memory for one too.
+static NTSTATUS admit(const struct process *p, const struct pmc_log *old, uint32_t bytes,
+                      uint32_t depth)
 {
     unsigned unprivileged = 0;
     for (unsigned i = 0; i < PMC_LOGS_MAX; i++)
@@ -351,12 +364,17 @@ static NTSTATUS admit(const struct process *p, const struct pmc_log *old, uint32
     if (!old && unprivileged >= PMC_LOGS_UNPRIVILEGED)
         return STATUS_PMC_TOO_MANY_LOGS;
     uint64_t others = unprivileged_bytes - (old && !old->privileged ? old->ring_bytes : 0);
-    return others + bytes > PMC_LOG_UNPRIVILEGED_BYTES ? STATUS_PMC_LOG_QUOTA : STATUS_SUCCESS;
+    if (others + bytes > PMC_LOG_UNPRIVILEGED_BYTES)
+        return STATUS_PMC_LOG_QUOTA;
+    uint64_t pages = ncpus * ring_pages(bytes, sample_bytes(depth));
+    return as_reserve_admits(&p->as, pages) ? STATUS_SUCCESS : STATUS_COMMITMENT_LIMIT;
 }
 
 // Each CPU's part, 64-byte aligned, and its ring, then the side buffer of a
 // sample an NMI takes while its CPU writes a record (lib/ring.h): as big as
-// the largest sample. The free slot log becomes owner's (log_mutex held).
+// the largest sample, in system space (core/sysmap.h), so that a big ring
+// needs no contiguous physical memory. The free slot log becomes owner's
+// (log_mutex held).
 static NTSTATUS setup_rings(struct pmc_log *log, struct process *owner, uint32_t bytes,
                             uint32_t depth)
 {
@@ -366,7 +384,7 @@ static NTSTATUS setup_rings(struct pmc_log *log, struct process *owner, uint32_t
     NTSTATUS s = log->cpu ? STATUS_SUCCESS : STATUS_INSUFFICIENT_RESOURCES;
     for (unsigned i = 0; i < ncpus && NT_SUCCESS(s); i++) {
         struct log_cpu *l = &log->cpu[i];
-        uint8_t *mem = kmalloc(bytes + max_record);
+        uint8_t *mem = sysmap_alloc(ring_pages(bytes, max_record));
         ring_init(&l->ring, mem, bytes, mem ? mem + bytes : NULL, max_record);
         l->max_sample_bytes = max_record;
         l->frames = depth + 1;
@@ -403,7 +421,7 @@ NTSTATUS pmc_log_configure(struct process *owner, const struct pmc_log_config *c
         return s;
     mutex_lock(&log_mutex);
     struct pmc_log *log = log_of(owner);
-    s = log && log->users ? STATUS_PMC_LOG_IN_USE : admit(owner, log, bytes);
+    s = log && log->users ? STATUS_PMC_LOG_IN_USE : admit(owner, log, bytes, depth);
     if (NT_SUCCESS(s)) {
         if (log)
             free_rings(log); // resized: the old rings go first, as hwpmc's do

@@ -141,6 +141,7 @@ NTSTATUS pmc_allocate(struct process *owner, const struct pmc_alloc *a, struct o
     m->ops = kind;
     m->a = *a;
     m->owner_pid = owner->pid;
+    m->privileged = owner->privileged;
     m->cpus = cpu_mask(a->cpu);
     s = m->ops->allocate(m, owner);
     if (!NT_SUCCESS(s)) {

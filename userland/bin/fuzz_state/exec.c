@@ -101,6 +101,7 @@ static const NTSTATUS st_log_configure[] = {STATUS_SUCCESS,
                                             STATUS_PMC_LOG_IN_USE,
                                             STATUS_PMC_TOO_MANY_LOGS,
                                             STATUS_PMC_LOG_QUOTA,
+                                            STATUS_COMMITMENT_LIMIT,
                                             STATUS_INSUFFICIENT_RESOURCES,
                                             END};
 static const NTSTATUS st_log_release[] = {STATUS_SUCCESS, STATUS_PMC_NO_LOG,
@@ -113,7 +114,7 @@ static const NTSTATUS st_log_read[] = {STATUS_SUCCESS,           STATUS_PMC_NO_L
 static const NTSTATUS st_spawn[] = {
     STATUS_SUCCESS,          STATUS_INVALID_PARAMETER,      STATUS_PRIVILEGE_NOT_HELD,
     STATUS_ACCESS_VIOLATION, STATUS_OBJECT_NAME_NOT_FOUND,  STATUS_INVALID_IMAGE_FORMAT,
-    STATUS_NO_MEMORY,        STATUS_INSUFFICIENT_RESOURCES, END};
+    STATUS_NO_MEMORY,        STATUS_INSUFFICIENT_RESOURCES, STATUS_COMMITMENT_LIMIT, END};
 static const NTSTATUS st_resume[] = {STATUS_SUCCESS, HANDLE_ERRORS, END};
 static const NTSTATUS st_kill[] = {STATUS_SUCCESS, STATUS_INVALID_CID, STATUS_ACCESS_DENIED,
                                    STATUS_PROCESS_IS_TERMINATING, END};

@@ -181,7 +181,7 @@ static int record_open(struct record *r, char **argv)
     struct pmc_log_config cfg = {r->o.ring_kb * 1024, r->o.depth};
     NTSTATUS s = r->buf ? NtPmcConfigureLog(&cfg) : STATUS_NO_MEMORY;
     if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: cannot configure the sample log: %s\n", nt_status_name(s));
+        samplelog_error("configure", "the sample log", s, NULL);
         return -1;
     }
     r->log_on = 1;
@@ -247,7 +247,7 @@ static int record_start(struct record *r)
     if (!NT_SUCCESS(file)) {
         samplelog_error("write", o->file, file, record_file_hint(file));
     } else if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: cannot start sampling: %s\n", nt_status_name(s));
+        samplelog_error("start", "sampling", s, NULL);
     }
     if (!NT_SUCCESS(s)) {
         if (r->child && !r->at.pid)

@@ -17,6 +17,7 @@
 // SYS_READ_NOWAIT), so the screen keeps its rhythm.
 #include <clock.h>
 #include <elfsym.h>
+#include <samplelog.h>
 #include <sort.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,7 +171,7 @@ static int top_start(struct top *t)
     if (NT_SUCCESS(s))
         s = NtPmcStart(t->pmc);
     if (!NT_SUCCESS(s)) {
-        fprintf(stderr, "profile: top cannot sample: %s\n", nt_status_name(s));
+        samplelog_error("start", "top's sampling", s, NULL);
         return EXIT_FAIL;
     }
     t->missed0 = missed_ticks();
