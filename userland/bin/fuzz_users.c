@@ -331,7 +331,7 @@ static int drive(unsigned ops, uint64_t seed, unsigned nattackers)
             failures++;
         }
     }
-    victim_file(); // still the victim's, unchanged
+    victim_file();                    // still the victim's, unchanged
     if (!counters_settled(&before)) { // it printed a "# leak:" line for each
         printf("fuzz-users: the attackers and the fuzzer leaked\n");
         failures++;

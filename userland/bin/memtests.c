@@ -328,10 +328,10 @@ static void test_reserve(void)
 
 // --- memory in pieces ----------------------------------------------------------
 
-#define PIECE_PAGES  4                          // a hole left in the pieces' mapping
-#define PIECE_STRIDE 16                         // one hole every 16 pages
-#define PIECES_RING  (4 * MIB)                  // a log ring per CPU: 1,025 pages each
-#define PIECES_FILE  (2 * MIB)                  // and a /tmp file of 512 pages
+#define PIECE_PAGES  4         // a hole left in the pieces' mapping
+#define PIECE_STRIDE 16        // one hole every 16 pages
+#define PIECES_RING  (4 * MIB) // a log ring per CPU: 1,025 pages each
+#define PIECES_FILE  (2 * MIB) // and a /tmp file of 512 pages
 #define PIECES_NAME  "/tmp/memtests-pieces"
 
 // Unprivileged, with free memory below the reserve: a log's rings and a
@@ -366,8 +366,8 @@ static int helper_pieces(const char *arg)
     uint64_t holes = (info.ncpus * (ring_pages + 1) + file_pages + 256) / PIECE_PAGES + 1;
     uint64_t take = info.free_pages > 1024 ? info.free_pages - 1024 : 0;
     uint64_t holed = holes * PIECE_STRIDE * PAGE; // then the file's bytes, still mapped
-    uint8_t *p = take * PAGE >= holed + PIECES_FILE ? map(take * PAGE, PROT_READ | PROT_WRITE, &s)
-                                                     : NULL;
+    uint8_t *p =
+        take * PAGE >= holed + PIECES_FILE ? map(take * PAGE, PROT_READ | PROT_WRITE, &s) : NULL;
     expect(p != NULL, "%lu pages, all but 1,024 free: %s", take, nt_status_name(s));
     for (uint64_t i = 0; p && i < holes; i++)
         SysUnmap(p + i * PIECE_STRIDE * PAGE, PIECE_PAGES * PAGE);

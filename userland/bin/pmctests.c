@@ -1301,8 +1301,8 @@ static int helper_exit(const char *arg)
 }
 
 static const struct child_helper helpers[] = {
-    CHILD_HELPER(exit),         CHILD_HELPER(spin),         CHILD_HELPER(syscalls),
-    CHILD_HELPER(other_owner),  CHILD_HELPER(tmp_attacker), CHILD_HELPER(log_holder),
+    CHILD_HELPER(exit),         CHILD_HELPER(spin),           CHILD_HELPER(syscalls),
+    CHILD_HELPER(other_owner),  CHILD_HELPER(tmp_attacker),   CHILD_HELPER(log_holder),
     CHILD_HELPER(log_attacker), CHILD_HELPER(running_holder),
 };
 

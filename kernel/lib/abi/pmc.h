@@ -48,7 +48,7 @@
 
 #define PMC_CPU_ANY 0xFFFFFFFFu
 
-#define PMC_MAX_TARGETS_USER 64 // processes attached to one PMC (STATUS_PMC_TOO_MANY_TARGETS)
+#define PMC_MAX_TARGETS_USER              64 // processes attached to one PMC (STATUS_PMC_TOO_MANY_TARGETS)
 // Sampling PMCs running at once on the machine, and of them those of owners
 // without the privilege (STATUS_PMC_TOO_MANY_RUNNING): the last quarter is
 // kept for privileged owners, as the profiles' limit keeps one.

@@ -52,7 +52,8 @@ struct thread;
 
 #define PMC_MAX_TARGETS PMC_MAX_TARGETS_USER // processes attached to one PMC, descendants too
 #define PMC_MAX_RUNNING PMC_MAX_RUNNING_USER // sampling PMCs running at once, machine-wide
-#define PMC_MAX_RUNNING_UNPRIVILEGED PMC_MAX_RUNNING_UNPRIVILEGED_USER // of them, unprivileged owners'
+#define PMC_MAX_RUNNING_UNPRIVILEGED \
+    PMC_MAX_RUNNING_UNPRIVILEGED_USER // of them, unprivileged owners'
 
 // One attachment of a process-scope PMC to a process.
 struct pmc_target {
@@ -79,8 +80,8 @@ struct pmc {
     struct pmc_alloc a;        // as allocated: source, mode, flags, cpu, count
     uint32_t owner_pid;
     bool privileged; // its owner holds the privilege (the running set's reserve)
-    uint64_t cpus; // CPUs it samples or counts
-    bool running;  // started
+    uint64_t cpus;   // CPUs it samples or counts
+    bool running;    // started
     // Its owner's log while it runs and writes one (pmc_log_use: every
     // sampling PMC, a counting one with PMC_F_LOG_PROC*), else NULL: where
     // its records go. Set before it runs, cleared under pmc_lock after.

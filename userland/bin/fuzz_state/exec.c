@@ -111,10 +111,16 @@ static const NTSTATUS st_log_owner[] = {STATUS_SUCCESS, STATUS_PMC_NO_LOG, STATU
 static const NTSTATUS st_log_read[] = {STATUS_SUCCESS,           STATUS_PMC_NO_LOG,
                                        STATUS_PMC_NOT_LOG_OWNER, STATUS_ACCESS_VIOLATION,
                                        STATUS_BUFFER_TOO_SMALL,  END};
-static const NTSTATUS st_spawn[] = {
-    STATUS_SUCCESS,          STATUS_INVALID_PARAMETER,      STATUS_PRIVILEGE_NOT_HELD,
-    STATUS_ACCESS_VIOLATION, STATUS_OBJECT_NAME_NOT_FOUND,  STATUS_INVALID_IMAGE_FORMAT,
-    STATUS_NO_MEMORY,        STATUS_INSUFFICIENT_RESOURCES, STATUS_COMMITMENT_LIMIT, END};
+static const NTSTATUS st_spawn[] = {STATUS_SUCCESS,
+                                    STATUS_INVALID_PARAMETER,
+                                    STATUS_PRIVILEGE_NOT_HELD,
+                                    STATUS_ACCESS_VIOLATION,
+                                    STATUS_OBJECT_NAME_NOT_FOUND,
+                                    STATUS_INVALID_IMAGE_FORMAT,
+                                    STATUS_NO_MEMORY,
+                                    STATUS_INSUFFICIENT_RESOURCES,
+                                    STATUS_COMMITMENT_LIMIT,
+                                    END};
 static const NTSTATUS st_resume[] = {STATUS_SUCCESS, HANDLE_ERRORS, END};
 static const NTSTATUS st_kill[] = {STATUS_SUCCESS, STATUS_INVALID_CID, STATUS_ACCESS_DENIED,
                                    STATUS_PROCESS_IS_TERMINATING, END};
