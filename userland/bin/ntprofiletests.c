@@ -1389,9 +1389,11 @@ static void test_two_profiles(void)
 // buckets plus the out-of-range samples are exactly the samples delivered, and
 // busy_a has most of the buckets' samples. One more system profile per CPU,
 // affine to it alone, shows that each CPU delivered samples in busy_a. The
-// spinners run 1.5 s for every 16 CPUs: they are spawned one after another,
-// and on an emulator with fewer host cores than CPUs the last starts long
-// after the first, which must still be spinning then.
+// spinners are spawned suspended and then resumed together, so that all of
+// them are runnable at once and every CPU takes one (spawned running, on an
+// emulator with fewer host cores than CPUs the first ones could end before
+// the last began, and a CPU could be left with none); they run 1.5 s for
+// every 16 CPUs.
 #define SYSTEM_SPIN_MS_PER_16 1500
 #define WINDOW                (128 * 1024)
 #define WINDOW_SHIFT          4
@@ -1407,7 +1409,9 @@ static void spin_every_cpu(HANDLE all, HANDLE *one, unsigned ncpu)
     char ms[16];
     snprintf(ms, sizeof ms, "%u", SYSTEM_SPIN_MS_PER_16 * ((ncpu + 15) / 16));
     for (unsigned c = 0; c < ncpu; c++)
-        EXPECT_STATUS(spawn_child(0, &child[c], "spin", ms), STATUS_SUCCESS);
+        EXPECT_STATUS(spawn_child(SPAWN_SUSPENDED, &child[c], "spin", ms), STATUS_SUCCESS);
+    for (unsigned c = 0; c < ncpu; c++)
+        EXPECT_STATUS(SysResume(child[c]), STATUS_SUCCESS);
     for (unsigned c = 0; c < ncpu; c++) {
         int status = -1000;
         EXPECT_STATUS(SysWait(child[c], &status), STATUS_SUCCESS);
