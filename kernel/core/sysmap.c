@@ -2,9 +2,10 @@
 // addresses, handed out a page at a time by a next-fit bitmap. It holds
 // every buffer of the most profiles NT's limit lets run (8,192 per CPU, each
 // at least a page: 2 GiB at 64 CPUs), beside the big buffers sysmap_alloc
-// gives (PMC log rings, /tmp files: bounded by memory). The window's four page directories are
-// made at boot under a kernel-half PML4 entry that every address space
-// shares (vm_init), so a mapping made here is seen in all of them at once.
+// gives (PMC log rings, /tmp files: bounded by memory). The window's four
+// page directories are made at boot under a kernel-half PML4 entry that every
+// address space shares (vm_init), so a mapping made here is seen in all of
+// them at once.
 // A page table is allocated when a mapping first needs it and freed by the
 // first purge after the last mapping in it went.
 //
