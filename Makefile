@@ -329,7 +329,7 @@ fuzz-state: deps
 # attackers, N failures".
 FUZZ_USERS_OPS ?= 2000
 fuzz-users: deps
-	@$(FUZZ_RUN) fuzz-users 'fuzz_users,$(FUZZ_USERS_OPS),$(FUZZ_SEED)' $(call FUZZ_LOG,fuzz-users) '^fuzz-users: [0-9]|panic|got through|victim:'
+	@$(FUZZ_RUN) fuzz-users 'fuzz_users,$(FUZZ_USERS_OPS),$(FUZZ_SEED)' $(call FUZZ_LOG,fuzz-users) '^fuzz-users: [0-9]|panic|got through|victim:|leak|fuzzer failed'
 
 # The check before a release: the fuzzers in full (1,000,000 calls; fuzz-users
 # 2,000 victim operations) with
